@@ -1,0 +1,42 @@
+// Command sandboxd runs an agent's whole process tree inside a sandbox whose
+// only way out is Barry's egress proxy, and checks and resolves policies.
+// It is wiring only: the logic lives in the policy, proxy, procjail and hooks
+// packages.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/barry-rocks/sandbox/internal/cli"
+)
+
+// version is set at link time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := &cli.App{
+		Name:    "sandboxd",
+		Summary: "run an agent's process tree behind Barry's egress sandbox",
+		Commands: []*cli.Command{
+			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
+				if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+					fmt.Fprintln(io.Out, "usage: sandboxd version\n\nPrint sandboxd's version.")
+					return 0
+				}
+				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
+				return 0
+			}},
+		},
+	}
+	return app.Main(ctx, cli.StdIO(), args)
+}

@@ -1,0 +1,10 @@
+module github.com/barry-rocks/sandbox
+
+go 1.26.8
+
+require (
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/net v0.62.0
+)
+
+require golang.org/x/text v0.43.0 // indirect

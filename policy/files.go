@@ -1,0 +1,270 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// File patterns (files.deny and files.allowOnly) are globs over canonical
+// absolute paths:
+//
+//   - "*" matches any run of characters within one path segment, "?" one
+//     character, "[...]" a class; "**" as a whole segment matches any number of
+//     segments, including none.
+//   - A leading "~/" (or "~" alone) is the user's home directory.
+//   - A pattern with no "/" at all ("*.pem", ".env") matches a path any of
+//     whose segments it matches, at any depth.
+//   - Any other relative pattern ("src/**") is relative to the session's
+//     working directory.
+//   - A pattern that matches a directory matches everything below it, so
+//     "/etc/secret" denies "/etc/secret/key".
+//
+// The literal directory prefix of a pattern (before its first glob
+// character) has its symlinks resolved, like the paths it is matched with.
+
+// ValidateFileGlob checks a file pattern's syntax.
+func ValidateFileGlob(p string) error {
+	if p == "" {
+		return errors.New("empty pattern")
+	}
+	if strings.ContainsAny(p, "\x00\r\n") {
+		return fmt.Errorf("%q: control character in pattern", p)
+	}
+	if strings.HasPrefix(p, "~") && p != "~" && !strings.HasPrefix(p, "~/") {
+		return fmt.Errorf("%q: only ~/ (the current user's home) is supported", p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "**" {
+			continue
+		}
+		if strings.Contains(seg, "**") {
+			return fmt.Errorf("%q: ** must be a whole path segment", p)
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return fmt.Errorf("%q: bad glob segment %q", p, seg)
+		}
+	}
+	return nil
+}
+
+// FileMatcher matches canonical paths against file patterns. Home expands
+// "~/"; Cwd anchors relative patterns. It is safe for concurrent use.
+type FileMatcher struct {
+	Home string
+	Cwd  string
+}
+
+// DefaultFileMatcher uses the current user's home directory and the process's
+// working directory.
+func DefaultFileMatcher() FileMatcher {
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
+	return FileMatcher{Home: home, Cwd: cwd}
+}
+
+// IsFileDenied returns the first deny pattern that matches filePath, or ""
+// when nothing denies it. filePath is canonicalized with the default matcher.
+func IsFileDenied(filePath string, deny []string) string {
+	m := DefaultFileMatcher()
+	return m.Denied(m.Canonicalize(filePath), deny)
+}
+
+// IsFileAllowed returns the first allowOnly pattern that matches filePath,
+// or "" when nothing allows it, which under an allowOnly bound is a denial.
+func IsFileAllowed(filePath string, allowOnly []string) string {
+	m := DefaultFileMatcher()
+	return m.Allowed(m.Canonicalize(filePath), allowOnly)
+}
+
+// Canonicalize makes p absolute against m.Cwd and resolves it (see the
+// package function Canonicalize).
+func (m FileMatcher) Canonicalize(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		p = m.Home + p[1:]
+	}
+	return Canonicalize(p, m.Cwd)
+}
+
+// Denied returns the first pattern matching the canonical path, or "".
+func (m FileMatcher) Denied(canonical string, deny []string) string {
+	for _, pat := range deny {
+		if m.match(pat, canonical) {
+			return pat
+		}
+	}
+	return ""
+}
+
+// Allowed returns the first pattern matching the canonical path, or "".
+func (m FileMatcher) Allowed(canonical string, allowOnly []string) string {
+	return m.Denied(canonical, allowOnly)
+}
+
+// Check decides a path against a bound's file rules: denied by a deny
+// pattern, denied when an allowlist exists and nothing in it matches,
+// allowed otherwise. The path is canonicalized first.
+func (m FileMatcher) Check(p string, rules *FileRules) Decision {
+	c := m.Canonicalize(p)
+	if rules == nil {
+		return AllowedBy("no file rules", "")
+	}
+	if pat := m.Denied(c, rules.Deny); pat != "" {
+		return Denied(fmt.Sprintf("path %s is denied by files.deny %q", c, pat), "files.deny:"+pat)
+	}
+	if rules.AllowOnly != nil {
+		pat := m.Allowed(c, rules.AllowOnly)
+		if pat == "" {
+			return Denied(fmt.Sprintf("path %s is outside files.allowOnly", c), "files.allowOnly")
+		}
+		return AllowedBy(fmt.Sprintf("path %s is allowed by files.allowOnly %q", c, pat), "files.allowOnly:"+pat)
+	}
+	return AllowedBy("path "+c+" is not denied", "")
+}
+
+func (m FileMatcher) match(pat, canonical string) bool {
+	if pat == "" || canonical == "" {
+		return false
+	}
+	segs := splitPath(canonical)
+	if !strings.Contains(pat, "/") {
+		if pat == "~" {
+			return matchPrefix(splitPath(canonicalPatternPrefix(m.Home)), segs)
+		}
+		for _, s := range segs {
+			if ok, _ := path.Match(pat, s); ok {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case strings.HasPrefix(pat, "~/"):
+		pat = m.Home + pat[1:]
+	case !strings.HasPrefix(pat, "/"):
+		pat = m.Cwd + "/" + pat
+	}
+	return matchPrefix(splitPath(canonicalPatternPrefix(pat)), segs)
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// matchPrefix reports whether the pattern segments match segs or any of its
+// leading prefixes (a match on a directory covers what is below it).
+func matchPrefix(pat, segs []string) bool {
+	if len(pat) == 0 {
+		return true
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(segs); i++ {
+			if matchPrefix(pat[1:], segs[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	if ok, _ := path.Match(pat[0], segs[0]); !ok {
+		return false
+	}
+	return matchPrefix(pat[1:], segs[1:])
+}
+
+// canonicalPatternPrefix resolves symlinks in the literal directory prefix
+// of an absolute pattern and keeps the glob part as written.
+func canonicalPatternPrefix(pat string) string {
+	segs := strings.Split(pat, "/")
+	i := 0
+	for ; i < len(segs); i++ {
+		if strings.ContainsAny(segs[i], "*?[") {
+			break
+		}
+	}
+	lit := strings.Join(segs[:i], "/")
+	if lit == "" {
+		lit = "/"
+	}
+	res := Canonicalize(lit, "/")
+	if i == len(segs) {
+		return res
+	}
+	return strings.TrimSuffix(res, "/") + "/" + strings.Join(segs[i:], "/")
+}
+
+const maxSymlinks = 40
+
+// Canonicalize returns p as an absolute, clean path with every symlink along
+// its longest existing prefix resolved, the way the kernel would walk it: a
+// ".." after a symlink goes up from the link's target, not lexically, so
+// "./a/../secret" and a symlink into a denied directory resolve to where they
+// really point. Components past the first that does not exist are joined
+// lexically. A relative p is taken against cwd (which should be absolute).
+// Symlink loops stop resolution at the loop, leaving the rest lexical.
+func Canonicalize(p, cwd string) string {
+	if p == "" {
+		p = "."
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = cwd + "/" + p
+	}
+	resolved := "/"
+	rest := splitRaw(p)
+	links := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || isNotDir(err) {
+				return path.Clean(next + "/" + strings.Join(rest, "/"))
+			}
+			return path.Clean(next + "/" + strings.Join(rest, "/"))
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		links++
+		if links > maxSymlinks {
+			return path.Clean(next + "/" + strings.Join(rest, "/"))
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return path.Clean(next + "/" + strings.Join(rest, "/"))
+		}
+		if strings.HasPrefix(target, "/") {
+			resolved = "/"
+		}
+		rest = append(splitRaw(target), rest...)
+	}
+	return resolved
+}
+
+func splitRaw(p string) []string { return strings.Split(p, "/") }
+
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
