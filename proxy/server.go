@@ -451,7 +451,7 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 	rec.host = target
 	hs, ps, err := policy.SplitHostPort(target)
 	if err != nil {
-		return deny(fmt.Sprintf("%s: %v", ReasonInvalidHost, err))
+		return deny(err.Error()) // "invalid host: ..." (policy.ErrInvalidHost)
 	}
 	if ps == "" {
 		ps = defaultPort
@@ -463,7 +463,7 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 	rec.port = strconv.FormatUint(port, 10)
 	h, err := policy.ParseHost(hs)
 	if err != nil {
-		return deny(fmt.Sprintf("%s: %v", ReasonInvalidHost, err))
+		return deny(err.Error()) // "invalid host: ..." (policy.ErrInvalidHost)
 	}
 	rec.host = h.String()
 	pol := s.pol.Load()
