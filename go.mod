@@ -3,6 +3,7 @@ module github.com/barry-rocks/sandbox
 go 1.26.8
 
 require (
+	github.com/google/go-cmp v0.7.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.62.0
 )
