@@ -18,11 +18,11 @@ func testTraits() map[string]*AgentTrait {
 		"coding": {Name: "coding", HarnessTraits: map[string]string{"claude-code": "coding-cc", "codex": "coding-codex"}},
 		"coding-cc": {Name: "coding-cc", Access: AccessReadWrite, Namespaces: []string{"git"},
 			NativeTools: map[string][]string{"claude-code": {"shell"}}},
-		"coding-codex": {Name: "coding-codex", Access: AccessRead, Namespaces: []string{"git"}},
-		"git-status":   {Name: "git-status", Access: AccessRead, Tools: []string{"git:status"}},
-		"bare-status":  {Name: "bare-status", Access: AccessRead, Tools: []string{"status", "status"}},
-		"bare-again":   {Name: "bare-again", Access: AccessReadWrite, Tools: []string{"status"}},
-		"missing-inc":  {Name: "missing-inc", Includes: []string{"nope"}},
+		"coding-codex":  {Name: "coding-codex", Access: AccessRead, Namespaces: []string{"git"}},
+		"git-status":    {Name: "git-status", Access: AccessRead, Tools: []string{"git:status"}},
+		"bare-status":   {Name: "bare-status", Access: AccessRead, Tools: []string{"status", "status"}},
+		"bare-again":    {Name: "bare-again", Access: AccessReadWrite, Tools: []string{"status"}},
+		"missing-inc":   {Name: "missing-inc", Includes: []string{"nope"}},
 		"explicit-read": {Name: "explicit-read", Access: AccessRead, Tools: []string{"github:create_issue"}},
 	}
 }

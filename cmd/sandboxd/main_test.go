@@ -26,12 +26,12 @@ func TestPolicyResolveJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var r struct {
-		Traits []string
-		Tools  []struct{ ID, Access string }
+		Traits   []string
+		Tools    []struct{ ID, Access string }
 		Withheld []struct{ ID, Reason string }
-		Bound  map[string]any
-		Native struct {
-			Allowed, Denied      []string
+		Bound    map[string]any
+		Native   struct {
+			Allowed, Denied       []string
 			Refused, Uncontrolled map[string]string
 		}
 		Warnings    []string
