@@ -654,3 +654,61 @@ func TestPolicyFromBoundAndErrors(t *testing.T) {
 		t.Fatal("New accepted an invalid prefix")
 	}
 }
+
+// TestPolicySwapEndsPlainHTTPStream: a streaming plain-HTTP response to a
+// host the new policy refuses stops within a second of SetPolicy.
+func TestPolicySwapEndsPlainHTTPStream(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	stop := make(chan struct{})
+	defer close(stop)
+	slow := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i < 200; i++ {
+			select {
+			case <-stop:
+				return
+			case <-r.Context().Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			io.WriteString(w, "tick\n")
+			w.(http.Flusher).Flush()
+		}
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go slow.Serve(ln)
+	defer slow.Close()
+	_, port := splitPort(ln.Addr().String())
+	resp, err := e.client().Get("http://allowed.test:" + port + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if l, err := br.ReadString('\n'); err != nil || l != "tick\n" {
+		t.Fatalf("first tick %q %v", l, err)
+	}
+	pol := defaultPolicy()
+	pol.Allow = []string{"also.test"}
+	start := time.Now()
+	e.srv.SetPolicy(pol)
+	for {
+		if _, err := br.ReadString('\n'); err != nil {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("stream still flowing 5s after the swap")
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("stream ended %v after the swap, want within 1s", d)
+	}
+	t.Logf("stream ended after %v", time.Since(start))
+	rec := e.audit.waitAudit(t, "allowed.test")
+	if rec[proxy.AttrClose] != "policy changed: not in allowlist: allowed.test" {
+		t.Fatalf("audit %v", rec)
+	}
+	t.Logf("audit after %v", time.Since(start))
+}

@@ -373,7 +373,37 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.gp.ServeHTTP(&hijackCapture{ResponseWriter: w, h: h}, r)
 		return
 	}
-	s.gp.ServeHTTP(w, r)
+	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w}, r)
+}
+
+// flushingWriter sends each chunk of a plain-HTTP response on at once, so
+// streamed responses (long polls, chunked progress) are not held in the
+// server's buffer; goproxy flushes only event streams by itself.
+type flushingWriter struct {
+	http.ResponseWriter
+}
+
+func (w *flushingWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	return n, err
+}
+
+func (w *flushingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack keeps websocket upgrades working.
+func (w *flushingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("proxy: connection cannot be hijacked")
+	}
+	return hj.Hijack()
 }
 
 func kindOf(r *http.Request) string {
