@@ -21,7 +21,7 @@ type dnsEnv struct {
 	audit    *syncBuffer
 }
 
-func newDNSEnv(t *testing.T, mod ...func(*proxy.DNSConfig)) *dnsEnv {
+func newDNSEnv(t testing.TB, mod ...func(*proxy.DNSConfig)) *dnsEnv {
 	t.Helper()
 	up := proxytest.NewDNS(t)
 	up.Add(t,
@@ -223,4 +223,8 @@ func TestDNSSetPolicy(t *testing.T) {
 	if r := e.query(t, "udp", "allowed.test.", dns.TypeA); r.Rcode != dns.RcodeRefused {
 		t.Fatalf("after swap: %s", dns.RcodeToString[r.Rcode])
 	}
+}
+
+func newDNSEnvB(b *testing.B) *dnsEnv {
+	return newDNSEnv(b, func(c *proxy.DNSConfig) { c.Audit = discardLogger() })
 }

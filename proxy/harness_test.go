@@ -72,7 +72,7 @@ func (s *syncBuffer) waitAudit(t testing.TB, host string) map[string]any {
 
 // env is one proxy on loopback with a fake DNS upstream and real servers.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *proxy.Server
 	addr    string
 	url     *url.URL
@@ -96,7 +96,7 @@ func defaultPolicy() proxy.Policy {
 	}
 }
 
-func newEnv(t *testing.T, pol proxy.Policy, mod ...func(*proxy.Config)) *env {
+func newEnv(t testing.TB, pol proxy.Policy, mod ...func(*proxy.Config)) *env {
 	t.Helper()
 	e := &env{t: t, dns: proxytest.NewDNS(t), audit: &syncBuffer{}}
 	e.dns.Add(t,
@@ -232,3 +232,5 @@ func ctxT(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
