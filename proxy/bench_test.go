@@ -71,7 +71,7 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 		run(b, c)
 	})
-	b.Run("connect", func(b *testing.B) {
+	b.Run("connect-splice", func(b *testing.B) {
 		e := newEnv(b, defaultPolicy(), quietAudit)
 		_, port := splitPort(sink(b))
 		c, resp := e.connect("allowed.test:"+port, true)
@@ -80,6 +80,17 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 		run(b, c)
 	})
+	for _, size := range []int{32 << 10, 256 << 10} {
+		b.Run(fmt.Sprintf("connect-buffer-%dKiB", size>>10), func(b *testing.B) {
+			e := newEnv(b, defaultPolicy(), quietAudit, func(c *proxy.Config) { c.CopyBuffer = size })
+			_, port := splitPort(sink(b))
+			c, resp := e.connect("allowed.test:"+port, true)
+			if resp.StatusCode != 200 {
+				b.Fatal(resp.Status)
+			}
+			run(b, c)
+		})
+	}
 }
 
 func quietAudit(c *proxy.Config) { c.Audit = discardLogger() }
@@ -129,6 +140,10 @@ func BenchmarkHTTPSSetup(b *testing.B) {
 	})
 	b.Run("proxy", func(b *testing.B) {
 		bench(b, &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsCfg, Proxy: http.ProxyURL(e.url)}, url)
+	})
+	b.Run("proxy-nocache", func(b *testing.B) {
+		e2 := newEnv(b, defaultPolicy(), quietAudit, func(c *proxy.Config) { c.ResolveCacheTTL = -1 })
+		bench(b, &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsCfg, Proxy: http.ProxyURL(e2.url)}, url)
 	})
 }
 

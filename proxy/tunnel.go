@@ -308,11 +308,21 @@ func (t *tunnel) copyLoop(dst, src net.Conn, mine, other *atomic.Int64) (int64, 
 	idle := t.s.cfg.IdleTimeout
 	slice := max(idle/4, 10*time.Millisecond)
 	var total int64
+	var buf []byte
 	for {
 		dl := time.Now().Add(slice)
 		src.SetReadDeadline(dl)
 		dst.SetWriteDeadline(dl.Add(idle))
-		n, err := io.Copy(dst, src)
+		var n int64
+		var err error
+		if bs := t.s.cfg.CopyBuffer; bs > 0 {
+			if buf == nil {
+				buf = make([]byte, bs)
+			}
+			n, err = io.CopyBuffer(onlyWriter{dst}, onlyReader{src}, buf)
+		} else {
+			n, err = io.Copy(dst, src)
+		}
 		total += n
 		now := time.Now()
 		if n > 0 {
@@ -351,3 +361,8 @@ func dialErr(err error) string {
 	}
 	return "error"
 }
+
+// onlyReader and onlyWriter hide ReadFrom/WriteTo so io.CopyBuffer uses
+// the buffer (the CopyBuffer option).
+type onlyReader struct{ io.Reader }
+type onlyWriter struct{ io.Writer }
