@@ -46,6 +46,65 @@ func sink(b *testing.B) string {
 	return ln.Addr().String()
 }
 
+// BenchmarkThroughput4 is BenchmarkThroughput with 4 concurrent streams,
+// each writing 64 KiB per op.
+func BenchmarkThroughput4(b *testing.B) {
+	const streams, chunk = 4, 64 << 10
+	run := func(b *testing.B, conns []net.Conn) {
+		b.SetBytes(streams * chunk)
+		b.ResetTimer()
+		done := make(chan error, streams)
+		for _, c := range conns {
+			go func(c net.Conn) {
+				buf := make([]byte, chunk)
+				for i := 0; i < b.N; i++ {
+					if _, err := c.Write(buf); err != nil {
+						done <- err
+						return
+					}
+				}
+				c.(interface{ CloseWrite() error }).CloseWrite()
+				io.Copy(io.Discard, c)
+				done <- nil
+			}(c)
+		}
+		for range conns {
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	b.Run("direct", func(b *testing.B) {
+		addr := sink(b)
+		var conns []net.Conn
+		for i := 0; i < streams; i++ {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		run(b, conns)
+	})
+	b.Run("connect-splice", func(b *testing.B) {
+		e := newEnv(b, defaultPolicy(), quietAudit)
+		_, port := splitPort(sink(b))
+		var conns []net.Conn
+		for i := 0; i < streams; i++ {
+			c, resp := e.connect("allowed.test:"+port, true)
+			if resp.StatusCode != 200 {
+				b.Fatal(resp.Status)
+			}
+			conns = append(conns, c)
+		}
+		run(b, conns)
+	})
+}
+
 // BenchmarkThroughput writes 256 KiB per op over one connection, directly
 // to a sink on loopback and through a CONNECT tunnel to the same sink.
 func BenchmarkThroughput(b *testing.B) {

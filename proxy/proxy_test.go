@@ -712,3 +712,70 @@ func TestPolicySwapEndsPlainHTTPStream(t *testing.T) {
 	}
 	t.Logf("audit after %v", time.Since(start))
 }
+
+// TestIdleCountsServerTraffic: a server that keeps talking to a silent
+// client keeps the tunnel alive past the idle timeout.
+func TestIdleCountsServerTraffic(t *testing.T) {
+	e := newEnv(t, defaultPolicy(), func(c *proxy.Config) { c.IdleTimeout = 300 * time.Millisecond })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const ticks = 20
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for i := 0; i < ticks; i++ {
+			time.Sleep(50 * time.Millisecond)
+			if _, err := c.Write([]byte{'.'}); err != nil {
+				return
+			}
+		}
+	}()
+	_, port := splitPort(ln.Addr().String())
+	c, _ := e.connect("allowed.test:"+port, true)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, _ := io.ReadAll(c)
+	if len(got) != ticks {
+		t.Fatalf("got %d ticks over %v of server-only traffic, want %d", len(got), ticks*50*time.Millisecond, ticks)
+	}
+}
+
+// TestIPv6Loopback: an allowed name with only an AAAA answer, opened by
+// AllowPrivate ::1/128.
+func TestIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skip("no IPv6 loopback")
+	}
+	ln.Close()
+	pol := defaultPolicy()
+	pol.Allow = append(pol.Allow, "six.test")
+	pol.AllowPrivate = append(pol.AllowPrivate, netip.MustParsePrefix("::1/128"))
+	e := newEnv(t, pol)
+	e.dns.Add(t, "six.test. 60 IN AAAA ::1")
+	echo := proxytest.NewEcho(t, mustListen(t, "tcp", "[::1]:0"), "")
+	_, port := splitPort(echo.Addr)
+	c, resp := e.connect("six.test:"+port, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
+	}
+	roundTrip(t, c, "v6")
+	c.Close()
+	rec := e.audit.waitAudit(t, "six.test")
+	if rec[proxy.AttrAddr] != "[::1]:"+port {
+		t.Fatalf("audit %v", rec)
+	}
+}
+
+func mustListen(t *testing.T, network, addr string) net.Listener {
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
