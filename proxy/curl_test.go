@@ -30,7 +30,7 @@ func TestCurl(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "http hello host=allowed.test:"+e.hport) {
 		t.Fatalf("http: %q %q %v", out, stderr, err)
 	}
-	out, _, err = run("-D", "-", "http://unlisted.test:" + e.hport + "/")
+	out, _, err = run("-D", "-", "http://unlisted.test:"+e.hport+"/")
 	if err != nil || !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, "X-Proxy-Error: not in allowlist: unlisted.test") {
 		t.Fatalf("http deny: %q %v", out, err)
 	}

@@ -81,7 +81,7 @@ func TestClassifyAddr(t *testing.T) {
 func TestCheckAddrOrder(t *testing.T) {
 	c, err := compilePolicy(Policy{
 		Allow:        []string{"a.test", "10.9.9.9", "127.0.0.2"},
-		Deny:         []string{"127.0.0.2"},
+		Deny:         []string{"127.0.0.2", "8.8.4.4", "192.168.7.7"},
 		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("192.168.7.0/24")},
 	})
 	if err != nil {
@@ -95,9 +95,11 @@ func TestCheckAddrOrder(t *testing.T) {
 		{"192.168.7.9", true, "address opened by --allow-private 192.168.7.0/24"},
 		{"192.168.8.9", false, "private address: 192.168.8.9 is private (RFC 1918)"},
 		{"10.9.9.9", true, "address opened by allowlist entry 10.9.9.9"},
-		{"127.0.0.2", false, "private address: 127.0.0.2 is loopback"}, // denied entries open nothing
+		{"127.0.0.2", false, `denied domain: 127.0.0.2 matches network.domains entry "127.0.0.2"`},
 		{"::ffff:10.9.9.9", true, "address opened by allowlist entry 10.9.9.9"},
 		{"8.8.8.8", true, "global address"},
+		{"8.8.4.4", false, `denied domain: 8.8.4.4 matches network.domains entry "8.8.4.4"`},
+		{"192.168.7.7", false, `denied domain: 192.168.7.7 matches network.domains entry "192.168.7.7"`},
 	} {
 		ok, why := c.checkAddr(netip.MustParseAddr(tc.addr), nil)
 		if ok != tc.ok || why != tc.why {
