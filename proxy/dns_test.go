@@ -16,7 +16,8 @@ import (
 
 type dnsEnv struct {
 	srv      *proxy.DNSServer
-	addr     string
+	addr     string // UDP
+	tcpAddr  string
 	upstream *proxytest.DNS
 	audit    *syncBuffer
 }
@@ -55,7 +56,7 @@ func newDNSEnv(t testing.TB, mod ...func(*proxy.DNSConfig)) *dnsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // its own port: the UDP one may be taken for TCP
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func newDNSEnv(t testing.TB, mod ...func(*proxy.DNSConfig)) *dnsEnv {
 	go func() { defer wg.Done(); srv.ServeUDP(pc) }()
 	go func() { defer wg.Done(); srv.ServeTCP(ln) }()
 	t.Cleanup(func() { srv.Close(); wg.Wait() })
-	e.srv, e.addr = srv, pc.LocalAddr().String()
+	e.srv, e.addr, e.tcpAddr = srv, pc.LocalAddr().String(), ln.Addr().String()
 	return e
 }
 
@@ -74,10 +75,14 @@ func (e *dnsEnv) query(t *testing.T, netw, name string, qtype uint16) *dns.Msg {
 	m.SetQuestion(name, qtype)
 	m.SetEdns0(1232, false)
 	c := &dns.Client{Net: netw, Timeout: 5 * time.Second}
+	addr := e.addr
+	if netw == "tcp" {
+		addr = e.tcpAddr
+	}
 	var r *dns.Msg
 	var err error
 	for i := 0; i < 3; i++ { // the server may still be starting
-		if r, _, err = c.Exchange(m, e.addr); err == nil {
+		if r, _, err = c.Exchange(m, addr); err == nil {
 			return r
 		}
 		time.Sleep(50 * time.Millisecond)
