@@ -115,6 +115,7 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 	}
 	piped := map[*syntax.Stmt]bool{}
 	stmtOf := map[*syntax.CallExpr]*syntax.Stmt{}
+	assigned := map[*syntax.Assign]bool{}
 	hasArith, dataSubst := false, false
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
@@ -167,13 +168,19 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 				hasArith = true
 			}
 		case *syntax.Assign:
-			a.assign(n, depth)
+			if !assigned[n] {
+				a.assign(n, depth)
+			}
 		case *syntax.DeclClause:
 			a.record(invocation{prog: n.Variant.Value, args: []word{staticWord(n.Variant.Value)}})
 		case *syntax.LetClause:
 			hasArith = true
 			a.record(invocation{prog: "let", args: []word{staticWord("let")}})
 		case *syntax.CallExpr:
+			for _, as := range n.Assigns {
+				assigned[as] = true
+				a.assign(as, depth)
+			}
 			if len(n.Args) == 0 {
 				return true
 			}

@@ -135,6 +135,7 @@ sub:
 		a.opaque("git")
 	}
 	a.record(inv)
+	a.commandWrites(inv)
 	switch name {
 	case "config":
 		read := false

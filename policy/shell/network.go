@@ -230,7 +230,10 @@ func networkActions(inv invocation) []string {
 	case "nc", "ncat", "netcat", "socat", "telnet":
 		return allLeafActions
 	}
-	first := firstOperand(args, globalOpts[inv.prog])
+	first := sub
+	if len(inv.chain) == 0 {
+		first = firstOperand(args, globalOpts[inv.prog])
+	}
 	if pkgWrite[inv.prog][first] {
 		return []string{policy.ActionHTTPWrite}
 	}
@@ -455,8 +458,8 @@ func ExtractDomainsFromCommand(line string) []string {
 				if len(parts) >= 1 {
 					add(parts[0], false)
 				}
-				if len(parts) >= 4 && parts[2] != "" {
-					add(parts[2], false)
+				if len(parts) >= 3 && parts[2] != "" {
+					add(strings.Trim(strings.Split(parts[2], ",")[0], "[]"), false)
 				}
 			}
 		case "wget":

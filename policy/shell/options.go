@@ -16,6 +16,7 @@ type opts struct {
 	seen map[string][]word // "-u" / "--user" → values ("" value for flags)
 	strs []word            // shell command strings given with str options
 	bad  string            // non-empty: an option word that is not static
+	ops  []word            // operands (scanAll only)
 }
 
 func (o opts) has(names ...string) bool {
@@ -96,6 +97,34 @@ func scanOpts(args []word, i int, sp optSpec) opts {
 	}
 	o.next = i
 	return o
+}
+
+// scanAll reads options anywhere in args[i:] (for programs that accept
+// options after operands); o.next is len(args) and the operands are in
+// o.ops.
+func scanAll(args []word, i int, sp optSpec) opts {
+	all := opts{seen: map[string][]word{}}
+	for i < len(args) {
+		o := scanOpts(args, i, sp)
+		for k, v := range o.seen {
+			all.seen[k] = append(all.seen[k], v...)
+		}
+		all.strs = append(all.strs, o.strs...)
+		if o.bad != "" && all.bad == "" {
+			all.bad = o.bad
+		}
+		if o.next >= len(args) {
+			break
+		}
+		if o.next > i && args[o.next-1].val == "--" {
+			all.ops = append(all.ops, args[o.next:]...)
+			break
+		}
+		all.ops = append(all.ops, args[o.next])
+		i = o.next + 1
+	}
+	all.next = len(args)
+	return all
 }
 
 func (o *opts) add(name string, v word, isStr bool) {

@@ -287,7 +287,9 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			}
 			return
 		}
-		a.codeString("trap", args[o.next], syntax.LangBash, depth)
+		if act := args[o.next]; act.dyn || (act.val != "-" && !isDigits(act.val)) {
+			a.codeString("trap", act, syntax.LangBash, depth)
+		}
 		return
 	case "mapfile", "readarray", "complete", "compgen":
 		a.record(inv)
@@ -333,16 +335,18 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		return
 	case "su", "runuser":
 		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "ugGsw", long: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}, str: "c", strLong: []string{"command", "session-command"}})
+		sp := optSpec{short: "ugGsw", long: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}, str: "c", strLong: []string{"command", "session-command"}}
+		if o := scanOpts(args, 1, sp); prog == "runuser" && o.bad == "" && o.has("-u", "--user") && len(o.strs) == 0 {
+			rest(o.next) // runuser -u USER [--] COMMAND...
+			return
+		}
+		o := scanAll(args, 1, sp)
 		if o.bad != "" {
 			a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
 			return
 		}
 		for _, s := range o.strs {
 			a.codeString(prog+" -c", s, syntax.LangBash, depth)
-		}
-		if prog == "runuser" && o.has("-u", "--user") && len(o.strs) == 0 {
-			rest(o.next)
 		}
 		return
 	case "flock":
@@ -628,7 +632,7 @@ loop:
 	for i < len(args) {
 		w := args[i]
 		if w.dyn {
-			if w.mayBeOption() {
+			if w.mayBeOption() && !hasC {
 				a.fail(fmt.Sprintf("option of %s is not static: %s", inv.prog, w.val))
 				return
 			}
@@ -970,7 +974,7 @@ func (a *analyzer) parallel(inv invocation, depth int) {
 	}
 	src := strings.Join(parts, " ")
 	if reParallelRepl.MatchString(src) {
-		src = reParallelRepl.ReplaceAllString(src, "$PARALLEL_ARG")
+		src = reParallelRepl.ReplaceAllLiteralString(src, "$PARALLEL_ARG")
 	} else {
 		src += " $PARALLEL_ARG"
 	}

@@ -25,6 +25,9 @@ func (w word) mayBeOption() bool {
 	if !w.dyn {
 		return strings.HasPrefix(w.val, "-")
 	}
+	if w.why == "process substitution" && w.lead == "" {
+		return false // expands to /dev/fd/N
+	}
 	return w.lead == "" || strings.HasPrefix(w.lead, "-")
 }
 

@@ -42,7 +42,7 @@ func (a *analyzer) commandWrites(inv invocation) {
 	prog, args := inv.prog, inv.args
 	var ops []word
 	for _, w := range args[1:] {
-		if !w.mayBeOption() || w.val == "-" {
+		if !strings.HasPrefix(w.val, "-") || w.val == "-" {
 			ops = append(ops, w)
 		}
 	}
