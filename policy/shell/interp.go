@@ -156,6 +156,13 @@ var rePrimitive = regexp.MustCompile(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|o
 // Primitives whose target the heuristic cannot read at all.
 var reOpaquePrimitive = regexp.MustCompile(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
 
+var (
+	rePwshExec      = regexp.MustCompile(`(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`)
+	reDoShell       = regexp.MustCompile(`(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`)
+	reQx            = regexp.MustCompile(`\bqx\s*[^\s\w]|%x\s*[^\s\w]`)
+	reAwkLiteralCmd = regexp.MustCompile(`system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`)
+)
+
 var reAwkPipe = regexp.MustCompile(`\|\s*getline|\|&|print[^;|}]*\|`)
 
 // inlineCode applies the inline-code heuristic: code with no exec primitive
@@ -170,12 +177,12 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 	}
 	code := w.val
 	strs, bare := splitStrings(code)
-	if lang == "pwsh" && regexp.MustCompile(`(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`).MatchString(bare) {
+	if lang == "pwsh" && rePwshExec.MatchString(bare) {
 		a.fail(prog + " code runs a command the classifier cannot read")
 		return
 	}
 	if lang == "applescript" {
-		if m := regexp.MustCompile(`(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`).FindStringSubmatch(code); m != nil {
+		if m := reDoShell.FindStringSubmatch(code); m != nil {
 			a.source(unescapeLit(m[1]), syntax.LangBash, depth+1)
 		} else if strings.Contains(strings.ToLower(code), "do shell script") {
 			a.fail(prog + " code runs a shell script the classifier cannot read")
@@ -202,7 +209,7 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 				a.source(s.text, syntax.LangBash, depth+1)
 			}
 		}
-		if regexp.MustCompile(`\bqx\s*[^\s\w]|%x\s*[^\s\w]`).MatchString(bare) {
+		if reQx.MatchString(bare) {
 			a.fail(prog + " qx or %x command the classifier cannot read")
 			return
 		}
@@ -213,7 +220,7 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 			a.fail(prog + " program runs a command the classifier cannot read")
 			return
 		}
-		if !regexp.MustCompile(`system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`).MatchString(bare) {
+		if !reAwkLiteralCmd.MatchString(bare) {
 			a.fail(prog + " program runs a command the classifier cannot read")
 			return
 		}
