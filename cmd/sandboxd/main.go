@@ -36,6 +36,8 @@ func run(args []string) int {
 				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 				return 0
 			}},
+			// Temporary: the lead moves this under "sandboxd policy" when merging.
+			classifyCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)
