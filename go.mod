@@ -7,6 +7,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.62.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

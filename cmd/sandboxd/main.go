@@ -36,7 +36,7 @@ func run(args []string) int {
 				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 				return 0
 			}},
-			policyCommand(),
+			policyCommand(classifyCommand()),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)
