@@ -37,6 +37,7 @@ func run(args []string) int {
 				return 0
 			}},
 			policyCommand(classifyCommand()),
+			proxyCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)
