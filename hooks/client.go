@@ -31,8 +31,8 @@ func ParseAddr(s string) (network, addr string, err error) {
 		if err != nil {
 			return "", "", fmt.Errorf("%w: tcp address %q: want tcp:IP:PORT", ErrServer, hp)
 		}
-		if !ap.Addr().Unmap().IsLoopback() || ap.Port() == 0 {
-			return "", "", fmt.Errorf("%w: tcp address %q is not a loopback address with a port", ErrServer, hp)
+		if !ap.Addr().Unmap().IsLoopback() {
+			return "", "", fmt.Errorf("%w: tcp address %q is not a loopback address", ErrServer, hp)
 		}
 		return "tcp", ap.String(), nil
 	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./"):

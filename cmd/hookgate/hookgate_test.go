@@ -22,6 +22,7 @@ import (
 var (
 	bin       string // production build
 	faultsBin string // built with -tags hookgate_faults (panic/hang injection)
+	sandboxd  string // for serve-hooks
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +33,9 @@ func TestMain(m *testing.M) {
 	}
 	bin = filepath.Join(dir, "hookgate")
 	faultsBin = filepath.Join(dir, "hookgate-faults")
-	for _, b := range [][]string{{"build", "-o", bin, "."}, {"build", "-tags", "hookgate_faults", "-o", faultsBin, "."}} {
+	sandboxd = filepath.Join(dir, "sandboxd")
+	for _, b := range [][]string{{"build", "-o", bin, "."}, {"build", "-tags", "hookgate_faults", "-o", faultsBin, "."},
+		{"build", "-o", sandboxd, "../sandboxd"}} {
 		cmd := exec.Command("go", b...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -328,4 +331,80 @@ func TestProtocolExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSocketServeHooks runs the built sandboxd serve-hooks and asks it for
+// rulings through the built hookgate: a ruling, a reload on SIGHUP that
+// applies to the next call, and a failed reload that denies everything.
+func TestSocketServeHooks(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hgs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	pol := filepath.Join(dir, "policy.yaml")
+	copyFile := func(src string) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(pol, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(policyFile("guarded"))
+	sock := filepath.Join(dir, "run", "hooks.sock")
+	srv := exec.Command(sandboxd, "serve-hooks", "--policy", pol, "--socket", sock)
+	var logs bytes.Buffer
+	srv.Stderr = &logs
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+		if t.Failed() {
+			t.Logf("serve-hooks log:\n%s", logs.String())
+		}
+	}()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("socket never appeared; log: %s", logs.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	dotenv := fixture(t, "claude-code/pretooluse-read-dotenv")
+	r := runGate(t, bin, nil, dotenv, "check", "--harness", "claude-code", "--socket", sock)
+	want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: path /home/dev/acme-api/.env is denied by files.deny \"**/.env*\""}}` + "\n"
+	if r.stdout != want || r.code != 0 {
+		t.Fatalf("guarded: got %q exit %d stderr %q; want %q", r.stdout, r.code, r.stderr, want)
+	}
+	// Through the environment, as sandboxd run sets it.
+	r = runGate(t, bin, []string{"BARRY_HOOK_SOCKET=unix:" + sock}, dotenv, "check", "--harness", "claude-code")
+	if r.stdout != want {
+		t.Fatalf("via BARRY_HOOK_SOCKET: got %q", r.stdout)
+	}
+	waitFor := func(what string, ok func(result) bool) {
+		t.Helper()
+		for i := 0; i < 100; i++ {
+			r := runGate(t, bin, nil, dotenv, "check", "--harness", "claude-code", "--socket", sock)
+			if ok(r) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s never took effect", what)
+	}
+	copyFile(policyFile("open"))
+	srv.Process.Signal(syscall.SIGHUP)
+	waitFor("reload to the open policy", func(r result) bool { return r.stdout == "" && r.code == 0 })
+	os.WriteFile(pol, []byte("version: 2\n"), 0o600)
+	srv.Process.Signal(syscall.SIGHUP)
+	waitFor("failed reload", func(r result) bool {
+		return strings.Contains(r.stdout, `"permissionDecision":"deny"`) && strings.Contains(r.stdout, "ruling server has no policy")
+	})
 }
