@@ -73,7 +73,9 @@ func TestFixtures(t *testing.T) {
 // hookgate gives against the fixture a harness documents for it (compacted:
 // hookgate prints one line).
 func TestEncodeMatchesFixtures(t *testing.T) {
-	cc := func(h Harness, event string, k Kind) Call { return Call{Harness: h, Event: event, Kind: k, Tool: "Bash"} }
+	cc := func(h Harness, event string, k Kind) Call {
+		return Call{Harness: h, Event: event, Kind: k, Tool: "Bash"}
+	}
 	reasonOf := func(t *testing.T, file, key string) string {
 		var m map[string]any
 		data, err := os.ReadFile(file)

@@ -189,7 +189,10 @@ func TestFailClosedMatrix(t *testing.T) {
 	// A server that accepts and never answers, one that answers garbage,
 	// and a TCP port with nothing behind it.
 	silent := listenUnix(t, func(c net.Conn) { bufio.NewReader(c).ReadString('\n'); time.Sleep(10 * time.Second) })
-	garbage := listenUnix(t, func(c net.Conn) { bufio.NewReader(c).ReadString('\n'); c.Write([]byte("{\"v\":1,\"verdict\":\"allow\"}\n")) })
+	garbage := listenUnix(t, func(c net.Conn) {
+		bufio.NewReader(c).ReadString('\n')
+		c.Write([]byte("{\"v\":1,\"verdict\":\"allow\"}\n"))
+	})
 	tcpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
