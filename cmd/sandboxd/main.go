@@ -37,6 +37,7 @@ func run(args []string) int {
 				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 				return 0
 			}},
+			policyCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)
