@@ -163,7 +163,7 @@ func (s LocalSource) Open(ctx context.Context) (Ruling, error) {
 	if s.Path == "" {
 		return nil, fmt.Errorf("%w: empty policy path", ErrNoPolicy)
 	}
-	sess, err := LoadSessionFile(s.Path)
+	sess, err := LoadPolicy(s.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,11 @@ func (r *Ruler) Rule(ctx context.Context, c Call) (d policy.Decision) {
 		return policy.Denied(fmt.Sprintf("MCP tool %q names no server this session knows", c.Tool), "mcp")
 	}
 	if r.denied[c.Tool] {
-		return policy.Denied(fmt.Sprintf("native tool %s is denied for %s", c.Tool, c.Harness), "native.denied:"+c.Tool)
+		why := ""
+		if reason := r.s.Native.Reasons[c.Tool]; reason != "" {
+			why = ": " + reason
+		}
+		return policy.Denied(fmt.Sprintf("native tool %s is denied for %s%s", c.Tool, c.Harness, why), "native.denied:"+c.Tool)
 	}
 	if !r.native[c.Tool] {
 		return policy.Denied(fmt.Sprintf("native tool %s is not granted for %s", c.Tool, c.Harness), "native.allowed")
@@ -187,7 +191,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
 	case CatFileRead, CatFileWrite:
-		paths := in.paths(t.PathKeys)
+		paths := append(in.paths(t.PathKeys), t.FixedPaths...)
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
@@ -211,6 +215,9 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 			return policy.Denied(in.err.Error(), "input")
 		}
 		if len(roots) == 0 {
+			if t.RequireDir {
+				return policy.Denied(fmt.Sprintf("%s names no search root", c.Tool), "input")
+			}
 			if c.Cwd == "" {
 				return policy.Denied(fmt.Sprintf("%s has no path and the call no cwd", c.Tool), "input")
 			}
@@ -430,9 +437,31 @@ func (r *Ruler) mcpIDs(c Call) ([]string, bool) {
 				ids = append(ids, name+":"+tool)
 			}
 		}
+		if ns := barryNamespace(c.MCPServerURL); ns != "" && len(ids) == 0 {
+			ids = append(ids, ns+":"+tool)
+		}
 		return ids, len(ids) > 0
 	}
 	return MCPQualifiedIDs(c.Tool)
+}
+
+// barryNamespace reads the namespace from a Barry MCP endpoint URL on
+// loopback, http://127.0.0.1:PORT/mcp/ns/<namespace>?sessionId=…, the only
+// way a Cursor beforeMCPExecution names its server. Anything else is "".
+func barryNamespace(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" {
+		return ""
+	}
+	h, err := policy.ParseHost(u.Hostname())
+	if err != nil || !h.IP.IsValid() || !h.IP.IsLoopback() {
+		return ""
+	}
+	ns, ok := strings.CutPrefix(u.Path, "/mcp/ns/")
+	if !ok || ns == "" || strings.ContainsAny(ns, "/:") {
+		return ""
+	}
+	return ns
 }
 
 // mcpURLKeys and mcpPathKeys are the MCP tool parameters the URL and file

@@ -34,7 +34,28 @@ func payloadFixtures(t testing.TB) []string {
 	return out
 }
 
+// policyPath returns testdata/policies/NAME-HARNESS.yaml when it exists, and
+// otherwise a copy of NAME.yaml for the harness.
+func policyPath(t testing.TB, name, harness string) string {
+	t.Helper()
+	p := filepath.Join("testdata/policies", name+"-"+harness+".yaml")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	data, err := os.ReadFile(filepath.Join("testdata/policies", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("\nharness: claude-code\n"), []byte("\nharness: "+harness+"\n"), 1)
+	p = filepath.Join(t.TempDir(), name+"-"+harness+".yaml")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestFixtures(t *testing.T) {
+	t.Setenv("HOME", "/home/dev")
 	seen := map[string]bool{}
 	for _, tc := range fixtureCases {
 		key := tc.policy + " " + tc.harness + "/" + tc.fixture
@@ -49,7 +70,7 @@ func TestFixtures(t *testing.T) {
 			}
 			defer f.Close()
 			out := Check(context.Background(), CheckArgs{Harness: tc.harness, Payload: f,
-				Source: LocalSource{Path: filepath.Join("testdata/policies", tc.policy+".yaml")}})
+				Source: LocalSource{Path: policyPath(t, tc.policy, tc.harness)}})
 			want := ""
 			if tc.want != "" {
 				want = tc.want + "\n"

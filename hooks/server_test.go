@@ -18,7 +18,7 @@ import (
 
 func engineFor(t *testing.T, name string) *Ruler {
 	t.Helper()
-	s, err := LoadSessionFile(filepath.Join("testdata/policies", name+".yaml"))
+	s, err := LoadPolicy(filepath.Join("testdata/policies", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestServerProtocolErrors(t *testing.T) {
 		{`{"v":1,"op":"rule","call":{"harness":"vim","kind":1}}`, `{"v":1,"error":"unknown harness \"vim\" (want one of claude-code, codex, cursor, gemini, pi)"}`},
 		{`{"v":1,"op":"rule","policy":{}}`, `{"v":1,"error":"bad request: json: unknown field \"policy\""}`},
 		{`{"v":1,"op":"rule","op":"rule"}`, `{"v":1,"error":"bad request: malformed hook payload: duplicate key \"op\""}`},
-		{`{"v":1,"op":"rule","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"edit","input":{"path":"/x"}}}`, `{"v":1,"verdict":"deny","reason":"native tool edit is not granted for pi","rule":"native.allowed"}`},
-		{`{"v":1,"op":"rule","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"bash","input":{"command":"ls"}}}`, `{"v":1,"verdict":"allow","reason":"shell command allowed: the bound has no shell, file or network rule"}`},
+		{`{"v":1,"op":"rule","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"edit","input":{"path":"/x"}}}`, `{"v":1,"verdict":"deny","reason":"session is for claude-code, not pi","rule":"session.harness"}`},
+		{`{"v":1,"op":"rule","call":{"harness":"claude-code","event":"PreToolUse","kind":1,"tool":"Bash","input":{"command":"ls"}}}`, `{"v":1,"verdict":"allow","reason":"shell command allowed: the bound has no shell, file or network rule"}`},
 	}
 	for _, tc := range cases {
 		if _, err := conn.Write([]byte(tc.req + "\n")); err != nil {

@@ -1,14 +1,10 @@
 package hooks
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
+	"maps"
 	"slices"
-
-	"go.yaml.in/yaml/v3"
+	"strings"
 
 	"github.com/barry-rocks/sandbox/policy"
 )
@@ -39,109 +35,59 @@ type Session struct {
 type NativePolicy struct {
 	Allowed []string `json:"allowed"`
 	Denied  []string `json:"denied,omitempty"`
+	// Reasons says why each denied tool is denied.
+	Reasons map[string]string `json:"reasons,omitempty"`
 }
 
 // MCPServer identifies an MCP server as Cursor reports it.
 type MCPServer struct {
-	URL     string `json:"url,omitempty" yaml:"url"`
-	Command string `json:"command,omitempty" yaml:"command"`
+	URL     string `json:"url,omitempty"`
+	Command string `json:"command,omitempty"`
 }
 
-// maxSessionBytes caps a session policy file.
-const maxSessionBytes = 4 << 20
-
-// sessionFile is the strict on-disk mirror of Session (version 1).
-type sessionFile struct {
-	Version    int                  `yaml:"version"`
-	Harness    string               `yaml:"harness"`
-	Mode       string               `yaml:"mode"`
-	Bound      yaml.Node            `yaml:"bound"`
-	Native     nativeFile           `yaml:"native"`
-	MCPTools   []string             `yaml:"mcpTools"`
-	MCPServers map[string]MCPServer `yaml:"mcpServers"`
-	Home       string               `yaml:"home"`
-}
-
-type nativeFile struct {
-	Allowed []string `yaml:"allowed"`
-	Denied  []string `yaml:"denied"`
-}
-
-// LoadSessionFile reads a resolved session policy (YAML or JSON, version 1):
-//
-//	version: 1
-//	harness: claude-code          # optional: calls from other harnesses are denied
-//	mode: hosted                  # optional, for display
-//	bound: {files: {deny: ["**/.env*"]}, network: {actions: [write]}}
-//	native: {allowed: [Bash, Read, Grep], denied: [Write]}
-//	mcpTools: ["github:create_pull_request"]
-//	mcpServers: {github: {url: "http://127.0.0.1:8931/mcp"}}
-//
-// Unknown fields, a wrong version, a bound that does not decode, a native
-// section without allowed, or a tool id that is not "server:tool" are
-// errors wrapping ErrNoPolicy: an unreadable policy is never an empty one.
-func LoadSessionFile(path string) (*Session, error) {
-	f, err := os.Open(path)
+// SessionFromResolved is the seam to policy resolution: it takes what the
+// engine needs from a session's resolved policy (harness, mode, effective
+// bound, native-tool policy, allowed qualified tool ids). A resolution that
+// refuses native tools (the session must not launch) is an error.
+func SessionFromResolved(r *policy.Resolved) (*Session, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: no resolved policy", ErrNoPolicy)
+	}
+	h, err := ParseHarness(r.Harness)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoPolicy, err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSessionBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNoPolicy, path, err)
+	if r.Native == nil {
+		return nil, fmt.Errorf("%w: resolution has no native-tool policy", ErrNoPolicy)
 	}
-	if len(data) > maxSessionBytes {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrNoPolicy, path, maxSessionBytes)
+	if len(r.Native.Refused) > 0 {
+		tools := make([]string, 0, len(r.Native.Refused))
+		for t := range r.Native.Refused {
+			tools = append(tools, t)
+		}
+		slices.Sort(tools)
+		return nil, fmt.Errorf("%w: session must not launch: mode %s cannot take back %s", ErrNoPolicy, r.Mode, strings.Join(tools, ", "))
 	}
-	s, err := ParseSession(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNoPolicy, path, err)
-	}
-	return s, nil
+	return &Session{
+		Harness:  h,
+		Mode:     r.Mode,
+		Bound:    r.Bound.Clone(),
+		Native:   NativePolicy{Allowed: slices.Clone(r.Native.Allowed), Denied: slices.Clone(r.Native.Denied), Reasons: maps.Clone(r.Native.Reasons)},
+		MCPTools: r.AllowedToolIDs(),
+	}, nil
 }
 
-// ParseSession decodes a session policy document (see LoadSessionFile).
-func ParseSession(data []byte) (*Session, error) {
-	var sf sessionFile
-	d := yaml.NewDecoder(bytes.NewReader(data))
-	d.KnownFields(true)
-	if err := d.Decode(&sf); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("empty document")
-		}
-		return nil, err
+// LoadPolicy reads and resolves a session policy file (the format of
+// policy.LoadFile) into a Session. Every failure wraps ErrNoPolicy: an
+// unreadable or unresolvable policy is never an empty one.
+func LoadPolicy(path string) (*Session, error) {
+	r, err := policy.ResolveFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoPolicy, path, err)
 	}
-	if sf.Version != 1 {
-		return nil, fmt.Errorf("version: want 1, got %d", sf.Version)
+	s, err := SessionFromResolved(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	s := &Session{Mode: sf.Mode, MCPServers: sf.MCPServers, Home: sf.Home}
-	if sf.Harness != "" {
-		h, err := ParseHarness(sf.Harness)
-		if err != nil {
-			return nil, fmt.Errorf("harness: %v", err)
-		}
-		s.Harness = h
-	}
-	if sf.Bound.Kind != 0 {
-		raw, err := yaml.Marshal(&sf.Bound)
-		if err != nil {
-			return nil, fmt.Errorf("bound: %v", err)
-		}
-		b, err := policy.DecodeBound(raw, policy.FormatYAML, "bound")
-		if err != nil {
-			return nil, err
-		}
-		s.Bound = b
-	}
-	if sf.Native.Allowed == nil {
-		return nil, errors.New("native.allowed: missing (an empty list allows no native tool)")
-	}
-	s.Native = NativePolicy{Allowed: slices.Clone(sf.Native.Allowed), Denied: slices.Clone(sf.Native.Denied)}
-	for i, id := range sf.MCPTools {
-		if _, _, ok := splitQualified(id); !ok {
-			return nil, fmt.Errorf("mcpTools[%d]: %q is not a qualified server:tool id", i, id)
-		}
-	}
-	s.MCPTools = slices.Clone(sf.MCPTools)
 	return s, nil
 }

@@ -41,6 +41,12 @@ type NativeTool struct {
 	CommandKey string
 	// DirKeys hold a shell's working directory or a search root.
 	DirKeys []string
+	// RequireDir denies a search whose root is not in DirKeys, for tools
+	// whose input shape is undocumented (a root read under a key this
+	// table does not know must not fall back to the cwd).
+	RequireDir bool
+	// FixedPaths are paths the tool always writes (Gemini's save_memory).
+	FixedPaths []string
 	// URLKeys hold URLs; TextURLKeys hold free text whose URLs are fetched.
 	URLKeys     []string
 	TextURLKeys []string
@@ -65,6 +71,7 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"Bash":         shellTool(),
 		"PowerShell":   {Category: CatShellOpaque, CommandKey: "command"},
 		"Read":         readTool("file_path"),
+		"NotebookRead": readTool("notebook_path"),
 		"Write":        writeTool("file_path"),
 		"Edit":         writeTool("file_path"),
 		"MultiEdit":    writeTool("file_path"),
@@ -85,12 +92,17 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"spawn_agent":  other,
 	},
 	Cursor: {
-		"Shell":  shellTool("working_directory"),
-		"Read":   readTool("file_path", "path", "target_file"),
-		"Write":  writeTool("file_path", "path", "target_file"),
-		"Delete": writeTool("file_path", "path", "target_file"),
-		"Grep":   searchTool("path"),
-		"Task":   other,
+		"Shell":     shellTool("working_directory"),
+		"Read":      readTool("file_path", "path", "target_file"),
+		"Write":     writeTool("file_path", "path", "target_file"),
+		"Edit":      writeTool("file_path", "path", "target_file"),
+		"Delete":    writeTool("file_path", "path", "target_file"),
+		"Grep":      {Category: CatSearch, DirKeys: []string{"path", "target_directory"}, RequireDir: true},
+		"Glob":      {Category: CatSearch, DirKeys: []string{"path", "target_directory"}, RequireDir: true},
+		"LS":        {Category: CatSearch, DirKeys: []string{"path", "target_directory"}, RequireDir: true},
+		"WebFetch":  {Category: CatFetch, URLKeys: []string{"url"}},
+		"WebSearch": {Category: CatWebSearch},
+		"Task":      other,
 	},
 	Gemini: {
 		"run_shell_command":   shellTool("directory", "dir_path"),
@@ -98,6 +110,7 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"read_many_files":     {Category: CatSearch, DirKeys: []string{"dir_path", "directory"}},
 		"write_file":          writeTool("file_path", "absolute_path", "path"),
 		"replace":             writeTool("file_path", "absolute_path", "path"),
+		"save_memory":         {Category: CatFileWrite, FixedPaths: []string{"~/.gemini/GEMINI.md"}},
 		"list_directory":      searchTool("dir_path", "path"),
 		"glob":                searchTool("dir_path", "path"),
 		"search_file_content": searchTool("dir_path", "path"),

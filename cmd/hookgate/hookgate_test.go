@@ -101,8 +101,24 @@ func fixture(t *testing.T, name string) []byte {
 	return data
 }
 
-func policyFile(name string) string {
-	p, _ := filepath.Abs(filepath.Join("../../hooks/testdata/policies", name+".yaml"))
+// policyFile returns the test policy NAME for harness h: NAME-h.yaml when
+// it exists, else a copy of NAME.yaml with its harness replaced.
+func policyFile(t *testing.T, name, h string) string {
+	t.Helper()
+	dir, _ := filepath.Abs("../../hooks/testdata/policies")
+	p := filepath.Join(dir, name+"-"+h+".yaml")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	data, err := os.ReadFile(filepath.Join(dir, name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("\nharness: claude-code\n"), []byte("\nharness: "+h+"\n"), 1)
+	p = filepath.Join(t.TempDir(), name+"-"+h+".yaml")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -174,13 +190,18 @@ func TestFailClosedMatrix(t *testing.T) {
 	codexBash := fixture(t, "codex/pretooluse-bash")
 	cursorShell := fixture(t, "cursor/beforeShellExecution")
 	geminiShell := fixture(t, "gemini/beforetool-run-shell-command")
-	open := policyFile("open")
+	// open is the claude-code policy; a call from another harness is
+	// denied by it, so each case below that gets past decoding uses its
+	// harness's own copy.
+	open := policyFile(t, "open", "claude-code")
+	openCodex := policyFile(t, "open", "codex")
+	openGemini := policyFile(t, "open", "gemini")
 
 	tmp := t.TempDir()
 	badPolicy := filepath.Join(tmp, "bad.yaml")
-	os.WriteFile(badPolicy, []byte("version: 1\nbound: {files: {deny: 7}}\nnative: {allowed: [Bash]}\n"), 0o600)
+	os.WriteFile(badPolicy, []byte("version: 1\nharness: claude-code\nsession: {bound: {files: {deny: 7}}}\n"), 0o600)
 	unknownField := filepath.Join(tmp, "unknown.yaml")
-	os.WriteFile(unknownField, []byte("version: 1\nnative: {allowed: [Bash]}\nallowEverything: true\n"), 0o600)
+	os.WriteFile(unknownField, []byte("version: 1\nharness: cursor\nallowEverything: true\n"), 0o600)
 	fifo := filepath.Join(tmp, "policy.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -224,14 +245,14 @@ func TestFailClosedMatrix(t *testing.T) {
 		{"no policy", "claude-code", bin, nil, claudeBash, nil, "no policy"},
 		{"missing policy file", "codex", bin, nil, codexBash, []string{"--policy", filepath.Join(tmp, "nope.yaml")}, "no such file"},
 		{"policy from env missing", "gemini", bin, []string{"BARRY_POLICY=" + filepath.Join(tmp, "nope.yaml")}, geminiShell, nil, "no such file"},
-		{"invalid policy", "claude-code", bin, nil, claudeBash, []string{"--policy", badPolicy}, "bound.files.deny"},
+		{"invalid policy", "claude-code", bin, nil, claudeBash, []string{"--policy", badPolicy}, "session.bound.files.deny"},
 		{"policy with unknown field", "cursor", bin, nil, cursorShell, []string{"--policy", unknownField}, "allowEverything"},
 		{"policy is a directory", "claude-code", bin, nil, claudeBash, []string{"--policy", tmp}, "no policy"},
 		{"policy read hangs (fifo)", "claude-code", bin, nil, claudeBash, []string{"--policy", fifo, "--deadline", dl}, "no ruling within 700ms"},
-		{"stdin never closes", "codex", bin, nil, nil, []string{"--policy", open, "--deadline", dl}, "no ruling within 700ms"},
+		{"stdin never closes", "codex", bin, nil, nil, []string{"--policy", openCodex, "--deadline", dl}, "no ruling within 700ms"},
 		{"panic at start", "claude-code", faultsBin, []string{"HOOKGATE_FAULT=panic@start"}, claudeBash, []string{"--policy", open}, "internal error (panic"},
 		{"panic after decode", "cursor", faultsBin, []string{"HOOKGATE_FAULT=panic@decoded"}, cursorShell, []string{"--policy", open}, "internal error (panic"},
-		{"hang after decode", "gemini", faultsBin, []string{"HOOKGATE_FAULT=hang@decoded"}, geminiShell, []string{"--policy", open, "--deadline", dl}, "no ruling within 700ms"},
+		{"hang after decode", "gemini", faultsBin, []string{"HOOKGATE_FAULT=hang@decoded"}, geminiShell, []string{"--policy", openGemini, "--deadline", dl}, "no ruling within 700ms"},
 		{"socket missing", "claude-code", bin, nil, claudeBash, []string{"--socket", filepath.Join(tmp, "nope.sock")}, "ruling server failed"},
 		{"socket from env missing", "codex", bin, []string{"BARRY_HOOK_SOCKET=unix:" + filepath.Join(tmp, "nope.sock")}, codexBash, nil, "ruling server failed"},
 		{"socket never answers", "claude-code", bin, nil, claudeBash, []string{"--socket", silent, "--deadline", dl}, "ruling server failed|no ruling within 700ms"},
@@ -303,32 +324,33 @@ func listenUnix(t *testing.T, handle func(net.Conn)) string {
 // no-opinion likewise, Codex/Claude deny is JSON with exit 0, and events
 // that are not gated get no opinion even without a policy.
 func TestProtocolExitCodes(t *testing.T) {
-	open := policyFile("open")
-	guarded := policyFile("guarded")
+	open := func(h string) string { return policyFile(t, "open", h) }
+	guarded := func(h string) string { return policyFile(t, "guarded", h) }
 	cases := []struct {
-		name, harness, fixture, policy string
-		stdout                         string
-		code                           int
+		name, harness, fixture string
+		policy                 func(string) string
+		stdout                 string
+		code                   int
 	}{
 		{"codex allow is empty stdout", "codex", "codex/pretooluse-bash", open, "", 0},
 		{"claude pass is empty stdout", "claude-code", "claude-code/pretooluse-bash-simple-allow", open, "", 0},
 		{"codex deny is JSON exit 0", "codex", "codex/pretooluse-mcp", guarded,
-			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: MCP tool postgres:query is denied by deniedTools \"postgres\""}}` + "\n", 0},
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: MCP tool postgres:query is not in the session's tools"}}` + "\n", 0},
 		{"claude deny is JSON exit 0", "claude-code", "claude-code/pretooluse-read-dotenv", guarded,
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: path /home/dev/acme-api/.env is denied by files.deny \"**/.env*\""}}` + "\n", 0},
 		{"cursor allow", "cursor", "cursor/beforeShellExecution", open, `{"permission":"allow"}` + "\n", 0},
 		{"gemini pass", "gemini", "gemini/beforetool-run-shell-command", open, "{}\n", 0},
-		{"claude event not gated, no policy", "claude-code", "claude-code/sessionstart", "", "", 0},
-		{"cursor event not gated, no policy", "cursor", "cursor/stop", "", "{}\n", 0},
+		{"claude event not gated, no policy", "claude-code", "claude-code/sessionstart", nil, "", 0},
+		{"cursor event not gated, no policy", "cursor", "cursor/stop", nil, "{}\n", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			args := []string{"check", "--harness", tc.harness}
-			if tc.policy != "" {
-				args = append(args, "--policy", tc.policy)
+			if tc.policy != nil {
+				args = append(args, "--policy", tc.policy(tc.harness))
 			}
-			r := runGate(t, bin, nil, fixture(t, tc.fixture), args...)
+			r := runGate(t, bin, []string{"HOME=/home/dev"}, fixture(t, tc.fixture), args...)
 			if r.stdout != tc.stdout || r.code != tc.code || r.stderr != "" {
 				t.Errorf("got stdout %q stderr %q exit %d; want stdout %q exit %d", r.stdout, r.stderr, r.code, tc.stdout, tc.code)
 			}
@@ -355,12 +377,13 @@ func TestSocketServeHooks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	copyFile(policyFile("guarded"))
+	copyFile(policyFile(t, "guarded", "claude-code"))
 	sock := filepath.Join(dir, "run", "hooks.sock")
 	srv := exec.Command(sandboxd, "serve-hooks", "--policy", pol, "--socket", sock)
+	srv.Env = append(os.Environ(), "HOME=/home/dev")
 	var logs bytes.Buffer
 	srv.Stderr = &logs
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +425,7 @@ func TestSocketServeHooks(t *testing.T) {
 		}
 		t.Fatalf("%s never took effect", what)
 	}
-	copyFile(policyFile("open"))
+	copyFile(policyFile(t, "open", "claude-code"))
 	srv.Process.Signal(syscall.SIGHUP)
 	waitFor("reload to the open policy", func(r result) bool { return r.stdout == "" && r.code == 0 })
 	os.WriteFile(pol, []byte("version: 2\n"), 0o600)

@@ -37,7 +37,7 @@ func serveHooksCommand() *cli.Command {
 			}
 			log := slog.New(slog.NewJSONHandler(io.Err, nil))
 			load := func() (hooks.Engine, error) {
-				s, err := hooks.LoadSessionFile(*policyPath)
+				s, err := hooks.LoadPolicy(*policyPath)
 				if err != nil {
 					return nil, err
 				}
