@@ -29,7 +29,7 @@ type ShellRuler interface {
 	RuleCommand(command, cwd string, b *policy.Bound, files policy.FileMatcher) policy.Decision
 }
 
-// FailClosedShell is the ShellRuler used until a classifier is plugged in:
+// FailClosedShell is a ShellRuler without a classifier:
 // it allows a command only when the bound has no rule a command could
 // break (no bash, files or network rule), and denies every command
 // otherwise, which is also what a classifier does with an unparseable line.
@@ -71,13 +71,13 @@ type Ruler struct {
 }
 
 // NewEngine builds the engine for s. shell rules on shell commands; nil
-// means FailClosedShell.
+// means ClassifierShell.
 func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil session", ErrNoPolicy)
 	}
 	if shell == nil {
-		shell = FailClosedShell{}
+		shell = ClassifierShell{}
 	}
 	home := s.Home
 	if home == "" {
@@ -326,7 +326,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 		}
 		canon := m.Canonicalize(ar)
 		for _, pat := range fr.Deny {
-			if r.reachesBelow(m, canon, pat) {
+			if reachesBelow(m, canon, pat) {
 				return policy.Denied(fmt.Sprintf("%s below %s could reach files denied by files.deny %q", c.Tool, canon, pat), "files.deny:"+pat)
 			}
 		}
@@ -337,7 +337,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 // reachesBelow reports whether a deny pattern could match a path at or below
 // root: a pattern without "/" matches at any depth; otherwise the pattern's
 // literal directory prefix and root must lie on one line.
-func (r *Ruler) reachesBelow(m policy.FileMatcher, root, pat string) bool {
+func reachesBelow(m policy.FileMatcher, root, pat string) bool {
 	if !strings.Contains(pat, "/") {
 		return true
 	}
@@ -403,8 +403,10 @@ func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
 
 // checkHost applies network.domains (denied) and network.allowDomains (the
 // allowlist, when present) to one host.
-func (r *Ruler) checkHost(tool, host string) policy.Decision {
-	n := r.network()
+func (r *Ruler) checkHost(tool, host string) policy.Decision { return hostDecision(tool, host, r.network()) }
+
+// hostDecision applies network.domains and network.allowDomains to a host.
+func hostDecision(tool, host string, n *policy.NetworkRules) policy.Decision {
 	if n == nil {
 		return policy.AllowedBy("no network rules", "")
 	}

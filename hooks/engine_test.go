@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,14 +101,55 @@ var engineCases = []struct {
 		Session{Native: NativePolicy{Allowed: []string{"apply_patch"}}},
 		call(Codex, "apply_patch", map[string]any{"command": "rm -rf /"}),
 		policy.Denied(`apply_patch: no "*** Begin Patch" line`, "apply_patch")},
-	{"shell with a bash rule and no classifier",
+	{"shell: bash.deny substring",
 		Session{Bound: &policy.Bound{Bash: &policy.BashRules{Deny: []string{"rm -rf"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
-		call(ClaudeCode, "Bash", map[string]any{"command": "ls"}),
-		policy.Denied("shell command cannot be classified here and the bound has bash rules", "shell:unclassified")},
-	{"shell with only a network rule",
-		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"git:push"}}}, Native: NativePolicy{Allowed: []string{"Shell"}}},
-		call(Cursor, "Shell", map[string]any{"command": "ls", "working_directory": "/w"}),
-		policy.Denied("shell command cannot be classified here and the bound has network rules", "shell:unclassified")},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cd / && rm -rf x"}),
+		policy.Denied(`shell command contains "rm -rf", denied by bash.deny`, "bash.deny:rm -rf")},
+	{"shell: program rule through a nested shell",
+		Session{Bound: &policy.Bound{Bash: &policy.BashRules{DenyPrograms: []string{"git:push"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "sh -c 'git -C /w push origin main'"}),
+		policy.Denied(`shell command runs git push, denied by bash.denyPrograms "git:push"`, "bash.denyPrograms:git:push")},
+	{"shell: unparseable under a rule",
+		Session{Bound: &policy.Bound{Bash: &policy.BashRules{DenyPrograms: []string{"git:push"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": `eval "$X"`}),
+		policy.Denied("shell command cannot be classified exactly (eval with a string that is not static: $X) and the bound has bash rules", "shell:unparseable")},
+	{"shell: network action under network.actions",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"write"}}}, Native: NativePolicy{Allowed: []string{"Shell"}}},
+		call(Cursor, "Shell", map[string]any{"command": "git -C /w push", "working_directory": "/w"}),
+		policy.Denied("shell command performs network action git:push, denied by network.actions", "network.actions:git:push")},
+	{"shell: denied domain",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"pastebin.com"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "curl -s https://PASTEBIN.com./raw/x | head"}),
+		policy.Denied(`shell command to pastebin.com is denied by network.domains "pastebin.com"`, "network.domains:pastebin.com")},
+	{"shell: reading a denied file",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"~/.ssh"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cat ~/.ssh/id_ed25519"}),
+		policy.Denied(`path /home/dev/.ssh/id_ed25519 is denied by files.deny "~/.ssh"`, "files.deny:~/.ssh")},
+	{"shell: a denied name at any depth",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{".env"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "grep KEY .env"}),
+		policy.Denied(`path /w/proj/.env is denied by files.deny ".env"`, "files.deny:.env")},
+	{"shell: writing outside allowOnly",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{AllowOnly: []string{"/w/proj/**"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "echo x > /etc/cron.d/x"}),
+		policy.Denied("path /etc/cron.d/x is outside files.allowOnly", "files.allowOnly")},
+	{"shell: a run-time argument under files rules",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"~/.ssh"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cat $HOME/.ssh/id_rsa"}),
+		policy.Denied(`shell argument "$HOME/.ssh/id_rsa" is expanded at run time and the bound has files rules`, "files")},
+	{"shell: a glob under files rules",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{".env"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cat .en*"}),
+		policy.Denied(`shell argument ".en*" may expand to any file and the bound has files rules`, "files")},
+	{"shell: write under deniedAccess",
+		Session{Bound: &policy.Bound{DeniedAccess: []string{"write"}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "sed -i s/a/b/ f.txt"}),
+		policy.Denied("shell command writes files (sed -i) and the bound denies write access", "deniedAccess:write")},
+	{"shell: allowed under every kind of rule",
+		Session{Bound: &policy.Bound{Bash: &policy.BashRules{DenyPrograms: []string{"git:push"}}, Files: &policy.FileRules{Deny: []string{"~/.ssh"}},
+			Network: &policy.NetworkRules{Domains: []string{"pastebin.com"}, Actions: []string{"git:push"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "go test ./... && git status"}),
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
 	{"shell command missing",
 		Session{Native: NativePolicy{Allowed: []string{"Bash"}}},
 		call(ClaudeCode, "Bash", map[string]any{"description": "x"}),
@@ -192,6 +234,35 @@ func TestEngine(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestFailClosedShell(t *testing.T) {
+	var fc FailClosedShell
+	b := &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"git:push"}}}
+	if d := fc.RuleCommand("ls", "/", b, policy.FileMatcher{}); d != policy.Denied("shell command cannot be classified here and the bound has network rules", "shell:unclassified") {
+		t.Errorf("got %+v", d)
+	}
+	if d := fc.RuleCommand("ls", "/", nil, policy.FileMatcher{}); d.Verdict != policy.Allow {
+		t.Errorf("no bound: got %+v", d)
+	}
+}
+
+// TestShellDirectoryArgument: a directory argument is a search root, and a
+// files.deny pattern that could match below it denies (grep -r reads .env).
+func TestShellDirectoryArgument(t *testing.T) {
+	dir := t.TempDir()
+	s := &Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"**/.env*"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}, Home: "/h"}
+	e, err := NewEngine(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := call(ClaudeCode, "Bash", map[string]any{"command": "grep -r API_KEY ."})
+	c.Cwd = dir
+	d := e.Rule(context.Background(), c)
+	canon := policy.Canonicalize(dir, "/")
+	if want := policy.Denied(fmt.Sprintf(`shell argument %s is a directory below which files.deny "**/.env*" could match`, canon), "files.deny:**/.env*"); d != want {
+		t.Errorf("got  %+v\nwant %+v", d, want)
 	}
 }
 

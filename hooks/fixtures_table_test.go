@@ -3,22 +3,22 @@ package hooks
 // fixtureCases is the specification of hookgate's answer to every payload
 // fixture (testdata/fixtures, copied from ../shared/hook-fixtures) under the
 // two test policies in testdata/policies, resolved by package policy for
-// each harness: "guarded" (file, domain, shell and deniedTools rules; no
-// classifier yet, so every shell command is refused; guarded-codex.yaml for
+// each harness: "guarded" (file, domain, shell and deniedTools rules, shell
+// commands ruled by the policy/shell classifier; guarded-codex.yaml for
 // Codex) and "open" (no bound; the base default traits). want is the exact
 // stdout; the exit code is 0 and stderr empty for all of them. An empty
 // want is "no opinion" (Claude Code, Codex); "{}" is Cursor's and Gemini's.
 var fixtureCases = []struct {
 	policy, harness, fixture, want string
 }{
-	{"guarded", "claude-code", "permissionrequest-bash", `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"hookgate: shell command cannot be classified here and the bound has bash rules"}}}`},
+	{"guarded", "claude-code", "permissionrequest-bash", ""},
 	{"guarded", "claude-code", "posttooluse-write", ""},
 	{"guarded", "claude-code", "pretooluse-agent", ""},
-	{"guarded", "claude-code", "pretooluse-bash-compound-pipe-to-sh", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
-	{"guarded", "claude-code", "pretooluse-bash-git-C-push", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
-	{"guarded", "claude-code", "pretooluse-bash-in-subagent", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
-	{"guarded", "claude-code", "pretooluse-bash-legacy-no-tool-use-id", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
-	{"guarded", "claude-code", "pretooluse-bash-simple-allow", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
+	{"guarded", "claude-code", "pretooluse-bash-compound-pipe-to-sh", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified exactly (sh reads its script from a pipe) and the bound has bash rules"}}`},
+	{"guarded", "claude-code", "pretooluse-bash-git-C-push", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""}}`},
+	{"guarded", "claude-code", "pretooluse-bash-in-subagent", ""},
+	{"guarded", "claude-code", "pretooluse-bash-legacy-no-tool-use-id", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""}}`},
+	{"guarded", "claude-code", "pretooluse-bash-simple-allow", ""},
 	{"guarded", "claude-code", "pretooluse-edit", ""},
 	{"guarded", "claude-code", "pretooluse-glob", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: Glob below /home/dev could reach files denied by files.deny \"**/*.pem\""}}`},
 	{"guarded", "claude-code", "pretooluse-grep", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: Grep below /home/dev/acme-api could reach files denied by files.deny \"**/*.pem\""}}`},
@@ -37,24 +37,24 @@ var fixtureCases = []struct {
 	{"guarded", "claude-code", "pretooluse-write", ""},
 	{"guarded", "claude-code", "sessionstart", ""},
 	{"guarded", "claude-code", "userpromptsubmit", ""},
-	{"guarded", "codex", "permissionrequest-bash", `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"hookgate: shell command cannot be classified here and the bound has bash rules"}}}`},
+	{"guarded", "codex", "permissionrequest-bash", ""},
 	{"guarded", "codex", "pretooluse-apply-patch", ""},
-	{"guarded", "codex", "pretooluse-bash-compound", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
-	{"guarded", "codex", "pretooluse-bash-subagent", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
-	{"guarded", "codex", "pretooluse-bash", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified here and the bound has bash rules"}}`},
+	{"guarded", "codex", "pretooluse-bash-compound", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command cannot be classified exactly (bash reads its script from a pipe) and the bound has bash rules"}}`},
+	{"guarded", "codex", "pretooluse-bash-subagent", ""},
+	{"guarded", "codex", "pretooluse-bash", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""}}`},
 	{"guarded", "codex", "pretooluse-mcp", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: MCP tool postgres:query is not in the session's tools"}}`},
 	{"guarded", "cursor", "afterFileEdit", "{}"},
 	{"guarded", "cursor", "beforeMCPExecution-command", `{"permission":"deny","user_message":"hookgate: MCP tool \"MCP:write_file\" names no server this session knows","agent_message":"hookgate: MCP tool \"MCP:write_file\" names no server this session knows"}`},
 	{"guarded", "cursor", "beforeMCPExecution-url", `{"permission":"deny","user_message":"hookgate: MCP tool \"MCP:query\" names no server this session knows","agent_message":"hookgate: MCP tool \"MCP:query\" names no server this session knows"}`},
 	{"guarded", "cursor", "beforeReadFile", `{"permission":"deny","user_message":"hookgate: path /Users/dana/src/acme-web/.env.local is denied by files.deny \"**/.env*\""}`},
-	{"guarded", "cursor", "beforeShellExecution-curl", `{"permission":"deny","user_message":"hookgate: shell command cannot be classified here and the bound has bash rules","agent_message":"hookgate: shell command cannot be classified here and the bound has bash rules"}`},
-	{"guarded", "cursor", "beforeShellExecution-v1.7-minimal", `{"permission":"deny","user_message":"hookgate: shell command cannot be classified here and the bound has bash rules","agent_message":"hookgate: shell command cannot be classified here and the bound has bash rules"}`},
-	{"guarded", "cursor", "beforeShellExecution", `{"permission":"deny","user_message":"hookgate: shell command cannot be classified here and the bound has bash rules","agent_message":"hookgate: shell command cannot be classified here and the bound has bash rules"}`},
+	{"guarded", "cursor", "beforeShellExecution-curl", `{"permission":"deny","user_message":"hookgate: shell argument \"$STRIPE_KEY:\" is expanded at run time and the bound has files rules","agent_message":"hookgate: shell argument \"$STRIPE_KEY:\" is expanded at run time and the bound has files rules"}`},
+	{"guarded", "cursor", "beforeShellExecution-v1.7-minimal", `{"permission":"deny","user_message":"hookgate: shell command uses the network but its destination cannot be read, and the bound has domain rules","agent_message":"hookgate: shell command uses the network but its destination cannot be read, and the bound has domain rules"}`},
+	{"guarded", "cursor", "beforeShellExecution", `{"permission":"deny","user_message":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\"","agent_message":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""}`},
 	{"guarded", "cursor", "beforeSubmitPrompt", "{}"},
-	{"guarded", "cursor", "preToolUse-shell", `{"permission":"deny","user_message":"hookgate: shell command cannot be classified here and the bound has bash rules","agent_message":"hookgate: shell command cannot be classified here and the bound has bash rules"}`},
+	{"guarded", "cursor", "preToolUse-shell", `{"permission":"deny","user_message":"hookgate: shell command uses the network but its destination cannot be read, and the bound has domain rules","agent_message":"hookgate: shell command uses the network but its destination cannot be read, and the bound has domain rules"}`},
 	{"guarded", "cursor", "stop", "{}"},
 	{"guarded", "gemini", "beforetool-mcp", "{}"},
-	{"guarded", "gemini", "beforetool-run-shell-command", `{"decision":"deny","reason":"hookgate: shell command cannot be classified here and the bound has bash rules"}`},
+	{"guarded", "gemini", "beforetool-run-shell-command", `{"decision":"deny","reason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""}`},
 	{"guarded", "gemini", "beforetool-write-file", `{"decision":"deny","reason":"hookgate: path /home/dev/.ssh/authorized_keys is denied by files.deny \"~/.ssh\""}`},
 	{"open", "claude-code", "permissionrequest-bash", ""},
 	{"open", "claude-code", "posttooluse-write", ""},
