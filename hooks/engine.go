@@ -403,7 +403,9 @@ func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
 
 // checkHost applies network.domains (denied) and network.allowDomains (the
 // allowlist, when present) to one host.
-func (r *Ruler) checkHost(tool, host string) policy.Decision { return hostDecision(tool, host, r.network()) }
+func (r *Ruler) checkHost(tool, host string) policy.Decision {
+	return hostDecision(tool, host, r.network())
+}
 
 // hostDecision applies network.domains and network.allowDomains to a host.
 func hostDecision(tool, host string, n *policy.NetworkRules) policy.Decision {
