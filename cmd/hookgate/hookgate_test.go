@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // The tests here run the built binary, as a harness would.
@@ -433,4 +435,59 @@ func TestSocketServeHooks(t *testing.T) {
 	waitFor("failed reload", func(r result) bool {
 		return strings.Contains(r.stdout, `"permissionDecision":"deny"`) && strings.Contains(r.stdout, "ruling server has no policy")
 	})
+}
+
+// TestPiExtension runs the Pi extension (hooks/pi/hookgate.ts, as
+// installed) under node against the built hookgate, with a stand-in for
+// Pi's ExtensionAPI: allowed calls pass, denied ones block with hookgate's
+// reason, and a missing binary blocks.
+func TestPiExtension(t *testing.T) {
+	node := testenv.NeedCommand(t, "node")
+	home := t.TempDir()
+	policy := policyFile(t, "guarded", "pi")
+	for _, tc := range []struct{ name, binary, want string }{
+		{"built hookgate", bin, `[{"block":true,"reason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""},null,{"block":true,"reason":"hookgate: path /home/dev/.ssh/config is denied by files.deny \"~/.ssh\""},{"block":true,"reason":"hookgate: native tool web_fetch is not granted for pi"}]`},
+		{"missing binary", filepath.Join(home, "nope", "hookgate"), `"hookgate: no ruling (spawnSync`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, _, err := hooks.Install(hooks.InstallArgs{Harness: hooks.Pi, Home: t.TempDir(), Binary: tc.binary, Policy: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// node 18/20 cannot strip TypeScript: drop the type-only import
+			// and the few annotations the file uses.
+			js := regexp.MustCompile(`(?m)^import type .*\n`).ReplaceAllString(string(src), "")
+			js = regexp.MustCompile(`: (string|unknown|ExtensionAPI)\b`).ReplaceAllString(js, "")
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "hookgate.mjs"), []byte(js), 0o644)
+			os.WriteFile(filepath.Join(dir, "run.mjs"), []byte(`import ext from "./hookgate.mjs";
+const handlers = {};
+ext({ on: (ev, fn) => { handlers[ev] = fn; } });
+const calls = [
+  ["bash", { command: "git -C /w push origin main" }],
+  ["read", { path: "/w/proj/main.go" }],
+  ["write", { path: "/home/dev/.ssh/config", content: "x" }],
+  ["web_fetch", { url: "https://example.com" }],
+];
+const out = [];
+for (const [toolName, input] of calls) {
+  out.push((await handlers.tool_call({ toolName, toolCallId: "c1", input }, { cwd: "/w/proj" })) ?? null);
+}
+console.log(JSON.stringify(out));
+`), 0o644)
+			cmd := exec.Command(node, filepath.Join(dir, "run.mjs"))
+			cmd.Env = append(os.Environ(), "HOME=/home/dev")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("node: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("got  %s\nwant %s", out, tc.want)
+			}
+		})
+	}
 }

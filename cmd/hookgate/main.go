@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
@@ -27,6 +28,8 @@ func run(args []string) int {
 		Summary: "rule on agent harness tool calls (allow or deny) within a deadline",
 		Commands: []*cli.Command{
 			{Name: "check", Summary: "answer one hook call read on stdin", Run: checkCmd},
+			{Name: "install", Summary: "add hookgate to a harness's hook configuration", Run: installCmd(false)},
+			{Name: "uninstall", Summary: "remove hookgate's entry from a harness's hook configuration", Run: installCmd(true)},
 			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
 				fmt.Fprintf(io.Out, "hookgate %s\n", version)
 				return 0
@@ -86,4 +89,82 @@ func write(io cli.IO, out hooks.Output) int {
 		io.Err.Write(out.Stderr)
 	}
 	return out.Code
+}
+
+const installUsage = `hookgate install|uninstall --harness claude-code|codex|cursor|gemini|pi [--scope user|project] [--policy FILE] [--project DIR]
+
+install merges hookgate's hook entry into the harness's configuration
+(~/.claude/settings.json, ~/.cursor/hooks.json with failClosed: true,
+~/.codex/hooks.json, ~/.gemini/settings.json; with --scope project the same
+files under the project directory; for Pi an extension file), keeping every
+other setting and hook, after a timestamped backup. Running it twice
+changes nothing. uninstall removes only hookgate's entries. The entry runs
+this binary by its absolute path.`
+
+func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string) int {
+	name := "install"
+	if remove {
+		name = "uninstall"
+	}
+	return func(ctx context.Context, io cli.IO, args []string) int {
+		fs := cli.NewFlagSet(io, name, installUsage)
+		harness := fs.String("harness", "", "harness: claude-code, codex, cursor, gemini or pi")
+		scope := fs.String("scope", "user", "user (home directory) or project")
+		policyPath := fs.String("policy", "", "session policy file the hook passes as --policy (default: the harness's BARRY_POLICY or BARRY_HOOK_SOCKET)")
+		project := fs.String("project", "", "project directory for --scope project (default: the working directory)")
+		if code, stop := cli.Parse(fs, args); stop {
+			return code
+		}
+		h, err := hooks.ParseHarness(*harness)
+		if err != nil || fs.NArg() > 0 {
+			fmt.Fprintf(io.Err, "hookgate %s: --harness is required and must be claude-code, codex, cursor, gemini or pi\n", name)
+			return 2
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			fmt.Fprintf(io.Err, "hookgate %s: home directory: %v\n", name, err)
+			return 1
+		}
+		if *project == "" {
+			*project, _ = os.Getwd()
+		}
+		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath}
+		if a.Policy != "" {
+			a.Policy = absPath(a.Policy)
+		}
+		exe, err := os.Executable()
+		if err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		if err != nil {
+			fmt.Fprintf(io.Err, "hookgate %s: locating this binary: %v\n", name, err)
+			return 1
+		}
+		a.Binary = exe
+		op := hooks.Install
+		if remove {
+			op = hooks.Uninstall
+		}
+		path, changed, err := op(a)
+		if err != nil {
+			fmt.Fprintf(io.Err, "hookgate %s: %v\n", name, err)
+			return 1
+		}
+		switch {
+		case !changed:
+			fmt.Fprintf(io.Out, "%s: unchanged\n", path)
+		case remove:
+			fmt.Fprintf(io.Out, "%s: hookgate removed\n", path)
+		default:
+			fmt.Fprintf(io.Out, "%s: hookgate installed\n", path)
+		}
+		return 0
+	}
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
