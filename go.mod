@@ -7,4 +7,7 @@ require (
 	golang.org/x/net v0.62.0
 )
 
-require golang.org/x/text v0.43.0 // indirect
+require (
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
