@@ -213,6 +213,12 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 		pid int
 		err error
 	}
+	// Only 0, 1 and 2 reach the command: whatever else the init holds
+	// (the control socket, listeners, descriptors sandboxd inherited) is
+	// closed on exec.
+	if err := cloexecFrom(3); err != nil {
+		return 0, stepErr("close descriptors", err)
+	}
 	resc := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -299,3 +305,21 @@ func executable(p string) error {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "\r", " ") }
+
+// cloexecFrom marks every descriptor >= low close-on-exec.
+func cloexecFrom(low int) error {
+	if err := unix.CloseRange(uint(low), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		var fd int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &fd); err == nil && fd >= low {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}

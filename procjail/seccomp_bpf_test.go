@@ -61,7 +61,7 @@ func TestSeccompProgram(t *testing.T) {
 	type call struct {
 		name      string
 		allowUnix bool
-		foreign   bool   // another audit arch
+		foreign   bool // another audit arch
 		nr        func(seccompArch) uint32
 		args      []uint64
 		want      uint32
