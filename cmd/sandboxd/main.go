@@ -36,6 +36,7 @@ func run(args []string) int {
 				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 				return 0
 			}},
+			policyCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)
