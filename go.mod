@@ -3,11 +3,11 @@ module github.com/barry-rocks/sandbox
 go 1.26.8
 
 require (
+	github.com/elazarl/goproxy v1.9.3
+	github.com/miekg/dns v1.1.73
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.49.0
 )
 
-require (
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
-)
+require golang.org/x/text v0.43.0 // indirect
