@@ -17,9 +17,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// setupTimeout bounds the whole setup inside the sandbox.
+const setupTimeout = 30 * time.Second
 
 // Sandbox is a running sandboxed command. Its methods are safe for
 // concurrent use.
@@ -152,6 +156,8 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	case r = <-replyc:
 	case <-ctx.Done():
 		return nil, cleanup, stepErr("sandbox init", ctx.Err())
+	case <-time.After(setupTimeout):
+		return nil, cleanup, stepErrf("sandbox init", "no reply within %v", setupTimeout)
 	}
 	if r.err != nil {
 		var ce *childError
