@@ -4,6 +4,9 @@ package integration
 
 import (
 	"bufio"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,5 +159,34 @@ func TestTerminalPassesThrough(t *testing.T) {
 	s := strings.ReplaceAll(string(out), "\r", "")
 	if err != nil || !strings.Contains(s, "/dev/pts/") || !strings.Contains(s, "33 99\n") || !strings.Contains(s, "interactive") {
 		t.Fatalf("err %v, output %q", err, s)
+	}
+}
+
+// TestAllowUnixSocketFlag: --allow-unix-socket opens exactly one host
+// socket (a fake Docker API here) to curl inside; another stays closed.
+func TestAllowUnixSocketFlag(t *testing.T) {
+	w := newWorld(t)
+	dir := sharedDir(t)
+	serve := func(name string) string {
+		p := filepath.Join(dir, name)
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, 0o777)
+		srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { fmt.Fprintf(rw, "api %s", name) })}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return p
+	}
+	docker, other := serve("docker.sock"), serve("other.sock")
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, flags: []string{"--allow-unix-socket", docker},
+				argv: []string{"sh", "-c", "curl -sS --unix-socket " + docker + " http://d/version; echo; curl -sS --unix-socket " + other + " http://d/version; echo code=$?"}})
+			if r.code != 0 || !strings.Contains(r.stdout, "api docker.sock\n") || !strings.Contains(r.stdout, "code=7") || strings.Contains(r.stdout, "api other.sock") {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
 	}
 }

@@ -271,7 +271,7 @@ func TestUnprivileged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "-test.count=1", "-test.v",
-		"-test.run", "^(TestExitStatus|TestOnlyLoopback|TestForwardTCP|TestForwardUDP|TestResolvConf|TestHostUnixSocketsUnreachable|TestContainment|TestPosture|TestSetupFailureInside)$")
+		"-test.run", "^(TestExitStatus|TestOnlyLoopback|TestForwardTCP|TestForwardUDP|TestResolvConf|TestHostUnixSocketsUnreachable|TestContainment|TestPosture|TestSetupFailureInside|TestAllowUnixSocket|TestAllowUnixSocketMissing)$")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp,
 		"PROCJAIL_UNPRIVILEGED_CHILD=1", testenv.RequirePrivilegedEnv + "=1"}
@@ -284,4 +284,82 @@ func TestUnprivileged(t *testing.T) {
 		t.Fatalf("tests as uid 65534 did not run:\n%s", out)
 	}
 	t.Logf("as uid 65534:\n%s", out)
+}
+
+// TestAllowUnixSocket: with one host socket allowed, the command reaches
+// exactly that one (also by a relative path), and neither another host
+// socket nor a symlink to the allowed one; TCP keeps working.
+func TestAllowUnixSocket(t *testing.T) {
+	testenv.NeedCommand(t, "python3")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	listen := func(name string) (string, chan string) {
+		p := filepath.Join(dir, name)
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		os.Chmod(p, 0o777)
+		got := make(chan string, 8)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("hello " + name))
+				got <- name
+				c.Close()
+			}
+		}()
+		return p, got
+	}
+	okPath, okGot := listen("allowed.sock")
+	otherPath, otherGot := listen("other.sock")
+	link := filepath.Join(dir, "link.sock")
+	os.Symlink(otherPath, link)
+	http := unixHTTPServer(t, "tcp still works")
+	script := fmt.Sprintf(`
+import os, socket, urllib.request
+def attempt(name, addr):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(addr)
+        print(name, s.recv(100).decode())
+    except OSError as e:
+        print(name, "refused", e.errno)
+attempt("allowed", %q)
+os.chdir(%q)
+attempt("relative", "allowed.sock")
+attempt("other", %q)
+attempt("symlink", %q)
+attempt("abstract-host", "\0barry-no-such-abstract")
+try:
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    print("dgram ESCAPED")
+except OSError as e:
+    print("dgram refused", e.errno)
+print(urllib.request.urlopen("http://127.0.0.1:3128/x", timeout=10).read().decode())
+`, okPath, dir, otherPath, link)
+	spec := Spec{Command: "python3", Args: []string{"-c", script}, AllowUnixSockets: []string{okPath},
+		Forwards: []Forward{{InsidePort: 3128, Network: "tcp", Target: http}}}
+	code, out, stderr := run(t, spec)
+	want := "allowed hello allowed.sock\nrelative hello allowed.sock\nother refused 13\nsymlink refused 13\nabstract-host refused 111\ndgram refused 1\ntcp still works /x\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d\nout  %q\nwant %q\nstderr %s", code, out, want, stderr)
+	}
+	if len(okGot) != 2 || len(otherGot) != 0 {
+		t.Fatalf("allowed socket saw %d connections (want 2), other saw %d (want 0)", len(okGot), len(otherGot))
+	}
+}
+
+func TestAllowUnixSocketMissing(t *testing.T) {
+	spec := sh("echo ran")
+	spec.AllowUnixSockets = []string{filepath.Join(t.TempDir(), "missing.sock")}
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "unix socket gate" || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("got %v, want a SetupError at step unix socket gate", err)
+	}
 }

@@ -63,6 +63,9 @@ func RunInit() int {
 	if err != nil {
 		return fail(err)
 	}
+	if gate != nil {
+		go gate.serve()
+	}
 	fmt.Fprintf(ctl, "ok %d\n", pid)
 	ctl.Close()
 	return superviseInit(pid, sigs)

@@ -20,7 +20,9 @@ import "fmt"
 //     (IORING_OP_SOCKET would bypass check 2);
 //  5. ioctl TIOCSTI and TIOCLINUX fail with EPERM (typing into the
 //     caller's terminal would run commands outside after sandboxd exits);
-//  6. everything else is allowed.
+//  6. when Unix sockets are allowed by path, connect goes to the init's
+//     Unix socket gate (SECCOMP_RET_USER_NOTIF; see unixgate_linux.go);
+//  7. everything else is allowed.
 
 // Classic BPF opcodes used by the filter.
 const (
@@ -43,6 +45,7 @@ const (
 	seccompRetKillProcess = 0x80000000
 	seccompRetErrno       = 0x00050000
 	seccompRetAllow       = 0x7fff0000
+	seccompRetUserNotif   = 0x7fc00000
 	errnoEPERM            = 1
 )
 
@@ -68,13 +71,14 @@ type seccompArch struct {
 	Socket      uint32
 	Socketpair  uint32
 	Ioctl       uint32
+	Connect     uint32
 	IoUringBase uint32 // io_uring_setup; enter and register follow
 }
 
 // seccompArches are the supported architectures, by GOARCH.
 var seccompArches = map[string]seccompArch{
-	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, IoUringBase: 425},
-	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, IoUringBase: 425},
+	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, IoUringBase: 425},
+	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, IoUringBase: 425},
 }
 
 // sockFilter is one classic BPF instruction.
@@ -147,7 +151,8 @@ func (a *asm) assemble() ([]sockFilter, error) {
 // seccompOptions are the choices the filter depends on.
 type seccompOptions struct {
 	// AllowUnix lets the command create AF_UNIX stream and seqpacket
-	// sockets (needed only when host sockets are allowed by path; see
+	// sockets and sends every connect to the init's Unix socket gate
+	// (needed only when host sockets are allowed by path; see
 	// unixgate_linux.go).
 	AllowUnix bool
 }
@@ -168,6 +173,9 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.jeq(arch.Socket, "socket", "")
 	a.jeq(arch.Socketpair, "socketpair", "")
 	a.jeq(arch.Ioctl, "ioctl", "")
+	if o.AllowUnix {
+		a.jeq(arch.Connect, "notify", "")
+	}
 	a.jge(arch.IoUringBase, "", "allow")
 	a.jge(arch.IoUringBase+3, "allow", "deny")
 
@@ -208,5 +216,9 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.ret(uint32(deny))
 	a.label("kill")
 	a.ret(seccompRetKillProcess)
+	if o.AllowUnix {
+		a.label("notify")
+		a.ret(seccompRetUserNotif)
+	}
 	return a.assemble()
 }

@@ -100,6 +100,8 @@ func TestSeccompProgram(t *testing.T) {
 		{name: "ioctl TIOCLINUX", nr: ioctl, args: []uint64{0, ioctlTIOCLINUX}, want: eperm},
 		{name: "ioctl TIOCGWINSZ", nr: ioctl, args: []uint64{0, 0x5413}, want: allow},
 		{name: "read", nr: nr(0), want: allow},
+		{name: "connect", nr: func(a seccompArch) uint32 { return a.Connect }, args: []uint64{3, 0, 110}, want: allow},
+		{name: "connect goes to the gate in path mode", allowUnix: true, nr: func(a seccompArch) uint32 { return a.Connect }, args: []uint64{3, 0, 110}, want: seccompRetUserNotif},
 		{name: "foreign arch", foreign: true, nr: nr(0), want: kill},
 	}
 	seen := map[string]bool{}
@@ -123,6 +125,9 @@ func TestSeccompProgram(t *testing.T) {
 				want := c.want
 				if !c.allowUnix && allowUnix && c.nr(arch) == arch.Socket && len(c.args) > 0 && c.args[0] == afUnix && c.args[1]&sockTypeMask == sockStream {
 					want = allow
+				}
+				if !c.allowUnix && allowUnix && c.nr(arch) == arch.Connect {
+					want = seccompRetUserNotif
 				}
 				aa := arch.AuditArch
 				if c.foreign {

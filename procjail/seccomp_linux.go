@@ -46,29 +46,34 @@ func hardenThread(o seccompOptions, gate *unixGate) error {
 	if err != nil {
 		return stepErr("seccomp filter", err)
 	}
+	var flags uintptr
 	if gate != nil {
-		if err := gate.installFilter(arch); err != nil {
-			return stepErr("unix socket gate", err)
-		}
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
 	}
-	if err := loadSeccomp(prog); err != nil {
+	fd, err := loadSeccomp(prog, flags)
+	if err != nil {
 		return stepErr("seccomp filter", err)
+	}
+	if gate != nil {
+		gate.listener = fd
 	}
 	return nil
 }
 
-func loadSeccomp(prog []sockFilter) error {
+// loadSeccomp installs prog on the calling thread; with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER it returns the notification fd.
+func loadSeccomp(prog []sockFilter, flags uintptr) (int, error) {
 	filters := make([]unix.SockFilter, len(prog))
 	for i, in := range prog {
 		filters[i] = unix.SockFilter{Code: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	_, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	r, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(filters)
 	if errno != 0 {
-		return errno
+		return -1, errno
 	}
-	return nil
+	return int(r), nil
 }
 
 func lastCap() (int, error) {
