@@ -20,6 +20,7 @@ func main() {
 	dnsAddr := flag.String("dns", "", "DNS `ADDR` (udp and tcp)")
 	httpAddrs := flag.String("http", "", "comma-separated HTTP listen `ADDRS`")
 	recs := flag.String("records", "", "comma-separated name=ipv4 A records")
+	blob := flag.Int64("blob", 0, "serve /blob of this many bytes (benchmarks)")
 	flag.Parse()
 	records := map[string]string{}
 	for _, r := range strings.Split(*recs, ",") {
@@ -47,6 +48,17 @@ func main() {
 		go func(a string) {
 			log.Fatal(http.ListenAndServe(a, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				logf("http request %s %s", r.Host, r.URL.Path)
+				if r.URL.Path == "/blob" && *blob > 0 {
+					w.Header().Set("Content-Length", fmt.Sprint(*blob))
+					buf := make([]byte, 1<<20)
+					for left := *blob; left > 0; left -= int64(len(buf)) {
+						n := min(left, int64(len(buf)))
+						if _, err := w.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					return
+				}
 				fmt.Fprintf(w, "hello from %s\n", r.Host)
 			})))
 		}(a)
