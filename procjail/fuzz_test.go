@@ -1,6 +1,7 @@
 package procjail
 
 import (
+	"bufio"
 	"errors"
 	"strings"
 	"testing"
@@ -28,18 +29,18 @@ func FuzzSeatbeltProfile(f *testing.F) {
 	})
 }
 
-// FuzzReadReply: the parent's reading of message 3 never panics, and
-// accepts only "ok <pid>" or "error <reason>".
+// FuzzReadReply: the parent's reading of message 5 never panics, and
+// accepts only "ok <pid>" (pid > 0) or "error <reason>".
 func FuzzReadReply(f *testing.F) {
 	for _, s := range []string{"ok 2\n", "error mount /proc: permission denied\n", "ok\n", "ok x\n", "", "garbage\n", "error \n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		pid, err := readReply(strings.NewReader(s))
+		pid, err := readReply(bufio.NewReader(strings.NewReader(s)), "ok")
 		var ce *childError
 		switch {
 		case err == nil:
-			if !strings.HasPrefix(s, "ok ") {
+			if !strings.HasPrefix(s, "ok ") || pid <= 0 {
 				t.Fatalf("%q accepted as ok (pid %d)", s, pid)
 			}
 		case errors.As(err, &ce):

@@ -39,7 +39,7 @@ func RunInit() int {
 		return 125
 	}
 	var spec initSpec
-	raw, err := io.ReadAll(io.LimitReader(ctl, 16<<20))
+	raw, err := readSpec(ctl)
 	if err != nil {
 		return fail(stepErr("read spec", err))
 	}
@@ -52,6 +52,13 @@ func RunInit() int {
 	gate, err := startUnixGate(&spec)
 	if err != nil {
 		return fail(stepErr("unix socket gate", err))
+	}
+
+	// Message 3, then wait for "go" (message 4); anything else aborts.
+	fmt.Fprintf(ctl, "ready\n")
+	var goMsg [3]byte
+	if _, err := io.ReadFull(ctl, goMsg[:]); err != nil || string(goMsg[:]) != "go\n" {
+		return 125
 	}
 
 	// Subscribe before the command starts so that no SIGCHLD or forwarded

@@ -7,10 +7,12 @@ package procjail
 // 1), wait for its reply (message 3). See messages.go.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,37 +143,64 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		pid int
 		err error
 	}
-	replyc := make(chan reply, 1)
-	go func() {
-		if _, err := parentCtl.Write(specJSON); err != nil {
-			replyc <- reply{err: fmt.Errorf("send spec: %w", err)}
-			return
+	// await runs one exchange with the child under ctx and the setup
+	// deadline.
+	deadline := time.NewTimer(setupTimeout)
+	defer deadline.Stop()
+	await := func(f func() (int, error)) (int, error) {
+		c := make(chan reply, 1)
+		go func() { pid, err := f(); c <- reply{pid, err} }()
+		select {
+		case r := <-c:
+			return r.pid, r.err
+		case <-ctx.Done():
+			return 0, stepErr("sandbox init", ctx.Err())
+		case <-deadline.C:
+			return 0, stepErrf("sandbox init", "no reply within %v", setupTimeout)
 		}
-		unix.Shutdown(int(parentCtl.Fd()), unix.SHUT_WR)
-		pid, err := readReply(parentCtl)
-		replyc <- reply{pid, err}
-	}()
-	var r reply
-	select {
-	case r = <-replyc:
-	case <-ctx.Done():
-		return nil, cleanup, stepErr("sandbox init", ctx.Err())
-	case <-time.After(setupTimeout):
-		return nil, cleanup, stepErrf("sandbox init", "no reply within %v", setupTimeout)
 	}
-	if r.err != nil {
+	childFailed := func(err error) error {
 		var ce *childError
-		if errors.As(r.err, &ce) {
+		if errors.As(err, &ce) {
 			step, msg, _ := strings.Cut(ce.reason, ": ")
 			if step == "start command" {
-				return nil, cleanup, commandError(spec.Command, msg)
+				return commandError(spec.Command, msg)
 			}
-			return nil, cleanup, &SetupError{Step: step, Err: errors.New(msg)}
+			return &SetupError{Step: step, Err: errors.New(msg)}
+		}
+		var se *SetupError
+		if errors.As(err, &se) {
+			return err
 		}
 		// The child died without a reply: report how.
+		cmd.Process.Kill()
 		cmd.Wait()
-		return nil, cleanup, stepErrf("sandbox init", "died during setup (%v)", cmd.ProcessState)
+		return stepErrf("sandbox init", "died during setup (%v)", cmd.ProcessState)
 	}
+	br := bufio.NewReader(parentCtl)
+	if _, err := await(func() (int, error) {
+		if err := writeSpec(parentCtl, specJSON); err != nil {
+			return 0, fmt.Errorf("send spec: %w", err)
+		}
+		return readReply(br, "ready")
+	}); err != nil {
+		return nil, cleanup, childFailed(err)
+	}
+	if spec.Ready != nil {
+		if err := spec.Ready(); err != nil {
+			return nil, cleanup, stepErr("ready", err)
+		}
+	}
+	pid, err := await(func() (int, error) {
+		if _, err := io.WriteString(parentCtl, "go\n"); err != nil {
+			return 0, fmt.Errorf("send go: %w", err)
+		}
+		return readReply(br, "ok")
+	})
+	if err != nil {
+		return nil, cleanup, childFailed(err)
+	}
+	r := reply{pid: pid}
 	parentCtl.Close()
 	cleanups = cleanups[:len(cleanups)-2] // keep the init running; keep the runtime dir until exit
 	sb := &Sandbox{cmd: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,22 @@ func TestCommandNotFound(t *testing.T) {
 	var ce *CommandError
 	if !errors.As(err, &ce) || ce.ExitCode != 127 {
 		t.Fatalf("got %v, want CommandError 127", err)
+	}
+}
+
+// TestReadyAborts: when the caller's own setup fails (Spec.Ready), the
+// command never runs.
+func TestReadyAborts(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	spec := Spec{Command: "/usr/bin/touch", Args: []string{marker}}
+	spec.Ready = func() error { return errors.New("proxy did not start") }
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "ready" || err.Error() != "ready: proxy did not start" {
+		t.Fatalf("got %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran")
 	}
 }

@@ -10,22 +10,24 @@ import (
 // The parent/child message sequence, over the control socket that the
 // parent donates to the child as file descriptor 3 (controlFD):
 //
-//  1. parent → child: initSpec as JSON; the parent then shuts down its
-//     write side, so EOF ends the spec. The spec never travels in argv or
-//     the environment: the sandboxed tree can read /proc/1/cmdline and its
-//     own environment.
+//  1. parent → child: initSpec as JSON, preceded by its length (4 bytes, big
+//     endian). The spec never travels in argv or the environment: the
+//     sandboxed tree can read /proc/1/cmdline and its own environment.
 //  2. child: sets up, in this order, each step named in its error:
 //     "read spec", "init not dumpable", "hostname", "private mounts",
 //     "mount /proc", "mount /etc/resolv.conf", "loopback up", "check
-//     interfaces", "forward <net>/<port>", "unix socket gate", "harden
-//     command", "start command".
-//  3. child → parent: one line, "ok <pid>\n" once the command has started
-//     (pid as seen inside), or "error <reason>\n" after which the child
-//     exits 125 without starting the command.
-//  4. EOF before a line means the child died during setup.
+//     interfaces", "forward <net>/<port>", "unix socket gate".
+//  3. child → parent: "ready\n", or "error <step>: <reason>\n" after which
+//     the child exits 125.
+//  4. parent → child: "go\n" once everything outside is ready too (Spec.Ready).
+//     EOF instead means "abort": the child exits 125 without starting the
+//     command.
+//  5. child: "close descriptors", "no new privileges", "drop capabilities",
+//     "seccomp filter", "start command"; then child → parent: "ok <pid>\n"
+//     (pid as seen inside) or "error <step>: <reason>\n" (exit 125).
 //
-// After message 3 the child's exit status is the command's: its exit code,
-// or 128+N when a signal N killed it.
+// EOF where a reply is due means the child died. After "ok" the child's exit
+// status is the command's: its exit code, or 128+N when signal N killed it.
 
 // controlFD is the control socket's descriptor number in the child.
 const controlFD = 3
@@ -43,10 +45,36 @@ type initSpec struct {
 	Foreground       bool      `json:"foreground"` // stdin is a terminal
 }
 
-// readReply reads message 3. ok is true for "ok"; otherwise reason is the
-// child's error text.
-func readReply(r io.Reader) (pid int, err error) {
-	line, rerr := bufio.NewReader(r).ReadString('\n')
+// maxSpec bounds message 1.
+const maxSpec = 16 << 20
+
+// writeSpec writes message 1.
+func writeSpec(w io.Writer, spec []byte) error {
+	hdr := []byte{byte(len(spec) >> 24), byte(len(spec) >> 16), byte(len(spec) >> 8), byte(len(spec))}
+	_, err := w.Write(append(hdr, spec...))
+	return err
+}
+
+// readSpec reads message 1.
+func readSpec(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
+	if n > maxSpec {
+		return nil, fmt.Errorf("spec of %d bytes is too large", n)
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+// readReply reads one reply line from the child (messages 3 and 5): want
+// is "ready" or "ok"; "ok" carries the command's pid. An "error" line is
+// returned as a *childError.
+func readReply(br *bufio.Reader, want string) (pid int, err error) {
+	line, rerr := br.ReadString('\n')
 	if rerr != nil {
 		if rerr == io.EOF {
 			return 0, io.ErrUnexpectedEOF
@@ -54,16 +82,19 @@ func readReply(r io.Reader) (pid int, err error) {
 		return 0, rerr
 	}
 	line = strings.TrimSuffix(line, "\n")
-	if rest, ok := strings.CutPrefix(line, "ok "); ok {
-		if _, err := fmt.Sscanf(rest, "%d", &pid); err != nil {
+	if rest, ok := strings.CutPrefix(line, "error "); ok {
+		return 0, &childError{reason: rest}
+	}
+	switch {
+	case want == "ready" && line == "ready":
+		return 0, nil
+	case want == "ok" && strings.HasPrefix(line, "ok "):
+		if _, err := fmt.Sscanf(line[3:], "%d", &pid); err != nil || pid <= 0 {
 			return 0, fmt.Errorf("bad reply from sandbox init: %q", line)
 		}
 		return pid, nil
 	}
-	if rest, ok := strings.CutPrefix(line, "error "); ok {
-		return 0, &childError{reason: rest}
-	}
-	return 0, fmt.Errorf("bad reply from sandbox init: %q", line)
+	return 0, fmt.Errorf("bad reply from sandbox init: %q (want %s)", line, want)
 }
 
 // childError is a setup failure reported by the child.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -141,34 +143,69 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 	defer os.RemoveAll(dir)
 	proxySock, dnsSock := filepath.Join(dir, "proxy.sock"), filepath.Join(dir, "dns.sock")
 
-	px, err := proxy.New(proxy.Config{SandboxID: filepath.Base(dir), Policy: pol, DNSUpstream: f.dnsUpstream, Audit: auditLog})
-	if err != nil {
-		return 0, fmt.Errorf("proxy: %w", err)
-	}
-	defer px.Close()
+	// The listeners exist before the sandbox starts (its forwarders check
+	// them); the proxies themselves come up while the namespaces are being
+	// set up, and the command starts only once they are (Spec.Ready).
 	pln, err := net.Listen("unix", proxySock)
 	if err != nil {
 		return 0, fmt.Errorf("proxy listener: %w", err)
 	}
-	go px.Serve(pln)
-
-	dnsSrv, err := proxy.NewDNS(proxy.DNSConfig{SandboxID: filepath.Base(dir), Policy: pol, Upstream: f.dnsUpstream, Audit: auditLog})
-	if err != nil {
-		return 0, fmt.Errorf("dns proxy: %w", err)
-	}
-	defer dnsSrv.Close()
+	defer pln.Close()
 	dln, err := net.Listen("unix", dnsSock)
 	if err != nil {
 		return 0, fmt.Errorf("dns proxy listener: %w", err)
 	}
-	go dnsSrv.ServeTCP(dln)
+	defer dln.Close()
+	id := filepath.Base(dir)
+	creds := proxyCredentials{user: id, secret: randomSecret()}
+	if creds.secret == "" {
+		return 0, errors.New("proxy credentials: no randomness")
+	}
+	type proxies struct {
+		px  *proxy.Server
+		dns *proxy.DNSServer
+		err error
+	}
+	upc := make(chan proxies, 1)
+	go func() {
+		px, err := proxy.New(proxy.Config{SandboxID: id, Policy: pol, User: creds.user, Secret: creds.secret,
+			DNSUpstream: f.dnsUpstream, Audit: auditLog})
+		if err != nil {
+			upc <- proxies{err: fmt.Errorf("proxy: %w", err)}
+			return
+		}
+		dnsSrv, err := proxy.NewDNS(proxy.DNSConfig{SandboxID: id, Policy: pol, Upstream: f.dnsUpstream, Audit: auditLog})
+		if err != nil {
+			px.Close()
+			upc <- proxies{err: fmt.Errorf("dns proxy: %w", err)}
+			return
+		}
+		go px.Serve(pln)
+		go dnsSrv.ServeTCP(dln)
+		upc <- proxies{px: px, dns: dnsSrv}
+	}()
+	var up proxies
+	upDone := false
+	awaitProxies := func() error {
+		if !upDone {
+			up, upDone = <-upc, true
+		}
+		return up.err
+	}
+	defer func() {
+		awaitProxies()
+		if up.px != nil {
+			up.px.Close()
+			up.dns.Close()
+		}
+	}()
 
 	self, err := os.Executable()
 	if err != nil {
 		return 0, fmt.Errorf("own executable: %w", err)
 	}
 	env := procjail.ProxyEnv(os.Environ(), procjail.ProxyEnvArgs{
-		Port: proxyInsidePort, User: px.User(), Password: px.Secret(), ConnectHelper: self,
+		Port: proxyInsidePort, User: creds.user, Password: creds.secret, ConnectHelper: self,
 	})
 
 	// Signals are forwarded to the sandbox from here on; the sandbox's
@@ -188,8 +225,13 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 		},
 		ResolvConf:       procjail.ResolvConf(),
 		AllowUnixSockets: allowUnix,
+		Ready:            awaitProxies,
 	})
 	if err != nil {
+		var se *procjail.SetupError
+		if errors.As(err, &se) && se.Step == "ready" {
+			return 0, se.Err
+		}
 		return 0, err
 	}
 	go func() {
@@ -227,4 +269,16 @@ func oneLine(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// proxyCredentials are the per-sandbox proxy credentials.
+type proxyCredentials struct{ user, secret string }
+
+// randomSecret returns 32 random bytes in hex ("" if randomness fails).
+func randomSecret() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(b[:])
 }
