@@ -249,7 +249,7 @@ func TestOtherSandboxCredentials(t *testing.T) {
 			if !ok || len(secret) < 32 {
 				t.Fatalf("sandbox A's proxy URL %q", aURL)
 			}
-			script := `cat /proc/[0-9]*/environ 2>&1 | tr '\0' '\n' | grep -i proxy; ls -la /tmp/sandboxd-* 2>&1; ` +
+			script := `cat /proc/[0-9]*/environ 2>&1 | tr '\0' '\n' | grep -i proxy; ls -la /tmp/sandboxd-* /run/sandboxd-* 2>&1; ` +
 				`curl -sS --max-time 10 -o /dev/null -w '%{http_code}\n' -x '` + aURL + `' http://allowed.test/`
 			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
 			// B was handed A's URL in its argv (to try it below); nothing

@@ -92,7 +92,7 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		is.Foreground = true
 	}
 	if spec.ResolvConf != "" {
-		dir, err := os.MkdirTemp("", "sandboxd-run-")
+		dir, err := os.MkdirTemp(spec.RuntimeDir, "sandboxd-run-")
 		if err != nil {
 			return nil, cleanup, stepErr("runtime directory", err)
 		}

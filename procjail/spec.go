@@ -32,6 +32,9 @@ type Spec struct {
 	// AllowUnixSockets lists host pathname Unix sockets the command may
 	// connect to. Every other host Unix socket is unreachable.
 	AllowUnixSockets []string
+	// RuntimeDir is the host directory under which Start keeps its
+	// generated files for the sandbox's lifetime; empty means os.TempDir().
+	RuntimeDir string
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
 	// Ready, when set, is called once the sandbox is set up and before the

@@ -136,7 +136,8 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 		allowUnix = append(allowUnix, a)
 	}
 
-	dir, err := os.MkdirTemp("", "sandboxd-")
+	base := runtimeBase()
+	dir, err := os.MkdirTemp(base, "sandboxd-")
 	if err != nil {
 		return 0, fmt.Errorf("runtime directory: %w", err)
 	}
@@ -224,6 +225,7 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 			{InsidePort: 53, Network: "tcp", Target: dnsSock},
 		},
 		ResolvConf:       procjail.ResolvConf(),
+		RuntimeDir:       dir,
 		AllowUnixSockets: allowUnix,
 		Ready:            awaitProxies,
 	})
@@ -281,4 +283,22 @@ func randomSecret() string {
 		return ""
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// runtimeBase is where the per-sandbox runtime directory (proxy and DNS
+// sockets, resolv.conf) goes: $XDG_RUNTIME_DIR, else /run for root, else
+// the temporary directory. The first two are memory file systems made for
+// sockets; the directory itself is 0700.
+func runtimeBase() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	if os.Geteuid() == 0 {
+		if fi, err := os.Stat("/run"); err == nil && fi.IsDir() {
+			return "/run"
+		}
+	}
+	return os.TempDir()
 }
