@@ -318,14 +318,15 @@ func checkSocket(path string) error {
 	return nil
 }
 
-// isForegroundTerminal reports whether f is a terminal that is the
-// caller's controlling terminal.
+// isForegroundTerminal reports whether f is the caller's controlling
+// terminal with the caller's process group in the foreground (a background
+// job must not take the terminal).
 func isForegroundTerminal(f *os.File) bool {
 	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
 		return false
 	}
-	_, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
-	return err == nil
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
 }
 
 func commandError(command, reason string) error {
