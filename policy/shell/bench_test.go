@@ -35,3 +35,15 @@ func BenchmarkIsProgramDenied(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClassifyCorpus classifies every line of benchLines per op and
+// reports lines/s (scripts/bench reads that metric).
+func BenchmarkClassifyCorpus(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range benchLines {
+			_ = Classify(l)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(benchLines))/b.Elapsed().Seconds(), "lines/s")
+}

@@ -1,17 +1,29 @@
 // Command fakeupstream is the demo's fake internet: a DNS server answering A
 // records from -records and a plain HTTP server that greets by Host. It is
 // meant to run inside a network namespace the demo creates, on TEST-NET
-// addresses; it logs every query and request to stderr.
+// addresses; it logs every query and request to stderr. With -https it also
+// serves the same handler over TLS with a certificate for every -records name,
+// self-signed at start-up and written (PEM) to -cert-out for clients to trust.
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -21,6 +33,9 @@ func main() {
 	httpAddrs := flag.String("http", "", "comma-separated HTTP listen `ADDRS`")
 	recs := flag.String("records", "", "comma-separated name=ipv4 A records")
 	blob := flag.Int64("blob", 0, "serve /blob of this many bytes (benchmarks)")
+	httpsAddrs := flag.String("https", "", "comma-separated HTTPS listen `ADDRS` (needs -cert-out)")
+	certOut := flag.String("cert-out", "", "write the self-signed HTTPS certificate (PEM) to `FILE`")
+	quiet := flag.Bool("quiet", false, "do not log each query and request (benchmarks)")
 	flag.Parse()
 	records := map[string]string{}
 	for _, r := range strings.Split(*recs, ",") {
@@ -29,6 +44,9 @@ func main() {
 		}
 	}
 	logf := log.New(os.Stderr, "upstream: ", 0).Printf
+	if *quiet {
+		logf = func(string, ...any) {}
+	}
 	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(r)
@@ -44,24 +62,74 @@ func main() {
 		srv := &dns.Server{Addr: *dnsAddr, Net: n, Handler: h}
 		go func() { log.Fatal(srv.ListenAndServe()) }()
 	}
-	for _, a := range strings.Split(*httpAddrs, ",") {
-		go func(a string) {
-			log.Fatal(http.ListenAndServe(a, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				logf("http request %s %s", r.Host, r.URL.Path)
-				if r.URL.Path == "/blob" && *blob > 0 {
-					w.Header().Set("Content-Length", fmt.Sprint(*blob))
-					buf := make([]byte, 1<<20)
-					for left := *blob; left > 0; left -= int64(len(buf)) {
-						n := min(left, int64(len(buf)))
-						if _, err := w.Write(buf[:n]); err != nil {
-							return
-						}
-					}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logf("http request %s %s", r.Host, r.URL.Path)
+		if r.URL.Path == "/blob" && *blob > 0 {
+			w.Header().Set("Content-Length", fmt.Sprint(*blob))
+			buf := make([]byte, 1<<20)
+			for left := *blob; left > 0; left -= int64(len(buf)) {
+				n := min(left, int64(len(buf)))
+				if _, err := w.Write(buf[:n]); err != nil {
 					return
 				}
-				fmt.Fprintf(w, "hello from %s\n", r.Host)
-			})))
-		}(a)
+			}
+			return
+		}
+		fmt.Fprintf(w, "hello from %s\n", r.Host)
+	})
+	for _, a := range strings.Split(*httpAddrs, ",") {
+		if a != "" {
+			go func() { log.Fatal(http.ListenAndServe(a, handler)) }()
+		}
+	}
+	if *httpsAddrs != "" {
+		names := []string{}
+		for n := range records {
+			names = append(names, strings.TrimSuffix(n, "."))
+		}
+		cert, err := selfSigned(names, *certOut)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, a := range strings.Split(*httpsAddrs, ",") {
+			srv := &http.Server{Addr: a, Handler: handler, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+			if *quiet {
+				srv.ErrorLog = log.New(io.Discard, "", 0) // readiness probes end handshakes early
+			}
+			go func() { log.Fatal(srv.ListenAndServeTLS("", "")) }()
+		}
 	}
 	select {}
+}
+
+// selfSigned makes an ECDSA P-256 certificate for names, valid for a day, and
+// writes it as PEM to certOut (the client's trust anchor).
+func selfSigned(names []string, certOut string) (tls.Certificate, error) {
+	if certOut == "" {
+		return tls.Certificate{}, fmt.Errorf("-https needs -cert-out")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "fakeupstream"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		DNSNames:              names,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(certOut, pemBytes, 0o644); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
