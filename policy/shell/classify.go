@@ -2,7 +2,6 @@ package shell
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -96,7 +95,7 @@ type stdin struct {
 	body string
 }
 
-var reSubstInData = regexp.MustCompile("\\$\\(|`")
+var reSubstInData = newLazyRegexp("\\$\\(|`")
 
 // source parses src in the given dialect and analyses every command in it.
 func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
@@ -198,8 +197,8 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 }
 
 var (
-	reZshQual    = regexp.MustCompile(`(^|[^a-zA-Z])e[:'"]|^\+|[^a-zA-Z]\+[a-zA-Z_]`)
-	reZshQualLit = regexp.MustCompile(`\((\^|[a-zA-Z#.])*(e[:'"]|\+[a-zA-Z_])`)
+	reZshQual    = newLazyRegexp(`(^|[^a-zA-Z])e[:'"]|^\+|[^a-zA-Z]\+[a-zA-Z_]`)
+	reZshQualLit = newLazyRegexp(`\((\^|[a-zA-Z#.])*(e[:'"]|\+[a-zA-Z_])`)
 )
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -370,7 +369,7 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 	}
 }
 
-var reNodeRequire = regexp.MustCompile(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)\b`)
+var reNodeRequire = newLazyRegexp(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)\b`)
 
 // record adds one invocation to the classification.
 func (a *analyzer) record(inv invocation) {

@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -81,7 +80,7 @@ func IsBashDenied(line string, patterns []string) (string, bool) {
 	return "", false
 }
 
-var reProgWord = regexp.MustCompile(`^[A-Za-z0-9._/+-]+$`)
+var reProgWord = newLazyRegexp(`^[A-Za-z0-9._/+-]+$`)
 
 // maxSuspects bounds how many arguments of an unrecognized program are
 // tried as commands.

@@ -2,7 +2,6 @@ package shell
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -39,10 +38,10 @@ func setOf(s string) map[string]bool {
 }
 
 // git configuration keys whose value is a command git runs.
-var reGitCmdKey = regexp.MustCompile(`^(core\.(sshcommand|pager|fsmonitor|editor|askpass|gitproxy)|diff\.external|credential\.(.*\.)?helper|sequence\.editor|gpg\.(.*\.)?program|pager\..*|interactive\.difffilter|man\.viewer|man\..*\.cmd|web\.browser|browser\..*\.cmd|difftool\..*\.cmd|mergetool\..*\.cmd|filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|merge\..*\.driver|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|proxy))$`)
+var reGitCmdKey = newLazyRegexp(`^(core\.(sshcommand|pager|fsmonitor|editor|askpass|gitproxy)|diff\.external|credential\.(.*\.)?helper|sequence\.editor|gpg\.(.*\.)?program|pager\..*|interactive\.difffilter|man\.viewer|man\..*\.cmd|web\.browser|browser\..*\.cmd|difftool\..*\.cmd|mergetool\..*\.cmd|filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|merge\..*\.driver|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|proxy))$`)
 
 // git configuration keys that change what git loads or contacts.
-var reGitLoadKey = regexp.MustCompile(`^(core\.hookspath|include\.path|includeif\..*|protocol\..*allow|url\..*\.(insteadof|pushinsteadof)|core\.worktree|alias\..*)$`)
+var reGitLoadKey = newLazyRegexp(`^(core\.hookspath|include\.path|includeif\..*|protocol\..*allow|url\..*\.(insteadof|pushinsteadof)|core\.worktree|alias\..*)$`)
 
 func (a *analyzer) git(inv invocation, in stdin, depth int) {
 	args := inv.args
@@ -271,7 +270,7 @@ func (a *analyzer) ssh(inv invocation, depth int) {
 	}
 }
 
-var reSSHCmdOpt = regexp.MustCompile(`(?i)^\s*(proxycommand|localcommand|knownhostscommand|remotecommand)\s*[= ]\s*(.*)$`)
+var reSSHCmdOpt = newLazyRegexp(`(?i)^\s*(proxycommand|localcommand|knownhostscommand|remotecommand)\s*[= ]\s*(.*)$`)
 
 func (a *analyzer) sshOption(v word, depth int) {
 	if v.dyn {

@@ -2,7 +2,6 @@ package shell
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -15,7 +14,7 @@ type interpSpec struct {
 	lang    string // "python", "js", "perl", "ruby", "php", "awk", "sed", "other"
 }
 
-var reVersioned = regexp.MustCompile(`^(python|pypy|ruby|perl|php|lua|node)[0-9.]*$`)
+var reVersioned = newLazyRegexp(`^(python|pypy|ruby|perl|php|lua|node)[0-9.]*$`)
 
 var interpreters = map[string]interpSpec{
 	"python":    {optSpec{short: "WXQ", str: "c"}, "python"},
@@ -146,24 +145,24 @@ func (a *analyzer) sedScript(prog string, w word) {
 }
 
 var (
-	reSedExecCmd = regexp.MustCompile(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?(,([0-9]+|\$|/[^/]*/))?\s*e(\s|;|$)`)
-	reSedSubstE  = regexp.MustCompile(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?\s*s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiImM0-9]*e`)
+	reSedExecCmd = newLazyRegexp(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?(,([0-9]+|\$|/[^/]*/))?\s*e(\s|;|$)`)
+	reSedSubstE  = newLazyRegexp(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?\s*s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiImM0-9]*e`)
 )
 
 // Exec primitives: calls whose arguments are a command to run.
-var rePrimitive = regexp.MustCompile(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|eval)\b`)
+var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|eval)\b`)
 
 // Primitives whose target the heuristic cannot read at all.
-var reOpaquePrimitive = regexp.MustCompile(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
+var reOpaquePrimitive = newLazyRegexp(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
 
 var (
-	rePwshExec      = regexp.MustCompile(`(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`)
-	reDoShell       = regexp.MustCompile(`(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`)
-	reQx            = regexp.MustCompile(`\bqx\s*[^\s\w]|%x\s*[^\s\w]`)
-	reAwkLiteralCmd = regexp.MustCompile(`system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`)
+	rePwshExec      = newLazyRegexp(`(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`)
+	reDoShell       = newLazyRegexp(`(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`)
+	reQx            = newLazyRegexp(`\bqx\s*[^\s\w]|%x\s*[^\s\w]`)
+	reAwkLiteralCmd = newLazyRegexp(`system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`)
 )
 
-var reAwkPipe = regexp.MustCompile(`\|\s*getline|\|&|print[^;|}]*\|`)
+var reAwkPipe = newLazyRegexp(`\|\s*getline|\|&|print[^;|}]*\|`)
 
 // inlineCode applies the inline-code heuristic: code with no exec primitive
 // is data; a primitive whose command is a string literal is classified; any
@@ -280,11 +279,11 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 	}
 }
 
-var reSubstLike = regexp.MustCompile("`|\\$\\(")
+var reSubstLike = newLazyRegexp("`|\\$\\(")
 
 // reArgNoise is what may surround literal arguments: separators, list
 // brackets and keyword arguments with constant values.
-var reArgNoise = regexp.MustCompile(`[\s,\[\]()\x00]|\b[a-z_]+\s*=\s*(True|False|None|true|false|\d+)\b|\b(shell|check|text|capture_output)\b|=`)
+var reArgNoise = newLazyRegexp(`[\s,\[\]()\x00]|\b[a-z_]+\s*=\s*(True|False|None|true|false|\d+)\b|\b(shell|check|text|capture_output)\b|=`)
 
 type strLit struct {
 	quote byte

@@ -3,7 +3,6 @@ package shell
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -791,7 +790,7 @@ cmd:
 	}
 }
 
-var reAssign = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var reAssign = newLazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func isAssignment(s string) bool { return reAssign.MatchString(s) }
 
@@ -947,7 +946,7 @@ func (a *analyzer) fd(inv invocation, depth int) {
 	}
 }
 
-var reParallelRepl = regexp.MustCompile(`\{[^{}\s]*\}`)
+var reParallelRepl = newLazyRegexp(`\{[^{}\s]*\}`)
 
 func (a *analyzer) parallel(inv invocation, depth int) {
 	a.record(inv)
