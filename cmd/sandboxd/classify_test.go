@@ -81,7 +81,7 @@ func TestClassifyBinary(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "classify", "--json", "--deny-program", "gh:pr:create", "--", "gh pr view 1").Output()
+	out, err := exec.Command(bin, "policy", "classify", "--json", "--deny-program", "gh:pr:create", "--", "gh pr view 1").Output()
 	if err != nil {
 		t.Fatalf("sandboxd classify: %v", err)
 	}
@@ -92,7 +92,7 @@ func TestClassifyBinary(t *testing.T) {
 	if o.Denied || len(o.Programs) != 1 || o.Programs[0] != "gh" || o.Subcommands["gh"][0] != "pr:view" {
 		t.Errorf("got %+v", o)
 	}
-	out, err = exec.Command(bin, "classify", "--json", "--deny-program", "gh:pr:create", "--", "gh pr create").Output()
+	out, err = exec.Command(bin, "policy", "classify", "--json", "--deny-program", "gh:pr:create", "--", "gh pr create").Output()
 	if err != nil {
 		t.Fatalf("denied line must exit 0: %v", err)
 	}

@@ -12,12 +12,23 @@ import (
 	"syscall"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/procjail"
 )
 
 // version is set at link time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	// Internal subcommands are dispatched before any flag parsing or
+	// signal handling: the sandbox's init and the ssh CONNECT helper.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case procjail.InitCommand:
+			os.Exit(procjail.RunInit())
+		case procjail.ConnectCommand:
+			os.Exit(procjail.RunConnect(os.Args[2:]))
+		}
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -28,6 +39,7 @@ func run(args []string) int {
 		Name:    "sandboxd",
 		Summary: "run an agent's process tree behind Barry's egress sandbox",
 		Commands: []*cli.Command{
+			serveHooksCommand(),
 			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
 				if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 					fmt.Fprintln(io.Out, "usage: sandboxd version\n\nPrint sandboxd's version.")
@@ -36,8 +48,9 @@ func run(args []string) int {
 				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 				return 0
 			}},
-			// Temporary: the lead moves this under "sandboxd policy" when merging.
-			classifyCommand(),
+			policyCommand(classifyCommand()),
+			proxyCommand(),
+			runCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)

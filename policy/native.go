@@ -1,0 +1,402 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Native tool categories: what a harness's own tools can do.
+const (
+	CategoryShell      = "shell"
+	CategoryFileReads  = "file-reads"
+	CategoryFileWrites = "file-writes"
+	CategoryNetwork    = "network"
+)
+
+// NativeCategories lists the categories in the seed's order.
+var NativeCategories = []string{CategoryShell, CategoryFileReads, CategoryFileWrites, CategoryNetwork}
+
+// HarnessMode is what Barry can enforce on a harness's native tools in one
+// mode of running it.
+type HarnessMode struct {
+	// Gate is true when a per-call hook rules on native tool calls.
+	Gate bool `json:"gate"`
+	// Ceiling is true when native tools can be taken away before the
+	// harness starts (a static deny list).
+	Ceiling bool `json:"ceiling"`
+	// Ungated lists native tools the gate does not see (no hook event fires
+	// before them), with why.
+	Ungated map[string]string `json:"ungated,omitempty"`
+	// Label describes the mode.
+	Label string `json:"label"`
+}
+
+// NativeHarness is one harness: its native tools, the categories each
+// belongs to, and its modes.
+type NativeHarness struct {
+	ID          string                  `json:"id"`
+	Label       string                  `json:"label"`
+	DefaultMode string                  `json:"defaultMode"`
+	Modes       map[string]*HarnessMode `json:"modes"`
+	// NativeTools are the harness's own tool names.
+	NativeTools []string `json:"nativeTools"`
+	// Categories maps each native tool to its categories (none for tools
+	// that act only through other tools, such as a subagent launcher).
+	Categories map[string][]string `json:"categories"`
+}
+
+// Mode returns the named mode, or the default mode for "".
+func (h *NativeHarness) Mode(mode string) (string, *HarnessMode, error) {
+	if mode == "" {
+		mode = h.DefaultMode
+	}
+	m, ok := h.Modes[mode]
+	if !ok || m == nil {
+		return mode, nil, fmt.Errorf("harness %s has no mode %q (modes: %s)", h.ID, mode, strings.Join(sortedKeys(h.Modes), ", "))
+	}
+	return mode, m, nil
+}
+
+// ToolsIn returns the harness's native tools in a category, sorted.
+func (h *NativeHarness) ToolsIn(category string) []string {
+	var out []string
+	for _, t := range h.NativeTools {
+		if slices.Contains(h.Categories[t], category) {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// expandNames turns native tool names and category names into tool names.
+func (h *NativeHarness) expandNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if slices.Contains(NativeCategories, n) {
+			out = append(out, h.ToolsIn(n)...)
+		} else if slices.Contains(h.NativeTools, n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func cats(c ...string) []string { return c }
+
+// Harnesses returns the built-in harness catalog, keyed by id. Each call
+// returns a fresh copy the caller may modify.
+func Harnesses() map[string]*NativeHarness {
+	sh, rd, wr, nw := CategoryShell, CategoryFileReads, CategoryFileWrites, CategoryNetwork
+	list := []*NativeHarness{
+		{
+			ID: "claude-code", Label: "Claude Code", DefaultMode: "hosted",
+			Categories: map[string][]string{
+				"Bash": cats(sh), "BashOutput": cats(sh), "KillShell": cats(sh), "PowerShell": cats(sh),
+				"Read": cats(rd), "Glob": cats(rd), "Grep": cats(rd), "LS": cats(rd), "NotebookRead": cats(rd),
+				"Write": cats(wr), "Edit": cats(wr), "MultiEdit": cats(wr), "NotebookEdit": cats(wr),
+				"WebFetch": cats(nw), "WebSearch": cats(nw),
+				"Agent": nil, "Task": nil, "TodoWrite": nil, "ExitPlanMode": nil,
+			},
+			Modes: map[string]*HarnessMode{
+				"hosted":       {Gate: true, Ceiling: true, Label: "Barry launches Claude Code with a PreToolUse hook gate"},
+				"guest":        {Ceiling: true, Label: "the vendor's interface; a static ceiling, no per-call hook"},
+				"instrumented": {Ceiling: true, Label: "the vendor's interface, instrumented; a static ceiling, no per-call hook"},
+			},
+		},
+		{
+			ID: "codex", Label: "OpenAI Codex CLI", DefaultMode: "hooks",
+			Categories: map[string][]string{
+				"Bash": cats(sh), "apply_patch": cats(rd, wr), "web_search": cats(nw), "update_plan": nil,
+			},
+			Modes: map[string]*HarnessMode{
+				"hooks": {Gate: true, Label: "a launcher runs hookgate on PreToolUse; a missing script, crash, timeout or malformed answer is a deny",
+					Ungated: map[string]string{"web_search": "Codex runs hosted web search without a PreToolUse hook"}},
+			},
+		},
+		{
+			ID: "cursor", Label: "Cursor", DefaultMode: "hooks",
+			Categories: map[string][]string{
+				"Shell": cats(sh), "Read": cats(rd), "Grep": cats(rd), "Glob": cats(rd), "LS": cats(rd),
+				"Write": cats(wr), "Edit": cats(wr), "Delete": cats(wr), "WebFetch": cats(nw), "WebSearch": cats(nw),
+				"Task": nil,
+			},
+			Modes: map[string]*HarnessMode{
+				"hooks": {Gate: true, Label: "Cursor hooks with failClosed: true"},
+			},
+		},
+		{
+			ID: "gemini", Label: "Gemini CLI", DefaultMode: "hooks",
+			Categories: map[string][]string{
+				"run_shell_command": cats(sh),
+				"read_file":         cats(rd), "read_many_files": cats(rd), "glob": cats(rd), "search_file_content": cats(rd), "list_directory": cats(rd),
+				"write_file": cats(wr), "replace": cats(wr), "save_memory": cats(wr),
+				"web_fetch": cats(nw), "google_web_search": cats(nw),
+			},
+			Modes: map[string]*HarnessMode{
+				"hooks": {Gate: true, Label: "a BeforeTool hook gate"},
+			},
+		},
+		{
+			ID: "pi", Label: "Pi", DefaultMode: "hosted",
+			Categories: map[string][]string{
+				"bash": cats(sh), "read": cats(rd), "grep": cats(rd), "find": cats(rd), "ls": cats(rd),
+				"write": cats(wr), "edit": cats(wr),
+			},
+			Modes: map[string]*HarnessMode{
+				"hosted": {Gate: true, Label: "a Barry extension blocks tools outside the native allowance"},
+			},
+		},
+	}
+	out := map[string]*NativeHarness{}
+	for _, h := range list {
+		h.NativeTools = sortedKeys(h.Categories)
+		out[h.ID] = h
+	}
+	return out
+}
+
+// NativeToolsTakenBack returns the harness's native tools a bound's guarded
+// restrictions take back when no per-call gate can apply the guards: native
+// calls bypass Barry's guards, so a restriction takes back the category.
+// A shell rule takes back the shell; a file rule the shell and the file
+// tools; denied write access the shell and file writes; a network rule the
+// shell and the network tools.
+func NativeToolsTakenBack(bound *Bound, h *NativeHarness) []string {
+	if bound == nil || h == nil {
+		return nil
+	}
+	var c []string
+	if bound.Bash != nil && (len(bound.Bash.Deny) > 0 || len(bound.Bash.DenyPrograms) > 0) {
+		c = append(c, CategoryShell)
+	}
+	if hasFileRules(bound) {
+		c = append(c, CategoryShell, CategoryFileReads, CategoryFileWrites)
+	}
+	if len(bound.DeniedAccess) > 0 {
+		c = append(c, CategoryShell, CategoryFileWrites)
+	}
+	if n := bound.Network; n != nil && (len(n.Actions) > 0 || len(n.Domains) > 0) {
+		c = append(c, CategoryShell, CategoryNetwork)
+	}
+	return h.expandNames(c)
+}
+
+// NativeToolDenials returns the tools of inventory the bound denies outright
+// for the harness: by name in deniedTools, or in nativeTools[harness] (by
+// name or category).
+func NativeToolDenials(bound *Bound, harness string, inventory []string) []string {
+	if bound == nil {
+		return nil
+	}
+	h := Harnesses()[harness]
+	var out []string
+	for _, t := range inventory {
+		if slices.Contains(bound.DeniedTools, t) {
+			out = append(out, t)
+			continue
+		}
+		for _, n := range bound.NativeTools[harness] {
+			if n == t || (h != nil && slices.Contains(h.Categories[t], n)) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// NativeStatus is the decision for each native tool of a harness.
+type NativeStatus struct {
+	Allowed []string `json:"allowed"`
+	Denied  []string `json:"denied"`
+	// Refused maps a tool the policy needs taken back but the mode cannot
+	// take back to why: the session must refuse to launch.
+	Refused map[string]string `json:"refused"`
+	// Uncontrolled maps an allowed tool that no per-call gate sees to why.
+	Uncontrolled map[string]string `json:"uncontrolled"`
+}
+
+// NativeToolStatus decides each native tool of the harness in mode: a tool
+// is granted by the traits' nativeTools (by name or category); a granted
+// tool the bound denies, or takes back where no gate sees it, is denied;
+// a tool that must go but the mode cannot take away is refused.
+func NativeToolStatus(traits []*AgentTrait, bound *Bound, h *NativeHarness, mode string) (NativeStatus, error) {
+	granted := map[string]bool{}
+	for _, t := range traits {
+		if t == nil {
+			continue
+		}
+		for _, n := range h.expandNames(t.NativeTools[h.ID]) {
+			granted[n] = true
+		}
+	}
+	p, err := resolveNative(granted, nil, bound, h, mode)
+	if err != nil {
+		return NativeStatus{}, err
+	}
+	return NativeStatus{Allowed: p.Allowed, Denied: p.Denied, Refused: p.Refused, Uncontrolled: p.Uncontrolled}, nil
+}
+
+// NativePolicy is the native-tool policy of a session.
+type NativePolicy struct {
+	Harness string   `json:"harness"`
+	Mode    string   `json:"mode"`
+	Allowed []string `json:"allowed"`
+	Denied  []string `json:"denied"`
+	// Refused maps a tool the policy must take back but the mode cannot, to
+	// why; a non-empty Refused means the session must not launch.
+	Refused map[string]string `json:"refused"`
+	// Uncontrolled maps allowed tools no per-call gate sees to why.
+	Uncontrolled map[string]string `json:"uncontrolled"`
+	// Conflicts maps a tool a trait grants by name but the bound denies to
+	// the explanation (the bound wins).
+	Conflicts map[string]string `json:"conflicts"`
+	// OperatorOverride names an operator's override of the policy, if any.
+	OperatorOverride string `json:"operatorOverride,omitempty"`
+	// Reasons maps each denied tool to why.
+	Reasons map[string]string `json:"reasons"`
+}
+
+// NativeGrants are the inputs of ResolveNativePolicy: the resolved trait
+// grants (their Native map) and the effective bound.
+type NativeGrants struct {
+	Grants *ResolvedTraitGrants
+	Bound  *Bound
+}
+
+// ResolveNativePolicy decides every native tool of harness h in mode, in
+// this order:
+//  1. a tool no trait grants (by name or category) is denied;
+//  2. a tool the bound denies (deniedTools, nativeTools) is denied, and a
+//     conflict is recorded when a trait granted it by name;
+//  3. a tool a guarded restriction takes back is allowed where a per-call
+//     gate sees it (the gate applies the guards), denied by the ceiling
+//     where the mode has one, and refused otherwise;
+//  4. anything else is allowed, and marked uncontrolled where no gate sees it.
+//
+// A tool that must be denied in a mode with neither gate nor ceiling is
+// refused: the session must not launch.
+func ResolveNativePolicy(g NativeGrants, h *NativeHarness, mode string) (*NativePolicy, error) {
+	granted := map[string]bool{}
+	byName := map[string]bool{}
+	if g.Grants != nil {
+		for n := range g.Grants.Native {
+			for _, t := range h.expandNames([]string{n}) {
+				granted[t] = true
+				if n == t {
+					byName[t] = true
+				}
+			}
+		}
+	}
+	return resolveNative(granted, byName, g.Bound, h, mode)
+}
+
+func resolveNative(granted, byName map[string]bool, bound *Bound, h *NativeHarness, mode string) (*NativePolicy, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: no harness", ErrNotAllowed)
+	}
+	mode, m, err := h.Mode(mode)
+	if err != nil {
+		return nil, err
+	}
+	p := &NativePolicy{
+		Harness: h.ID, Mode: mode,
+		Allowed: []string{}, Denied: []string{},
+		Refused: map[string]string{}, Uncontrolled: map[string]string{},
+		Conflicts: map[string]string{}, Reasons: map[string]string{},
+	}
+	denied := NativeToolDenials(bound, h.ID, h.NativeTools)
+	takenBack := NativeToolsTakenBack(bound, h)
+	// remove takes a tool away. Where the mode can neither gate nor take
+	// it back, a bound's denial refuses the launch, and a tool merely not
+	// granted is reported uncontrolled.
+	remove := func(tool, reason string, byBound bool) {
+		gated := m.Gate && m.Ungated[tool] == ""
+		if !gated && !m.Ceiling {
+			why := fmt.Sprintf("%s, but %s mode %s can neither gate nor take back %s", reason, h.ID, mode, tool)
+			if byBound {
+				p.Refused[tool] = why
+			} else {
+				p.Uncontrolled[tool] = why
+			}
+			return
+		}
+		p.Denied = append(p.Denied, tool)
+		p.Reasons[tool] = reason
+	}
+	for _, tool := range h.NativeTools {
+		gated := m.Gate && m.Ungated[tool] == ""
+		// A tool with no category (a subagent launcher, a to-do list) acts
+		// only through other tools, which are decided on their own; it
+		// needs no grant.
+		needsGrant := len(h.Categories[tool]) > 0
+		boundReason := ""
+		switch {
+		case slices.Contains(denied, tool):
+			boundReason = fmt.Sprintf("the bound denies %s", tool)
+			if byName[tool] {
+				p.Conflicts[tool] = "granted by a trait by name, denied by the bound; the bound wins"
+			}
+		case slices.Contains(takenBack, tool) && !gated:
+			boundReason = fmt.Sprintf("the bound's guards take back %s and no per-call gate sees it", describeNative(h, tool))
+		}
+		switch {
+		case needsGrant && !granted[tool] && (boundReason == "" || gated || m.Ceiling):
+			remove(tool, fmt.Sprintf("no selected trait grants %s", describeNative(h, tool)), false)
+		case boundReason != "":
+			remove(tool, boundReason, true)
+		default:
+			p.Allowed = append(p.Allowed, tool)
+			if !gated {
+				why := m.Ungated[tool]
+				if why == "" {
+					why = fmt.Sprintf("%s mode %s has no per-call gate", h.ID, mode)
+				}
+				p.Uncontrolled[tool] = why
+			}
+		}
+	}
+	return p, nil
+}
+
+func describeNative(h *NativeHarness, tool string) string {
+	c := h.Categories[tool]
+	if len(c) == 0 {
+		return tool
+	}
+	return fmt.Sprintf("%s (%s)", tool, strings.Join(c, ", "))
+}
+
+// ValidateNativeTools checks that a bag's traits and bounds grant or deny
+// only native names (tools or categories) its harness offers. Paths in the
+// error name the offending entry.
+func ValidateNativeTools(bagName string, traits map[string]*AgentTrait, bounds map[string]*Bound, h *NativeHarness) error {
+	var errs FieldErrors
+	check := func(path string, names []string) {
+		for i, n := range names {
+			if !slices.Contains(h.NativeTools, n) && !slices.Contains(NativeCategories, n) {
+				errs = append(errs, &FieldError{Path: index(path, i), Msg: fmt.Sprintf("%q is not a native tool or category of harness %s", n, h.ID)})
+			}
+		}
+	}
+	for _, name := range sortedKeys(traits) {
+		if t := traits[name]; t != nil {
+			check(join(bagName, "traits."+name+".nativeTools."+h.ID), t.NativeTools[h.ID])
+		}
+	}
+	for _, name := range sortedKeys(bounds) {
+		if b := bounds[name]; b != nil {
+			check(join(bagName, "bounds."+name+".nativeTools."+h.ID), b.NativeTools[h.ID])
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
