@@ -531,4 +531,7 @@ var table = []tcase{
 	{line: "pip install git+https://git.example/pkg.git", progs: "pip", dom: "git.example", net: "http:read"},
 	{line: "hash $OPT /bin/rm ls", progs: "hash", unp: "hash -p", deny: unp},
 	{line: "/usr/bin/env -S 'shred x'", progs: "env shred", deny: "shred"},
+	{line: "echo a > ok.txt; echo b > /etc/passwd", progs: "echo", write: "|writes several files: > ok.txt, > /etc/passwd"},
+	{line: "echo a > log.txt; echo b >> log.txt", progs: "echo", write: "log.txt|> log.txt"},
+	{line: "mkdir -p out && cp a.txt out/", progs: "mkdir cp", write: "|writes several files: mkdir, cp"},
 }
