@@ -55,6 +55,9 @@ var wrappers = map[string]struct {
 	operands int
 }{
 	"nohup":            {},
+	"noglob":           {}, // zsh precommand modifiers
+	"nocorrect":        {},
+	"repeat":           {optSpec{}, 1},
 	"setsid":           {},
 	"builtin":          {},
 	"unbuffer":         {},

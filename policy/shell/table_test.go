@@ -534,4 +534,7 @@ var table = []tcase{
 	{line: "echo a > ok.txt; echo b > /etc/passwd", progs: "echo", write: "|writes several files: > ok.txt, > /etc/passwd"},
 	{line: "echo a > log.txt; echo b >> log.txt", progs: "echo", write: "log.txt|> log.txt"},
 	{line: "mkdir -p out && cp a.txt out/", progs: "mkdir cp", write: "|writes several files: mkdir, cp"},
+	{line: "noglob git push", progs: "noglob git", deny: "git:push"},
+	{line: "nocorrect git push", progs: "nocorrect git", deny: "git:push"},
+	{line: "repeat 2 git push", progs: "repeat git", deny: "git:push"},
 }
