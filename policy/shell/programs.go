@@ -285,6 +285,15 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			a.opaque(prog)
 		}
 		return
+	case "fc":
+		a.record(inv)
+		for _, w := range args[1:] {
+			if w.mayBeOption() && (w.dyn || strings.ContainsAny(w.val, "es")) {
+				a.fail("fc re-runs commands from the shell's history")
+				return
+			}
+		}
+		return
 	case "zmodload", "emulate":
 		a.record(inv)
 		if prog == "zmodload" && len(args) > 1 {

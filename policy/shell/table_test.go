@@ -548,4 +548,8 @@ var table = []tcase{
 	{line: `node -e 'const {execSync} = require("child_process"); execSync("git push")'`, progs: "node git", deny: "git:push"},
 	{line: `node -e 'const {execSync: run} = require("child_process"); run(c)'`, progs: "node", unp: "cannot read", deny: unp},
 	{line: `deno eval 'Deno.run({cmd: [c]})'`, progs: "deno", unp: "cannot read", deny: unp},
+	{line: "fc -s", progs: "fc", unp: "fc re-runs", deny: unp},
+	{line: "fc -l", progs: "fc"},
+	{line: "echo ${(e)x}", unp: "syntax error", deny: unp},
+	{line: "cat =(git push)", unp: "syntax error", deny: unp},
 }
