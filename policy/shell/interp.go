@@ -284,6 +284,10 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 			return
 		}
 		lits := nextStrings(strs, bare[:loc[1]], n)
+		if len(lits) != n {
+			a.fail(fmt.Sprintf("%s code calls %s with a command the classifier cannot read", prog, name))
+			return
+		}
 		if name == "eval" || (name == "exec" && lang == "python") {
 			for _, l := range lits {
 				a.inlineCode(prog, lang, staticWord(l), depth+1)
@@ -334,8 +338,8 @@ func splitStrings(code string) ([]strLit, string) {
 	for i := 0; i < len(code); i++ {
 		c := code[i]
 		if c != '"' && c != '\'' && c != '`' {
-			if c == '#' && (i == 0 || code[i-1] == '\n' || code[i-1] == ' ') {
-				// a comment in python/ruby/perl/shell-like code: keep it visible
+			if c == 0 || c == 1 {
+				c = '?' // the markers below must be unambiguous
 			}
 			b.WriteByte(c)
 			continue
