@@ -23,7 +23,8 @@ const (
 
 // Classification is what one command line does, as far as a static reading
 // can tell. The zero value means "runs nothing"; callers must check
-// Unparseable first.
+// Unparseable first. A Classification is not modified after Classify
+// returns it, so it may be read concurrently.
 type Classification struct {
 	// Argvs are the quote-removed argument vectors of every command the
 	// line runs, including nested ones (a wrapper and the command it wraps
@@ -59,6 +60,7 @@ type invocation struct {
 
 // Classify reads a command line (bash syntax) without running it. It never
 // panics; any input it cannot resolve exactly is Unparseable with a reason.
+// It is safe for concurrent use.
 func Classify(line string) Classification {
 	a := &analyzer{c: Classification{Subcommands: map[string][]string{}}}
 	if len(line) > MaxLineBytes {

@@ -75,15 +75,15 @@ func reanalyze(argvs [][]string) []invocation {
 // IsNetworkActionDenied reports the first network action of line that the
 // denied actions cover (expanded with policy.ExpandActions, so "write"
 // covers "git:push"), as the leaf tag. An Unparseable line is denied when
-// any action is denied, with a reason naming why. It is safe for concurrent
-// use.
+// any action is denied, with "unparseable: REASON" in place of a tag. It is
+// safe for concurrent use.
 func IsNetworkActionDenied(line string, actions []string) (string, bool) {
 	if len(actions) == 0 {
 		return "", false
 	}
 	c := Classify(line)
 	if c.Unparseable {
-		return "unparseable command line (" + c.Reason + ")", true
+		return "unparseable: " + c.Reason, true
 	}
 	denied := policy.ExpandActions(actions)
 	for _, t := range ClassifyNetworkActions(c, line) {
