@@ -181,8 +181,17 @@ func networkActions(inv invocation) []string {
 		}
 		return []string{policy.ActionHTTPRead}
 	case "curl":
+		if all := curlAllOpts(args); len(all.strs) == 0 && !all.has("--url") && !hasDynamic(args) {
+			return nil // curl --version, curl -h: no transfer
+		}
 		return []string{curlMethod(args)}
 	case "wget":
+		if len(operands(args, wgetOpts)) == 0 && !hasDynamic(args) {
+			o := scanOpts(args, 1, wgetOpts)
+			if !o.has("-i", "--input-file") {
+				return nil
+			}
+		}
 		o := scanOpts(args, 1, wgetOpts)
 		if o.bad != "" {
 			return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
@@ -244,6 +253,15 @@ func networkActions(inv invocation) []string {
 		return nil
 	}
 	return nil
+}
+
+func hasDynamic(args []word) bool {
+	for _, w := range args {
+		if w.dyn {
+			return true
+		}
+	}
+	return false
 }
 
 func firstOperand(args []word, sp optSpec) string {

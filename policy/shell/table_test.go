@@ -559,4 +559,7 @@ var table = []tcase{
 	{line: "echo 'git push' | echo $(bash)", progs: "echo bash", unp: "pipe", deny: unp},
 	{line: "while read f; do bash; done < list.txt", progs: "read bash", opaque: "bash"},
 	{line: "{ cat; } <<< 'git push'", progs: "cat"},
+	{line: "curl --version", progs: "curl", net: "-"},
+	{line: "wget --help", progs: "wget", net: "-", write: "-"},
+	{line: "wget -i urls.txt", progs: "wget", net: "http:read"},
 }
