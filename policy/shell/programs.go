@@ -176,6 +176,13 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	if dashed != "" {
 		args = append([]word{staticWord("git"), staticWord(dashed)}, args[1:]...)
 	}
+	if orig, ok := a.copies[prog]; ok && orig != prog {
+		// "cp /usr/bin/git x && ./x push": the copy runs as the original.
+		delete(a.copies, prog) // a copy of a copy cannot loop
+		a.command(append([]word{staticWord(orig)}, args[1:]...), in, depth+1)
+		a.copies[prog] = orig
+		a.opaque(prog)
+	}
 	inv := invocation{prog: prog, args: args}
 	rest := func(i int) {
 		if i < len(args) {
