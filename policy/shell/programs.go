@@ -56,6 +56,7 @@ var wrappers = map[string]struct {
 }{
 	"nohup":            {},
 	"noglob":           {}, // zsh precommand modifiers
+	"-":                {},
 	"nocorrect":        {},
 	"repeat":           {optSpec{}, 1},
 	"setsid":           {},

@@ -566,4 +566,5 @@ var table = []tcase{
 	{line: "ln -s \"$(command -v git)\" g && ./g push", progs: "ln command git g", deny: "git:push"},
 	{line: "cp `which shred` ./s; ./s f", progs: "cp which shred s", deny: "shred"},
 	{line: "cp notes.txt /tmp/x && /tmp/x push", progs: "cp x", opaque: "x"},
+	{line: "- git push", progs: "- git", deny: "git:push"},
 }
