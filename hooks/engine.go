@@ -210,7 +210,12 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		}
 		return r.checkPaths(c, paths, true)
 	case CatSearch:
-		roots := in.paths(t.DirKeys)
+		var roots []string
+		for _, r := range in.paths(t.DirKeys) {
+			// A root given as a glob (read_many_files paths) is searched
+			// from its literal prefix.
+			roots = append(roots, literalPrefix(r))
+		}
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
