@@ -37,7 +37,8 @@ func run(args []string) int {
 				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 				return 0
 			}},
-			policyCommand(),
+			policyCommand(classifyCommand()),
+			proxyCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)

@@ -487,7 +487,7 @@ func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 	}
 	o := scanOpts(args, i, sp)
 	if hasSubs && o.bad != "" {
-		a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
+		a.fail(fmt.Sprintf("subcommand or option of %s is not static: %s", prog, o.bad))
 		return
 	}
 	i = o.next

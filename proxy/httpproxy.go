@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+type pinKey struct{}
+
+// inflight is one plain-HTTP exchange: decided, pinned, registered so a
+// policy swap can cancel it.
+type inflight struct {
+	host   policy.Host
+	addr   netip.AddrPort
+	cancel context.CancelFunc
+	rec    *record
+	up     atomic.Int64
+	down   atomic.Int64
+	once   sync.Once
+}
+
+// handleHTTP decides an absolute-form plain HTTP request (Server.decide),
+// pins the checked address into the request's context and URL (the Host
+// header keeps the canonical name), and answers a denial with 403.
+func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	rec := s.newRecord("http", r)
+	if r.URL.Scheme != "http" {
+		rec.host = r.URL.Host
+		rec.reason = fmt.Sprintf("%s: scheme %q is not proxied as plain HTTP (use CONNECT)", ReasonBadRequest, r.URL.Scheme)
+		s.audit(rec)
+		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+	}
+	if r.URL.User != nil {
+		rec.host = r.URL.Host
+		rec.reason = ReasonBadRequest + ": credentials in the request URL"
+		s.audit(rec)
+		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+	}
+	d, h, ap := s.decide(r.Context(), r.URL.Host, "80", rec)
+	if !d.Allowed() {
+		s.audit(rec)
+		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+	}
+	cctx, cancel := context.WithCancel(r.Context())
+	f := &inflight{host: h, addr: ap, cancel: cancel, rec: rec}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		rec.decision, rec.reason = "deny", "proxy shutting down"
+		s.audit(rec)
+		return r, denyResponse(r, http.StatusServiceUnavailable, rec.reason)
+	}
+	s.inflight[f] = struct{}{}
+	s.mu.Unlock()
+	hostHdr := h.String()
+	if h.IP.Is6() {
+		hostHdr = "[" + hostHdr + "]"
+	}
+	if ap.Port() != 80 {
+		hostHdr = fmt.Sprintf("%s:%d", hostHdr, ap.Port())
+	}
+	r = r.WithContext(context.WithValue(cctx, pinKey{}, ap))
+	r.URL.Host = ap.String()
+	r.Host = hostHdr
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &countingBody{ReadCloser: r.Body, n: &f.up}
+	}
+	ctx.UserData = f
+	ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+		resp, err := s.tr.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &f.down, done: func() { s.finish(f, "") }}
+		return resp, nil
+	})
+	return r, nil
+}
+
+// handleResponse turns a failed round trip into a 502 with a one-line
+// reason that does not echo the dial error, and closes the audit record.
+func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
+	f, _ := ctx.UserData.(*inflight)
+	if resp != nil || f == nil {
+		return resp
+	}
+	reason := fmt.Sprintf("%s: %s", ReasonUpstreamFailure, f.addr)
+	if ctx.Error != nil {
+		reason = fmt.Sprintf("%s: %s: %s", ReasonDialFailed, f.addr, dialErr(ctx.Error))
+	}
+	s.finish(f, reason)
+	return denyResponse(ctx.Req, http.StatusBadGateway, reason)
+}
+
+func (s *Server) finish(f *inflight, failure string) {
+	f.once.Do(func() {
+		s.mu.Lock()
+		delete(s.inflight, f)
+		s.mu.Unlock()
+		f.cancel()
+		f.rec.up, f.rec.down = f.up.Load(), f.down.Load()
+		if failure != "" && f.rec.close == "" {
+			f.rec.close = failure
+		}
+		s.audit(f.rec)
+	})
+}
+
+// dialPinned is the upstream transport's only dialer: it dials the address
+// pinned in the request context, and refuses anything else.
+func (s *Server) dialPinned(ctx context.Context, network, addr string) (net.Conn, error) {
+	ap, ok := ctx.Value(pinKey{}).(netip.AddrPort)
+	if !ok || ap.String() != addr {
+		return nil, fmt.Errorf("proxy: refusing unpinned dial to %s", addr)
+	}
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	defer cancel()
+	return s.cfg.Dial(dctx, "tcp", ap.String())
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n    *atomic.Int64
+	done func()
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+func (b *countingBody) Close() error {
+	err := b.ReadCloser.Close()
+	if b.done != nil {
+		b.done()
+	}
+	return err
+}

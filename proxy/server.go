@@ -1,0 +1,599 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// Resolver looks up the addresses of a name. *net.Resolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Config configures a Server. Only Policy is required.
+type Config struct {
+	// SandboxID names the sandbox in audit lines and is the proxy user name
+	// when User is empty.
+	SandboxID string
+	// Policy is the initial policy; SetPolicy replaces it.
+	Policy Policy
+	// User and Secret are the Proxy-Authorization Basic credentials every
+	// request must carry. Secret is generated (32 random bytes, hex) when
+	// empty; User defaults to SandboxID, or "sandbox".
+	User, Secret string
+	// Resolver resolves allowed names. Default: Go's own resolver (never
+	// cgo, so glibc's inet_aton forms never apply), through DNSUpstream when
+	// that is set.
+	Resolver Resolver
+	// DNSUpstream is a "host:port" DNS server for the default resolver.
+	DNSUpstream string
+	// ResolveCacheTTL keeps lookups of allowed names this long (default 5s,
+	// negative: no cache). Cached answers still pass the dial guard on every
+	// use.
+	ResolveCacheTTL time.Duration
+	// Audit receives one line per decision (see the Attr constants). Nil
+	// writes JSON to stderr.
+	Audit *slog.Logger
+	// DialTimeout bounds name resolution and the dial (default 10s).
+	DialTimeout time.Duration
+	// IdleTimeout closes a tunnel with no bytes in either direction, and a
+	// client keep-alive connection with no request (default 5 min).
+	IdleTimeout time.Duration
+	// HeaderTimeout bounds reading a request's headers and waiting for a
+	// plain HTTP response's headers (default 30s).
+	HeaderTimeout time.Duration
+	// MaxConns caps client connections plus tunnels (default 1024). Past it
+	// a new connection gets 503 and is closed.
+	MaxConns int
+	// CopyBuffer, when positive, relays tunnel bytes through a userspace
+	// buffer of that many bytes per direction instead of io.Copy between the
+	// raw connections (which splices on Linux). See BENCHMARKS.md.
+	CopyBuffer int
+	// Dial dials the pinned upstream address (always "ip:port"). Default: a
+	// net.Dialer with DialTimeout. It must return a *net.TCPConn, so tunnels
+	// splice. Tests use it to dial inside a network namespace.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Server is the CONNECT and plain-HTTP forward proxy. Its methods are safe
+// for concurrent use.
+type Server struct {
+	cfg      Config
+	pol      atomic.Pointer[compiled]
+	gp       *goproxy.ProxyHttpServer
+	hs       *http.Server
+	tr       *http.Transport
+	resolver Resolver
+	local    localAddrs
+	auditLog *slog.Logger
+	authWant string
+
+	conns atomic.Int64
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	tunnels  map[*tunnel]struct{}
+	inflight map[*inflight]struct{}
+	self     []netip.AddrPort
+}
+
+// New builds a Server from cfg. It listens on nothing until Serve.
+func New(cfg Config) (*Server, error) {
+	pol, err := compilePolicy(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 5 * time.Minute
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = 30 * time.Second
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 1024
+	}
+	if cfg.Dial == nil {
+		d := &net.Dialer{Timeout: cfg.DialTimeout}
+		cfg.Dial = d.DialContext
+	}
+	if cfg.User == "" {
+		cfg.User = cfg.SandboxID
+		if cfg.User == "" {
+			cfg.User = "sandbox"
+		}
+	}
+	if strings.ContainsAny(cfg.User, ":\r\n") || strings.ContainsAny(cfg.Secret, "\r\n") {
+		return nil, errors.New("proxy: user must not contain ':' or line breaks")
+	}
+	if cfg.Secret == "" {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("proxy: generating the secret: %w", err)
+		}
+		cfg.Secret = hex.EncodeToString(b[:])
+	}
+	s := &Server{
+		cfg:      cfg,
+		auditLog: cfg.Audit,
+		authWant: cfg.User + ":" + cfg.Secret,
+		tunnels:  map[*tunnel]struct{}{},
+		inflight: map[*inflight]struct{}{},
+	}
+	if s.auditLog == nil {
+		s.auditLog = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	s.pol.Store(pol)
+	s.resolver = cfg.Resolver
+	if s.resolver == nil {
+		s.resolver = NewResolver(cfg.DNSUpstream)
+	}
+	if cfg.ResolveCacheTTL == 0 {
+		cfg.ResolveCacheTTL = 5 * time.Second
+		s.cfg.ResolveCacheTTL = cfg.ResolveCacheTTL
+	}
+	if cfg.ResolveCacheTTL > 0 {
+		s.resolver = &resolveCache{r: s.resolver, ttl: cfg.ResolveCacheTTL, m: map[string]cacheEntry{}}
+	}
+	s.tr = &http.Transport{
+		Proxy:                  nil, // never follow HTTP(S)_PROXY
+		DialContext:            s.dialPinned,
+		TLSClientConfig:        nil, // default: verify; https:// is refused before it anyway
+		ForceAttemptHTTP2:      false,
+		TLSHandshakeTimeout:    cfg.DialTimeout,
+		ResponseHeaderTimeout:  cfg.HeaderTimeout,
+		IdleConnTimeout:        90 * time.Second,
+		MaxIdleConnsPerHost:    8,
+		MaxResponseHeaderBytes: 64 << 10,
+		DisableCompression:     true,
+	}
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = log.New(io.Discard, "", 0)
+	gp.Verbose = false
+	gp.ConnectDial, gp.ConnectDialWithReq = nil, nil // kill the HTTPS_PROXY wiring
+	gp.Tr = s.tr
+	gp.KeepAcceptEncoding = true
+	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := s.newRecord("http", r)
+		s.denyHTTP(w, rec, ReasonBadRequest+": not a proxy request (relative URL)")
+	})
+	gp.ConnectionErrHandler = func(w io.Writer, _ *goproxy.ProxyCtx, _ error) {
+		io.WriteString(w, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	}
+	// Every CONNECT gets an answer from this handler, so goproxy's default
+	// (accept and dial the raw host) is never reached.
+	gp.OnRequest().HandleConnectFunc(s.handleConnect)
+	gp.OnRequest().DoFunc(s.handleHTTP)
+	gp.OnResponse().DoFunc(s.handleResponse)
+	s.gp = gp
+	s.hs = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ConnState:         s.connState,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	return s, nil
+}
+
+// User returns the proxy user name.
+func (s *Server) User() string { return s.cfg.User }
+
+// Secret returns the proxy secret.
+func (s *Server) Secret() string { return s.cfg.Secret }
+
+// URL returns the proxy URL with credentials for a listener address
+// ("host:port"; a Unix socket path gives a URL a client cannot dial, so
+// callers use it only for TCP).
+func (s *Server) URL(addr string) string {
+	u := url.URL{Scheme: "http", User: url.UserPassword(s.cfg.User, s.cfg.Secret), Host: addr}
+	return u.String()
+}
+
+// Fingerprint returns the fingerprint of the policy in force.
+func (s *Server) Fingerprint() string { return s.pol.Load().fingerprint }
+
+// Serve accepts connections on ln (TCP or Unix) until Close. It returns nil
+// after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		s.self = append(s.self, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	}
+	s.mu.Unlock()
+	err := s.hs.Serve(&capListener{Listener: ln, s: s})
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// SetPolicy swaps the policy atomically. Requests decided after it use the
+// new policy; open tunnels and plain-HTTP exchanges whose host or address
+// the new policy refuses are closed at once, and idle upstream keep-alive
+// connections are dropped.
+func (s *Server) SetPolicy(p Policy) error {
+	c, err := compilePolicy(p)
+	if err != nil {
+		return err
+	}
+	s.pol.Store(c)
+	s.tr.CloseIdleConnections()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t := range s.tunnels {
+		if ok, why := s.stillAllowed(c, t.host, t.addr); !ok {
+			t.close(ReasonPolicyChanged + ": " + why)
+		}
+	}
+	for f := range s.inflight {
+		if ok, why := s.stillAllowed(c, f.host, f.addr); !ok {
+			f.rec.close = ReasonPolicyChanged + ": " + why
+			f.cancel()
+		}
+	}
+	return nil
+}
+
+func (s *Server) stillAllowed(c *compiled, h policy.Host, a netip.AddrPort) (bool, string) {
+	if d := c.decideName(h); !d.Allowed() {
+		return false, d.Reason
+	}
+	if ok, why := c.checkAddr(a.Addr(), &s.local); !ok {
+		return false, why
+	}
+	return true, ""
+}
+
+// Close stops the listeners, closes every client connection and tunnel, and
+// waits for the tunnels to finish.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	err := s.hs.Close()
+	for t := range s.tunnels {
+		t.close("proxy shutting down")
+	}
+	for f := range s.inflight {
+		f.rec.close = "proxy shutting down"
+		f.cancel()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.tr.CloseIdleConnections()
+	return err
+}
+
+// ActiveTunnels returns the number of open tunnels.
+func (s *Server) ActiveTunnels() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.tunnels)
+}
+
+// capListener refuses connections past MaxConns with a 503.
+type capListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.s.conns.Load() >= int64(l.s.cfg.MaxConns) {
+			rec := &record{kind: "conn", client: c.RemoteAddr().String(), start: time.Now(), decision: "deny"}
+			rec.reason = fmt.Sprintf("%s: %d open (cap %d)", ReasonTooManyConns, l.s.conns.Load(), l.s.cfg.MaxConns)
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			writeDeny(c, http.StatusServiceUnavailable, rec.reason)
+			c.Close()
+			l.s.audit(rec)
+			continue
+		}
+		l.s.conns.Add(1)
+		return c, nil
+	}
+}
+
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateClosed, http.StateHijacked:
+		s.conns.Add(-1)
+	}
+}
+
+type holderKey struct{}
+
+// hijackHolder keeps what net/http's Hijack returned, so the tunnel can
+// replay bytes the client sent right behind the CONNECT request (goproxy
+// drops them for ConnectHijack).
+type hijackHolder struct {
+	start time.Time
+	br    *bufio.Reader
+}
+
+type hijackCapture struct {
+	http.ResponseWriter
+	h *hijackHolder
+}
+
+func (w *hijackCapture) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("proxy: connection cannot be hijacked")
+	}
+	c, rw, err := hj.Hijack()
+	if err == nil {
+		w.h.br = rw.Reader
+	}
+	return c, rw, err
+}
+
+// ServeHTTP authenticates the request, then hands it to goproxy, whose
+// handlers are all ours.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.authOK(r) {
+		rec := s.newRecord(kindOf(r), r)
+		rec.host = r.URL.Host
+		rec.decision, rec.reason = "deny", ReasonAuthRequired
+		w.Header().Set("Proxy-Authenticate", `Basic realm="barry-sandbox"`)
+		w.Header().Set("X-Proxy-Error", rec.reason)
+		w.Header().Set("Connection", "close")
+		http.Error(w, rec.reason, http.StatusProxyAuthRequired)
+		s.audit(rec)
+		return
+	}
+	if r.Method == http.MethodConnect {
+		if r.URL.Host == "" || r.URL.Path != "" || r.URL.Scheme != "" {
+			rec := s.newRecord("connect", r)
+			s.denyHTTP(w, rec, ReasonBadRequest+": CONNECT needs an authority-form target (host:port)")
+			return
+		}
+		h := &hijackHolder{start: time.Now()}
+		r = r.WithContext(context.WithValue(r.Context(), holderKey{}, h))
+		s.gp.ServeHTTP(&hijackCapture{ResponseWriter: w, h: h}, r)
+		return
+	}
+	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w}, r)
+}
+
+// flushingWriter sends each chunk of a plain-HTTP response on at once, so
+// streamed responses (long polls, chunked progress) are not held in the
+// server's buffer; goproxy flushes only event streams by itself.
+type flushingWriter struct {
+	http.ResponseWriter
+}
+
+func (w *flushingWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	return n, err
+}
+
+func (w *flushingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack keeps websocket upgrades working.
+func (w *flushingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("proxy: connection cannot be hijacked")
+	}
+	return hj.Hijack()
+}
+
+func kindOf(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		return "connect"
+	}
+	return "http"
+}
+
+func (s *Server) authOK(r *http.Request) bool {
+	v := r.Header.Get("Proxy-Authorization")
+	scheme, cred, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare(raw, []byte(s.authWant)) == 1
+}
+
+func (s *Server) newRecord(kind string, r *http.Request) *record {
+	return &record{kind: kind, client: r.RemoteAddr, start: time.Now(), decision: "deny"}
+}
+
+// oneLine makes a reason safe for a header and a one-line body.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func (s *Server) denyHTTP(w http.ResponseWriter, rec *record, reason string) {
+	rec.decision, rec.reason = "deny", reason
+	reason = oneLine(reason)
+	w.Header().Set("X-Proxy-Error", reason)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusForbidden)
+	io.WriteString(w, reason+"\n")
+	s.audit(rec)
+}
+
+func writeDeny(w io.Writer, code int, reason string) {
+	reason = oneLine(reason)
+	body := reason + "\n"
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nX-Proxy-Error: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, http.StatusText(code), reason, len(body), body)
+}
+
+func denyResponse(r *http.Request, code int, reason string) *http.Response {
+	reason = oneLine(reason)
+	resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", code, reason+"\n")
+	resp.Header.Set("X-Proxy-Error", reason)
+	return resp
+}
+
+// decide makes the one decision for a request target, in this order:
+//  1. the port: present (or defaultPort) and in 1..65535;
+//  2. the host, canonicalized by policy.ParseHost (invalid: refused, no lookup);
+//  3. the deny list, then the allowlist (compiled.decideName);
+//  4. only for an allowed name: resolution (an IP literal is its own answer);
+//  5. every address through the dial guard (compiled.checkAddr) and the
+//     proxy's own listeners; the first address that passes is pinned.
+//
+// It fills rec (host, port, addr, decision, reason, rule).
+func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *record) (policy.Decision, policy.Host, netip.AddrPort) {
+	deny := func(reason string) (policy.Decision, policy.Host, netip.AddrPort) {
+		rec.decision, rec.reason = "deny", reason
+		return policy.Denied(reason, ""), policy.Host{}, netip.AddrPort{}
+	}
+	rec.host = target
+	hs, ps, err := policy.SplitHostPort(target)
+	if err != nil {
+		return deny(err.Error()) // "invalid host: ..." (policy.ErrInvalidHost)
+	}
+	if ps == "" {
+		ps = defaultPort
+	}
+	port, err := strconv.ParseUint(ps, 10, 16)
+	if err != nil || port == 0 || len(ps) > 5 {
+		return deny(fmt.Sprintf("%s: %q", ReasonInvalidPort, ps))
+	}
+	rec.port = strconv.FormatUint(port, 10)
+	h, err := policy.ParseHost(hs)
+	if err != nil {
+		return deny(err.Error()) // "invalid host: ..." (policy.ErrInvalidHost)
+	}
+	rec.host = h.String()
+	pol := s.pol.Load()
+	d := pol.decideName(h)
+	rec.rule = d.Rule
+	if !d.Allowed() {
+		rec.decision, rec.reason = "deny", d.Reason
+		return d, h, netip.AddrPort{}
+	}
+	var addrs []netip.Addr
+	if h.IsIP() {
+		addrs = []netip.Addr{h.IP}
+	} else {
+		lctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+		addrs, err = s.resolver.LookupNetIP(lctx, "ip", h.Name+".")
+		cancel()
+		if err != nil {
+			return deny(fmt.Sprintf("%s: %s: %s", ReasonResolveFailed, h, lookupErr(err)))
+		}
+		if len(addrs) == 0 {
+			return deny(fmt.Sprintf("%s: %s has no address", ReasonNoAddress, h))
+		}
+	}
+	first := ""
+	for _, a := range addrs {
+		a = a.Unmap().WithZone("")
+		ap := netip.AddrPortFrom(a, uint16(port))
+		ok, why := pol.checkAddr(a, &s.local)
+		if ok && s.isSelf(ap) {
+			ok, why = false, fmt.Sprintf("%s: %s is this proxy's own listener", ReasonPrivateAddress, ap)
+		}
+		if ok {
+			rec.addr, rec.decision, rec.reason = ap.String(), "allow", d.Reason
+			return d, h, ap
+		}
+		if first == "" {
+			first = why
+		}
+	}
+	return deny(first)
+}
+
+func lookupErr(err error) string {
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		switch {
+		case de.IsNotFound:
+			return "no such host"
+		case de.IsTimeout:
+			return "timeout"
+		}
+		return "lookup error"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return "lookup error"
+}
+
+func (s *Server) isSelf(ap netip.AddrPort) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.self {
+		if l.Port() != ap.Port() {
+			continue
+		}
+		if l.Addr() == ap.Addr() {
+			return true
+		}
+		if l.Addr().IsUnspecified() && (ap.Addr().IsLoopback() || s.local.has(ap.Addr())) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewResolver returns the default resolver: Go's own (PreferGo, so never
+// glibc), through upstream ("host:port") when it is not empty.
+func NewResolver(upstream string) *net.Resolver {
+	r := &net.Resolver{PreferGo: true}
+	if upstream != "" {
+		r.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, upstream)
+		}
+	}
+	return r
+}

@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// helloState is what the first flight of a tunnel turned out to be.
+type helloState uint8
+
+const (
+	helloNeedMore  helloState = iota // not enough bytes yet
+	helloNotTLS                      // first byte is not a TLS handshake record
+	helloSNI                         // a ClientHello with a server name
+	helloNoSNI                       // a ClientHello without server name
+	helloMalformed                   // a handshake record that is not a valid ClientHello
+)
+
+// maxHelloBytes bounds how much of the client's first flight is held for the
+// SNI check. Real ClientHellos (even with post-quantum key shares) are under
+// 4 KiB; 64 KiB leaves room for padding extensions.
+const maxHelloBytes = 64 << 10
+
+var errHello = errors.New("malformed ClientHello")
+
+// parseClientHello reads the TLS records at the start of buf and, once a
+// whole ClientHello is there, returns its server name. It handles a
+// ClientHello split over several records and records split over reads.
+func parseClientHello(buf []byte) (helloState, string) {
+	if len(buf) == 0 {
+		return helloNeedMore, ""
+	}
+	if buf[0] != 0x16 {
+		return helloNotTLS, ""
+	}
+	var hs []byte // handshake bytes gathered from consecutive records
+	for off := 0; ; {
+		if len(buf)-off < 5 {
+			return helloNeedMore, ""
+		}
+		if buf[off] != 0x16 || buf[off+1] != 3 {
+			return helloMalformed, ""
+		}
+		n := int(binary.BigEndian.Uint16(buf[off+3:]))
+		if n == 0 || n > 1<<14+2048 {
+			return helloMalformed, ""
+		}
+		if len(buf)-off-5 < n {
+			return helloNeedMore, ""
+		}
+		hs = append(hs, buf[off+5:off+5+n]...)
+		off += 5 + n
+		if len(hs) >= 4 {
+			if hs[0] != 1 { // client_hello
+				return helloMalformed, ""
+			}
+			total := 4 + (int(hs[1])<<16 | int(hs[2])<<8 | int(hs[3]))
+			if total > maxHelloBytes {
+				return helloMalformed, ""
+			}
+			if len(hs) >= total {
+				sni, found, err := helloServerName(hs[4:total])
+				switch {
+				case err != nil:
+					return helloMalformed, ""
+				case !found:
+					return helloNoSNI, ""
+				default:
+					return helloSNI, sni
+				}
+			}
+		}
+	}
+}
+
+// helloServerName extracts the host_name of the server_name extension from
+// a ClientHello body.
+func helloServerName(b []byte) (string, bool, error) {
+	r := reader(b)
+	if !r.skip(2 + 32) { // legacy_version, random
+		return "", false, errHello
+	}
+	if !r.skipVec8() || !r.skipVec16() || !r.skipVec8() { // session id, cipher suites, compression
+		return "", false, errHello
+	}
+	if len(r) == 0 {
+		return "", false, nil // no extensions
+	}
+	ext, ok := r.vec16()
+	if !ok || len(r) != 0 {
+		return "", false, errHello
+	}
+	var name string
+	var found bool
+	for len(ext) > 0 {
+		typ, ok1 := ext.u16()
+		data, ok2 := ext.vec16()
+		if !ok1 || !ok2 {
+			return "", false, errHello
+		}
+		if typ != 0 { // server_name
+			continue
+		}
+		if found {
+			return "", false, errHello // duplicate extension
+		}
+		list, ok := data.vec16()
+		if !ok || len(data) != 0 {
+			return "", false, errHello
+		}
+		for len(list) > 0 {
+			if len(list) < 1 {
+				return "", false, errHello
+			}
+			nt := list[0]
+			list = list[1:]
+			v, ok := list.vec16()
+			if !ok {
+				return "", false, errHello
+			}
+			if nt == 0 {
+				if found || len(v) == 0 {
+					return "", false, errHello // two host names is ambiguous
+				}
+				name, found = string(v), true
+			}
+		}
+		if !found {
+			return "", false, errHello
+		}
+	}
+	return name, found, nil
+}
+
+type reader []byte
+
+func (r *reader) skip(n int) bool {
+	if len(*r) < n {
+		return false
+	}
+	*r = (*r)[n:]
+	return true
+}
+
+func (r *reader) u16() (uint16, bool) {
+	if len(*r) < 2 {
+		return 0, false
+	}
+	v := binary.BigEndian.Uint16(*r)
+	*r = (*r)[2:]
+	return v, true
+}
+
+func (r *reader) vec16() (reader, bool) {
+	n, ok := r.u16()
+	if !ok || len(*r) < int(n) {
+		return nil, false
+	}
+	v := (*r)[:n]
+	*r = (*r)[n:]
+	return v, true
+}
+
+func (r *reader) skipVec16() bool { _, ok := r.vec16(); return ok }
+
+func (r *reader) skipVec8() bool {
+	if len(*r) < 1 {
+		return false
+	}
+	n := int((*r)[0])
+	return r.skip(1) && r.skip(n)
+}

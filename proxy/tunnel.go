@@ -1,0 +1,377 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// handleConnect is the only CONNECT handler: it always answers (never nil),
+// so goproxy's default of accepting the raw host is unreachable. The answer
+// is a hijack either way: a 403 with the reason, or our own tunnel to the
+// pinned address.
+func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+	r := ctx.Req
+	holder, _ := r.Context().Value(holderKey{}).(*hijackHolder)
+	rec := s.newRecord("connect", r)
+	if holder == nil {
+		rec.reason = ReasonBadRequest + ": CONNECT outside the proxy handler"
+		return s.hijackDeny(rec), host
+	}
+	rec.start = holder.start
+	d, h, ap := s.decide(r.Context(), r.URL.Host, "", rec)
+	if !d.Allowed() {
+		return s.hijackDeny(rec), host
+	}
+	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
+		var pending []byte
+		if holder.br != nil && holder.br.Buffered() > 0 {
+			pending, _ = holder.br.Peek(holder.br.Buffered())
+			pending = append([]byte(nil), pending...)
+		}
+		s.runTunnel(client, h, ap, rec, pending)
+	}}, ap.String()
+}
+
+func (s *Server) hijackDeny(rec *record) *goproxy.ConnectAction {
+	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
+		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		writeDeny(client, http.StatusForbidden, rec.reason)
+		closeGently(client)
+		s.audit(rec)
+	}}
+}
+
+// closeGently half-closes then closes, so a response written just before is
+// not lost to a reset when the client still has unread bytes in flight.
+func closeGently(c net.Conn) {
+	if hc, ok := c.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite()
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}
+	c.Close()
+}
+
+// halfCloser is what raw *net.TCPConn and *net.UnixConn share.
+type halfCloser interface {
+	net.Conn
+	CloseWrite() error
+	CloseRead() error
+}
+
+type tunnel struct {
+	s      *Server
+	client halfCloser
+	target *net.TCPConn
+	host   policy.Host
+	addr   netip.AddrPort
+	rec    *record
+
+	closing     atomic.Bool
+	closeMu     sync.Mutex
+	closeReason string
+	lastUp      atomic.Int64 // unix nanos of the last progress client->server
+	lastDown    atomic.Int64
+}
+
+// close ends the tunnel at once (policy change, shutdown).
+func (t *tunnel) close(reason string) {
+	t.closeMu.Lock()
+	if t.closeReason == "" {
+		t.closeReason = reason
+	}
+	t.closeMu.Unlock()
+	t.closing.Store(true)
+	t.client.Close()
+	t.target.Close()
+}
+
+var errIdle = errors.New("idle timeout")
+
+// runTunnel dials the pinned address, answers 200, lets server bytes flow at
+// once, holds the client's first flight for the SNI check, then relays with
+// io.Copy between the raw connections (splice on Linux).
+func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, rec *record, pending []byte) {
+	hc, ok := client.(halfCloser)
+	if !ok {
+		rec.decision, rec.reason = "deny", ReasonBadRequest+": client connection type cannot be relayed"
+		writeDeny(client, http.StatusForbidden, rec.reason)
+		client.Close()
+		s.audit(rec)
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		client.Close()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	s.conns.Add(1)
+	defer s.conns.Add(-1)
+
+	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.DialTimeout)
+	c, err := s.cfg.Dial(dctx, "tcp", ap.String())
+	cancel()
+	target, isTCP := c.(*net.TCPConn)
+	if err == nil && !isTCP {
+		c.Close()
+		err = errors.New("dialer returned a non-TCP connection")
+	}
+	if err != nil {
+		rec.decision, rec.reason = "deny", fmt.Sprintf("%s: %s: %s", ReasonDialFailed, ap, dialErr(err))
+		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		writeDeny(client, http.StatusBadGateway, rec.reason)
+		closeGently(client)
+		s.audit(rec)
+		return
+	}
+	t := &tunnel{s: s, client: hc, target: target, host: h, addr: ap, rec: rec}
+	now := time.Now().UnixNano()
+	t.lastUp.Store(now)
+	t.lastDown.Store(now)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		target.Close()
+		client.Close()
+		return
+	}
+	s.tunnels[t] = struct{}{}
+	s.mu.Unlock()
+	// A policy swap between decide and registration must not be missed.
+	if ok, why := s.stillAllowed(s.pol.Load(), h, ap); !ok {
+		t.close(ReasonPolicyChanged + ": " + why)
+	}
+
+	t.run(pending)
+
+	s.mu.Lock()
+	delete(s.tunnels, t)
+	s.mu.Unlock()
+	t.closeMu.Lock()
+	if t.closeReason != "" {
+		rec.close = t.closeReason
+	}
+	t.closeMu.Unlock()
+	s.audit(rec)
+}
+
+func (t *tunnel) run(pending []byte) {
+	rec := t.rec
+	client, target := t.client, t.target
+	client.SetWriteDeadline(time.Now().Add(t.s.cfg.IdleTimeout))
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		t.close("client gone before 200")
+		return
+	}
+	downDone := make(chan error, 1)
+	go func() {
+		n, err := t.copyLoop(client, target, &t.lastDown, &t.lastUp)
+		rec.down = n
+		if err == nil {
+			client.CloseWrite()
+		} else {
+			t.close(closeWhy(err))
+		}
+		downDone <- err
+	}()
+
+	upErr := t.firstFlight(pending)
+	if upErr == nil {
+		n, err := t.copyLoop(target, client, &t.lastUp, &t.lastDown)
+		rec.up += n
+		upErr = err
+	}
+	if upErr == nil {
+		target.CloseWrite()
+	} else {
+		t.close(closeWhy(upErr))
+	}
+	<-downDone
+	client.Close()
+	target.Close()
+}
+
+func closeWhy(err error) string {
+	switch {
+	case errors.Is(err, errIdle):
+		return "idle timeout"
+	case errors.Is(err, errSNI):
+		return ""
+	case errors.Is(err, net.ErrClosed):
+		return ""
+	}
+	return "connection error"
+}
+
+var errSNI = errors.New("sni check refused the tunnel")
+
+// firstFlight holds the client's first bytes until they show whether this
+// is TLS and, if so, which server name the ClientHello asks for; a name other
+// than the CONNECT host refuses the tunnel. The held bytes are then sent on.
+// A client that half-closes before sending anything is fine (nil).
+func (t *tunnel) firstFlight(pending []byte) error {
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, pending...)
+	rec := t.rec
+	for {
+		st, name := parseClientHello(buf)
+		switch st {
+		case helloNotTLS:
+			rec.sni = "not-tls"
+		case helloNoSNI:
+			rec.sni = "none"
+		case helloMalformed:
+			rec.sni = "malformed"
+			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": first record is a malformed TLS ClientHello"
+			return errSNI
+		case helloSNI:
+			rec.sni = name
+			sh, err := policy.ParseHost(name)
+			switch {
+			case err != nil:
+				rec.decision, rec.reason = "deny", fmt.Sprintf("%s: ClientHello server name %q is not a valid host", ReasonSNIMismatch, name)
+				return errSNI
+			case t.host.IsIP() || sh.IsIP() || sh.Name != t.host.Name:
+				rec.decision, rec.reason = "deny", fmt.Sprintf("%s: ClientHello names %s but CONNECT named %s", ReasonSNIMismatch, sh, t.host)
+				return errSNI
+			}
+		}
+		if st != helloNeedMore {
+			break
+		}
+		if len(buf) >= maxHelloBytes {
+			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": ClientHello too large"
+			return errSNI
+		}
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), 2*cap(buf))
+			copy(nb, buf)
+			buf = nb
+		}
+		t.client.SetReadDeadline(time.Now().Add(t.slice()))
+		n, err := t.client.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if n > 0 {
+			t.lastUp.Store(time.Now().UnixNano())
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(buf) == 0 {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				// A short non-TLS or partial flight then EOF: send it on;
+				// a partial TLS record is refused.
+				if buf[0] == 0x16 {
+					rec.decision, rec.reason = "deny", ReasonSNIMismatch+": connection closed inside the ClientHello"
+					return errSNI
+				}
+				rec.sni = "not-tls"
+				break
+			}
+			if isTimeout(err) && !t.closing.Load() {
+				// The server may be talking all along (server-first
+				// protocols): idle only when neither side moved.
+				last := max(t.lastUp.Load(), t.lastDown.Load())
+				if time.Since(time.Unix(0, last)) < t.s.cfg.IdleTimeout {
+					continue
+				}
+				return errIdle
+			}
+			return err
+		}
+	}
+	t.target.SetWriteDeadline(time.Now().Add(t.s.cfg.IdleTimeout))
+	if _, err := t.target.Write(buf); err != nil {
+		return err
+	}
+	t.rec.up += int64(len(buf))
+	return nil
+}
+
+// copyLoop copies src to dst with io.Copy on the raw connections, so Linux
+// splices, in slices of a quarter of the idle timeout: each slice ends on a
+// read deadline, and the tunnel is idle when neither direction made progress
+// for IdleTimeout. It returns nil on a clean EOF from src.
+func (t *tunnel) copyLoop(dst, src net.Conn, mine, other *atomic.Int64) (int64, error) {
+	idle := t.s.cfg.IdleTimeout
+	slice := t.slice()
+	var total int64
+	var buf []byte
+	for {
+		dl := time.Now().Add(slice)
+		src.SetReadDeadline(dl)
+		dst.SetWriteDeadline(dl.Add(idle))
+		var n int64
+		var err error
+		if bs := t.s.cfg.CopyBuffer; bs > 0 {
+			if buf == nil {
+				buf = make([]byte, bs)
+			}
+			n, err = io.CopyBuffer(onlyWriter{dst}, onlyReader{src}, buf)
+		} else {
+			n, err = io.Copy(dst, src)
+		}
+		total += n
+		now := time.Now()
+		if n > 0 {
+			mine.Store(now.UnixNano())
+		}
+		if err == nil {
+			return total, nil
+		}
+		if t.closing.Load() {
+			return total, net.ErrClosed
+		}
+		if isTimeout(err) {
+			last := max(mine.Load(), other.Load())
+			if now.Sub(time.Unix(0, last)) < idle {
+				continue
+			}
+			return total, errIdle
+		}
+		return total, err
+	}
+}
+
+// slice is how long one copy or read runs before the idle check.
+func (t *tunnel) slice() time.Duration { return max(t.s.cfg.IdleTimeout/4, 10*time.Millisecond) }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+func dialErr(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case isTimeout(err):
+		return "timeout"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "unreachable"
+	}
+	return "error"
+}
+
+// onlyReader and onlyWriter hide ReadFrom/WriteTo so io.CopyBuffer uses
+// the buffer (the CopyBuffer option).
+type onlyReader struct{ io.Reader }
+type onlyWriter struct{ io.Writer }
