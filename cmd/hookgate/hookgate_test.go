@@ -365,8 +365,9 @@ func TestProtocolExitCodes(t *testing.T) {
 }
 
 // TestSocketServeHooks runs the built sandboxd serve-hooks and asks it for
-// rulings through the built hookgate: a ruling, a reload on SIGHUP that
-// applies to the next call, and a failed reload that denies everything.
+// rulings through the built hookgate: a ruling, an edit of the policy file
+// that applies to the next call, a broken edit that denies everything, and
+// a reload on SIGHUP.
 func TestSocketServeHooks(t *testing.T) {
 	dir, err := os.MkdirTemp("", "hgs")
 	if err != nil {
@@ -431,14 +432,18 @@ func TestSocketServeHooks(t *testing.T) {
 		}
 		t.Fatalf("%s never took effect", what)
 	}
+	// An edit applies to the next call without a signal (the file is watched).
 	copyFile(policyFile(t, "open", "claude-code"))
-	srv.Process.Signal(syscall.SIGHUP)
 	waitFor("reload to the open policy", func(r result) bool { return r.stdout == "" && r.code == 0 })
+	// A broken edit denies everything.
 	os.WriteFile(pol, []byte("version: 2\n"), 0o600)
-	srv.Process.Signal(syscall.SIGHUP)
-	waitFor("failed reload", func(r result) bool {
+	waitFor("broken edit", func(r result) bool {
 		return strings.Contains(r.stdout, `"permissionDecision":"deny"`) && strings.Contains(r.stdout, "ruling server has no policy")
 	})
+	// SIGHUP reloads at once, whatever the watcher saw.
+	copyFile(policyFile(t, "guarded", "claude-code"))
+	srv.Process.Signal(syscall.SIGHUP)
+	waitFor("SIGHUP reload", func(r result) bool { return r.stdout == want })
 }
 
 // TestPiExtension runs the Pi extension (hooks/pi/hookgate.ts, as

@@ -10,6 +10,7 @@ import (
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 const serveHooksUsage = `sandboxd serve-hooks --policy FILE --socket ADDR
@@ -17,8 +18,11 @@ const serveHooksUsage = `sandboxd serve-hooks --policy FILE --socket ADDR
 Serve hookgate rulings for the session policy FILE on ADDR (a socket PATH,
 unix:PATH or tcp:127.0.0.1:PORT), for harnesses not launched under
 sandboxd run. The socket is created mode 0600 in a private directory and
-only this user or root may use it. SIGHUP reloads FILE; a reload that fails
-denies every call until a good one. Logs are JSON on stderr.`
+only this user or root may use it. FILE is watched: a change applies to the
+next call. An edit that does not decode or resolve, or a deleted file,
+denies every call until a good version (hookgate fails closed, unlike the
+proxy's keep-the-last-good). SIGHUP reloads FILE at once. Logs are JSON on
+stderr.`
 
 func serveHooksCommand() *cli.Command {
 	return &cli.Command{
@@ -54,6 +58,28 @@ func serveHooksCommand() *cli.Command {
 				return 1
 			}
 			srv := hooks.NewServer(e, log)
+			apply := func(r *policy.Resolved, err error, how string) {
+				if err == nil {
+					var sess *hooks.Session
+					if sess, err = hooks.SessionFromResolved(r); err == nil {
+						var eng *hooks.Ruler
+						if eng, err = hooks.NewEngine(sess, nil); err == nil {
+							srv.SetPolicy(eng)
+							log.Info("hooks: policy reloaded", "policy", *policyPath, "how", how)
+							return
+						}
+					}
+				}
+				srv.SetPolicy(nil)
+				log.Error("hooks: policy reload failed; denying every call", "policy", *policyPath, "how", how, "error", err.Error())
+			}
+			w, err := policy.WatchFile(ctx, *policyPath, 0, func(c policy.Change) { apply(c.New, c.Err, "watch") })
+			if err != nil {
+				ln.Close()
+				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
+				return 1
+			}
+			defer w.Close()
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
@@ -63,14 +89,11 @@ func serveHooksCommand() *cli.Command {
 					case <-ctx.Done():
 						return
 					case <-hup:
-						e, err := load()
-						if err != nil {
-							srv.SetPolicy(nil)
-							log.Error("hooks: policy reload failed; denying every call", "policy", *policyPath, "error", err.Error())
-							continue
-						}
-						srv.SetPolicy(e)
-						log.Info("hooks: policy reloaded", "policy", *policyPath)
+						// Read the file directly: the watcher applies only
+						// changed bytes, and a file restored after a broken
+						// edit or a deletion may equal the last good one.
+						r, err := policy.ResolveFile(*policyPath)
+						apply(r, err, "SIGHUP")
 					}
 				}
 			}()
