@@ -189,6 +189,11 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		if dir != "" {
 			cwd = r.abs(dir, c.Cwd)
 		}
+		if !strings.HasPrefix(cwd, "/") && r.fileRules() != nil {
+			// Relative paths in the command would be checked against the
+			// wrong directory.
+			return policy.Denied("shell command has no absolute working directory and the bound has files rules", "input")
+		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
 	case CatFileRead, CatFileWrite:
 		paths := append(in.paths(t.PathKeys), t.FixedPaths...)
