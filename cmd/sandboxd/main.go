@@ -12,12 +12,23 @@ import (
 	"syscall"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/procjail"
 )
 
 // version is set at link time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	// Internal subcommands are dispatched before any flag parsing or
+	// signal handling: the sandbox's init and the ssh CONNECT helper.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case procjail.InitCommand:
+			os.Exit(procjail.RunInit())
+		case procjail.ConnectCommand:
+			os.Exit(procjail.RunConnect(os.Args[2:]))
+		}
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -39,6 +50,7 @@ func run(args []string) int {
 			}},
 			policyCommand(classifyCommand()),
 			proxyCommand(),
+			runCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)

@@ -1,0 +1,192 @@
+//go:build linux
+
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
+)
+
+// TestRunCLI: exit statuses, default policy, policy files, refusals.
+func TestRunCLI(t *testing.T) {
+	w := newWorld(t)
+	testdata, _ := filepath.Abs("testdata")
+	marker := func(t *testing.T) (string, []string) {
+		p := filepath.Join(sharedDir(t), "ran")
+		return p, []string{"touch", p}
+	}
+	cases := []struct {
+		name     string
+		o        runOpts
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{name: "exit code", o: runOpts{argv: []string{"sh", "-c", "exit 3"}}, wantCode: 3},
+		{name: "killed by SIGINT", o: runOpts{argv: []string{"sh", "-c", "kill -INT $$"}}, wantCode: 130},
+		{name: "stdin passes through", o: runOpts{argv: []string{"tr", "a-z", "A-Z"}, stdin: "hello"}, wantOut: "HELLO"},
+		{name: "no policy no flags: no egress", o: runOpts{noAllow: true, argv: []string{"curl", "-sS", "--max-time", "10", "http://allowed.test/"}},
+			wantOut: "allowlist is empty"},
+		{name: "policy file allows", o: runOpts{noAllow: true, flags: []string{"--policy", filepath.Join(testdata, "allow-allowed.yaml")},
+			argv: []string{"curl", "-sS", "--max-time", "10", "http://allowed.test/"}}, wantOut: "hello from allowed.test"},
+		{name: "flags only restrict a policy file", o: runOpts{noAllow: true,
+			flags: []string{"--policy", filepath.Join(testdata, "allow-allowed.yaml"), "--allow-domain", "git.test"},
+			argv:  []string{"curl", "-sS", "--max-time", "10", "http://allowed.test/"}}, wantOut: "not in allowlist"},
+		{name: "command not found", o: runOpts{argv: []string{"no-such-command-barry"}}, wantCode: 127,
+			wantErr: "sandboxd: cannot run no-such-command-barry"},
+	}
+	for _, u := range users {
+		for _, c := range cases {
+			t.Run(u.name+"/"+c.name, func(t *testing.T) {
+				o := c.o
+				o.uid = u.uid
+				r := w.sandboxd(t, o)
+				if r.code != c.wantCode || !strings.Contains(r.stdout, c.wantOut) || !strings.Contains(r.stderr, c.wantErr) {
+					t.Fatalf("exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", r.code, c.wantCode, r.stdout, c.wantOut, r.stderr, c.wantErr)
+				}
+			})
+		}
+		// Refusals: exit 125, one line, and the command never ran.
+		for _, c := range []struct {
+			name, flag, arg, wantErr string
+		}{
+			{"partial network actions under enforce: sandbox", "--policy", filepath.Join(testdata, "partial-actions.yaml"),
+				"sandboxd: sandbox could not start: not allowed: network.actions denies only some actions (write) under enforce: sandbox"},
+			{"bad dns upstream", "--dns-upstream", "not-an-address", "sandboxd: sandbox could not start: dns proxy: "},
+			{"missing policy file", "--policy", "/nonexistent/policy.yaml", "sandboxd: sandbox could not start: "},
+			{"bad private range", "--allow-private", "10.0.0.0/33", "sandboxd: sandbox could not start: --allow-private"},
+		} {
+			t.Run(u.name+"/refuse "+c.name, func(t *testing.T) {
+				ran, argv := marker(t)
+				r := w.sandboxd(t, runOpts{uid: u.uid, flags: []string{c.flag, c.arg}, argv: argv})
+				if r.code != 125 || !strings.HasPrefix(r.stderr, c.wantErr) || strings.Count(r.stderr, "\n") != 1 {
+					t.Fatalf("exit %d, stderr %q: want 125 and one line starting %q", r.code, r.stderr, c.wantErr)
+				}
+				if _, err := os.Stat(ran); err == nil {
+					t.Fatal("the command ran")
+				}
+			})
+		}
+	}
+}
+
+// TestUserNamespacesUnavailable: where the kernel refuses user namespaces
+// sandboxd refuses to run and names the setting.
+func TestUserNamespacesUnavailable(t *testing.T) {
+	testenv.NeedRoot(t)
+	testenv.NeedCommand(t, "unshare")
+	ran := filepath.Join(sharedDir(t), "ran")
+	out, err := exec.Command("unshare", "--user", "--map-root-user", "sh", "-c",
+		`echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" run -- touch "$1"`, sandboxdBin, ran).CombinedOutput()
+	if code := exitCode(err); code != 125 || !strings.Contains(string(out), "user.max_user_namespaces=0") {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the command ran")
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// TestSignalsForwarded: SIGTERM, SIGHUP and SIGINT sent to sandboxd reach
+// the command, and the command's own exit status comes back.
+func TestSignalsForwarded(t *testing.T) {
+	testenv.NeedRoot(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGWINCH} {
+		t.Run(sig.String(), func(t *testing.T) {
+			name := strings.TrimPrefix(map[syscall.Signal]string{syscall.SIGTERM: "TERM", syscall.SIGHUP: "HUP", syscall.SIGINT: "INT", syscall.SIGWINCH: "WINCH"}[sig], "")
+			cmd := exec.Command(sandboxdBin, "run", "--", "sh", "-c",
+				`trap 'echo got `+name+`; exit 42' `+name+`; echo ready; while :; do sleep 0.05; done`)
+			cmd.Dir = sharedDir(t)
+			out, _ := cmd.StdoutPipe()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(out)
+			if l, _ := br.ReadString('\n'); l != "ready\n" {
+				t.Fatalf("got %q", l)
+			}
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			restc := make(chan string, 1)
+			go func() {
+				r, _ := br.ReadString('\n')
+				restc <- r
+				done <- cmd.Wait()
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("sandboxd did not exit")
+			}
+			rest := <-restc
+			if code := exitCode(err); code != 42 || rest != "got "+name+"\n" {
+				t.Fatalf("exit %d, output %q", code, rest)
+			}
+		})
+	}
+}
+
+// TestTerminalPassesThrough: under a real pseudo-terminal the command sees
+// it as its terminal, in the foreground, with its window size.
+func TestTerminalPassesThrough(t *testing.T) {
+	testenv.NeedCommand(t, "script")
+	cmd := exec.Command("script", "-qec", "stty rows 33 cols 99; "+sandboxdBin+" run -- sh -c 'tty; stty size; test -t 0 && echo interactive'", "/dev/null")
+	cmd.Dir = sharedDir(t)
+	out, err := cmd.CombinedOutput()
+	s := strings.ReplaceAll(string(out), "\r", "")
+	if err != nil || !strings.Contains(s, "/dev/pts/") || !strings.Contains(s, "33 99\n") || !strings.Contains(s, "interactive") {
+		t.Fatalf("err %v, output %q", err, s)
+	}
+}
+
+// TestAllowUnixSocketFlag: --allow-unix-socket opens exactly one host
+// socket (a fake Docker API here) to curl inside; another stays closed.
+func TestAllowUnixSocketFlag(t *testing.T) {
+	w := newWorld(t)
+	dir := sharedDir(t)
+	serve := func(name string) string {
+		p := filepath.Join(dir, name)
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, 0o777)
+		srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { fmt.Fprintf(rw, "api %s", name) })}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return p
+	}
+	docker, other := serve("docker.sock"), serve("other.sock")
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, flags: []string{"--allow-unix-socket", docker},
+				argv: []string{"sh", "-c", "curl -sS --unix-socket " + docker + " http://d/version; echo; curl -sS --unix-socket " + other + " http://d/version; echo code=$?"}})
+			if r.code != 0 || !strings.Contains(r.stdout, "api docker.sock\n") || !strings.Contains(r.stdout, "code=7") || strings.Contains(r.stdout, "api other.sock") {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}

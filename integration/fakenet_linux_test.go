@@ -1,0 +1,394 @@
+//go:build linux
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
+)
+
+// The fake internet: two network namespaces the test creates. "host" is
+// where sandboxd runs; "world" holds the servers, on TEST-NET addresses,
+// reached from host through a veth pair. Nothing outside these namespaces
+// is touched.
+const (
+	hostAddr    = "198.51.100.1"
+	worldAddr   = "198.51.100.2"
+	webAddr     = "192.0.2.10" // allowed.test, git.test
+	deniedAddr  = "192.0.2.20" // denied.test
+	dnsAddr     = "192.0.2.53"
+	web6Addr    = "2001:db8:2::10"
+	udpEchoPort = "9999"
+)
+
+type world struct {
+	host, world string // netns names
+	caFile      string
+	repoDir     string
+
+	mu       sync.Mutex
+	dnsSeen  []string // "name type" of every query the world DNS saw
+	httpSeen []string // "host path" of every request the web servers saw
+	tcpSeen  int      // raw TCP connections to the echo port
+	udpSeen  int      // UDP datagrams to the echo port
+}
+
+func sh(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// newWorld builds the namespaces and starts the servers; everything is
+// removed when the test ends.
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	testenv.NeedRoot(t)
+	testenv.NeedCommand(t, "ip")
+	id := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	w := &world{host: "barry-h-" + id, world: "barry-w-" + id}
+	sh(t, "ip", "netns", "add", w.host)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", w.host).Run() })
+	sh(t, "ip", "netns", "add", w.world)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", w.world).Run() })
+	for _, c := range [][]string{
+		{"-n", w.host, "link", "set", "lo", "up"},
+		{"-n", w.world, "link", "set", "lo", "up"},
+		{"link", "add", "name", "vh", "netns", w.host, "type", "veth", "peer", "name", "vw", "netns", w.world},
+		{"-n", w.host, "addr", "add", hostAddr + "/24", "dev", "vh"},
+		{"-n", w.host, "addr", "add", "2001:db8:1::1/64", "dev", "vh", "nodad"},
+		{"-n", w.host, "link", "set", "vh", "up"},
+		{"-n", w.world, "addr", "add", worldAddr + "/24", "dev", "vw"},
+		{"-n", w.world, "addr", "add", "2001:db8:1::2/64", "dev", "vw", "nodad"},
+		{"-n", w.world, "link", "set", "vw", "up"},
+		{"-n", w.world, "addr", "add", webAddr + "/32", "dev", "lo"},
+		{"-n", w.world, "addr", "add", deniedAddr + "/32", "dev", "lo"},
+		{"-n", w.world, "addr", "add", dnsAddr + "/32", "dev", "lo"},
+		{"-n", w.world, "addr", "add", web6Addr + "/128", "dev", "lo", "nodad"},
+		{"-n", w.host, "route", "add", "192.0.2.0/24", "via", worldAddr},
+		{"-n", w.host, "-6", "route", "add", "2001:db8:2::/64", "via", "2001:db8:1::2"},
+	} {
+		sh(t, "ip", c...)
+	}
+	w.startServers(t)
+	return w
+}
+
+// inNetns runs f on a thread switched into the named network namespace, so
+// sockets f creates live there.
+func inNetns(t *testing.T, ns string, f func() error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open("/run/netns/" + ns)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		ferr := f()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err // the thread stays locked and dies with the goroutine
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *world) note(list *[]string, s string) {
+	w.mu.Lock()
+	*list = append(*list, s)
+	w.mu.Unlock()
+}
+
+// seen returns copies of what the world's servers saw.
+func (w *world) seen() (dnsQ, httpR []string, tcp, udp int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.dnsSeen...), append([]string(nil), w.httpSeen...), w.tcpSeen, w.udpSeen
+}
+
+func (w *world) startServers(t *testing.T) {
+	t.Helper()
+	dir := sharedDir(t)
+	caPEM, cert := makeCerts(t)
+	w.caFile = filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(w.caFile, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.repoDir = makeRepo(t, dir)
+
+	// DNS.
+	records := map[string]string{
+		"allowed.test.": webAddr, "git.test.": webAddr, "denied.test.": deniedAddr,
+		"rebind.test.": "127.0.0.1",
+	}
+	mux := dns.HandlerFunc(func(rw dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		for _, q := range r.Question {
+			w.note(&w.dnsSeen, strings.ToLower(q.Name)+" "+dns.TypeToString[q.Qtype])
+			if ip, ok := records[strings.ToLower(q.Name)]; ok && q.Qtype == dns.TypeA {
+				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.ParseIP(ip)})
+			}
+			if q.Name == "allowed.test." && q.Qtype == dns.TypeAAAA {
+				m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 5}, AAAA: net.ParseIP(web6Addr)})
+			}
+		}
+		rw.WriteMsg(m)
+	})
+	var servers []*dns.Server
+	inNetns(t, w.world, func() error {
+		pc, err := net.ListenPacket("udp", dnsAddr+":53")
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", dnsAddr+":53")
+		if err != nil {
+			return err
+		}
+		servers = append(servers, &dns.Server{PacketConn: pc, Handler: mux}, &dns.Server{Listener: ln, Handler: mux})
+		return nil
+	})
+	for _, s := range servers {
+		go s.ActivateAndServe()
+		t.Cleanup(func() { s.Shutdown() })
+	}
+
+	// Web: plain HTTP on :80, HTTPS on :443, git smart HTTP for git.test.
+	gitPath, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := &cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(gitPath)), "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + filepath.Dir(w.repoDir), "GIT_HTTP_EXPORT_ALL=1"},
+	}
+	web := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		host, _, _ := strings.Cut(r.Host, ":")
+		w.note(&w.httpSeen, host+" "+r.URL.Path)
+		if host == "git.test" {
+			git.ServeHTTP(rw, r)
+			return
+		}
+		fmt.Fprintf(rw, "hello from %s", host)
+	})
+	var lns []net.Listener
+	var tlsLns []net.Listener
+	var echo net.Listener
+	var udp net.PacketConn
+	inNetns(t, w.world, func() error {
+		for _, a := range []string{webAddr + ":80", deniedAddr + ":80", "[" + web6Addr + "]:80"} {
+			ln, err := net.Listen("tcp", a)
+			if err != nil {
+				return err
+			}
+			lns = append(lns, ln)
+		}
+		for _, a := range []string{webAddr + ":443", deniedAddr + ":443", "[" + web6Addr + "]:443"} {
+			ln, err := net.Listen("tcp", a)
+			if err != nil {
+				return err
+			}
+			tlsLns = append(tlsLns, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}))
+		}
+		if echo, err = net.Listen("tcp", webAddr+":"+udpEchoPort); err != nil {
+			return err
+		}
+		udp, err = net.ListenPacket("udp", webAddr+":"+udpEchoPort)
+		return err
+	})
+	for _, ln := range append(lns, tlsLns...) {
+		srv := &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+	}
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			w.tcpSeen++
+			w.mu.Unlock()
+			c.Close()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			if _, _, err := udp.ReadFrom(buf); err != nil {
+				return
+			}
+			w.mu.Lock()
+			w.udpSeen++
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { echo.Close(); udp.Close() })
+}
+
+// makeCerts returns a CA (PEM) and a leaf for the test names it signed.
+func makeCerts(t *testing.T) ([]byte, tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "barry test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "allowed.test"},
+		DNSNames:  []string{"allowed.test", "git.test", "denied.test", "rebind.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}
+}
+
+// makeRepo makes a bare repository repo.git with one commit.
+func makeRepo(t *testing.T, dir string) string {
+	t.Helper()
+	work := filepath.Join(dir, "work")
+	bare := filepath.Join(dir, "git", "repo.git")
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	for _, c := range [][]string{
+		{"init", "-q", "-b", "main", work},
+		{"-C", work, "commit", "-q", "--allow-empty", "-m", "fake internet"},
+		{"clone", "-q", "--bare", work, bare},
+	} {
+		cmd := exec.Command("git", c...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", c, err, out)
+		}
+	}
+	return bare
+}
+
+// runOpts is one sandboxd invocation in the host namespace.
+type runOpts struct {
+	uid      int      // 0: root; otherwise run as this uid (65534)
+	flags    []string // extra sandboxd run flags
+	noAllow  bool     // no default allow flags
+	argv     []string // COMMAND ARGS
+	dir      string
+	timeout  time.Duration
+	stdin    string
+	extraEnv []string
+}
+
+type runResult struct {
+	code           int
+	stdout, stderr string
+	audit          string
+}
+
+func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
+	t.Helper()
+	if o.timeout == 0 {
+		o.timeout = 60 * time.Second
+	}
+	auditDir := sharedDir(t)
+	audit := filepath.Join(auditDir, "audit.jsonl")
+	args := []string{"netns", "exec", w.host}
+	if o.uid != 0 {
+		args = append(args, "setpriv", fmt.Sprintf("--reuid=%d", o.uid), fmt.Sprintf("--regid=%d", o.uid), "--clear-groups", "--")
+	}
+	args = append(args, sandboxdBin, "run", "--dns-upstream", dnsAddr+":53", "--audit", audit,
+		"--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
+	if !o.noAllow {
+		args = append(args, "--allow-domain", "allowed.test", "--allow-domain", "git.test", "--allow-domain", "rebind.test")
+	}
+	args = append(args, o.flags...)
+	args = append(args, "--")
+	args = append(args, o.argv...)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", args...)
+	dir := o.dir
+	if dir == "" {
+		dir = sharedDir(t)
+	}
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir,
+		"SSL_CERT_FILE=" + w.caFile, "CURL_CA_BUNDLE=" + w.caFile, "GIT_SSL_CAINFO=" + w.caFile,
+		"GIT_TERMINAL_PROMPT=0", "LANG=C"}, o.extraEnv...)
+	cmd.Stdin = strings.NewReader(o.stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGKILL, Setpgid: true}
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("sandboxd: %v", err)
+	}
+	a, _ := os.ReadFile(audit)
+	return runResult{code: code, stdout: out.String(), stderr: errb.String(), audit: string(a)}
+}
+
+// sharedDir returns a new directory that every uid can use (the tests run
+// sandboxd as uid 65534 too), removed when the test ends.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp(shareRoot, "t-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(d, 0o777)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}

@@ -1,0 +1,44 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// sandboxdBin and goClientBin are built once for all tests, in a directory
+// every uid can read (the tests also run sandboxd as uid 65534).
+var sandboxdBin, goClientBin string
+
+// shareRoot is a directory readable by every uid; see sharedDir.
+var shareRoot string
+
+func TestMain(m *testing.M) {
+	os.Exit(mainWithBuild(m))
+}
+
+func mainWithBuild(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "barry-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	shareRoot = dir
+	sandboxdBin = filepath.Join(dir, "sandboxd")
+	goClientBin = filepath.Join(dir, "goclient")
+	for out, pkg := range map[string]string{sandboxdBin: "../cmd/sandboxd", goClientBin: "./testdata/goclient"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
+			return 1
+		}
+	}
+	return m.Run()
+}

@@ -1,0 +1,26 @@
+// Command goclient fetches a URL with Go's net/http defaults (proxy from
+// the environment, roots from SSL_CERT_FILE) and prints the status and body.
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+)
+
+func main() {
+	c := &http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Get(os.Args[1])
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d %s", resp.StatusCode, b)
+	if resp.StatusCode != 200 {
+		os.Exit(1)
+	}
+}

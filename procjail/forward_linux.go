@@ -1,0 +1,104 @@
+//go:build linux
+
+package procjail
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"time"
+)
+
+// startForward listens on 127.0.0.1:f.InsidePort inside the sandbox and
+// relays to the host Unix socket f.Target (see Forward for the framing of
+// "udp"). The listener lives as long as the init.
+func startForward(f Forward) error {
+	addr := net.JoinHostPort("127.0.0.1", itoa(int(f.InsidePort)))
+	switch f.Network {
+	case "tcp":
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go relayStream(c.(*net.TCPConn), f.Target)
+			}
+		}()
+	case "udp":
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return err
+		}
+		go func() {
+			for {
+				buf := make([]byte, 65535)
+				n, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				go relayDatagram(pc, from, buf[:n], f.Target)
+			}
+		}()
+	}
+	return nil
+}
+
+func relayStream(c *net.TCPConn, target string) {
+	defer c.Close()
+	u, err := net.Dial("unix", target)
+	if err != nil {
+		return
+	}
+	uc := u.(*net.UnixConn)
+	defer uc.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(uc, c); uc.CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(c, uc); c.CloseWrite(); done <- struct{}{} }()
+	<-done
+	<-done
+}
+
+// relayDatagram sends one datagram framed over a new stream connection and
+// returns the one framed reply.
+func relayDatagram(pc net.PacketConn, from net.Addr, msg []byte, target string) {
+	u, err := net.DialTimeout("unix", target, 5*time.Second)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	u.SetDeadline(time.Now().Add(10 * time.Second))
+	frame := make([]byte, 2+len(msg))
+	binary.BigEndian.PutUint16(frame, uint16(len(msg)))
+	copy(frame[2:], msg)
+	if _, err := u.Write(frame); err != nil {
+		return
+	}
+	var hdr [2]byte
+	if _, err := io.ReadFull(u, hdr[:]); err != nil {
+		return
+	}
+	reply := make([]byte, binary.BigEndian.Uint16(hdr[:]))
+	if _, err := io.ReadFull(u, reply); err != nil {
+		return
+	}
+	pc.WriteTo(reply, from)
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	n := len(b)
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	return string(b[n:])
+}

@@ -1,0 +1,335 @@
+//go:build linux
+
+package procjail
+
+// Child side of the namespace boundary: the sandbox's PID 1. See
+// messages.go for the sequence and the names of the steps.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// RunInit is the sandbox's init. It must be called, and its result passed
+// to os.Exit, when os.Args[1] == InitCommand, before any flag parsing. It
+// returns 125 when setup fails (the command was never started), otherwise
+// the command's exit status (128+N for a signal).
+func RunInit() int {
+	ctl := os.NewFile(controlFD, "control")
+	if ctl == nil {
+		fmt.Fprintln(os.Stderr, "sandboxd: internal command; not for direct use")
+		return 125
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(ctl, "error %s\n", oneLine(err.Error()))
+		ctl.Close()
+		return 125
+	}
+	var spec initSpec
+	raw, err := readSpec(ctl)
+	if err != nil {
+		return fail(stepErr("read spec", err))
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return fail(stepErr("read spec", err))
+	}
+	if err := setupInside(&spec); err != nil {
+		return fail(err)
+	}
+	gate, err := startUnixGate(&spec)
+	if err != nil {
+		return fail(stepErr("unix socket gate", err))
+	}
+
+	// Message 3, then wait for "go" (message 4); anything else aborts.
+	fmt.Fprintf(ctl, "ready\n")
+	var goMsg [3]byte
+	if _, err := io.ReadFull(ctl, goMsg[:]); err != nil || string(goMsg[:]) != "go\n" {
+		return 125
+	}
+
+	// Subscribe before the command starts so that no SIGCHLD or forwarded
+	// signal is missed.
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGWINCH,
+		unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	pid, err := startCommand(&spec, gate)
+	if err != nil {
+		return fail(err)
+	}
+	if gate != nil {
+		go gate.serve()
+	}
+	fmt.Fprintf(ctl, "ok %d\n", pid)
+	ctl.Close()
+	return superviseInit(pid, sigs)
+}
+
+// superviseInit reaps every child on SIGCHLD, forwards other signals to the
+// command's process group, and when the command exits kills everything
+// left in the sandbox and returns the command's status.
+func superviseInit(mainPID int, sigs <-chan os.Signal) int {
+	for sig := range sigs {
+		if sig != unix.SIGCHLD {
+			// The command leads its own process group.
+			if err := unix.Kill(-mainPID, sig.(syscall.Signal)); err == unix.ESRCH {
+				unix.Kill(mainPID, sig.(syscall.Signal))
+			}
+			continue
+		}
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if pid <= 0 || err != nil {
+				break
+			}
+			if pid != mainPID {
+				continue
+			}
+			code := ws.ExitStatus()
+			if ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+			// Kill everything left (setsid, double forks); the kernel
+			// also does it when PID 1 exits.
+			unix.Kill(-1, unix.SIGKILL)
+			return code
+		}
+	}
+	return 125
+}
+
+// setupInside runs the setup steps that need no command, in order.
+func setupInside(s *initSpec) error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return stepErr("init not dumpable", err)
+	}
+	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
+		return stepErr("hostname", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return stepErr("private mounts", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return stepErr("mount /proc", err)
+	}
+	if s.ResolvConfPath != "" {
+		if err := bindResolvConf(s.ResolvConfPath); err != nil {
+			return err
+		}
+	}
+	if err := loopbackUp(); err != nil {
+		return stepErr("loopback up", err)
+	}
+	if err := checkInterfaces(); err != nil {
+		return stepErr("check interfaces", err)
+	}
+	for _, f := range s.Forwards {
+		if err := startForward(f); err != nil {
+			return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+		}
+	}
+	return nil
+}
+
+func bindResolvConf(src string) error {
+	const dst = "/etc/resolv.conf"
+	want, err := os.ReadFile(src)
+	if err != nil {
+		return stepErr("mount /etc/resolv.conf", err)
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return stepErr("mount /etc/resolv.conf", err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dst, &st); err != nil {
+		return stepErr("mount /etc/resolv.conf", err)
+	}
+	// A remount must keep the flags the kernel locked on the source mount.
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	for _, f := range []struct{ st, ms int64 }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&f.st != 0 {
+			flags |= uintptr(f.ms)
+		}
+	}
+	if err := unix.Mount("", dst, "", flags, ""); err != nil {
+		return stepErr("remount /etc/resolv.conf read-only", err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, want) {
+		return stepErrf("check /etc/resolv.conf", "content differs from the generated file (%v)", err)
+	}
+	return nil
+}
+
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// checkInterfaces checks from the inside that the only interface is lo, up.
+func checkInterfaces() error {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, i := range ifs {
+		names = append(names, i.Name)
+	}
+	if len(ifs) != 1 || ifs[0].Name != "lo" || ifs[0].Flags&net.FlagUp == 0 {
+		return fmt.Errorf("want only lo up, have %v", names)
+	}
+	return nil
+}
+
+// startCommand starts the command from a dedicated OS thread that first
+// sets no_new_privs, drops every capability and installs the seccomp
+// filter: the child inherits that thread's state. The thread is never
+// unlocked, so it ends with its goroutine.
+func startCommand(s *initSpec, gate *unixGate) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	// Only 0, 1 and 2 reach the command: whatever else the init holds
+	// (the control socket, listeners, descriptors sandboxd inherited) is
+	// closed on exec.
+	if err := cloexecFrom(3); err != nil {
+		return 0, stepErr("close descriptors", err)
+	}
+	resc := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := hardenThread(seccompOptions{AllowUnix: gate != nil}, gate); err != nil {
+			resc <- result{err: err}
+			return
+		}
+		path, err := lookPath(s.Command, envValue(s.Env, "PATH"))
+		if err != nil {
+			resc <- result{err: stepErr("start command", err)}
+			return
+		}
+		cmd := &exec.Cmd{
+			Path:   path,
+			Args:   append([]string{s.Command}, s.Args...),
+			Env:    s.Env,
+			Dir:    s.Dir,
+			Stdin:  os.Stdin,
+			Stdout: os.Stdout,
+			Stderr: os.Stderr,
+			SysProcAttr: &syscall.SysProcAttr{
+				Setpgid:    true,
+				Foreground: s.Foreground,
+				Ctty:       0,
+			},
+		}
+		if s.Env == nil {
+			cmd.Env = []string{}
+		}
+		if err := cmd.Start(); err != nil {
+			resc <- result{err: stepErr("start command", errors.Unwrap(err))}
+			return
+		}
+		resc <- result{pid: cmd.Process.Pid}
+	}()
+	r := <-resc
+	return r.pid, r.err
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds file in the PATH given (not the init's own environment).
+func lookPath(file, path string) (string, error) {
+	if strings.Contains(file, "/") {
+		if err := executable(file); err != nil {
+			return "", err
+		}
+		return file, nil
+	}
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q: not found", file)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return fmt.Errorf("%q: not found", p)
+		}
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%q: permission denied", p)
+	}
+	return nil
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "\r", " ") }
+
+// cloexecFrom marks every descriptor >= low close-on-exec.
+func cloexecFrom(low int) error {
+	if err := unix.CloseRange(uint(low), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		var fd int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &fd); err == nil && fd >= low {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+//go:build linux
+
+package procjail
+
+// Parent side of the namespace boundary: create the namespaces by
+// re-executing the binary as the sandbox's init, send it the spec (message
+// 1), wait for its reply (message 3). See messages.go.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// setupTimeout bounds the whole setup inside the sandbox.
+const setupTimeout = 30 * time.Second
+
+// Sandbox is a running sandboxed command. Its methods are safe for
+// concurrent use.
+type Sandbox struct {
+	cmd        *exec.Cmd
+	insidePID  int
+	done       chan struct{}
+	code       int
+	waitErr    error
+	cleanup    func()
+	signalOnce sync.Mutex
+}
+
+// Start sets up the sandbox described by spec and starts the command in it.
+// It returns only once the command has been started inside a complete
+// sandbox; any failure before that is a *SetupError (or a *CommandError
+// when the command cannot be executed) and nothing was run. Cancelling ctx
+// kills the whole sandbox, during setup or after.
+func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
+	sb, cleanup, err := start(ctx, spec)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	return sb, nil
+}
+
+func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, cleanup, stepErr("spec", err)
+	}
+	for i, f := range spec.Forwards {
+		if err := checkSocket(f.Target); err != nil {
+			return nil, cleanup, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+		}
+		_ = i
+	}
+	is := initSpec{
+		Command:          spec.Command,
+		Args:             spec.Args,
+		Env:              spec.Env,
+		Dir:              spec.Dir,
+		Forwards:         spec.Forwards,
+		AllowUnixSockets: spec.AllowUnixSockets,
+		Hostname:         spec.Hostname,
+	}
+	if is.Hostname == "" {
+		is.Hostname = "sandbox"
+	}
+	if is.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, cleanup, stepErr("working directory", err)
+		}
+		is.Dir = wd
+	}
+	if spec.Stdin != nil && isForegroundTerminal(spec.Stdin) {
+		is.Foreground = true
+	}
+	if spec.ResolvConf != "" {
+		dir, err := os.MkdirTemp(spec.RuntimeDir, "sandboxd-run-")
+		if err != nil {
+			return nil, cleanup, stepErr("runtime directory", err)
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		is.ResolvConfPath = filepath.Join(dir, "resolv.conf")
+		if err := os.WriteFile(is.ResolvConfPath, []byte(spec.ResolvConf), 0o644); err != nil {
+			return nil, cleanup, stepErr("write resolv.conf", err)
+		}
+	}
+	specJSON, err := json.Marshal(is)
+	if err != nil {
+		return nil, cleanup, stepErr("encode spec", err)
+	}
+
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, cleanup, stepErr("control socket", err)
+	}
+	parentCtl := os.NewFile(uintptr(fds[0]), "control")
+	childCtl := os.NewFile(uintptr(fds[1]), "control")
+	cleanups = append(cleanups, func() { parentCtl.Close() })
+
+	initPath := spec.InitPath
+	if initPath == "" {
+		initPath = "/proc/self/exe"
+	}
+	cmd := &exec.Cmd{
+		Path:        initPath,
+		Args:        []string{"sandboxd", InitCommand},
+		Env:         []string{},
+		Stdin:       spec.Stdin,
+		Stdout:      spec.Stdout,
+		Stderr:      spec.Stderr,
+		ExtraFiles:  []*os.File{childCtl},
+		SysProcAttr: namespaceAttr(),
+	}
+	if err := cmd.Start(); err != nil {
+		childCtl.Close()
+		return nil, cleanup, namespaceError(err)
+	}
+	childCtl.Close()
+	cleanups = append(cleanups, func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+
+	type reply struct {
+		pid int
+		err error
+	}
+	// await runs one exchange with the child under ctx and the setup
+	// deadline.
+	deadline := time.NewTimer(setupTimeout)
+	defer deadline.Stop()
+	await := func(f func() (int, error)) (int, error) {
+		c := make(chan reply, 1)
+		go func() { pid, err := f(); c <- reply{pid, err} }()
+		select {
+		case r := <-c:
+			return r.pid, r.err
+		case <-ctx.Done():
+			return 0, stepErr("sandbox init", ctx.Err())
+		case <-deadline.C:
+			return 0, stepErrf("sandbox init", "no reply within %v", setupTimeout)
+		}
+	}
+	childFailed := func(err error) error {
+		var ce *childError
+		if errors.As(err, &ce) {
+			step, msg, _ := strings.Cut(ce.reason, ": ")
+			if step == "start command" {
+				return commandError(spec.Command, msg)
+			}
+			return &SetupError{Step: step, Err: errors.New(msg)}
+		}
+		var se *SetupError
+		if errors.As(err, &se) {
+			return err
+		}
+		// The child died without a reply: report how.
+		cmd.Process.Kill()
+		cmd.Wait()
+		return stepErrf("sandbox init", "died during setup (%v)", cmd.ProcessState)
+	}
+	br := bufio.NewReader(parentCtl)
+	if _, err := await(func() (int, error) {
+		if err := writeSpec(parentCtl, specJSON); err != nil {
+			return 0, fmt.Errorf("send spec: %w", err)
+		}
+		return readReply(br, "ready")
+	}); err != nil {
+		return nil, cleanup, childFailed(err)
+	}
+	if spec.Ready != nil {
+		if err := spec.Ready(); err != nil {
+			return nil, cleanup, stepErr("ready", err)
+		}
+	}
+	pid, err := await(func() (int, error) {
+		if _, err := io.WriteString(parentCtl, "go\n"); err != nil {
+			return 0, fmt.Errorf("send go: %w", err)
+		}
+		return readReply(br, "ok")
+	})
+	if err != nil {
+		return nil, cleanup, childFailed(err)
+	}
+	r := reply{pid: pid}
+	parentCtl.Close()
+	cleanups = cleanups[:len(cleanups)-2] // keep the init running; keep the runtime dir until exit
+	sb := &Sandbox{cmd: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}
+	go sb.wait(ctx)
+	return sb, func() {}, nil
+}
+
+func (s *Sandbox) wait(ctx context.Context) {
+	waited := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.cmd.Process.Kill()
+		case <-waited:
+		}
+	}()
+	err := s.cmd.Wait()
+	close(waited)
+	ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled():
+		s.code = 128 + int(ws.Signal())
+	case ok:
+		s.code = ws.ExitStatus()
+	default:
+		s.code, s.waitErr = 125, err
+	}
+	s.cleanup()
+	close(s.done)
+}
+
+// Wait waits for the command to exit and returns its exit status: its exit
+// code, or 128+N when signal N killed it. Every process left in the
+// sandbox has been killed when Wait returns.
+func (s *Sandbox) Wait() (int, error) {
+	<-s.done
+	return s.code, s.waitErr
+}
+
+// Done is closed when the sandbox has exited.
+func (s *Sandbox) Done() <-chan struct{} { return s.done }
+
+// Signal sends sig to the sandbox's init, which forwards it to the command's
+// process group (SIGKILL kills the whole sandbox).
+func (s *Sandbox) Signal(sig os.Signal) error {
+	select {
+	case <-s.done:
+		return os.ErrProcessDone
+	default:
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Kill kills the whole sandbox.
+func (s *Sandbox) Kill() error { return s.Signal(syscall.SIGKILL) }
+
+// InitPID is the host PID of the sandbox's init (its PID 1).
+func (s *Sandbox) InitPID() int { return s.cmd.Process.Pid }
+
+// CommandPID is the command's PID as seen inside the sandbox.
+func (s *Sandbox) CommandPID() int { return s.insidePID }
+
+func namespaceAttr() *syscall.SysProcAttr {
+	uid, gid := os.Getuid(), os.Getgid()
+	attr := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET |
+			syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if uid == 0 {
+		// Root keeps its identity (every id maps to itself), but its
+		// capabilities now belong to the new user namespace and reach
+		// nothing outside.
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		attr.GidMappingsEnableSetgroups = true
+		return attr
+	}
+	// An unprivileged caller maps only its own ids, to themselves; the init
+	// gets the capabilities it needs inside through the ambient set, and
+	// the command gets none.
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_SYS_PTRACE}
+	return attr
+}
+
+// namespaceError turns a failure to create the namespaces into a setup
+// error; when user namespaces are refused it names the setting that
+// refuses them.
+func namespaceError(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) && (errno == syscall.EPERM || errno == syscall.ENOSPC || errno == syscall.EINVAL || errno == syscall.EUSERS || errno == syscall.EACCES) {
+		return &SetupError{Step: "create namespaces", Err: fmt.Errorf("%w: %v: %s", ErrUserNamespaces, errno, usernsHint(readSysctl, errno))}
+	}
+	return stepErr("create namespaces", err)
+}
+
+func readSysctl(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func checkSocket(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("%s is not a socket", path)
+	}
+	return nil
+}
+
+// isForegroundTerminal reports whether f is the caller's controlling
+// terminal with the caller's process group in the foreground (a background
+// job must not take the terminal).
+func isForegroundTerminal(f *os.File) bool {
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
+		return false
+	}
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
+}
+
+func commandError(command, reason string) error {
+	code := 126
+	if strings.Contains(reason, "not found") || strings.Contains(reason, "no such file") {
+		code = 127
+	}
+	return &CommandError{Command: command, Reason: reason, ExitCode: code}
+}

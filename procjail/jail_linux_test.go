@@ -1,0 +1,111 @@
+//go:build linux
+
+package procjail
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// run starts command in a sandbox and returns its exit status and output.
+func run(t *testing.T, spec Spec) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	spec.Stdout, spec.Stderr = outW, errW
+	if spec.Env == nil {
+		spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp"}
+	}
+	sb, err := Start(ctx, spec)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	var out, errb bytes.Buffer
+	done := make(chan struct{})
+	go func() { out.ReadFrom(outR); close(done) }()
+	errb.ReadFrom(errR)
+	<-done
+	code, err := sb.Wait()
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func sh(script string) Spec { return Spec{Command: "/bin/sh", Args: []string{"-c", script}} }
+
+func TestExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		want   int
+	}{
+		{"true", 0},
+		{"exit 7", 7},
+		{"kill -TERM $$", 128 + 15},
+		{"kill -KILL $$", 128 + 9},
+	} {
+		if code, _, stderr := run(t, sh(c.script)); code != c.want {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", c.script, code, c.want, stderr)
+		}
+	}
+}
+
+func TestOnlyLoopback(t *testing.T) {
+	// Only lo; our hostname; and only the sandbox's processes: the init
+	// (PID 1) and this shell.
+	code, out, stderr := run(t, sh(`tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; cat /proc/sys/kernel/hostname; cd /proc; for p in [0-9]*; do [ "$p" = 1 ] || [ "$p" = $$ ] || [ "$(cat $p/comm 2>/dev/null)" = "" ] || echo "other $p"; done; echo done`))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := "lo\nsandbox\ndone\n"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
+func TestSetupFailureInside(t *testing.T) {
+	spec := sh("echo ran")
+	spec.Hostname = strings.Repeat("h", 100) // sethostname refuses more than 64 bytes
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "hostname" {
+		t.Fatalf("got %v, want a SetupError at step hostname", err)
+	}
+	if got := err.Error(); got != "hostname: invalid argument" {
+		t.Errorf("reason %q", got)
+	}
+}
+
+func TestCommandNotFound(t *testing.T) {
+	_, err := Start(context.Background(), Spec{Command: "no-such-command-xyz", Env: []string{"PATH=/usr/bin:/bin"}})
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.ExitCode != 127 {
+		t.Fatalf("got %v, want CommandError 127", err)
+	}
+}
+
+// TestReadyAborts: when the caller's own setup fails (Spec.Ready), the
+// command never runs.
+func TestReadyAborts(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	spec := Spec{Command: "/usr/bin/touch", Args: []string{marker}}
+	spec.Ready = func() error { return errors.New("proxy did not start") }
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "ready" || err.Error() != "ready: proxy did not start" {
+		t.Fatalf("got %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran")
+	}
+}

@@ -1,0 +1,103 @@
+package procjail
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// The parent/child message sequence, over the control socket that the
+// parent donates to the child as file descriptor 3 (controlFD):
+//
+//  1. parent → child: initSpec as JSON, preceded by its length (4 bytes, big
+//     endian). The spec never travels in argv or the environment: the
+//     sandboxed tree can read /proc/1/cmdline and its own environment.
+//  2. child: sets up, in this order, each step named in its error:
+//     "read spec", "init not dumpable", "hostname", "private mounts",
+//     "mount /proc", "mount /etc/resolv.conf", "loopback up", "check
+//     interfaces", "forward <net>/<port>", "unix socket gate".
+//  3. child → parent: "ready\n", or "error <step>: <reason>\n" after which
+//     the child exits 125.
+//  4. parent → child: "go\n" once everything outside is ready too (Spec.Ready).
+//     EOF instead means "abort": the child exits 125 without starting the
+//     command.
+//  5. child: "close descriptors", "no new privileges", "drop capabilities",
+//     "seccomp filter", "start command"; then child → parent: "ok <pid>\n"
+//     (pid as seen inside) or "error <step>: <reason>\n" (exit 125).
+//
+// EOF where a reply is due means the child died. After "ok" the child's exit
+// status is the command's: its exit code, or 128+N when signal N killed it.
+
+// controlFD is the control socket's descriptor number in the child.
+const controlFD = 3
+
+// initSpec is what the child needs, sent as message 1.
+type initSpec struct {
+	Command          string    `json:"command"`
+	Args             []string  `json:"args"`
+	Env              []string  `json:"env"`
+	Dir              string    `json:"dir"`
+	Forwards         []Forward `json:"forwards"`
+	ResolvConfPath   string    `json:"resolvConfPath,omitempty"`
+	AllowUnixSockets []string  `json:"allowUnixSockets,omitempty"`
+	Hostname         string    `json:"hostname"`
+	Foreground       bool      `json:"foreground"` // stdin is a terminal
+}
+
+// maxSpec bounds message 1.
+const maxSpec = 16 << 20
+
+// writeSpec writes message 1.
+func writeSpec(w io.Writer, spec []byte) error {
+	hdr := []byte{byte(len(spec) >> 24), byte(len(spec) >> 16), byte(len(spec) >> 8), byte(len(spec))}
+	_, err := w.Write(append(hdr, spec...))
+	return err
+}
+
+// readSpec reads message 1.
+func readSpec(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
+	if n > maxSpec {
+		return nil, fmt.Errorf("spec of %d bytes is too large", n)
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+// readReply reads one reply line from the child (messages 3 and 5): want
+// is "ready" or "ok"; "ok" carries the command's pid. An "error" line is
+// returned as a *childError.
+func readReply(br *bufio.Reader, want string) (pid int, err error) {
+	line, rerr := br.ReadString('\n')
+	if rerr != nil {
+		if rerr == io.EOF {
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, rerr
+	}
+	line = strings.TrimSuffix(line, "\n")
+	if rest, ok := strings.CutPrefix(line, "error "); ok {
+		return 0, &childError{reason: rest}
+	}
+	switch {
+	case want == "ready" && line == "ready":
+		return 0, nil
+	case want == "ok" && strings.HasPrefix(line, "ok "):
+		if _, err := fmt.Sscanf(line[3:], "%d", &pid); err != nil || pid <= 0 {
+			return 0, fmt.Errorf("bad reply from sandbox init: %q", line)
+		}
+		return pid, nil
+	}
+	return 0, fmt.Errorf("bad reply from sandbox init: %q (want %s)", line, want)
+}
+
+// childError is a setup failure reported by the child.
+type childError struct{ reason string }
+
+func (e *childError) Error() string { return e.reason }

@@ -1,0 +1,224 @@
+package procjail
+
+import "fmt"
+
+// This file builds the sandbox's seccomp program as plain data so that it is
+// tested on every platform (seccomp_bpf_test.go runs it in a small BPF
+// interpreter). seccomp_linux.go loads it.
+//
+// The filter, in order of checks:
+//  1. a syscall of another architecture (i386 on x86-64, ...) kills the
+//     process, and so does the x32 ABI on x86-64: their numbers differ and
+//     would slip past the checks below;
+//  2. socket(family, type, protocol): AF_INET and AF_INET6 are allowed;
+//     AF_NETLINK only with protocol NETLINK_ROUTE; AF_UNIX only when Unix
+//     sockets are allowed at all, and then only SOCK_STREAM and
+//     SOCK_SEQPACKET (a datagram socket can send to any host path with
+//     sendto, which no filter can see); every other family fails with EPERM;
+//  3. socketpair: only AF_UNIX SOCK_STREAM / SOCK_SEQPACKET (same reason);
+//  4. io_uring_setup, io_uring_enter, io_uring_register fail with EPERM
+//     (IORING_OP_SOCKET would bypass check 2);
+//  5. ioctl TIOCSTI and TIOCLINUX fail with EPERM (typing into the
+//     caller's terminal would run commands outside after sandboxd exits);
+//  6. when Unix sockets are allowed by path, connect goes to the init's
+//     Unix socket gate (SECCOMP_RET_USER_NOTIF; see unixgate_linux.go);
+//  7. everything else is allowed.
+
+// Classic BPF opcodes used by the filter.
+const (
+	bpfLD  = 0x00
+	bpfW   = 0x00
+	bpfABS = 0x20
+	bpfALU = 0x04
+	bpfAND = 0x50
+	bpfJMP = 0x05
+	bpfJA  = 0x00
+	bpfJEQ = 0x10
+	bpfJGE = 0x30
+	bpfK   = 0x00
+	bpfRET = 0x06
+)
+
+// Seccomp return values and errno values (Linux ABI, the same on every
+// architecture we support).
+const (
+	seccompRetKillProcess = 0x80000000
+	seccompRetErrno       = 0x00050000
+	seccompRetAllow       = 0x7fff0000
+	seccompRetUserNotif   = 0x7fc00000
+	errnoEPERM            = 1
+)
+
+// Socket ABI constants (Linux, architecture independent).
+const (
+	afUnix         = 1
+	afInet         = 2
+	afInet6        = 10
+	afNetlink      = 16
+	sockStream     = 1
+	sockSeqpacket  = 5
+	sockTypeMask   = 0xf
+	netlinkRoute   = 0
+	ioctlTIOCSTI   = 0x5412
+	ioctlTIOCLINUX = 0x541C
+)
+
+// seccompArch is what the filter needs to know about one architecture.
+type seccompArch struct {
+	Name        string
+	AuditArch   uint32
+	X32Bit      uint32 // non-zero: syscall numbers with this bit set are another ABI
+	Socket      uint32
+	Socketpair  uint32
+	Ioctl       uint32
+	Connect     uint32
+	IoUringBase uint32 // io_uring_setup; enter and register follow
+}
+
+// seccompArches are the supported architectures, by GOARCH.
+var seccompArches = map[string]seccompArch{
+	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, IoUringBase: 425},
+	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, IoUringBase: 425},
+}
+
+// sockFilter is one classic BPF instruction.
+type sockFilter struct {
+	Code uint16
+	Jt   uint8
+	Jf   uint8
+	K    uint32
+}
+
+// seccomp_data offsets.
+const (
+	offNr   = 0
+	offArch = 4
+	offArg0 = 16 // low 32 bits of args[i] at 16+8*i (little endian)
+)
+
+func offArg(i int) uint32 { return uint32(offArg0 + 8*i) }
+
+// asm is a tiny assembler with symbolic jump targets.
+type asm struct {
+	ins    []sockFilter
+	labels map[string]int
+	fixups []fixup
+}
+
+type fixup struct {
+	at     int
+	jt, jf string
+}
+
+func (a *asm) label(name string) { a.labels[name] = len(a.ins) }
+func (a *asm) ld(off uint32)     { a.ins = append(a.ins, sockFilter{Code: bpfLD | bpfW | bpfABS, K: off}) }
+func (a *asm) and(k uint32)      { a.ins = append(a.ins, sockFilter{Code: bpfALU | bpfAND | bpfK, K: k}) }
+func (a *asm) ret(k uint32)      { a.ins = append(a.ins, sockFilter{Code: bpfRET | bpfK, K: k}) }
+
+// jeq jumps to jt when A == k and to jf otherwise ("" means the next
+// instruction).
+func (a *asm) jeq(k uint32, jt, jf string) { a.jump(bpfJEQ, k, jt, jf) }
+func (a *asm) jge(k uint32, jt, jf string) { a.jump(bpfJGE, k, jt, jf) }
+
+func (a *asm) jump(op uint16, k uint32, jt, jf string) {
+	a.fixups = append(a.fixups, fixup{at: len(a.ins), jt: jt, jf: jf})
+	a.ins = append(a.ins, sockFilter{Code: bpfJMP | op | bpfK, K: k})
+}
+
+func (a *asm) assemble() ([]sockFilter, error) {
+	for _, f := range a.fixups {
+		for _, t := range []struct {
+			name string
+			dst  *uint8
+		}{{f.jt, &a.ins[f.at].Jt}, {f.jf, &a.ins[f.at].Jf}} {
+			if t.name == "" {
+				continue
+			}
+			to, ok := a.labels[t.name]
+			if !ok {
+				return nil, fmt.Errorf("seccomp program: undefined label %q", t.name)
+			}
+			d := to - (f.at + 1)
+			if d < 0 || d > 255 {
+				return nil, fmt.Errorf("seccomp program: jump to %q out of range", t.name)
+			}
+			*t.dst = uint8(d)
+		}
+	}
+	return a.ins, nil
+}
+
+// seccompOptions are the choices the filter depends on.
+type seccompOptions struct {
+	// AllowUnix lets the command create AF_UNIX stream and seqpacket
+	// sockets and sends every connect to the init's Unix socket gate
+	// (needed only when host sockets are allowed by path; see
+	// unixgate_linux.go).
+	AllowUnix bool
+}
+
+// buildSeccompProgram returns the filter for arch (see the list of checks at
+// the top of this file).
+func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, error) {
+	a := &asm{labels: map[string]int{}}
+	deny := seccompRetErrno | errnoEPERM
+
+	// 1. architecture and ABI.
+	a.ld(offArch)
+	a.jeq(arch.AuditArch, "", "kill")
+	a.ld(offNr)
+	if arch.X32Bit != 0 {
+		a.jge(arch.X32Bit, "kill", "")
+	}
+	a.jeq(arch.Socket, "socket", "")
+	a.jeq(arch.Socketpair, "socketpair", "")
+	a.jeq(arch.Ioctl, "ioctl", "")
+	if o.AllowUnix {
+		a.jeq(arch.Connect, "notify", "")
+	}
+	a.jge(arch.IoUringBase, "", "allow")
+	a.jge(arch.IoUringBase+3, "allow", "deny")
+
+	// 2. socket(family, type, protocol).
+	a.label("socket")
+	a.ld(offArg(0))
+	a.jeq(afInet, "allow", "")
+	a.jeq(afInet6, "allow", "")
+	a.jeq(afNetlink, "netlink", "")
+	if o.AllowUnix {
+		a.jeq(afUnix, "unixtype", "deny")
+	} else {
+		a.jeq(afUnix, "deny", "deny")
+	}
+	a.label("netlink")
+	a.ld(offArg(2))
+	a.jeq(netlinkRoute, "allow", "deny")
+
+	// 3. socketpair(AF_UNIX, type, ...).
+	a.label("socketpair")
+	a.ld(offArg(0))
+	a.jeq(afUnix, "unixtype", "deny")
+	a.label("unixtype")
+	a.ld(offArg(1))
+	a.and(sockTypeMask)
+	a.jeq(sockStream, "allow", "")
+	a.jeq(sockSeqpacket, "allow", "deny")
+
+	// 5. ioctl(fd, request).
+	a.label("ioctl")
+	a.ld(offArg(1))
+	a.jeq(ioctlTIOCSTI, "deny", "")
+	a.jeq(ioctlTIOCLINUX, "deny", "allow")
+
+	a.label("allow")
+	a.ret(seccompRetAllow)
+	a.label("deny")
+	a.ret(uint32(deny))
+	a.label("kill")
+	a.ret(seccompRetKillProcess)
+	if o.AllowUnix {
+		a.label("notify")
+		a.ret(seccompRetUserNotif)
+	}
+	return a.assemble()
+}

@@ -1,0 +1,85 @@
+//go:build linux
+
+package procjail
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hardenThread prepares the calling OS thread (locked by the caller) so
+// that a child forked from it runs with no new privileges, no capabilities
+// and the seccomp filter of seccomp_bpf.go. Each step names itself in its
+// error.
+func hardenThread(o seccompOptions, gate *unixGate) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return stepErr("no new privileges", err)
+	}
+	last, err := lastCap()
+	if err != nil {
+		return stepErr("drop capabilities", err)
+	}
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return stepErr("drop capabilities", fmt.Errorf("bounding set %d: %w", c, err))
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return stepErr("drop capabilities", fmt.Errorf("ambient: %w", err))
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return stepErr("drop capabilities", fmt.Errorf("capset: %w", err))
+	}
+	arch, ok := seccompArches[runtime.GOARCH]
+	if !ok {
+		return stepErrf("seccomp filter", "no filter for architecture %s", runtime.GOARCH)
+	}
+	prog, err := buildSeccompProgram(arch, o)
+	if err != nil {
+		return stepErr("seccomp filter", err)
+	}
+	var flags uintptr
+	if gate != nil {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+	}
+	fd, err := loadSeccomp(prog, flags)
+	if err != nil {
+		return stepErr("seccomp filter", err)
+	}
+	if gate != nil {
+		gate.listener = fd
+	}
+	return nil
+}
+
+// loadSeccomp installs prog on the calling thread; with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER it returns the notification fd.
+func loadSeccomp(prog []sockFilter, flags uintptr) (int, error) {
+	filters := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		filters[i] = unix.SockFilter{Code: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	r, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filters)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(r), nil
+}
+
+func lastCap() (int, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}

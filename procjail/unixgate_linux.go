@@ -1,0 +1,196 @@
+//go:build linux
+
+package procjail
+
+// The Unix socket gate. Host Unix sockets are egress (a Docker or SSH-agent
+// socket on the host filesystem is a way out), and a network namespace
+// hides only abstract sockets, not pathname ones. The mechanism:
+//
+//   - By default the seccomp filter refuses socket(AF_UNIX, ...) to the
+//     command's whole tree (EPERM), and socketpair only makes stream and
+//     seqpacket pairs (a datagram socket could sendto any host path).
+//     Everything sandboxd offers inside (proxy, DNS) is forwarded on
+//     loopback TCP by the init, which is not under the filter.
+//     Abstract sockets are also cut off by the network namespace.
+//   - With AllowUnixSockets, the filter lets the command create AF_UNIX
+//     stream/seqpacket sockets, and sends every connect(2) to the init as a
+//     seccomp user notification. The init takes a copy of the socket
+//     (pidfd_getfd) and asks it its domain: not AF_UNIX, the kernel carries
+//     on with the call (safe: the socket's family is fixed, so no address
+//     swapped in afterwards can reach a Unix socket). AF_UNIX: the init reads
+//     the address once, and then either refuses (EACCES) or connects the
+//     copy itself to the allowed socket, through an O_PATH descriptor it
+//     opened at setup (/proc/self/fd/N), so a path swapped or re-linked
+//     later cannot redirect it. Abstract names connect only within the
+//     sandbox's own network namespace. Every other pathname, including
+//     sockets the command creates itself, is refused in this mode.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Seccomp notification ioctls (linux/seccomp.h).
+const (
+	ioctlNotifRecv    = 0xc0502100
+	ioctlNotifSend    = 0xc0182101
+	ioctlNotifIDValid = 0x40082102
+)
+
+// seccompNotif is struct seccomp_notif.
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Nr    int32
+	Arch  uint32
+	IP    uint64
+	Args  [6]uint64
+}
+
+// seccompNotifResp is struct seccomp_notif_resp.
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// unixGate decides the command's connect calls when AllowUnixSockets is set.
+type unixGate struct {
+	allowed  map[string]int // clean absolute path -> O_PATH fd
+	listener int
+}
+
+// startUnixGate opens the allowed sockets (each must exist and be a
+// socket); it returns nil when none is allowed.
+func startUnixGate(s *initSpec) (*unixGate, error) {
+	if len(s.AllowUnixSockets) == 0 {
+		return nil, nil
+	}
+	g := &unixGate{allowed: map[string]int{}, listener: -1}
+	for _, p := range s.AllowUnixSockets {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			unix.Close(fd)
+			return nil, fmt.Errorf("%s is not a socket", p)
+		}
+		g.allowed[filepath.Clean(p)] = fd
+	}
+	return g, nil
+}
+
+// serve answers notifications until the listener fails (the init exits
+// with the sandbox).
+func (g *unixGate) serve() {
+	for {
+		var req seccompNotif
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifRecv, uintptr(unsafe.Pointer(&req))); errno != 0 {
+			if errno == unix.EINTR || errno == unix.ENOENT {
+				continue
+			}
+			return
+		}
+		go g.answer(req)
+	}
+}
+
+func (g *unixGate) answer(req seccompNotif) {
+	resp := seccompNotifResp{ID: req.ID}
+	errno := g.decide(&req)
+	switch errno {
+	case 0:
+	case errContinue:
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	default:
+		resp.Error = -int32(errno)
+	}
+	unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifSend, uintptr(unsafe.Pointer(&resp)))
+}
+
+// errContinue means "let the kernel carry on with the call".
+const errContinue = unix.Errno(^uintptr(0) >> 1)
+
+// decide performs or refuses one connect(fd, addr, len); it returns 0 when
+// it connected the socket itself, errContinue, or the errno to fail with.
+func (g *unixGate) decide(req *seccompNotif) unix.Errno {
+	// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a thread.
+	pidfd, err := unix.PidfdOpen(int(req.Pid), unix.O_EXCL)
+	if err != nil {
+		if pidfd, err = unix.PidfdOpen(int(req.Pid), 0); err != nil {
+			return unix.EPERM
+		}
+	}
+	defer unix.Close(pidfd)
+	sock, err := unix.PidfdGetfd(pidfd, int(req.Args[0]), 0)
+	if err != nil {
+		return unix.EBADF
+	}
+	defer unix.Close(sock)
+	domain, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return unix.ENOTSOCK
+	}
+	if domain != unix.AF_UNIX {
+		return errContinue
+	}
+	n := int(req.Args[2])
+	if n < 2 || n > int(unsafe.Sizeof(unix.RawSockaddrUnix{})) {
+		return unix.EINVAL
+	}
+	buf := make([]byte, n)
+	read, err := unix.ProcessVMReadv(int(req.Pid), []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
+		[]unix.RemoteIovec{{Base: uintptr(req.Args[1]), Len: n}}, 0)
+	if err != nil || read != n {
+		return unix.EFAULT
+	}
+	// The request must still be live: the pid was not reused meanwhile.
+	id := req.ID
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); errno != 0 {
+		return unix.EPERM
+	}
+	if binary.NativeEndian.Uint16(buf) != unix.AF_UNIX {
+		return unix.EAFNOSUPPORT
+	}
+	path := buf[2:]
+	if len(path) > 0 && path[0] == 0 {
+		// Abstract: only the sandbox's own network namespace.
+		return g.connect(sock, &unix.SockaddrUnix{Name: "@" + string(path[1:])})
+	}
+	name := strings.TrimRight(string(path), "\x00")
+	if name == "" {
+		return unix.EINVAL
+	}
+	if !filepath.IsAbs(name) {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", req.Pid))
+		if err != nil {
+			return unix.EACCES
+		}
+		name = filepath.Join(cwd, name)
+	}
+	fd, ok := g.allowed[filepath.Clean(name)]
+	if !ok {
+		return unix.EACCES
+	}
+	return g.connect(sock, &unix.SockaddrUnix{Name: fmt.Sprintf("/proc/self/fd/%d", fd)})
+}
+
+func (g *unixGate) connect(sock int, sa *unix.SockaddrUnix) unix.Errno {
+	if err := unix.Connect(sock, sa); err != nil {
+		if errno, ok := err.(unix.Errno); ok {
+			return errno
+		}
+		return unix.ECONNREFUSED
+	}
+	return 0
+}
