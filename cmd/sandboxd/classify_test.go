@@ -52,7 +52,7 @@ func TestClassifyHuman(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"programs:        rm\n", "file write:      > log.txt\n", "verdict:         denied by rm -rf\n"} {
+	for _, want := range []string{"programs:        rm\n", "file write:      writes several files: > log.txt, rm\n", "verdict:         denied by rm -rf\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

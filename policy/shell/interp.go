@@ -18,28 +18,28 @@ type interpSpec struct {
 var reVersioned = regexp.MustCompile(`^(python|pypy|ruby|perl|php|lua|node)[0-9.]*$`)
 
 var interpreters = map[string]interpSpec{
-	"python":    {optSpec{short: "WXQ", str: "c"}, "python"},
-	"pypy":      {optSpec{short: "WXQ", str: "c"}, "python"},
-	"node":      {optSpec{short: "r", long: []string{"require", "import", "loader", "input-type", "env-file"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"nodejs":    {optSpec{short: "r", long: []string{"require", "import", "loader"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"bun":       {optSpec{str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"ruby":      {optSpec{short: "IrCEF", str: "e"}, "ruby"},
-	"perl":      {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
-	"php":       {optSpec{short: "dcz", str: "r"}, "php"},
-	"lua":       {optSpec{short: "l", str: "e"}, "other"},
-	"osascript": {optSpec{short: "ls", str: "e"}, "applescript"},
-	"pwsh":      {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
+	"python":     {optSpec{short: "WXQ", str: "c"}, "python"},
+	"pypy":       {optSpec{short: "WXQ", str: "c"}, "python"},
+	"node":       {optSpec{short: "r", long: []string{"require", "import", "loader", "input-type", "env-file"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"nodejs":     {optSpec{short: "r", long: []string{"require", "import", "loader"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"bun":        {optSpec{str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"ruby":       {optSpec{short: "IrCEF", str: "e"}, "ruby"},
+	"perl":       {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
+	"php":        {optSpec{short: "dcz", str: "r"}, "php"},
+	"lua":        {optSpec{short: "l", str: "e"}, "other"},
+	"osascript":  {optSpec{short: "ls", str: "e"}, "applescript"},
+	"pwsh":       {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
 	"powershell": {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
-	"rscript":   {optSpec{str: "e"}, "other"},
-	"julia":     {optSpec{str: "e"}, "other"},
-	"expect":    {optSpec{str: "c"}, "tcl"},
-	"tclsh":     {optSpec{}, "tcl"},
-	"awk":       {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
-	"gawk":      {optSpec{short: "vFfWEil", long: []string{"assign", "field-separator", "file", "include", "load"}}, "awk"},
-	"mawk":      {optSpec{short: "vFfW"}, "awk"},
-	"nawk":      {optSpec{short: "vFf"}, "awk"},
-	"sed":       {optSpec{short: "lfs", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
-	"gsed":      {optSpec{short: "lf", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+	"rscript":    {optSpec{str: "e"}, "other"},
+	"julia":      {optSpec{str: "e"}, "other"},
+	"expect":     {optSpec{str: "c"}, "tcl"},
+	"tclsh":      {optSpec{}, "tcl"},
+	"awk":        {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
+	"gawk":       {optSpec{short: "vFfWEil", long: []string{"assign", "field-separator", "file", "include", "load"}}, "awk"},
+	"mawk":       {optSpec{short: "vFfW"}, "awk"},
+	"nawk":       {optSpec{short: "vFf"}, "awk"},
+	"sed":        {optSpec{short: "lfs", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+	"gsed":       {optSpec{short: "lf", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
 }
 
 // interpreter handles interpreters with inline code; false when prog is not one.
@@ -64,11 +64,8 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 	args := inv.args
 	a.record(inv)
 	if key == "perl" || key == "sed" || key == "gsed" {
-		for _, w := range args[1:] {
-			if w.val == "--in-place" || strings.HasPrefix(w.val, "--in-place=") || (strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.Contains(w.val, "i") && !strings.ContainsAny(w.val[1:2], "eE")) {
-				a.write(lastOperand(args), prog+" -i")
-				break
-			}
+		if inPlace(args, sp.short+sp.str) {
+			a.write(lastOperand(args), prog+" -i")
 		}
 	}
 	if key == "python" {
@@ -133,6 +130,32 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		a.opaque(prog)
 	}
 	return true
+}
+
+// inPlace reports a -i (or --in-place) flag in argv's option clusters;
+// letters in valueLetters end a cluster (the rest is their value).
+func inPlace(args []word, valueLetters string) bool {
+	for _, w := range args[1:] {
+		v := w.val
+		if w.dyn || v == "--" {
+			return false
+		}
+		if v == "--in-place" || strings.HasPrefix(v, "--in-place=") {
+			return true
+		}
+		if len(v) < 2 || v[0] != '-' || v[1] == '-' {
+			continue
+		}
+		for _, c := range []byte(v[1:]) {
+			if c == 'i' {
+				return true
+			}
+			if strings.IndexByte(valueLetters, c) >= 0 {
+				break
+			}
+		}
+	}
+	return false
 }
 
 func (a *analyzer) sedScript(prog string, w word) {

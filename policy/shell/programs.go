@@ -55,6 +55,9 @@ var wrappers = map[string]struct {
 	operands int
 }{
 	"nohup":            {},
+	"noglob":           {}, // zsh precommand modifiers
+	"nocorrect":        {},
+	"repeat":           {optSpec{}, 1},
 	"setsid":           {},
 	"builtin":          {},
 	"unbuffer":         {},
@@ -107,31 +110,31 @@ var scriptRunners = map[string]map[string]bool{
 
 // Global options (value-taking) of programs whose subcommands matter.
 var globalOpts = map[string]optSpec{
-	"docker":  {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
-	"podman":  {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
-	"kubectl": {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
-	"helm":    {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
-	"npm":     {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
-	"pnpm":    {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
-	"yarn":    {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
-	"cargo":   {short: "ZC", long: []string{"config", "color", "manifest-path"}},
-	"go":      {short: "C"},
-	"pip":     {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
-	"aws":     {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
-	"gcloud":  {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
-	"az":      {long: []string{"subscription", "output", "query"}},
-	"brew":    {},
-	"apt":     {short: "ot", long: []string{"option", "target-release"}},
-	"apt-get": {short: "ot", long: []string{"option", "target-release"}},
-	"gem":     {},
-	"uv":      {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
-	"poetry":  {short: "C", long: []string{"directory", "project"}},
-	"twine":   {},
+	"docker":    {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
+	"podman":    {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
+	"kubectl":   {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
+	"helm":      {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
+	"npm":       {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
+	"pnpm":      {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
+	"yarn":      {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
+	"cargo":     {short: "ZC", long: []string{"config", "color", "manifest-path"}},
+	"go":        {short: "C"},
+	"pip":       {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
+	"aws":       {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
+	"gcloud":    {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
+	"az":        {long: []string{"subscription", "output", "query"}},
+	"brew":      {},
+	"apt":       {short: "ot", long: []string{"option", "target-release"}},
+	"apt-get":   {short: "ot", long: []string{"option", "target-release"}},
+	"gem":       {},
+	"uv":        {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
+	"poetry":    {short: "C", long: []string{"directory", "project"}},
+	"twine":     {},
 	"terraform": {},
 	"systemctl": {short: "HMt", long: []string{"host", "machine", "type", "state", "property"}},
-	"deno":    {},
-	"bun":     {},
-	"pip3":    {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
+	"deno":      {},
+	"bun":       {},
+	"pip3":      {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
 }
 
 // nonExec are common programs that never run their arguments as commands:
@@ -230,7 +233,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	case "hash":
 		a.record(inv)
 		for _, w := range args[1:] {
-			if w.mayBeOption() && strings.Contains(w.val, "p") {
+			if w.mayBeOption() && (w.dyn || strings.Contains(w.val, "p")) {
 				a.fail("hash -p rebinds a command name to another file")
 				return
 			}
@@ -254,7 +257,11 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	case "eval":
 		a.record(inv)
 		var parts []string
-		for _, w := range args[1:] {
+		ev := args[1:]
+		if len(ev) > 0 && ev[0].val == "--" {
+			ev = ev[1:]
+		}
+		for _, w := range ev {
 			if w.dyn {
 				a.fail("eval with a string that is not static: " + w.val)
 				return
@@ -278,6 +285,47 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			a.opaque(prog)
 		}
 		return
+	case "zmodload", "emulate":
+		a.record(inv)
+		if prog == "zmodload" && len(args) > 1 {
+			a.fail("zmodload loads zsh modules with their own builtins")
+		}
+		for _, w := range args[1:] {
+			if w.val == "-c" {
+				a.fail("emulate -c evaluates a string")
+			}
+		}
+		return
+	case "printf", "read", "mapfile", "readarray", "getopts":
+		// Builtins that assign variables: one that changes what later
+		// commands run cannot get a value the line does not show.
+		a.record(inv)
+		for j, w := range args[1:] {
+			name := w.val
+			if prog == "printf" {
+				if w.val != "-v" || j+2 >= len(args) {
+					if strings.HasPrefix(w.val, "-v") && len(w.val) > 2 {
+						name = w.val[2:]
+					} else {
+						continue
+					}
+				} else {
+					name = args[j+2].val
+				}
+			}
+			if _, ok := hijackVars[name]; ok || commandVars[name] {
+				a.fail(prog + " assigns " + name + ", which changes what later commands run")
+				return
+			}
+		}
+		if prog != "mapfile" && prog != "readarray" {
+			return
+		}
+		o := scanOpts(args, 1, optSpec{short: "dnOsuctC"})
+		for _, s := range o.seen["-C"] {
+			a.codeString(prog+" -C", s, syntax.LangBash, depth)
+		}
+		return
 	case "trap":
 		a.record(inv)
 		o := scanOpts(args, 1, optSpec{})
@@ -291,7 +339,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			a.codeString("trap", act, syntax.LangBash, depth)
 		}
 		return
-	case "mapfile", "readarray", "complete", "compgen":
+	case "complete", "compgen":
 		a.record(inv)
 		o := scanOpts(args, 1, optSpec{short: "dnOsuctAGWFXPSo", str: "C"})
 		for _, s := range o.strs {

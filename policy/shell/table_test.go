@@ -518,4 +518,23 @@ var table = []tcase{
 	{line: "sort --compress-program=shred f", progs: "sort shred", deny: "shred"},
 	{line: "rg --pre shred x", progs: "rg shred", deny: "shred"},
 	{line: "man -P 'git push' ls", progs: "man git", deny: "git:push"},
+
+	// Later additions.
+	{line: "zmodload zsh/system", progs: "zmodload", unp: "zmodload", deny: unp},
+	{line: "emulate sh -c 'git push'", progs: "emulate", unp: "emulate -c", deny: unp},
+	{line: "printf -v PS4 '%s' x; set -x", progs: "printf set", unp: "printf assigns PS4", deny: unp},
+	{line: "read -r GIT_SSH_COMMAND < f", progs: "read", unp: "read assigns GIT_SSH_COMMAND", deny: unp},
+	{line: "read -r name", progs: "read"},
+	{line: "eval -- git push", progs: "eval git", deny: "git:push"},
+	{line: "perl -Mstrict -e 'print 1'", progs: "perl", write: "-"},
+	{line: "perl -i.bak -pe 's/a/b/' x.conf", progs: "perl", write: "x.conf|perl -i"},
+	{line: "pip install git+https://git.example/pkg.git", progs: "pip", dom: "git.example", net: "http:read"},
+	{line: "hash $OPT /bin/rm ls", progs: "hash", unp: "hash -p", deny: unp},
+	{line: "/usr/bin/env -S 'shred x'", progs: "env shred", deny: "shred"},
+	{line: "echo a > ok.txt; echo b > /etc/passwd", progs: "echo", write: "|writes several files: > ok.txt, > /etc/passwd"},
+	{line: "echo a > log.txt; echo b >> log.txt", progs: "echo", write: "log.txt|> log.txt"},
+	{line: "mkdir -p out && cp a.txt out/", progs: "mkdir cp", write: "|writes several files: mkdir, cp"},
+	{line: "noglob git push", progs: "noglob git", deny: "git:push"},
+	{line: "nocorrect git push", progs: "nocorrect git", deny: "git:push"},
+	{line: "repeat 2 git push", progs: "repeat git", deny: "git:push"},
 }

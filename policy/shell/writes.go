@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // FileWriteFinding says that a command line writes a file.
 type FileWriteFinding struct {
@@ -12,10 +15,12 @@ type FileWriteFinding struct {
 	Reason string
 }
 
-// ClassifyFileWrite reports the first file write the line performs, or nil
-// when it performs none. A line that cannot be classified is reported as a
-// possible write (fail closed). It never panics and is safe for concurrent
-// use.
+// ClassifyFileWrite reports the file write the line performs, or nil when
+// it performs none. When the line writes several different files, or one
+// whose name is not static, Path is empty and Reason lists the writes, so a
+// caller checking Path against file rules cannot miss one. A line that
+// cannot be classified is reported as a possible write with an empty Path
+// (fail closed). It never panics and is safe for concurrent use.
 func ClassifyFileWrite(line string) *FileWriteFinding {
 	c := Classify(line)
 	if c.Unparseable {
@@ -25,6 +30,24 @@ func ClassifyFileWrite(line string) *FileWriteFinding {
 		return nil
 	}
 	f := c.writes[0]
+	var reasons []string
+	for _, w := range c.writes {
+		if w.Path != f.Path || w.Path == "" {
+			f.Path = ""
+		}
+		if !slices.Contains(reasons, w.Reason) {
+			reasons = append(reasons, w.Reason)
+		}
+	}
+	if len(reasons) > 1 {
+		if len(reasons) > 5 {
+			reasons = append(reasons[:5], "...")
+		}
+		f.Reason = strings.Join(reasons, ", ")
+		if f.Path == "" {
+			f.Reason = "writes several files: " + f.Reason
+		}
+	}
 	return &f
 }
 
