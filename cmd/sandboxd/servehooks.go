@@ -10,7 +10,6 @@ import (
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
-	"github.com/barry-rocks/sandbox/policy"
 )
 
 const serveHooksUsage = `sandboxd serve-hooks --policy FILE --socket ADDR
@@ -40,14 +39,10 @@ func serveHooksCommand() *cli.Command {
 				return 2
 			}
 			log := slog.New(slog.NewJSONHandler(io.Err, nil))
-			load := func() (hooks.Engine, error) {
-				s, err := hooks.LoadPolicy(*policyPath)
-				if err != nil {
-					return nil, err
-				}
-				return hooks.NewEngine(s, nil)
-			}
-			e, err := load()
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			srv := hooks.NewServer(nil, log)
+			reload, err := hooks.ServePolicyFile(ctx, srv, *policyPath, log)
 			if err != nil {
 				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
 				return 1
@@ -57,29 +52,6 @@ func serveHooksCommand() *cli.Command {
 				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
 				return 1
 			}
-			srv := hooks.NewServer(e, log)
-			apply := func(r *policy.Resolved, err error, how string) {
-				if err == nil {
-					var sess *hooks.Session
-					if sess, err = hooks.SessionFromResolved(r); err == nil {
-						var eng *hooks.Ruler
-						if eng, err = hooks.NewEngine(sess, nil); err == nil {
-							srv.SetPolicy(eng)
-							log.Info("hooks: policy reloaded", "policy", *policyPath, "how", how)
-							return
-						}
-					}
-				}
-				srv.SetPolicy(nil)
-				log.Error("hooks: policy reload failed; denying every call", "policy", *policyPath, "how", how, "error", err.Error())
-			}
-			w, err := policy.WatchFile(ctx, *policyPath, 0, func(c policy.Change) { apply(c.New, c.Err, "watch") })
-			if err != nil {
-				ln.Close()
-				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
-				return 1
-			}
-			defer w.Close()
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
@@ -89,11 +61,7 @@ func serveHooksCommand() *cli.Command {
 					case <-ctx.Done():
 						return
 					case <-hup:
-						// Read the file directly: the watcher applies only
-						// changed bytes, and a file restored after a broken
-						// edit or a deletion may equal the last good one.
-						r, err := policy.ResolveFile(*policyPath)
-						apply(r, err, "SIGHUP")
+						reload()
 					}
 				}
 			}()
