@@ -501,3 +501,31 @@ console.log(JSON.stringify(out));
 		})
 	}
 }
+
+// TestSandboxdRunServesHooks: under sandboxd run --policy, hookgate inside
+// the sandbox (its host Unix sockets out of reach) gets its rulings from
+// sandboxd through the forwarded BARRY_HOOK_SOCKET=tcp:127.0.0.1:3129.
+func TestSandboxdRunServesHooks(t *testing.T) {
+	dir := t.TempDir()
+	dotenv := filepath.Join(dir, "dotenv.json")
+	write := filepath.Join(dir, "write.json")
+	os.WriteFile(dotenv, fixture(t, "claude-code/pretooluse-read-dotenv"), 0o644)
+	os.WriteFile(write, fixture(t, "claude-code/pretooluse-write"), 0o644)
+	script := `echo "socket=$BARRY_HOOK_SOCKET"; "$0" check --harness claude-code < "$1"; echo "rc=$?"; "$0" check --harness claude-code < "$2"; echo "rc=$?"`
+	cmd := exec.Command(sandboxd, "run", "--policy", policyFile(t, "guarded", "claude-code"), "--", "/bin/sh", "-c", script, bin, dotenv, write)
+	cmd.Env = append(os.Environ(), "HOME=/home/dev", "BARRY_HOOK_SOCKET=unix:/nonexistent/outer.sock")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 125 {
+		testenv.SkipOrFail(t, "sandbox could not start: "+strings.TrimSpace(stderr.String()))
+	}
+	if err != nil {
+		t.Fatalf("sandboxd run: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	want := "socket=tcp:127.0.0.1:3129\n" +
+		`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: path /home/dev/acme-api/.env is denied by files.deny \"**/.env*\""}}` + "\nrc=0\nrc=0\n"
+	if stdout.String() != want {
+		t.Errorf("got\n%s\nwant\n%s\nstderr: %s", stdout.String(), want, stderr.String())
+	}
+}
