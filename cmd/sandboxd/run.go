@@ -29,8 +29,11 @@ const runUsage = `sandboxd run [--policy FILE] [--allow-domain D]... [--deny-dom
 Run COMMAND with its whole process tree inside the egress sandbox: its only way
 out is sandboxd's proxy (127.0.0.1:3128 inside) and DNS proxy (127.0.0.1:53
 inside), which allow traffic by hostname. With no policy and no flags nothing
-is allowed. If the sandbox cannot start, COMMAND does not run and sandboxd
-exits 125. Otherwise sandboxd exits with COMMAND's status (128+N for signal N).`
+is allowed. With --policy, sandboxd also serves hookgate's rulings for that
+session policy (BARRY_HOOK_SOCKET=tcp:127.0.0.1:3129 inside; a policy edit
+applies to the next call). If the sandbox cannot start, COMMAND does not run
+and sandboxd exits 125. Otherwise sandboxd exits with COMMAND's status (128+N
+for signal N).`
 
 // proxyInsidePort is where the proxy forwarder listens inside the sandbox.
 const proxyInsidePort = 3128
