@@ -39,7 +39,7 @@ func TestClassifyJSONFailsClosed(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &o); err != nil {
 		t.Fatal(err)
 	}
-	if !o.Unparseable || !o.Denied || o.DeniedBy != "unparseable command line (sh reads its script from a pipe)" {
+	if !o.Unparseable || !o.Denied || o.DeniedBy != "unparseable: sh reads its script from a pipe" {
 		t.Errorf("got %+v", o)
 	}
 	if o.FileWrite == nil || !strings.Contains(o.FileWrite.Reason, "could not be classified") {

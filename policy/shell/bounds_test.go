@@ -21,6 +21,7 @@ func TestWorstCaseLinesFinish(t *testing.T) {
 		{"many distinct chains", chains.String(), ""},
 		{"nested substitutions", strings.Repeat("$(", 2000) + "x" + strings.Repeat(")", 2000), "program name $($("},
 		{"eval chain", strings.Repeat("eval ", 10000) + "x", "nesting deeper than 8 levels"},
+		{"nested groups with here-strings", strings.Repeat("{ ", 6000) + "a" + strings.Repeat(" ;} <<<x", 6000), ""},
 		{"long pipeline", strings.Repeat("a|", 20000) + "a", ""},
 		{"unknown wrapper with many arguments", "mywrap " + strings.Repeat("git push ", 7000), ""},
 		{"many code strings", strings.Repeat("bash -c 'true'; ", 3000), "more than 64 nested code strings"},

@@ -23,7 +23,8 @@ const (
 
 // Classification is what one command line does, as far as a static reading
 // can tell. The zero value means "runs nothing"; callers must check
-// Unparseable first.
+// Unparseable first. A Classification is not modified after Classify
+// returns it, so it may be read concurrently.
 type Classification struct {
 	// Argvs are the quote-removed argument vectors of every command the
 	// line runs, including nested ones (a wrapper and the command it wraps
@@ -59,6 +60,7 @@ type invocation struct {
 
 // Classify reads a command line (bash syntax) without running it. It never
 // panics; any input it cannot resolve exactly is Unparseable with a reason.
+// It is safe for concurrent use.
 func Classify(line string) Classification {
 	a := &analyzer{c: Classification{Subcommands: map[string][]string{}}}
 	if len(line) > MaxLineBytes {
@@ -133,10 +135,35 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 	piped := map[*syntax.Stmt]bool{}
 	stmtOf := map[*syntax.CallExpr]*syntax.Stmt{}
 	assigned := map[*syntax.Assign]bool{}
+	stdinFor := map[*syntax.Stmt]stdin{}
+	// Walk calls f(nil) when it leaves a node: nodeIsStmt tracks the nodes
+	// entered, inStack the stdin of the enclosing statements.
+	var nodeIsStmt []bool
+	var inStack []stdin
 	hasArith, dataSubst := false, false
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			if k := len(nodeIsStmt) - 1; k >= 0 {
+				if nodeIsStmt[k] {
+					inStack = inStack[:len(inStack)-1]
+				}
+				nodeIsStmt = nodeIsStmt[:k]
+			}
+			return true
+		}
+		_, isStmt := n.(*syntax.Stmt)
+		nodeIsStmt = append(nodeIsStmt, isStmt)
 		switch n := n.(type) {
 		case *syntax.Stmt:
+			// A statement's stdin: its own redirections and pipe, else the
+			// enclosing statement's (a group, loop or substitution inherits
+			// it: "{ bash; } <<< 'git push'", "curl … | (sh)").
+			in := stdinOf(n, piped, src)
+			if in.kind == "" && len(inStack) > 0 {
+				in = inStack[len(inStack)-1]
+			}
+			inStack = append(inStack, in)
+			stdinFor[n] = in
 			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
 				stmtOf[c] = n
 			}
@@ -205,7 +232,7 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 			for i, w := range n.Args {
 				args[i] = resolveWord(w, src)
 			}
-			a.command(args, stdinOf(stmtOf[n], piped, src), depth)
+			a.command(args, stdinFor[stmtOf[n]], depth)
 		}
 		return true
 	})

@@ -174,7 +174,7 @@ var (
 )
 
 // Exec primitives: calls whose arguments are a command to run.
-var rePrimitive = regexp.MustCompile(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|eval)\b`)
+var rePrimitive = regexp.MustCompile(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|eval)\b`)
 
 // Primitives whose target the heuristic cannot read at all.
 var reOpaquePrimitive = regexp.MustCompile(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
@@ -271,6 +271,9 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 			if strings.HasPrefix(name, "subprocess.") && !strings.Contains(rest, "(") {
 				continue
 			}
+			if destructured(bare[:loc[0]], rest) {
+				continue // const {execSync} = require(...): the later call is checked
+			}
 			a.fail(fmt.Sprintf("%s code calls %s with a command the classifier cannot read", prog, name))
 			return
 		}
@@ -281,6 +284,10 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 			return
 		}
 		lits := nextStrings(strs, bare[:loc[1]], n)
+		if len(lits) != n {
+			a.fail(fmt.Sprintf("%s code calls %s with a command the classifier cannot read", prog, name))
+			return
+		}
 		if name == "eval" || (name == "exec" && lang == "python") {
 			for _, l := range lits {
 				a.inlineCode(prog, lang, staticWord(l), depth+1)
@@ -303,6 +310,14 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 	}
 }
 
+// destructured reports a primitive named inside a destructuring pattern
+// ("{execSync, spawn}") without renaming.
+func destructured(before, after string) bool {
+	b := strings.TrimRight(before, " \t")
+	a := strings.TrimLeft(after, " \t")
+	return (strings.HasSuffix(b, "{") || strings.HasSuffix(b, ",")) && (strings.HasPrefix(a, "}") || strings.HasPrefix(a, ","))
+}
+
 var reSubstLike = regexp.MustCompile("`|\\$\\(")
 
 // reArgNoise is what may surround literal arguments: separators, list
@@ -323,8 +338,8 @@ func splitStrings(code string) ([]strLit, string) {
 	for i := 0; i < len(code); i++ {
 		c := code[i]
 		if c != '"' && c != '\'' && c != '`' {
-			if c == '#' && (i == 0 || code[i-1] == '\n' || code[i-1] == ' ') {
-				// a comment in python/ruby/perl/shell-like code: keep it visible
+			if c == 0 || c == 1 {
+				c = '?' // the markers below must be unambiguous
 			}
 			b.WriteByte(c)
 			continue

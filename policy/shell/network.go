@@ -75,15 +75,15 @@ func reanalyze(argvs [][]string) []invocation {
 // IsNetworkActionDenied reports the first network action of line that the
 // denied actions cover (expanded with policy.ExpandActions, so "write"
 // covers "git:push"), as the leaf tag. An Unparseable line is denied when
-// any action is denied, with a reason naming why. It is safe for concurrent
-// use.
+// any action is denied, with "unparseable: REASON" in place of a tag. It is
+// safe for concurrent use.
 func IsNetworkActionDenied(line string, actions []string) (string, bool) {
 	if len(actions) == 0 {
 		return "", false
 	}
 	c := Classify(line)
 	if c.Unparseable {
-		return "unparseable command line (" + c.Reason + ")", true
+		return "unparseable: " + c.Reason, true
 	}
 	denied := policy.ExpandActions(actions)
 	for _, t := range ClassifyNetworkActions(c, line) {
@@ -181,8 +181,17 @@ func networkActions(inv invocation) []string {
 		}
 		return []string{policy.ActionHTTPRead}
 	case "curl":
+		if all := curlAllOpts(args); len(all.strs) == 0 && !all.has("--url") && !hasDynamic(args) {
+			return nil // curl --version, curl -h: no transfer
+		}
 		return []string{curlMethod(args)}
 	case "wget":
+		if len(operands(args, wgetOpts)) == 0 && !hasDynamic(args) {
+			o := scanOpts(args, 1, wgetOpts)
+			if !o.has("-i", "--input-file") {
+				return nil
+			}
+		}
 		o := scanOpts(args, 1, wgetOpts)
 		if o.bad != "" {
 			return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
@@ -244,6 +253,15 @@ func networkActions(inv invocation) []string {
 		return nil
 	}
 	return nil
+}
+
+func hasDynamic(args []word) bool {
+	for _, w := range args {
+		if w.dyn {
+			return true
+		}
+	}
+	return false
 }
 
 func firstOperand(args []word, sp optSpec) string {

@@ -285,6 +285,15 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			a.opaque(prog)
 		}
 		return
+	case "fc":
+		a.record(inv)
+		for _, w := range args[1:] {
+			if w.mayBeOption() && (w.dyn || strings.ContainsAny(w.val, "es")) {
+				a.fail("fc re-runs commands from the shell's history")
+				return
+			}
+		}
+		return
 	case "zmodload", "emulate":
 		a.record(inv)
 		if prog == "zmodload" && len(args) > 1 {
@@ -608,6 +617,21 @@ var runners = map[string]map[string]int{
 	"kubectl": {"exec": -1, "run": -1, "debug": -1},
 }
 
+// Value-taking options of runners' run/exec subcommands.
+var runnerOpts = map[string]optSpec{
+	"uv":        {short: "pw", long: []string{"with", "with-requirements", "with-editable", "python", "package", "extra", "group", "only-group", "no-group", "env-file", "directory", "project", "index", "default-index", "index-url", "extra-index-url", "from", "find-links", "script"}},
+	"poetry":    {short: "CP", long: []string{"directory", "project"}},
+	"pdm":       {short: "p", long: []string{"project", "venv"}},
+	"hatch":     {short: "e", long: []string{"env"}},
+	"conda":     {short: "np", long: []string{"name", "prefix", "cwd"}},
+	"pixi":      {short: "e", long: []string{"environment", "manifest-path"}},
+	"mise":      {short: "C", long: []string{"cd", "jobs"}},
+	"op":        {long: []string{"env-file", "account"}},
+	"doppler":   {short: "pc", long: []string{"project", "config", "token"}},
+	"infisical": {long: []string{"env", "projectId", "path", "token"}},
+	"bundle":    {long: []string{"gemfile"}},
+}
+
 var dockerRunOpts = optSpec{short: "aecmpuvwhlI", long: []string{"env", "volume", "publish", "name", "workdir", "user", "network", "entrypoint", "mount", "label", "env-file", "hostname", "platform", "cpus", "memory", "add-host", "cap-add", "cap-drop", "device", "dns", "gpus", "ipc", "pid", "restart", "runtime", "security-opt", "shm-size", "tmpfs", "ulimit", "volumes-from", "log-driver", "log-opt", "detach-keys", "cidfile", "group-add", "link", "network-alias", "pull", "stop-signal", "stop-timeout", "userns", "uts", "cgroupns", "health-cmd"}}
 
 // runner handles "uv run CMD", "docker exec C CMD", "nix shell -c CMD"...
@@ -637,7 +661,7 @@ func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
 	if n < 0 { // only after -- or -c/--command
 		for j := i; j < len(args); j++ {
 			v := args[j].val
-			if !args[j].dyn && (v == "--" || v == "-c" || v == "--command") {
+			if !args[j].dyn && (v == "--" || inv.prog == "nix" && (v == "-c" || v == "--command")) {
 				if j+1 < len(args) {
 					a.command(args[j+1:], in, depth+1)
 				}
@@ -646,7 +670,7 @@ func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
 		}
 		return true
 	}
-	sp := optSpec{}
+	sp := runnerOpts[inv.prog]
 	if inv.prog == "docker" || inv.prog == "podman" {
 		sp = dockerRunOpts
 	}

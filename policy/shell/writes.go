@@ -144,7 +144,7 @@ func (a *analyzer) commandWrites(inv invocation) {
 		}
 	case prog == "wget":
 		o := scanOpts(args, 1, wgetOpts)
-		if o.has("--spider") {
+		if o.has("--spider") || len(operands(args, wgetOpts)) == 0 && !o.has("-i", "--input-file") && !hasDynamic(args) {
 			return
 		}
 		if v, ok := o.val("-O", "--output-document"); ok {
