@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -621,6 +620,3 @@ func (in *input) paths(keys []string) []string {
 }
 
 func (in *input) list(key string) []string { return in.all([]string{key}) }
-
-// MarshalCall renders a call for logs and the wire (stable key order).
-func MarshalCall(c Call) ([]byte, error) { return json.Marshal(c) }
