@@ -133,11 +133,11 @@ func (st *checkState) run(ctx context.Context, a CheckArgs) Output {
 	}
 	r, err := a.Source.Open(ctx)
 	if err != nil {
-		return st.deny("hookgate: "+oneLine(err.Error())+"; denied")
+		return st.deny("hookgate: " + oneLine(err.Error()) + "; denied")
 	}
 	d, err := r.Rule(ctx, c)
 	if err != nil {
-		return st.deny("hookgate: "+oneLine(err.Error())+"; denied")
+		return st.deny("hookgate: " + oneLine(err.Error()) + "; denied")
 	}
 	if ctx.Err() != nil {
 		return st.deny("hookgate: ruling arrived after the deadline; denied")
