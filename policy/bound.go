@@ -153,7 +153,7 @@ func MergeBounds(base, override *Bound) *Bound {
 		if override.Files != nil {
 			b = *override.Files
 		}
-		out.Files = &FileRules{AllowOnly: intersectPlain(a.AllowOnly, b.AllowOnly), Deny: union(a.Deny, b.Deny)}
+		out.Files = &FileRules{AllowOnly: intersectGlobs(a.AllowOnly, b.AllowOnly), Deny: union(a.Deny, b.Deny)}
 	}
 	if base.Nodes != nil || override.Nodes != nil {
 		var a, b NodeRules

@@ -41,4 +41,6 @@ func (d Decision) Allowed() bool { return d.Verdict == Allow }
 func Denied(reason, rule string) Decision { return Decision{Verdict: Deny, Reason: reason, Rule: rule} }
 
 // Allowed returns an allowing decision with a reason and the rule that decided it.
-func AllowedBy(reason, rule string) Decision { return Decision{Verdict: Allow, Reason: reason, Rule: rule} }
+func AllowedBy(reason, rule string) Decision {
+	return Decision{Verdict: Allow, Reason: reason, Rule: rule}
+}

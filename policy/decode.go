@@ -401,4 +401,3 @@ func validateBoundSemantics(b *Bound) error {
 	}
 	return nil
 }
-

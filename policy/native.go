@@ -336,17 +336,21 @@ func resolveNative(granted, byName map[string]bool, bound *Bound, h *NativeHarne
 		// only through other tools, which are decided on their own; it
 		// needs no grant.
 		needsGrant := len(h.Categories[tool]) > 0
+		boundReason := ""
 		switch {
-		case needsGrant && !granted[tool]:
-			remove(tool, fmt.Sprintf("no selected trait grants %s", describeNative(h, tool)), false)
 		case slices.Contains(denied, tool):
-			reason := fmt.Sprintf("the bound denies %s", tool)
+			boundReason = fmt.Sprintf("the bound denies %s", tool)
 			if byName[tool] {
 				p.Conflicts[tool] = "granted by a trait by name, denied by the bound; the bound wins"
 			}
-			remove(tool, reason, true)
 		case slices.Contains(takenBack, tool) && !gated:
-			remove(tool, fmt.Sprintf("the bound's guards take back %s and no per-call gate sees it", describeNative(h, tool)), true)
+			boundReason = fmt.Sprintf("the bound's guards take back %s and no per-call gate sees it", describeNative(h, tool))
+		}
+		switch {
+		case needsGrant && !granted[tool] && (boundReason == "" || gated || m.Ceiling):
+			remove(tool, fmt.Sprintf("no selected trait grants %s", describeNative(h, tool)), false)
+		case boundReason != "":
+			remove(tool, boundReason, true)
 		default:
 			p.Allowed = append(p.Allowed, tool)
 			if !gated {

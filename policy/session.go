@@ -706,4 +706,3 @@ func CheckSandboxEnforceable(b *Bound) error {
 	return fmt.Errorf("%w: network.actions denies only some actions (%s) under enforce: sandbox; the egress sandbox filters by host and cannot tell a read from a write, so deny all actions or enforce this with the guards",
 		ErrNotAllowed, strings.Join(b.Network.Actions, ", "))
 }
-

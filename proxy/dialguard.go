@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 // SpecialRange is one row of the dial guard's table: a range no connection
@@ -152,11 +154,15 @@ func (l *localAddrs) has(a netip.Addr) bool {
 }
 
 // checkAddr is the dial guard for one resolved address, in this order: an
+// IP entry of the deny list refuses it (whatever name led there); an
 // operator range or explicit allowlist IP entry opens it; a special-purpose
 // range refuses it; one of the host's own interface addresses refuses it;
 // otherwise it passes.
 func (c *compiled) checkAddr(a netip.Addr, local *localAddrs) (ok bool, reason string) {
 	a = a.Unmap().WithZone("")
+	if e, denied := c.deny.Match(policy.Host{IP: a}); denied {
+		return false, fmt.Sprintf("%s: %s matches network.domains entry %q", ReasonDeniedDomain, a, e)
+	}
 	if why, ok := c.openedAddr(a); ok {
 		return true, "address opened by " + why
 	}

@@ -231,7 +231,7 @@ func (d *DNSServer) answer(r *dns.Msg, pol *compiled, v *dnsVerdict) (*dns.Msg, 
 	}
 	h, err := policy.ParseHost(q.Name)
 	if err != nil {
-		return refuse(fmt.Sprintf("%s: %v", ReasonInvalidHost, err))
+		return refuse(err.Error())
 	}
 	v.host = h.String()
 	if h.IsIP() {

@@ -32,6 +32,9 @@ type Policy struct {
 // everything. allowPrivate comes from the operator (--allow-private).
 func PolicyFromBound(b *policy.Bound, allowPrivate []netip.Prefix) (Policy, error) {
 	p := Policy{AllowPrivate: slices.Clone(allowPrivate)}
+	if err := policy.CheckSandboxEnforceable(b); err != nil {
+		return Policy{}, err
+	}
 	if b != nil && b.Network != nil {
 		n := b.Network
 		p.Allow = slices.Clone(n.AllowDomains)

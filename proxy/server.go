@@ -50,6 +50,10 @@ type Config struct {
 	Resolver Resolver
 	// DNSUpstream is a "host:port" DNS server for the default resolver.
 	DNSUpstream string
+	// ResolveCacheTTL keeps lookups of allowed names this long (default 5s,
+	// negative: no cache). Cached answers still pass the dial guard on every
+	// use.
+	ResolveCacheTTL time.Duration
 	// Audit receives one line per decision (see the Attr constants). Nil
 	// writes JSON to stderr.
 	Audit *slog.Logger
@@ -64,6 +68,10 @@ type Config struct {
 	// MaxConns caps client connections plus tunnels (default 1024). Past it
 	// a new connection gets 503 and is closed.
 	MaxConns int
+	// CopyBuffer, when positive, relays tunnel bytes through a userspace
+	// buffer of that many bytes per direction instead of io.Copy between the
+	// raw connections (which splices on Linux). See BENCHMARKS.md.
+	CopyBuffer int
 	// Dial dials the pinned upstream address (always "ip:port"). Default: a
 	// net.Dialer with DialTimeout. It must return a *net.TCPConn, so tunnels
 	// splice. Tests use it to dial inside a network namespace.
@@ -145,6 +153,13 @@ func New(cfg Config) (*Server, error) {
 	s.resolver = cfg.Resolver
 	if s.resolver == nil {
 		s.resolver = NewResolver(cfg.DNSUpstream)
+	}
+	if cfg.ResolveCacheTTL == 0 {
+		cfg.ResolveCacheTTL = 5 * time.Second
+		s.cfg.ResolveCacheTTL = cfg.ResolveCacheTTL
+	}
+	if cfg.ResolveCacheTTL > 0 {
+		s.resolver = &resolveCache{r: s.resolver, ttl: cfg.ResolveCacheTTL, m: map[string]cacheEntry{}}
 	}
 	s.tr = &http.Transport{
 		Proxy:                  nil, // never follow HTTP(S)_PROXY
@@ -373,7 +388,37 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.gp.ServeHTTP(&hijackCapture{ResponseWriter: w, h: h}, r)
 		return
 	}
-	s.gp.ServeHTTP(w, r)
+	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w}, r)
+}
+
+// flushingWriter sends each chunk of a plain-HTTP response on at once, so
+// streamed responses (long polls, chunked progress) are not held in the
+// server's buffer; goproxy flushes only event streams by itself.
+type flushingWriter struct {
+	http.ResponseWriter
+}
+
+func (w *flushingWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	return n, err
+}
+
+func (w *flushingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack keeps websocket upgrades working.
+func (w *flushingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("proxy: connection cannot be hijacked")
+	}
+	return hj.Hijack()
 }
 
 func kindOf(r *http.Request) string {
@@ -451,7 +496,7 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 	rec.host = target
 	hs, ps, err := policy.SplitHostPort(target)
 	if err != nil {
-		return deny(fmt.Sprintf("%s: %v", ReasonInvalidHost, err))
+		return deny(err.Error()) // "invalid host: ..." (policy.ErrInvalidHost)
 	}
 	if ps == "" {
 		ps = defaultPort
@@ -463,7 +508,7 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 	rec.port = strconv.FormatUint(port, 10)
 	h, err := policy.ParseHost(hs)
 	if err != nil {
-		return deny(fmt.Sprintf("%s: %v", ReasonInvalidHost, err))
+		return deny(err.Error()) // "invalid host: ..." (policy.ErrInvalidHost)
 	}
 	rec.host = h.String()
 	pol := s.pol.Load()

@@ -266,7 +266,7 @@ func (t *tunnel) firstFlight(pending []byte) error {
 			copy(nb, buf)
 			buf = nb
 		}
-		t.client.SetReadDeadline(time.Now().Add(t.s.cfg.IdleTimeout))
+		t.client.SetReadDeadline(time.Now().Add(t.slice()))
 		n, err := t.client.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if n > 0 {
@@ -286,7 +286,13 @@ func (t *tunnel) firstFlight(pending []byte) error {
 				rec.sni = "not-tls"
 				break
 			}
-			if isTimeout(err) {
+			if isTimeout(err) && !t.closing.Load() {
+				// The server may be talking all along (server-first
+				// protocols): idle only when neither side moved.
+				last := max(t.lastUp.Load(), t.lastDown.Load())
+				if time.Since(time.Unix(0, last)) < t.s.cfg.IdleTimeout {
+					continue
+				}
 				return errIdle
 			}
 			return err
@@ -306,13 +312,23 @@ func (t *tunnel) firstFlight(pending []byte) error {
 // for IdleTimeout. It returns nil on a clean EOF from src.
 func (t *tunnel) copyLoop(dst, src net.Conn, mine, other *atomic.Int64) (int64, error) {
 	idle := t.s.cfg.IdleTimeout
-	slice := max(idle/4, 10*time.Millisecond)
+	slice := t.slice()
 	var total int64
+	var buf []byte
 	for {
 		dl := time.Now().Add(slice)
 		src.SetReadDeadline(dl)
 		dst.SetWriteDeadline(dl.Add(idle))
-		n, err := io.Copy(dst, src)
+		var n int64
+		var err error
+		if bs := t.s.cfg.CopyBuffer; bs > 0 {
+			if buf == nil {
+				buf = make([]byte, bs)
+			}
+			n, err = io.CopyBuffer(onlyWriter{dst}, onlyReader{src}, buf)
+		} else {
+			n, err = io.Copy(dst, src)
+		}
 		total += n
 		now := time.Now()
 		if n > 0 {
@@ -335,6 +351,9 @@ func (t *tunnel) copyLoop(dst, src net.Conn, mine, other *atomic.Int64) (int64, 
 	}
 }
 
+// slice is how long one copy or read runs before the idle check.
+func (t *tunnel) slice() time.Duration { return max(t.s.cfg.IdleTimeout/4, 10*time.Millisecond) }
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
@@ -351,3 +370,8 @@ func dialErr(err error) string {
 	}
 	return "error"
 }
+
+// onlyReader and onlyWriter hide ReadFrom/WriteTo so io.CopyBuffer uses
+// the buffer (the CopyBuffer option).
+type onlyReader struct{ io.Reader }
+type onlyWriter struct{ io.Writer }

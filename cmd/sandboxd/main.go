@@ -49,6 +49,7 @@ func run(args []string) int {
 			}},
 			policyCommand(),
 			runCommand(),
+			proxyCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)

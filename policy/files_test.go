@@ -1,0 +1,156 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestFileMatcherGlobs(t *testing.T) {
+	m := FileMatcher{Home: "/home/u", Cwd: "/w"}
+	cases := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"/etc/secret", "/etc/secret", true},
+		{"/etc/secret", "/etc/secret/key", true},
+		{"/etc/secret", "/etc/secretive", false},
+		{"/etc/*", "/etc/passwd", true},
+		{"/etc/*", "/etc/ssl/certs/x", true},
+		{"/etc/*.conf", "/etc/a.conf", true},
+		{"/etc/*.conf", "/etc/sub/a.conf", false},
+		{"/w/**/*.go", "/w/a.go", true},
+		{"/w/**/*.go", "/w/x/y/a.go", true},
+		{"/w/**/*.go", "/v/a.go", false},
+		{"/w/?.txt", "/w/a.txt", true},
+		{"/w/?.txt", "/w/ab.txt", false},
+		{"/w/[ab].txt", "/w/b.txt", true},
+		{"~/.ssh", "/home/u/.ssh/id_rsa", true},
+		{"~/.ssh/**", "/home/u/.ssh/id_rsa", true},
+		{"~", "/home/u/x", true},
+		{"~/.ssh", "/root/.ssh/id_rsa", false},
+		{".env", "/w/app/.env", true},
+		{".env", "/w/app/.envrc", false},
+		{"*.pem", "/etc/ssl/key.pem", true},
+		{".ssh", "/home/u/.ssh/id_rsa", true},
+		{"src/**", "/w/src/a.go", true},
+		{"src/**", "/other/src/a.go", false},
+		{"**", "/anything", true},
+	}
+	for _, c := range cases {
+		if got := m.match(c.pattern, c.path); got != c.want {
+			t.Errorf("pattern %q on %q = %v, want %v", c.pattern, c.path, got, c.want)
+		}
+	}
+}
+
+func TestCanonicalize(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "secret"), 0o755))
+	must(os.MkdirAll(filepath.Join(dir, "work", "a"), 0o755))
+	must(os.MkdirAll(filepath.Join(dir, "deep", "x"), 0o755))
+	must(os.Symlink(filepath.Join(dir, "secret"), filepath.Join(dir, "work", "link")))
+	must(os.Symlink("../deep/x", filepath.Join(dir, "work", "rel")))
+	must(os.Symlink("loop2", filepath.Join(dir, "loop1")))
+	must(os.Symlink("loop1", filepath.Join(dir, "loop2")))
+	cases := []struct{ in, cwd, want string }{
+		{"./a/../../secret/k", filepath.Join(dir, "work"), filepath.Join(dir, "secret", "k")},
+		{"link/key", filepath.Join(dir, "work"), filepath.Join(dir, "secret", "key")},
+		{"link/../x", filepath.Join(dir, "work"), filepath.Join(dir, "x")},
+		{"rel/../y", filepath.Join(dir, "work"), filepath.Join(dir, "deep", "y")},
+		{filepath.Join(dir, "work", "new", "..", "file"), "/", filepath.Join(dir, "work", "file")},
+		{"//" + dir + "/./work//a/", "/", filepath.Join(dir, "work", "a")},
+		{filepath.Join(dir, "loop1", "x"), "/", filepath.Join(dir, "loop1", "x")},
+		{"", filepath.Join(dir, "work"), filepath.Join(dir, "work")},
+	}
+	for _, c := range cases {
+		if got := Canonicalize(c.in, c.cwd); got != c.want {
+			t.Errorf("Canonicalize(%q, %q) = %q, want %q", c.in, c.cwd, got, c.want)
+		}
+	}
+	// A symlink into a denied directory is caught.
+	m := FileMatcher{Home: "/nonexistent", Cwd: filepath.Join(dir, "work")}
+	rules := &FileRules{Deny: []string{filepath.Join(dir, "secret")}}
+	d := m.Check("link/key", rules)
+	if d.Allowed() || d.Reason != "path "+filepath.Join(dir, "secret", "key")+" is denied by files.deny \""+filepath.Join(dir, "secret")+"\"" {
+		t.Errorf("Check(link/key) = %+v", d)
+	}
+	if d := m.Check("./a/../../secret/k", rules); d.Allowed() {
+		t.Errorf("dot-dot path into a denied directory allowed: %+v", d)
+	}
+	// Under allowOnly, nothing matching is a denial; an empty allowOnly denies all.
+	allow := &FileRules{AllowOnly: []string{filepath.Join(dir, "work", "**")}}
+	if d := m.Check("a/file", allow); !d.Allowed() {
+		t.Errorf("allowed path denied: %+v", d)
+	}
+	if d := m.Check("link/key", allow); d.Allowed() || d.Reason != "path "+filepath.Join(dir, "secret", "key")+" is outside files.allowOnly" {
+		t.Errorf("path outside allowOnly (through a symlink) allowed: %+v", d)
+	}
+	if d := m.Check("a/file", &FileRules{AllowOnly: []string{}}); d.Allowed() {
+		t.Error("empty allowOnly allowed a path")
+	}
+	// A pattern whose directory is a symlink matches the resolved path.
+	if d := m.Check(filepath.Join(dir, "secret", "k"), &FileRules{Deny: []string{filepath.Join(dir, "work", "link")}}); d.Allowed() {
+		t.Error("deny pattern through a symlinked directory missed the resolved path")
+	}
+}
+
+func TestIsFileDeniedAllowed(t *testing.T) {
+	if got := IsFileDenied("/etc/shadow", []string{"/etc/**"}); got != "/etc/**" {
+		t.Errorf("IsFileDenied = %q", got)
+	}
+	if got := IsFileDenied("/usr/bin/env", []string{"/etc/**"}); got != "" {
+		t.Errorf("IsFileDenied = %q", got)
+	}
+	if got := IsFileAllowed("/tmp/x", []string{"/etc/**"}); got != "" {
+		t.Errorf("IsFileAllowed = %q", got)
+	}
+}
+
+func TestValidateFileGlob(t *testing.T) {
+	for _, ok := range []string{"/a/**", "~/.ssh", "~", "*.pem", "src/**/x?.go", "/a/[bc]"} {
+		if err := ValidateFileGlob(ok); err != nil {
+			t.Errorf("ValidateFileGlob(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "~root/x", "/a/**b", "/a/[", "a\x00b"} {
+		if err := ValidateFileGlob(bad); err == nil {
+			t.Errorf("ValidateFileGlob(%q) accepted", bad)
+		}
+	}
+}
+
+func TestGlobCovers(t *testing.T) {
+	cases := []struct {
+		q, p string
+		want bool
+	}{
+		{"/w/**", "/w/src", true},
+		{"/w/**", "/w/src/**", true},
+		{"/w", "/w/src", true},
+		{"/w/src", "/w", false},
+		{"/w/*", "/w/a.go", true},
+		{"/w/*.go", "/w/*", false},
+		{"*.go", "/w/a.go", true},
+		{"/w/**", "*.go", false},
+		{"~/**", "~/.ssh", true},
+		{"/home/**", "~/.ssh", false}, // home may be anywhere
+		{"/home/*", "~/.ssh", false},
+		{"src/**", "src/a", true},
+		{"/w/src/**", "src/a", false},
+	}
+	for _, c := range cases {
+		if got := globCovers(c.q, c.p); got != c.want {
+			t.Errorf("globCovers(%q, %q) = %v, want %v", c.q, c.p, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package proxytest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
+)
+
+// Netns is a network namespace the test created, with loopback up and a
+// dummy interface (or, without the dummy driver, lo) holding the given
+// addresses. It is deleted when the test
+// ends.
+type Netns struct {
+	Name string
+	path string
+}
+
+// NewNetns creates the namespace (needs root and iproute2; skips or, under
+// BARRY_REQUIRE_PRIVILEGED=1, fails otherwise). addrs are CIDRs such as
+// "203.0.113.10/24".
+func NewNetns(t testing.TB, addrs ...string) *Netns {
+	t.Helper()
+	testenv.NeedRoot(t)
+	ip := testenv.NeedCommand(t, "ip")
+	name := fmt.Sprintf("barrytest-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
+		testenv.SkipOrFail(t, fmt.Sprintf("cannot create a network namespace: %v: %s", err, out))
+	}
+	t.Cleanup(func() { exec.Command(ip, "netns", "delete", name).Run() })
+	run("-n", name, "link", "set", "lo", "up")
+	dev := "d0"
+	if out, err := exec.Command(ip, "-n", name, "link", "add", "d0", "type", "dummy").CombinedOutput(); err != nil {
+		// Kernels without the dummy driver (containers that cannot load
+		// modules): the namespace's own loopback device holds the addresses;
+		// they are just as unreachable from outside.
+		t.Logf("no dummy interface (%s), using the namespace's lo", strings.TrimSpace(string(out)))
+		dev = "lo"
+	}
+	for _, a := range addrs {
+		run("-n", name, "addr", "add", a, "dev", dev)
+	}
+	if dev != "lo" {
+		run("-n", name, "link", "set", dev, "up")
+	}
+	return &Netns{Name: name, path: "/var/run/netns/" + name}
+}
+
+// Do runs f on an OS thread that is inside the namespace; sockets f creates
+// stay in the namespace.
+func (n *Netns) Do(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The thread is not unlocked: if switching back fails, it dies
+		// with the goroutine instead of serving others in the wrong netns.
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(n.path)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns: %w", err)
+			return
+		}
+		ferr := f()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns back: %w", err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// Listen opens a listener inside the namespace.
+func (n *Netns) Listen(t testing.TB, network, addr string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	if err := n.Do(func() (err error) { ln, err = net.Listen(network, addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// Dial dials from inside the namespace (a proxy.Config.Dial).
+func (n *Netns) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := n.Do(func() (err error) {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}

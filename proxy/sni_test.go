@@ -1,0 +1,106 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+)
+
+// clientHello captures the first flight of a real crypto/tls client.
+func clientHello(t testing.TB, serverName string) []byte {
+	t.Helper()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	go func() {
+		c := tls.Client(a, &tls.Config{ServerName: serverName, InsecureSkipVerify: serverName == ""})
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		c.Handshake()
+	}()
+	b.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 64<<10)
+	n, err := b.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+// splitRecords re-frames a one-record ClientHello into records of at most
+// size handshake bytes each.
+func splitRecords(rec []byte, size int) []byte {
+	hs := rec[5:]
+	var out []byte
+	for len(hs) > 0 {
+		n := min(size, len(hs))
+		h := []byte{0x16, rec[1], rec[2], 0, 0}
+		binary.BigEndian.PutUint16(h[3:], uint16(n))
+		out = append(out, h...)
+		out = append(out, hs[:n]...)
+		hs = hs[n:]
+	}
+	return out
+}
+
+func TestParseClientHello(t *testing.T) {
+	withSNI := clientHello(t, "api.example.com")
+	noSNI := clientHello(t, "")
+	ipSNI := clientHello(t, "203.0.113.9") // Go sends no SNI for an IP
+	cases := []struct {
+		name  string
+		in    []byte
+		state helloState
+		sni   string
+	}{
+		{"real hello", withSNI, helloSNI, "api.example.com"},
+		{"split over records", splitRecords(withSNI, 50), helloSNI, "api.example.com"},
+		{"split into 1-byte records", splitRecords(withSNI, 1), helloSNI, "api.example.com"},
+		{"no sni", noSNI, helloNoSNI, ""},
+		{"ip server name", ipSNI, helloNoSNI, ""},
+		{"ssh banner", []byte("SSH-2.0-OpenSSH_9.6\r\n"), helloNotTLS, ""},
+		{"http", []byte("GET / HTTP/1.1\r\n"), helloNotTLS, ""},
+		{"alert record", []byte{0x15, 3, 3, 0, 2, 2, 40}, helloNotTLS, ""},
+		{"bad version", []byte{0x16, 2, 0, 0, 1, 1}, helloMalformed, ""},
+		{"zero-length record", []byte{0x16, 3, 1, 0, 0}, helloMalformed, ""},
+		{"server hello", []byte{0x16, 3, 3, 0, 4, 2, 0, 0, 0}, helloMalformed, ""},
+		{"truncated body", append([]byte{0x16, 3, 1, 0, 6, 1, 0, 0, 2}, 3, 3), helloMalformed, ""},
+		{"empty", nil, helloNeedMore, ""},
+	}
+	for _, tc := range cases {
+		st, sni := parseClientHello(tc.in)
+		if st != tc.state || sni != tc.sni {
+			t.Errorf("%s: got %d %q, want %d %q", tc.name, st, sni, tc.state, tc.sni)
+		}
+	}
+	// Every strict prefix of a TLS hello needs more bytes.
+	for _, in := range [][]byte{withSNI, splitRecords(withSNI, 100)} {
+		for i := 1; i < len(in); i++ {
+			if st, _ := parseClientHello(in[:i]); st != helloNeedMore {
+				t.Fatalf("prefix %d/%d: state %d, want need-more", i, len(in), st)
+			}
+		}
+	}
+}
+
+func FuzzParseClientHello(f *testing.F) {
+	f.Add(clientHello(f, "api.example.com"))
+	f.Add(splitRecords(clientHello(f, "a.test"), 7))
+	f.Add(clientHello(f, ""))
+	f.Add([]byte("SSH-2.0-x\r\n"))
+	f.Add([]byte{0x16, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, sni := parseClientHello(b)
+		// Property: a decision made on b stands when more bytes follow.
+		if st != helloNeedMore {
+			st2, sni2 := parseClientHello(append(b[:len(b):len(b)], 0x16, 3, 1))
+			if st2 != st || sni2 != sni {
+				t.Fatalf("decision changed with trailing bytes: %d %q -> %d %q", st, sni, st2, sni2)
+			}
+		}
+		if st != helloSNI && sni != "" {
+			t.Fatalf("sni %q with state %d", sni, st)
+		}
+	})
+}
