@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,13 +29,63 @@ const setupTimeout = 30 * time.Second
 // Sandbox is a running sandboxed command. Its methods are safe for
 // concurrent use.
 type Sandbox struct {
-	cmd        *exec.Cmd
-	insidePID  int
-	done       chan struct{}
-	code       int
-	waitErr    error
-	cleanup    func()
-	signalOnce sync.Mutex
+	init      *initProc
+	insidePID int
+	done      chan struct{}
+	code      int
+	waitErr   error
+	cleanup   func()
+}
+
+// initProc is the sandbox's init as seen from the parent. It is started
+// with syscall.ForkExec and reaped by one goroutine, so that it is never
+// signalled after it was reaped (its PID could be someone else's by then).
+type initProc struct {
+	pid    int
+	mu     sync.Mutex
+	reaped bool
+	ws     unix.WaitStatus
+	err    error
+	exited chan struct{}
+}
+
+func startInit(path string, files []uintptr) (*initProc, error) {
+	pid, err := syscall.ForkExec(path, []string{"sandboxd", InitCommand}, &syscall.ProcAttr{
+		Env: []string{}, Files: files, Sys: namespaceAttr(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &initProc{pid: pid, exited: make(chan struct{})}
+	go func() {
+		var ws unix.WaitStatus
+		var err error
+		for {
+			if _, err = unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+				break
+			}
+		}
+		p.mu.Lock()
+		p.reaped, p.ws, p.err = true, ws, err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *initProc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return os.ErrProcessDone
+	}
+	return unix.Kill(p.pid, sig)
+}
+
+// kill kills the init (and so the whole sandbox) and waits for it.
+func (p *initProc) kill() {
+	p.signal(syscall.SIGKILL)
+	<-p.exited
 }
 
 // Start sets up the sandbox described by spec and starts the command in it.
@@ -119,25 +168,26 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	if initPath == "" {
 		initPath = "/proc/self/exe"
 	}
-	cmd := &exec.Cmd{
-		Path:        initPath,
-		Args:        []string{"sandboxd", InitCommand},
-		Env:         []string{},
-		Stdin:       spec.Stdin,
-		Stdout:      spec.Stdout,
-		Stderr:      spec.Stderr,
-		ExtraFiles:  []*os.File{childCtl},
-		SysProcAttr: namespaceAttr(),
+	var files []uintptr
+	for _, f := range []*os.File{spec.Stdin, spec.Stdout, spec.Stderr} {
+		if f == nil {
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				childCtl.Close()
+				return nil, cleanup, stepErr("open /dev/null", err)
+			}
+			defer null.Close()
+			f = null
+		}
+		files = append(files, f.Fd())
 	}
-	if err := cmd.Start(); err != nil {
-		childCtl.Close()
+	files = append(files, childCtl.Fd()) // controlFD
+	cmd, err := startInit(initPath, files)
+	childCtl.Close()
+	if err != nil {
 		return nil, cleanup, namespaceError(err)
 	}
-	childCtl.Close()
-	cleanups = append(cleanups, func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	cleanups = append(cleanups, cmd.kill)
 
 	type reply struct {
 		pid int
@@ -173,9 +223,8 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 			return err
 		}
 		// The child died without a reply: report how.
-		cmd.Process.Kill()
-		cmd.Wait()
-		return stepErrf("sandbox init", "died during setup (%v)", cmd.ProcessState)
+		cmd.kill()
+		return stepErrf("sandbox init", "died during setup (%s)", describeStatus(cmd.ws))
 	}
 	br := bufio.NewReader(parentCtl)
 	if _, err := await(func() (int, error) {
@@ -203,33 +252,35 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	r := reply{pid: pid}
 	parentCtl.Close()
 	cleanups = cleanups[:len(cleanups)-2] // keep the init running; keep the runtime dir until exit
-	sb := &Sandbox{cmd: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}
+	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}
 	go sb.wait(ctx)
 	return sb, func() {}, nil
 }
 
 func (s *Sandbox) wait(ctx context.Context) {
-	waited := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			s.cmd.Process.Kill()
-		case <-waited:
-		}
-	}()
-	err := s.cmd.Wait()
-	close(waited)
-	ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	select {
+	case <-ctx.Done():
+		s.init.kill()
+	case <-s.init.exited:
+	}
+	ws := s.init.ws
 	switch {
-	case ok && ws.Signaled():
+	case s.init.err != nil:
+		s.code, s.waitErr = 125, s.init.err
+	case ws.Signaled():
 		s.code = 128 + int(ws.Signal())
-	case ok:
-		s.code = ws.ExitStatus()
 	default:
-		s.code, s.waitErr = 125, err
+		s.code = ws.ExitStatus()
 	}
 	s.cleanup()
 	close(s.done)
+}
+
+func describeStatus(ws unix.WaitStatus) string {
+	if ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit status %d", ws.ExitStatus())
 }
 
 // Wait waits for the command to exit and returns its exit status: its exit
@@ -246,19 +297,18 @@ func (s *Sandbox) Done() <-chan struct{} { return s.done }
 // Signal sends sig to the sandbox's init, which forwards it to the command's
 // process group (SIGKILL kills the whole sandbox).
 func (s *Sandbox) Signal(sig os.Signal) error {
-	select {
-	case <-s.done:
-		return os.ErrProcessDone
-	default:
+	ss, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v is not a syscall.Signal", sig)
 	}
-	return s.cmd.Process.Signal(sig)
+	return s.init.signal(ss)
 }
 
 // Kill kills the whole sandbox.
 func (s *Sandbox) Kill() error { return s.Signal(syscall.SIGKILL) }
 
 // InitPID is the host PID of the sandbox's init (its PID 1).
-func (s *Sandbox) InitPID() int { return s.cmd.Process.Pid }
+func (s *Sandbox) InitPID() int { return s.init.pid }
 
 // CommandPID is the command's PID as seen inside the sandbox.
 func (s *Sandbox) CommandPID() int { return s.insidePID }
