@@ -66,6 +66,8 @@ func TestRunCLI(t *testing.T) {
 			{"bad dns upstream", "--dns-upstream", "not-an-address", "sandboxd: sandbox could not start: dns proxy: "},
 			{"missing policy file", "--policy", "/nonexistent/policy.yaml", "sandboxd: sandbox could not start: "},
 			{"bad private range", "--allow-private", "10.0.0.0/33", "sandboxd: sandbox could not start: --allow-private"},
+			{"missing working directory", "--cwd", "/nonexistent/dir", "sandboxd: sandbox could not start: working directory: stat /nonexistent/dir: no such file or directory"},
+			{"allowed unix socket missing", "--allow-unix-socket", "/nonexistent/docker.sock", "sandboxd: sandbox could not start: unix socket gate: /nonexistent/docker.sock: no such file or directory"},
 		} {
 			t.Run(u.name+"/refuse "+c.name, func(t *testing.T) {
 				ran, argv := marker(t)

@@ -138,6 +138,12 @@ func setupInside(s *initSpec) error {
 	if err := checkInterfaces(); err != nil {
 		return stepErr("check interfaces", err)
 	}
+	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", s.Dir)
+		}
+		return stepErr("working directory", err)
+	}
 	for _, f := range s.Forwards {
 		if err := startForward(f); err != nil {
 			return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)

@@ -16,7 +16,7 @@ import (
 //  2. child: sets up, in this order, each step named in its error:
 //     "read spec", "init not dumpable", "hostname", "private mounts",
 //     "mount /proc", "mount /etc/resolv.conf", "loopback up", "check
-//     interfaces", "forward <net>/<port>", "unix socket gate".
+//     interfaces", "working directory", "forward <net>/<port>", "unix socket gate".
 //  3. child → parent: "ready\n", or "error <step>: <reason>\n" after which
 //     the child exits 125.
 //  4. parent → child: "go\n" once everything outside is ready too (Spec.Ready).
