@@ -185,8 +185,9 @@ func TestAllowUnixSocketFlag(t *testing.T) {
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
 			r := w.sandboxd(t, runOpts{uid: u.uid, flags: []string{"--allow-unix-socket", docker},
-				argv: []string{"sh", "-c", "curl -sS --unix-socket " + docker + " http://d/version; echo; curl -sS --unix-socket " + other + " http://d/version; echo code=$?"}})
-			if r.code != 0 || !strings.Contains(r.stdout, "api docker.sock\n") || !strings.Contains(r.stdout, "code=7") || strings.Contains(r.stdout, "api other.sock") {
+				argv: []string{"sh", "-c", "curl -sS --unix-socket " + docker + " http://d/version; echo; curl -sS --unix-socket " + other + " http://d/version; echo code=$?; curl -sS --max-time 10 https://allowed.test/"}})
+			if r.code != 0 || !strings.Contains(r.stdout, "api docker.sock\n") || !strings.Contains(r.stdout, "code=7") || strings.Contains(r.stdout, "api other.sock") ||
+				!strings.Contains(r.stdout, "hello from allowed.test") {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 			}
 		})

@@ -341,11 +341,20 @@ try:
 except OSError as e:
     print("dgram refused", e.errno)
 print(urllib.request.urlopen("http://127.0.0.1:3128/x", timeout=10).read().decode())
+import select
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setblocking(False)
+rc = s.connect_ex(("127.0.0.1", 3128))
+select.select([], [s], [], 10)
+print("nonblocking", rc in (0, 115), s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.connect(("127.0.0.1", 9))
+print("udp connect", u.getpeername()[1])
 `, okPath, dir, otherPath, link)
 	spec := Spec{Command: "python3", Args: []string{"-c", script}, AllowUnixSockets: []string{okPath},
 		Forwards: []Forward{{InsidePort: 3128, Network: "tcp", Target: http}}}
 	code, out, stderr := run(t, spec)
-	want := "allowed hello allowed.sock\nrelative hello allowed.sock\nother refused 13\nsymlink refused 13\nabstract-host refused 111\ndgram refused 1\ntcp still works /x\n"
+	want := "allowed hello allowed.sock\nrelative hello allowed.sock\nother refused 13\nsymlink refused 13\nabstract-host refused 111\ndgram refused 1\ntcp still works /x\nnonblocking True 0\nudp connect 9\n"
 	if code != 0 || out != want {
 		t.Fatalf("exit %d\nout  %q\nwant %q\nstderr %s", code, out, want, stderr)
 	}
