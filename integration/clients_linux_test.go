@@ -57,3 +57,22 @@ func TestRealClients(t *testing.T) {
 		}
 	}
 }
+
+// TestSSHProxyCommandHelper: GIT_SSH_COMMAND's ProxyCommand helper
+// (sandboxd __connect HOST PORT) tunnels through the proxy with the
+// sandbox's credentials: an allowed host answers, a denied one is refused.
+func TestSSHProxyCommandHelper(t *testing.T) {
+	w := newWorld(t)
+	script := `case "$GIT_SSH_COMMAND" in *"__connect %h %p"*) echo has-proxycommand;; esac
+printf 'GET /ssh HTTP/1.0\r\nHost: allowed.test\r\n\r\n' | ` + sandboxdBin + ` __connect allowed.test 80
+echo; ` + sandboxdBin + ` __connect denied.test 80 </dev/null; echo code=$?`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
+			if !strings.Contains(r.stdout, "has-proxycommand") || !strings.Contains(r.stdout, "hello from allowed.test") ||
+				!strings.Contains(r.stdout, "code=1") || !strings.Contains(r.stderr, "proxy refused: 403") {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}

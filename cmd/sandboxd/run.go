@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
@@ -209,14 +210,37 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 		Port: proxyInsidePort, User: creds.user, Password: creds.secret, ConnectHelper: self,
 	})
 
-	// Signals are forwarded to the sandbox from here on; the sandbox's
-	// lifetime is not tied to the CLI's interrupt context.
+	// Signals: during setup, SIGINT, SIGTERM, SIGHUP or SIGQUIT abort it
+	// (the command never starts); once the command runs, every signal is
+	// forwarded to it, and the sandbox's lifetime is not tied to the CLI's
+	// interrupt context.
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
 		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
+	setupCtx, abortSetup := context.WithCancel(context.Background())
+	defer abortSetup()
+	var (
+		sigMu   sync.Mutex
+		running *procjail.Sandbox
+		aborted os.Signal
+	)
+	go func() {
+		for sig := range sigs {
+			sigMu.Lock()
+			sb := running
+			if sb == nil && aborted == nil && sig != syscall.SIGWINCH && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2 {
+				aborted = sig
+				abortSetup()
+			}
+			sigMu.Unlock()
+			if sb != nil {
+				sb.Signal(sig)
+			}
+		}
+	}()
 
-	sb, err := procjail.Start(context.Background(), procjail.Spec{
+	sb, err := procjail.Start(setupCtx, procjail.Spec{
 		Command: argv[0], Args: argv[1:], Env: env, Dir: f.cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Forwards: []procjail.Forward{
@@ -230,17 +254,20 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 		Ready:            awaitProxies,
 	})
 	if err != nil {
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return 0, fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
 		var se *procjail.SetupError
 		if errors.As(err, &se) && se.Step == "ready" {
 			return 0, se.Err
 		}
 		return 0, err
 	}
-	go func() {
-		for sig := range sigs {
-			sb.Signal(sig)
-		}
-	}()
+	sigMu.Lock()
+	running = sb
+	sigMu.Unlock()
 	code, err := sb.Wait()
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
