@@ -9,7 +9,8 @@ require (
 	github.com/miekg/dns v1.1.73
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.62.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.50.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require golang.org/x/text v0.43.0 // indirect

@@ -106,15 +106,25 @@ func TestPosture(t *testing.T) {
 		t.Errorf("uid_map %q, want %q", got, want)
 	}
 
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The dynamic loader holds a library open for a moment while cat
+	// starts; read the descriptors once the process has settled (blocked
+	// reading stdin), for at most two seconds. A descriptor that stays open
+	// still fails the test.
 	var fds []string
-	for _, e := range ents {
-		fds = append(fds, e.Name())
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = fds[:0]
+		for _, e := range ents {
+			fds = append(fds, e.Name())
+		}
+		sort.Strings(fds)
+		if strings.Join(fds, ",") == "0,1,2" || time.Now().After(deadline) {
+			break
+		}
 	}
-	sort.Strings(fds)
 	for _, fd := range fds {
 		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd))
 		t.Logf("fd %s -> %s", fd, l)

@@ -51,14 +51,7 @@ func newDNSEnv(t testing.TB, mod ...func(*proxy.DNSConfig)) *dnsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, ln := proxytest.ListenUDPTCP(t)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); srv.ServeUDP(pc) }()

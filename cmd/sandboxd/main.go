@@ -39,6 +39,7 @@ func run(args []string) int {
 		Name:    "sandboxd",
 		Summary: "run an agent's process tree behind Barry's egress sandbox",
 		Commands: []*cli.Command{
+			serveHooksCommand(),
 			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
 				if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 					fmt.Fprintln(io.Out, "usage: sandboxd version\n\nPrint sandboxd's version.")
@@ -47,9 +48,9 @@ func run(args []string) int {
 				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 				return 0
 			}},
-			policyCommand(),
-			runCommand(),
+			policyCommand(classifyCommand()),
 			proxyCommand(),
+			runCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)

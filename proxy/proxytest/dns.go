@@ -27,23 +27,7 @@ type DNS struct {
 func NewDNS(t testing.TB) *DNS {
 	t.Helper()
 	d := &DNS{records: map[string][]dns.RR{}, seen: map[string]int{}}
-	var pc net.PacketConn
-	var ln net.Listener
-	for i := 0; ; i++ { // the UDP port may be taken for TCP: retry
-		var err error
-		pc, err = net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err = net.Listen("tcp", pc.LocalAddr().String())
-		if err == nil {
-			break
-		}
-		pc.Close()
-		if i == 20 {
-			t.Fatal(err)
-		}
-	}
+	pc, ln := ListenUDPTCP(t)
 	d.Addr = pc.LocalAddr().String()
 	for _, s := range []*dns.Server{{PacketConn: pc, Handler: d}, {Listener: ln, Handler: d}} {
 		started := make(chan struct{})
@@ -136,4 +120,24 @@ func (d *DNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	}
 	m.Answer = ans
 	w.WriteMsg(m)
+}
+
+// ListenUDPTCP listens on one loopback port for both UDP and TCP, retrying
+// when the kernel's free UDP port is taken for TCP. The caller closes both.
+func ListenUDPTCP(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for i := 0; ; i++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln
+		}
+		pc.Close()
+		if i == 50 {
+			t.Fatal(err)
+		}
+	}
 }

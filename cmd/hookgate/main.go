@@ -1,0 +1,170 @@
+// Command hookgate answers agent harnesses' tool-call hooks (Claude Code,
+// Codex, Cursor, Gemini CLI, Pi) with allow or deny in each harness's own
+// protocol, within a deadline. It is wiring only: the logic lives in package
+// hooks.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/barry-rocks/sandbox/hooks"
+	"github.com/barry-rocks/sandbox/internal/cli"
+)
+
+// version is set at link time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	app := &cli.App{
+		Name:    "hookgate",
+		Summary: "rule on agent harness tool calls (allow or deny) within a deadline",
+		Commands: []*cli.Command{
+			{Name: "check", Summary: "answer one hook call read on stdin", Run: checkCmd},
+			{Name: "install", Summary: "add hookgate to a harness's hook configuration", Run: installCmd(false)},
+			{Name: "uninstall", Summary: "remove hookgate's entry from a harness's hook configuration", Run: installCmd(true)},
+			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
+				fmt.Fprintf(io.Out, "hookgate %s\n", version)
+				return 0
+			}},
+		},
+	}
+	return app.Main(context.Background(), cli.StdIO(), args)
+}
+
+const checkUsage = `hookgate check --harness claude-code|codex|cursor|gemini|pi [--policy FILE | --socket ADDR] [--deadline DURATION]
+
+Reads one hook payload on stdin and answers on stdout, stderr and the exit
+code exactly as the harness expects. Policy: --policy (or BARRY_POLICY), a
+session policy file ruled on locally; or --socket (or BARRY_HOOK_SOCKET), a
+ruling server at PATH, unix:PATH or tcp:127.0.0.1:PORT. Neither, or any
+failure, is a deny.`
+
+func checkCmd(ctx context.Context, io cli.IO, args []string) int {
+	fs := cli.NewFlagSet(io, "check", checkUsage)
+	harness := fs.String("harness", "", "harness protocol: claude-code, codex, cursor, gemini or pi")
+	policyPath := fs.String("policy", os.Getenv("BARRY_POLICY"), "session policy file (env BARRY_POLICY)")
+	socket := fs.String("socket", os.Getenv("BARRY_HOOK_SOCKET"), "ruling server address (env BARRY_HOOK_SOCKET)")
+	deadline := fs.Duration("deadline", hooks.DefaultDeadline, "deadline for the whole ruling")
+	if code, stop := cli.Parse(fs, args); stop {
+		if code == 0 {
+			return 0
+		}
+		// A harness that runs hookgate with bad flags still gets a deny.
+		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: bad command line; denied"))
+	}
+	if fs.NArg() > 0 {
+		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: unexpected arguments; denied"))
+	}
+	var src hooks.Source
+	switch {
+	case *socket != "" && *policyPath != "":
+		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: both a policy file and a socket are set; denied"))
+	case *socket != "":
+		src = hooks.ClientSource{Addr: *socket}
+	case *policyPath != "":
+		src = hooks.LocalSource{Path: *policyPath}
+	}
+	if *deadline <= 0 || *deadline > 10*time.Minute {
+		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: --deadline must be in (0, 10m]; denied"))
+	}
+	out := hooks.Check(ctx, hooks.CheckArgs{
+		Harness: *harness, Payload: io.In, Source: src, Deadline: *deadline, Fault: hooks.FaultFromEnv(),
+	})
+	return write(io, out)
+}
+
+func write(io cli.IO, out hooks.Output) int {
+	if len(out.Stdout) > 0 {
+		io.Out.Write(out.Stdout)
+	}
+	if len(out.Stderr) > 0 {
+		io.Err.Write(out.Stderr)
+	}
+	return out.Code
+}
+
+const installUsage = `hookgate install|uninstall --harness claude-code|codex|cursor|gemini|pi [--scope user|project] [--policy FILE] [--project DIR]
+
+install merges hookgate's hook entry into the harness's configuration
+(~/.claude/settings.json, ~/.cursor/hooks.json with failClosed: true,
+~/.codex/hooks.json, ~/.gemini/settings.json; with --scope project the same
+files under the project directory; for Pi an extension file), keeping every
+other setting and hook, after a timestamped backup. Running it twice
+changes nothing. uninstall removes only hookgate's entries. The entry runs
+this binary by its absolute path.`
+
+func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string) int {
+	name := "install"
+	if remove {
+		name = "uninstall"
+	}
+	return func(ctx context.Context, io cli.IO, args []string) int {
+		fs := cli.NewFlagSet(io, name, installUsage)
+		harness := fs.String("harness", "", "harness: claude-code, codex, cursor, gemini or pi")
+		scope := fs.String("scope", "user", "user (home directory) or project")
+		policyPath := fs.String("policy", "", "session policy file the hook passes as --policy (default: the harness's BARRY_POLICY or BARRY_HOOK_SOCKET)")
+		project := fs.String("project", "", "project directory for --scope project (default: the working directory)")
+		if code, stop := cli.Parse(fs, args); stop {
+			return code
+		}
+		h, err := hooks.ParseHarness(*harness)
+		if err != nil || fs.NArg() > 0 {
+			fmt.Fprintf(io.Err, "hookgate %s: --harness is required and must be claude-code, codex, cursor, gemini or pi\n", name)
+			return 2
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			fmt.Fprintf(io.Err, "hookgate %s: home directory: %v\n", name, err)
+			return 1
+		}
+		if *project == "" {
+			*project, _ = os.Getwd()
+		}
+		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath}
+		if a.Policy != "" {
+			a.Policy = absPath(a.Policy)
+		}
+		exe, err := os.Executable()
+		if err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		if err != nil {
+			fmt.Fprintf(io.Err, "hookgate %s: locating this binary: %v\n", name, err)
+			return 1
+		}
+		a.Binary = exe
+		op := hooks.Install
+		if remove {
+			op = hooks.Uninstall
+		}
+		path, changed, err := op(a)
+		if err != nil {
+			fmt.Fprintf(io.Err, "hookgate %s: %v\n", name, err)
+			return 1
+		}
+		switch {
+		case !changed:
+			fmt.Fprintf(io.Out, "%s: unchanged\n", path)
+		case remove:
+			fmt.Fprintf(io.Out, "%s: hookgate removed\n", path)
+		default:
+			fmt.Fprintf(io.Out, "%s: hookgate installed\n", path)
+		}
+		return 0
+	}
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

@@ -1,0 +1,254 @@
+package hooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// Reply is what hookgate tells a harness. Its zero value is ReplyDeny.
+type Reply uint8
+
+const (
+	// ReplyDeny blocks the call.
+	ReplyDeny Reply = iota
+	// ReplyAllow approves the call explicitly (Claude Code then skips its
+	// permission prompt; deny and ask rules still apply).
+	ReplyAllow
+	// ReplyAsk asks the user, where the event supports it; elsewhere it is
+	// a deny whose reason says approval was needed.
+	ReplyAsk
+	// ReplyPass has no opinion: the harness's own permission flow decides.
+	// Harnesses without a "no opinion" answer for a gated event (Cursor,
+	// Pi) get their allow.
+	ReplyPass
+)
+
+// String returns "deny", "allow", "ask" or "pass".
+func (r Reply) String() string {
+	switch r {
+	case ReplyAllow:
+		return "allow"
+	case ReplyAsk:
+		return "ask"
+	case ReplyPass:
+		return "pass"
+	default:
+		return "deny"
+	}
+}
+
+// Answer is a reply with its reasons. Reason is shown to the user (and to
+// the model where the harness has only one message); AgentMessage, when
+// set, is Cursor's separate agent_message. The zero Answer denies.
+type Answer struct {
+	Reply        Reply
+	Reason       string
+	AgentMessage string
+}
+
+// AnswerFor turns a ruling into the reply check sends: a policy allow is a
+// pass (hookgate restricts, it never grants past the harness's own
+// permission flow), a deny a deny, an ask an ask.
+func AnswerFor(d policy.Decision) Answer {
+	reason := "hookgate: " + d.Reason
+	switch d.Verdict {
+	case policy.Allow:
+		return Answer{Reply: ReplyPass, Reason: reason}
+	case policy.Ask:
+		return Answer{Reply: ReplyAsk, Reason: reason}
+	default:
+		if d.Reason == "" {
+			reason = "hookgate: denied (no reason given)"
+		}
+		return Answer{Reply: ReplyDeny, Reason: reason}
+	}
+}
+
+// Output is a hook's whole answer: what it prints and how it exits.
+type Output struct {
+	Stdout []byte
+	Stderr []byte
+	Code   int
+}
+
+// maxReasonBytes caps reason strings (Claude Code caps hook output strings
+// at 10,000 characters and saves the rest to a file).
+const maxReasonBytes = 2000
+
+func clip(s string) string {
+	if len(s) <= maxReasonBytes {
+		return s
+	}
+	s = s[:maxReasonBytes]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// encodeJSON writes v as one line of JSON without HTML escaping. Struct
+// field order fixes key order, so the bytes are stable.
+func encodeJSON(v any) []byte {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		// Only strings and fixed structs are encoded; this cannot happen.
+		panic("hooks: encoding answer: " + err.Error())
+	}
+	return b.Bytes()
+}
+
+type hookSpecific struct {
+	HookEventName            string           `json:"hookEventName"`
+	PermissionDecision       string           `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string           `json:"permissionDecisionReason,omitempty"`
+	Decision                 *permissionReply `json:"decision,omitempty"`
+}
+
+type permissionReply struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
+}
+
+type hookSpecificOutput struct {
+	HookSpecificOutput hookSpecific `json:"hookSpecificOutput"`
+}
+
+type cursorReply struct {
+	Permission   string `json:"permission"`
+	UserMessage  string `json:"user_message,omitempty"`
+	AgentMessage string `json:"agent_message,omitempty"`
+}
+
+type geminiReply struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+type piReply struct {
+	Block  bool   `json:"block"`
+	Reason string `json:"reason,omitempty"`
+}
+
+var emptyObject = []byte("{}\n")
+
+// Encode writes a for the event c in c.Harness's protocol. Events hookgate
+// does not gate get the harness's "no opinion" answer whatever a says.
+func Encode(c Call, a Answer) Output {
+	reason := clip(a.Reason)
+	agent := clip(a.AgentMessage)
+	if agent == "" {
+		agent = reason
+	}
+	switch c.Harness {
+	case ClaudeCode, Codex:
+		return encodeClaudeLike(c, a.Reply, reason)
+	case Cursor:
+		if c.Kind == KindOther {
+			return Output{Stdout: emptyObject}
+		}
+		r := cursorReply{}
+		switch a.Reply {
+		case ReplyAllow, ReplyPass:
+			return Output{Stdout: encodeJSON(cursorReply{Permission: "allow"})}
+		case ReplyAsk:
+			// ask is enforced only by beforeShellExecution and beforeMCPExecution.
+			if c.Event == "beforeShellExecution" || c.Event == "beforeMCPExecution" {
+				r.Permission = "ask"
+			} else {
+				r.Permission = "deny"
+			}
+		default:
+			r.Permission = "deny"
+		}
+		r.UserMessage = reason
+		// beforeReadFile and subagentStart document only permission + user_message.
+		if c.Event != "beforeReadFile" && c.Event != "subagentStart" {
+			r.AgentMessage = agent
+		}
+		return Output{Stdout: encodeJSON(r)}
+	case Gemini:
+		switch {
+		case c.Kind == KindOther || a.Reply == ReplyPass:
+			return Output{Stdout: emptyObject}
+		case a.Reply == ReplyAllow:
+			return Output{Stdout: encodeJSON(geminiReply{Decision: "allow"})}
+		}
+		return Output{Stdout: encodeJSON(geminiReply{Decision: "deny", Reason: reason})}
+	case Pi:
+		if c.Kind == KindOther || a.Reply == ReplyAllow || a.Reply == ReplyPass {
+			return Output{Stdout: encodeJSON(piReply{})}
+		}
+		return Output{Stdout: encodeJSON(piReply{Block: true, Reason: reason})}
+	}
+	return Fail(c.Harness, reason)
+}
+
+// encodeClaudeLike writes Claude Code's answers and Codex's subset of them.
+// Codex has no allow without updatedInput and no ask: its allow is empty
+// stdout and its ask a deny.
+func encodeClaudeLike(c Call, r Reply, reason string) Output {
+	switch c.Kind {
+	case KindTool:
+		hs := hookSpecific{HookEventName: c.Event, PermissionDecisionReason: reason}
+		switch r {
+		case ReplyPass:
+			return Output{}
+		case ReplyAllow:
+			if c.Harness == Codex {
+				return Output{}
+			}
+			hs.PermissionDecision = "allow"
+		case ReplyAsk:
+			if c.Harness == Codex {
+				hs.PermissionDecision = "deny"
+			} else {
+				hs.PermissionDecision = "ask"
+			}
+		default:
+			hs.PermissionDecision = "deny"
+		}
+		return Output{Stdout: encodeJSON(hookSpecificOutput{hs})}
+	case KindPermission:
+		hs := hookSpecific{HookEventName: c.Event}
+		switch r {
+		case ReplyPass, ReplyAsk:
+			return Output{}
+		case ReplyAllow:
+			hs.Decision = &permissionReply{Behavior: "allow"}
+		default:
+			hs.Decision = &permissionReply{Behavior: "deny", Message: reason}
+		}
+		return Output{Stdout: encodeJSON(hookSpecificOutput{hs})}
+	}
+	return Output{}
+}
+
+// Fail is the deny for a failure before the payload was understood (bad
+// input, unknown event): the harness's blocking exit code 2 with the reason
+// on stderr, which every harness honours for its tool hooks (Codex only with
+// stderr non-empty, which it always is here), plus the JSON deny on stdout
+// where the harness reads it alongside exit 2.
+func Fail(h Harness, reason string) Output {
+	reason = clip(reason)
+	if reason == "" {
+		reason = "hookgate: denied"
+	}
+	out := Output{Stderr: []byte(reason + "\n"), Code: 2}
+	switch h {
+	case ClaudeCode:
+		out.Stdout = encodeJSON(hookSpecificOutput{hookSpecific{HookEventName: "PreToolUse",
+			PermissionDecision: "deny", PermissionDecisionReason: reason}})
+	case Cursor:
+		out.Stdout = encodeJSON(cursorReply{Permission: "deny", UserMessage: reason, AgentMessage: reason})
+	case Gemini:
+		out.Stdout = encodeJSON(geminiReply{Decision: "deny", Reason: reason})
+	case Pi:
+		out.Stdout = encodeJSON(piReply{Block: true, Reason: reason})
+	}
+	return out
+}

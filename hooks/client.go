@@ -1,0 +1,152 @@
+package hooks
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// ParseAddr reads a ruling server address: "unix:PATH", "tcp:HOST:PORT" with
+// HOST a loopback IP address, or a bare absolute or ./relative socket path.
+// It returns the network and address for net.Dial.
+func ParseAddr(s string) (network, addr string, err error) {
+	switch {
+	case strings.HasPrefix(s, "unix:"):
+		p := strings.TrimPrefix(s, "unix:")
+		if p == "" {
+			return "", "", fmt.Errorf("%w: empty socket path", ErrServer)
+		}
+		return "unix", p, nil
+	case strings.HasPrefix(s, "tcp:"):
+		hp := strings.TrimPrefix(s, "tcp:")
+		ap, err := netip.ParseAddrPort(hp)
+		if err != nil {
+			return "", "", fmt.Errorf("%w: tcp address %q: want tcp:IP:PORT", ErrServer, hp)
+		}
+		if !ap.Addr().Unmap().IsLoopback() {
+			return "", "", fmt.Errorf("%w: tcp address %q is not a loopback address", ErrServer, hp)
+		}
+		return "tcp", ap.String(), nil
+	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./"):
+		return "unix", s, nil
+	}
+	return "", "", fmt.Errorf("%w: address %q: want PATH, unix:PATH or tcp:IP:PORT", ErrServer, s)
+}
+
+// ClientSource asks the ruling server at Addr for each ruling.
+type ClientSource struct {
+	Addr string
+}
+
+// Open dials the server; it fails when the address is bad or nothing
+// answers before ctx's deadline.
+func (s ClientSource) Open(ctx context.Context) (Ruling, error) {
+	network, addr, err := ParseAddr(s.Addr)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrServer, err)
+	}
+	return &Client{conn: conn, r: bufio.NewReaderSize(conn, 4096)}, nil
+}
+
+// Client is one connection to a ruling server. It is not safe for
+// concurrent use.
+type Client struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Rule sends one call and reads the ruling, all before ctx's deadline.
+// Every failure (write, read, timeout, a bad or error response) is an
+// error, which callers turn into a deny.
+func (c *Client) Rule(ctx context.Context, call Call) (policy.Decision, error) {
+	req := Request{V: ProtocolVersion, Op: "rule", Call: &call}
+	if dl, ok := ctx.Deadline(); ok {
+		if err := c.conn.SetDeadline(dl); err != nil {
+			return policy.Decision{}, fmt.Errorf("%w: %v", ErrServer, err)
+		}
+		req.DeadlineMs = max(1, time.Until(dl).Milliseconds())
+	}
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	line, err := json.Marshal(req)
+	if err != nil {
+		return policy.Decision{}, fmt.Errorf("%w: encoding request: %v", ErrServer, err)
+	}
+	if len(line)+1 > MaxRequestBytes {
+		return policy.Decision{}, fmt.Errorf("%w: request larger than %d bytes", ErrTooLarge, MaxRequestBytes)
+	}
+	if _, err := c.conn.Write(append(line, '\n')); err != nil {
+		return policy.Decision{}, fmt.Errorf("%w: %v", ErrServer, err)
+	}
+	resp, err := readLine(c.r, 64<<10)
+	if err != nil {
+		return policy.Decision{}, fmt.Errorf("%w: %v", ErrServer, err)
+	}
+	return ParseResponse(resp)
+}
+
+// ParseResponse turns one response line into a decision; anything but a
+// well-formed version-1 ruling is an error.
+func ParseResponse(line []byte) (policy.Decision, error) {
+	var r Response
+	d := json.NewDecoder(strings.NewReader(string(line)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&r); err != nil {
+		return policy.Decision{}, fmt.Errorf("%w: bad response: %v", ErrServer, err)
+	}
+	if r.V != ProtocolVersion {
+		return policy.Decision{}, fmt.Errorf("%w: response version %d, want %d", ErrServer, r.V, ProtocolVersion)
+	}
+	if r.Error != "" {
+		return policy.Decision{}, fmt.Errorf("%w: %s", ErrServer, r.Error)
+	}
+	var v policy.Verdict
+	switch r.Verdict {
+	case "allow":
+		v = policy.Allow
+	case "deny":
+		v = policy.Deny
+	case "ask":
+		v = policy.Ask
+	default:
+		return policy.Decision{}, fmt.Errorf("%w: unknown verdict %q", ErrServer, r.Verdict)
+	}
+	if r.Reason == "" {
+		return policy.Decision{}, fmt.Errorf("%w: ruling without a reason", ErrServer)
+	}
+	return policy.Decision{Verdict: v, Reason: r.Reason, Rule: r.Rule}, nil
+}
+
+// readLine reads one '\n'-terminated line of at most limit bytes.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > limit {
+			return nil, fmt.Errorf("%w: line longer than %d bytes", ErrTooLarge, limit)
+		}
+		if err == nil {
+			return buf[:len(buf)-1], nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}

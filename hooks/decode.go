@@ -1,0 +1,338 @@
+package hooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxPayloadBytes caps a hook payload. Cursor's beforeReadFile carries the
+// whole file and Write carries the whole new content, so the cap is generous;
+// anything larger is denied, never truncated.
+const MaxPayloadBytes = 8 << 20
+
+// maxDepth caps JSON nesting in a payload.
+const maxDepth = 64
+
+// ReadPayload reads at most MaxPayloadBytes from r; more is ErrTooLarge.
+func ReadPayload(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxPayloadBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading stdin: %v", ErrMalformed, err)
+	}
+	if len(data) > MaxPayloadBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, MaxPayloadBytes)
+	}
+	return data, nil
+}
+
+// Events per harness: gated ones map to their Kind, every other event the
+// protocol defines is KindOther. An event in neither list is ErrUnknownEvent.
+var events = map[Harness]map[string]Kind{
+	ClaudeCode: kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
+		"SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
+		"MessageDisplay", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+		"Notification", "SubagentStart", "SubagentStop", "TaskCreated", "TaskCompleted", "Stop",
+		"StopFailure", "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged",
+		"WorktreeCreate", "WorktreeRemove", "PreCompact", "PostCompact", "Elicitation",
+		"ElicitationResult", "SessionEnd"),
+	Codex: kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
+		"SessionStart", "SessionEnd", "SubagentStart", "SubagentStop", "PostToolUse", "PreCompact",
+		"PostCompact", "UserPromptSubmit", "Stop", "Interrupt"),
+	Cursor: kinds(map[string]Kind{"preToolUse": KindTool, "beforeShellExecution": KindTool,
+		"beforeMCPExecution": KindTool, "beforeReadFile": KindTool, "subagentStart": KindTool},
+		"sessionStart", "sessionEnd", "postToolUse", "postToolUseFailure", "subagentStop",
+		"afterShellExecution", "afterMCPExecution", "afterFileEdit", "beforeSubmitPrompt",
+		"preCompact", "stop", "afterAgentResponse", "afterAgentThought", "beforeTabFileRead",
+		"afterTabFileEdit", "workspaceOpen"),
+	Gemini: kinds(map[string]Kind{"BeforeTool": KindTool},
+		"SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel",
+		"BeforeToolSelection", "AfterTool", "Notification", "PreCompress"),
+	Pi: kinds(map[string]Kind{"tool_call": KindTool}),
+}
+
+func kinds(gated map[string]Kind, other ...string) map[string]Kind {
+	for _, e := range other {
+		gated[e] = KindOther
+	}
+	return gated
+}
+
+// Decode turns a harness's hook payload into a Call. It refuses (with an
+// error wrapping ErrMalformed, ErrTooLarge, ErrUnknownEvent or
+// ErrUnknownHarness) a payload over MaxPayloadBytes, one that is not a single
+// JSON object of valid UTF-8, one with a duplicate key or nesting deeper
+// than 64 anywhere, an event name the harness does not define, and a gated
+// event whose fields have the wrong type or are missing. Unknown fields are
+// tolerated: harnesses add them often.
+func Decode(h Harness, data []byte) (Call, error) {
+	if _, err := ParseHarness(string(h)); err != nil {
+		return Call{}, err
+	}
+	if len(data) > MaxPayloadBytes {
+		return Call{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, MaxPayloadBytes)
+	}
+	if err := checkJSON(data); err != nil {
+		return Call{}, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return Call{}, fmt.Errorf("%w: payload is not a JSON object", ErrMalformed)
+	}
+	f := fields{top: top}
+	c := Call{Harness: h}
+	c.Event = f.str("hook_event_name", true)
+	if f.err != nil {
+		return Call{}, f.err
+	}
+	kind, ok := events[h][c.Event]
+	if !ok {
+		return Call{}, fmt.Errorf("%w %q for %s", ErrUnknownEvent, c.Event, h)
+	}
+	c.Kind = kind
+	c.SessionID = f.str("session_id", false)
+	c.Cwd = f.str("cwd", false)
+	if kind == KindOther {
+		if f.err != nil {
+			return Call{}, f.err
+		}
+		return c, nil
+	}
+	switch {
+	case h == Cursor:
+		decodeCursor(&f, &c)
+	case h == Pi:
+		c.Tool = f.str("tool_name", true)
+		c.Input = f.object("tool_input", true)
+		c.ToolUseID = f.str("tool_call_id", false)
+	default:
+		c.Tool = f.str("tool_name", true)
+		c.Input = f.object("tool_input", true)
+		c.ToolUseID = f.str("tool_use_id", false)
+	}
+	if f.err != nil {
+		return Call{}, f.err
+	}
+	if c.Tool == "" {
+		return Call{}, fmt.Errorf("%w: tool_name is empty", ErrMalformed)
+	}
+	return c, nil
+}
+
+func decodeCursor(f *fields, c *Call) {
+	if c.SessionID == "" {
+		c.SessionID = f.str("conversation_id", false)
+	}
+	c.WorkspaceRoots = f.strList("workspace_roots")
+	switch c.Event {
+	case "beforeShellExecution":
+		c.Tool = "Shell"
+		c.Input = map[string]any{"command": f.str("command", true)}
+	case "beforeReadFile":
+		c.Tool = "Read"
+		c.Input = map[string]any{"file_path": f.str("file_path", true)}
+	case "beforeMCPExecution":
+		c.Tool = "MCP:" + f.str("tool_name", true)
+		c.Input = f.objectOrJSONString("tool_input")
+		c.MCPServerURL = f.str("url", false)
+		c.MCPServerCommand = f.str("command", false)
+	case "subagentStart":
+		c.Tool = "Task"
+		c.Input = map[string]any{"subagent_type": f.str("subagent_type", false), "task": f.str("task", false)}
+	default: // preToolUse
+		c.Tool = f.str("tool_name", true)
+		c.Input = f.object("tool_input", true)
+		c.ToolUseID = f.str("tool_use_id", false)
+	}
+	if c.Cwd == "" && len(c.WorkspaceRoots) > 0 {
+		c.Cwd = c.WorkspaceRoots[0]
+	}
+}
+
+// fields reads typed top-level fields, keeping the first error.
+type fields struct {
+	top map[string]json.RawMessage
+	err error
+}
+
+func (f *fields) fail(key, format string, args ...any) {
+	if f.err == nil {
+		f.err = fmt.Errorf("%w: %s: %s", ErrMalformed, key, fmt.Sprintf(format, args...))
+	}
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// str reads a string field; null or absent is "" (an error when required).
+func (f *fields) str(key string, required bool) string {
+	raw, ok := f.top[key]
+	if !ok || isNull(raw) {
+		if required {
+			f.fail(key, "missing")
+		}
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		f.fail(key, "want a string")
+		return ""
+	}
+	if required && s == "" {
+		f.fail(key, "empty")
+	}
+	return s
+}
+
+func (f *fields) strList(key string) []string {
+	raw, ok := f.top[key]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var out []string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		f.fail(key, "want a list of strings")
+		return nil
+	}
+	return out
+}
+
+func decodeObject(raw []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil || m == nil {
+		return nil, errors.New("want an object")
+	}
+	return m, nil
+}
+
+func (f *fields) object(key string, required bool) map[string]any {
+	raw, ok := f.top[key]
+	if !ok || isNull(raw) {
+		if required {
+			f.fail(key, "missing")
+		}
+		return nil
+	}
+	m, err := decodeObject(raw)
+	if err != nil {
+		f.fail(key, "%v", err)
+	}
+	return m
+}
+
+// objectOrJSONString reads Cursor's beforeMCPExecution tool_input, documented
+// as a JSON string holding an object and seen as an object too. A string
+// goes through the same structural checks as the payload.
+func (f *fields) objectOrJSONString(key string) map[string]any {
+	raw, ok := f.top[key]
+	if !ok || isNull(raw) {
+		f.fail(key, "missing")
+		return nil
+	}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			f.fail(key, "want a string")
+			return nil
+		}
+		if strings.TrimSpace(s) == "" {
+			return map[string]any{}
+		}
+		if err := checkJSON([]byte(s)); err != nil {
+			f.fail(key, "string does not hold a JSON object: %v", err)
+			return nil
+		}
+		raw = json.RawMessage(s)
+	}
+	m, err := decodeObject(raw)
+	if err != nil {
+		f.fail(key, "%v", err)
+	}
+	return m
+}
+
+// checkJSON checks that data is exactly one JSON object of valid UTF-8 with
+// no duplicate key in any object and nesting no deeper than maxDepth.
+// encoding/json would otherwise keep the last of two duplicate keys and
+// replace bad UTF-8 silently, and a harness might have read it differently.
+func checkJSON(data []byte) error {
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrMalformed)
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	first, err := d.Token()
+	if err != nil {
+		return fmt.Errorf("%w: not JSON", ErrMalformed)
+	}
+	if delim, ok := first.(json.Delim); !ok || delim != '{' {
+		return fmt.Errorf("%w: payload is not a JSON object", ErrMalformed)
+	}
+	if err := checkObject(d, 1); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return fmt.Errorf("%w: data after the JSON object", ErrMalformed)
+	}
+	return nil
+}
+
+// checkObject consumes an object's members after its '{'.
+func checkObject(d *json.Decoder, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("%w: nested deeper than %d", ErrMalformed, maxDepth)
+	}
+	keys := map[string]struct{}{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		k, _ := t.(string)
+		if _, dup := keys[k]; dup {
+			return fmt.Errorf("%w: duplicate key %q", ErrMalformed, k)
+		}
+		keys[k] = struct{}{}
+		if err := checkValue(d, depth); err != nil {
+			return err
+		}
+	}
+	if _, err := d.Token(); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return nil
+}
+
+func checkValue(d *json.Decoder, depth int) error {
+	t, err := d.Token()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	delim, ok := t.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch delim {
+	case '{':
+		return checkObject(d, depth+1)
+	case '[':
+		if depth+1 > maxDepth {
+			return fmt.Errorf("%w: nested deeper than %d", ErrMalformed, maxDepth)
+		}
+		for d.More() {
+			if err := checkValue(d, depth+1); err != nil {
+				return err
+			}
+		}
+		if _, err := d.Token(); err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: unexpected %v", ErrMalformed, delim)
+}

@@ -1,0 +1,616 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// Engine rules on one normalized tool call. A Rule that cannot decide
+// returns the zero Decision, which denies. Implementations are safe for
+// concurrent use.
+type Engine interface {
+	Rule(ctx context.Context, c Call) policy.Decision
+}
+
+// ShellRuler rules on one shell command line under a bound: bash.deny,
+// bash.denyPrograms, network actions and domains, file writes under the
+// files rules. cwd is the command's working directory. Implementations are
+// safe for concurrent use.
+type ShellRuler interface {
+	RuleCommand(command, cwd string, b *policy.Bound, files policy.FileMatcher) policy.Decision
+}
+
+// FailClosedShell is a ShellRuler without a classifier:
+// it allows a command only when the bound has no rule a command could
+// break (no bash, files or network rule), and denies every command
+// otherwise, which is also what a classifier does with an unparseable line.
+type FailClosedShell struct{}
+
+// RuleCommand implements ShellRuler.
+func (FailClosedShell) RuleCommand(command, cwd string, b *policy.Bound, _ policy.FileMatcher) policy.Decision {
+	if rule := ShellRuleIn(b); rule != "" {
+		return policy.Denied("shell command cannot be classified here and the bound has "+rule+" rules", "shell:unclassified")
+	}
+	return policy.AllowedBy("shell command allowed: the bound has no shell, file or network rule", "")
+}
+
+// ShellRuleIn names the first kind of rule in b that a shell command could
+// break ("bash", "files", "network"), or "" when there is none.
+func ShellRuleIn(b *policy.Bound) string {
+	switch {
+	case b == nil:
+		return ""
+	case b.Bash != nil && (len(b.Bash.Deny) > 0 || len(b.Bash.DenyPrograms) > 0):
+		return "bash"
+	case b.Files != nil && (b.Files.AllowOnly != nil || len(b.Files.Deny) > 0):
+		return "files"
+	case b.Network != nil && (len(b.Network.Actions) > 0 || len(b.Network.Domains) > 0 || b.Network.AllowDomains != nil):
+		return "network"
+	}
+	return ""
+}
+
+// Ruler is the Engine for one resolved Session. It is immutable after
+// NewEngine and safe for concurrent use.
+type Ruler struct {
+	s      Session
+	files  policy.FileMatcher
+	shell  ShellRuler
+	mcp    map[string]bool
+	native map[string]bool
+	denied map[string]bool
+}
+
+// NewEngine builds the engine for s. shell rules on shell commands; nil
+// means ClassifierShell.
+func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
+	if s == nil {
+		return nil, fmt.Errorf("%w: nil session", ErrNoPolicy)
+	}
+	if shell == nil {
+		shell = ClassifierShell{}
+	}
+	home := s.Home
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("%w: home directory: %v", ErrNoPolicy, err)
+		}
+		home = h
+	}
+	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home},
+		mcp: map[string]bool{}, native: map[string]bool{}, denied: map[string]bool{}}
+	r.s.Bound = s.Bound.Clone()
+	for _, id := range s.MCPTools {
+		r.mcp[id] = true
+	}
+	for _, t := range s.Native.Allowed {
+		r.native[t] = true
+	}
+	for _, t := range s.Native.Denied {
+		r.denied[t] = true
+	}
+	return r, nil
+}
+
+// Rule decides one call. Checks, in order, each an early return:
+//
+//  1. the context is not done (a ruling after the deadline is a deny);
+//  2. events that are not gated are allowed (no opinion);
+//  3. a session bound to one harness refuses calls from another;
+//  4. MCP tools (mcp__server__tool, Cursor MCP:tool) go to ruleMCP: the
+//     qualified id must be in the session's set, not in deniedTools, and
+//     its URL and path parameters pass the guards;
+//  5. a native tool must be in the native policy's allowed list and not in
+//     its denied list; a tool the harness table does not know is refused
+//     unless allowed by name;
+//  6. the guard of the tool's category: shell → ShellRuler; file reads →
+//     files rules; searches → files rules on every root, and no files.deny
+//     pattern may reach below it; writes → deniedAccess, then files rules;
+//     apply_patch → every path of the patch as a write; fetches → http:read
+//     and the domain rules on every URL; web search → http:read and domains
+//     confined by allowed_domains when any domain rule exists.
+func (r *Ruler) Rule(ctx context.Context, c Call) (d policy.Decision) {
+	if err := ctx.Err(); err != nil {
+		return policy.Denied("no ruling before the deadline: "+err.Error(), "deadline")
+	}
+	if c.Kind == KindOther {
+		return policy.AllowedBy("event "+c.Event+" is not gated", "")
+	}
+	if r.s.Harness != "" && c.Harness != r.s.Harness {
+		return policy.Denied(fmt.Sprintf("session is for %s, not %s", r.s.Harness, c.Harness), "session.harness")
+	}
+	if ids, ok := r.mcpIDs(c); ok {
+		return r.ruleMCP(c, ids)
+	}
+	if strings.HasPrefix(c.Tool, "mcp__") || strings.HasPrefix(c.Tool, "MCP:") || c.Tool == "MCP" {
+		return policy.Denied(fmt.Sprintf("MCP tool %q names no server this session knows", c.Tool), "mcp")
+	}
+	if r.denied[c.Tool] {
+		why := ""
+		if reason := r.s.Native.Reasons[c.Tool]; reason != "" {
+			why = ": " + reason
+		}
+		return policy.Denied(fmt.Sprintf("native tool %s is denied for %s%s", c.Tool, c.Harness, why), "native.denied:"+c.Tool)
+	}
+	if !r.native[c.Tool] {
+		return policy.Denied(fmt.Sprintf("native tool %s is not granted for %s", c.Tool, c.Harness), "native.allowed")
+	}
+	t, known := NativeTools[c.Harness][c.Tool]
+	if !known {
+		t = other
+	}
+	return r.guard(ctx, c, t)
+}
+
+func (r *Ruler) bound() *policy.Bound { return r.s.Bound }
+
+func (r *Ruler) fileRules() *policy.FileRules {
+	if b := r.bound(); b != nil {
+		return b.Files
+	}
+	return nil
+}
+
+func (r *Ruler) network() *policy.NetworkRules {
+	if b := r.bound(); b != nil {
+		return b.Network
+	}
+	return nil
+}
+
+func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision {
+	in := input{m: c.Input}
+	switch t.Category {
+	case CatOther:
+		return policy.AllowedBy(fmt.Sprintf("native tool %s is granted", c.Tool), "native.allowed:"+c.Tool)
+	case CatShell, CatShellOpaque:
+		cmd := in.str(t.CommandKey, true)
+		dir := in.first(t.DirKeys)
+		if in.err != nil {
+			return policy.Denied(in.err.Error(), "input")
+		}
+		if t.Category == CatShellOpaque {
+			if rule := ShellRuleIn(r.bound()); rule != "" {
+				return policy.Denied(fmt.Sprintf("%s commands cannot be classified and the bound has %s rules", c.Tool, rule), "shell:unclassified")
+			}
+			return policy.AllowedBy(fmt.Sprintf("%s allowed: the bound has no shell, file or network rule", c.Tool), "")
+		}
+		cwd := c.Cwd
+		if dir != "" {
+			cwd = r.abs(dir, c.Cwd)
+		}
+		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
+	case CatFileRead, CatFileWrite:
+		paths := append(in.paths(t.PathKeys), t.FixedPaths...)
+		if in.err != nil {
+			return policy.Denied(in.err.Error(), "input")
+		}
+		if len(paths) == 0 {
+			return policy.Denied(fmt.Sprintf("%s names no path", c.Tool), "input")
+		}
+		return r.checkPaths(c, paths, t.Category == CatFileWrite)
+	case CatPatch:
+		text := in.str(t.CommandKey, true)
+		if in.err != nil {
+			return policy.Denied(in.err.Error(), "input")
+		}
+		paths, err := PatchPaths(text)
+		if err != nil {
+			return policy.Denied(err.Error(), "apply_patch")
+		}
+		return r.checkPaths(c, paths, true)
+	case CatSearch:
+		roots := in.paths(t.DirKeys)
+		if in.err != nil {
+			return policy.Denied(in.err.Error(), "input")
+		}
+		if len(roots) == 0 {
+			if t.RequireDir {
+				return policy.Denied(fmt.Sprintf("%s names no search root", c.Tool), "input")
+			}
+			if c.Cwd == "" {
+				return policy.Denied(fmt.Sprintf("%s has no path and the call no cwd", c.Tool), "input")
+			}
+			roots = []string{c.Cwd}
+		}
+		if p, ok := c.Input["pattern"].(string); ok && (strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || slices.Contains(strings.Split(p, "/"), "..")) {
+			roots = append(roots, r.abs(literalPrefix(p), roots[0]))
+		}
+		return r.checkSearch(c, roots)
+	case CatFetch:
+		urls := in.all(t.URLKeys)
+		for _, k := range t.TextURLKeys {
+			urls = append(urls, urlsIn(in.str(k, false))...)
+		}
+		if in.err != nil {
+			return policy.Denied(in.err.Error(), "input")
+		}
+		if d, denied := r.checkAction(policy.ActionHTTPRead); denied {
+			return d
+		}
+		return r.checkURLs(c.Tool, urls)
+	case CatWebSearch:
+		if d, denied := r.checkAction(policy.ActionHTTPRead); denied {
+			return d
+		}
+		domains := in.list("allowed_domains")
+		if in.err != nil {
+			return policy.Denied(in.err.Error(), "input")
+		}
+		n := r.network()
+		if n != nil && (len(n.Domains) > 0 || n.AllowDomains != nil) {
+			if len(domains) == 0 {
+				return policy.Denied(fmt.Sprintf("%s is not confined to allowed_domains and the bound has domain rules", c.Tool), "network.domains")
+			}
+			for _, dom := range domains {
+				if d := r.checkHost(c.Tool, dom); !d.Allowed() {
+					return d
+				}
+			}
+		}
+		return policy.AllowedBy(fmt.Sprintf("%s allowed: http:read is not denied", c.Tool), "")
+	}
+	return policy.Denied("unknown tool category", "")
+}
+
+// matcher returns the file matcher for calls made in cwd.
+func (r *Ruler) matcher(cwd string) policy.FileMatcher {
+	m := r.files
+	m.Cwd = cwd
+	return m
+}
+
+// abs makes p absolute against cwd ("" when p is relative and cwd unknown).
+func (r *Ruler) abs(p, cwd string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		return r.files.Home + p[1:]
+	}
+	if strings.HasPrefix(p, "/") {
+		return p
+	}
+	if cwd == "" || !strings.HasPrefix(cwd, "/") {
+		return ""
+	}
+	return path.Join(cwd, p)
+}
+
+func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
+	if write {
+		if b := r.bound(); b != nil {
+			for _, a := range b.DeniedAccess {
+				if a == "*" || a == "write" || a == "native" || a == string(c.Harness) {
+					return policy.Denied(fmt.Sprintf("%s writes files and the bound denies write access (%q)", c.Tool, a), "deniedAccess:"+a)
+				}
+			}
+		}
+	}
+	last := policy.AllowedBy("no file rules", "")
+	for _, p := range paths {
+		ap := r.abs(p, c.Cwd)
+		if ap == "" {
+			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", p), "input")
+		}
+		d := r.matcher(c.Cwd).Check(ap, r.fileRules())
+		if !d.Allowed() {
+			return d
+		}
+		last = d
+	}
+	return last
+}
+
+func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
+	fr := r.fileRules()
+	for _, root := range roots {
+		ar := r.abs(root, c.Cwd)
+		if ar == "" {
+			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", root), "input")
+		}
+		m := r.matcher(c.Cwd)
+		d := m.Check(ar, fr)
+		if !d.Allowed() {
+			return d
+		}
+		if fr == nil {
+			continue
+		}
+		canon := m.Canonicalize(ar)
+		for _, pat := range fr.Deny {
+			if reachesBelow(m, canon, pat) {
+				return policy.Denied(fmt.Sprintf("%s below %s could reach files denied by files.deny %q", c.Tool, canon, pat), "files.deny:"+pat)
+			}
+		}
+	}
+	return policy.AllowedBy(fmt.Sprintf("%s roots are allowed", c.Tool), "")
+}
+
+// reachesBelow reports whether a deny pattern could match a path at or below
+// root: a pattern without "/" matches at any depth; otherwise the pattern's
+// literal directory prefix and root must lie on one line.
+func reachesBelow(m policy.FileMatcher, root, pat string) bool {
+	if !strings.Contains(pat, "/") {
+		return true
+	}
+	switch {
+	case strings.HasPrefix(pat, "~/"):
+		pat = m.Home + pat[1:]
+	case !strings.HasPrefix(pat, "/"):
+		pat = m.Cwd + "/" + pat
+	}
+	prefix := m.Canonicalize(literalPrefix(pat))
+	return within(prefix, root) || within(root, prefix)
+}
+
+// literalPrefix is the part of a glob before its first glob character,
+// cut back to a whole path segment.
+func literalPrefix(p string) string {
+	i := strings.IndexAny(p, "*?[")
+	if i < 0 {
+		return p
+	}
+	j := strings.LastIndex(p[:i], "/")
+	if j < 0 {
+		return "."
+	}
+	if j == 0 {
+		return "/"
+	}
+	return p[:j]
+}
+
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func (r *Ruler) checkAction(action string) (policy.Decision, bool) {
+	if n := r.network(); n != nil {
+		if tag := policy.IsActionDenied(action, n.Actions); tag != "" {
+			return policy.Denied(fmt.Sprintf("network action %s is denied by network.actions", action), "network.actions:"+tag), true
+		}
+	}
+	return policy.Decision{}, false
+}
+
+var urlPattern = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'` + "`" + `]+`)
+
+func urlsIn(text string) []string { return urlPattern.FindAllString(text, 64) }
+
+func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return policy.Denied(fmt.Sprintf("%s URL %q is not an http(s) URL with a host", tool, clipField(raw)), "input")
+		}
+		if d := r.checkHost(tool, u.Hostname()); !d.Allowed() {
+			return d
+		}
+	}
+	return policy.AllowedBy(fmt.Sprintf("%s destinations are allowed", tool), "")
+}
+
+// checkHost applies network.domains (denied) and network.allowDomains (the
+// allowlist, when present) to one host.
+func (r *Ruler) checkHost(tool, host string) policy.Decision {
+	return hostDecision(tool, host, r.network())
+}
+
+// hostDecision applies network.domains and network.allowDomains to a host.
+func hostDecision(tool, host string, n *policy.NetworkRules) policy.Decision {
+	if n == nil {
+		return policy.AllowedBy("no network rules", "")
+	}
+	h, err := policy.ParseHost(host)
+	if err != nil {
+		return policy.Denied(fmt.Sprintf("%s host %q cannot be matched safely: %v", tool, clipField(host), err), "network.host")
+	}
+	if pat, _ := policy.IsDomainDenied(h.String(), n.Domains); pat != "" {
+		return policy.Denied(fmt.Sprintf("%s to %s is denied by network.domains %q", tool, h, pat), "network.domains:"+pat)
+	}
+	if n.AllowDomains != nil {
+		pat, _ := policy.IsDomainAllowed(h.String(), n.AllowDomains)
+		if pat == "" {
+			return policy.Denied(fmt.Sprintf("%s to %s is outside network.allowDomains", tool, h), "network.allowDomains")
+		}
+	}
+	return policy.AllowedBy(fmt.Sprintf("%s to %s is allowed", tool, h), "")
+}
+
+// mcpIDs returns the qualified ids a call's MCP tool could be.
+func (r *Ruler) mcpIDs(c Call) ([]string, bool) {
+	if c.Harness == Cursor {
+		tool, ok := strings.CutPrefix(c.Tool, "MCP:")
+		if !ok || tool == "" {
+			return nil, false
+		}
+		var ids []string
+		for name, srv := range r.s.MCPServers {
+			if (srv.URL != "" && srv.URL == c.MCPServerURL) || (srv.Command != "" && srv.Command == c.MCPServerCommand) {
+				ids = append(ids, name+":"+tool)
+			}
+		}
+		if ns := barryNamespace(c.MCPServerURL); ns != "" && len(ids) == 0 {
+			ids = append(ids, ns+":"+tool)
+		}
+		return ids, len(ids) > 0
+	}
+	return MCPQualifiedIDs(c.Tool)
+}
+
+// barryNamespace reads the namespace from a Barry MCP endpoint URL on
+// loopback, http://127.0.0.1:PORT/mcp/ns/<namespace>?sessionId=…, the only
+// way a Cursor beforeMCPExecution names its server. Anything else is "".
+func barryNamespace(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" {
+		return ""
+	}
+	h, err := policy.ParseHost(u.Hostname())
+	if err != nil || !h.IP.IsValid() || !h.IP.IsLoopback() {
+		return ""
+	}
+	ns, ok := strings.CutPrefix(u.Path, "/mcp/ns/")
+	if !ok || ns == "" || strings.ContainsAny(ns, "/:") {
+		return ""
+	}
+	return ns
+}
+
+// mcpURLKeys and mcpPathKeys are the MCP tool parameters the URL and file
+// guards read.
+var (
+	mcpURLKeys  = []string{"url", "uri", "href", "endpoint"}
+	mcpPathKeys = []string{"path", "file_path", "filePath", "filename", "file", "directory", "dir", "paths", "source", "destination"}
+)
+
+// ruleMCP allows an MCP call only when every reading of its name is a
+// granted qualified id that deniedTools does not name, and its URL and path
+// parameters pass the guards.
+func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
+	for _, id := range ids {
+		if !r.mcp[id] {
+			return policy.Denied(fmt.Sprintf("MCP tool %s is not in the session's tools", id), "mcpTools")
+		}
+		server, tool, _ := splitQualified(id)
+		if b := r.bound(); b != nil {
+			for _, dt := range b.DeniedTools {
+				if dt == id || dt == server || dt == tool {
+					return policy.Denied(fmt.Sprintf("MCP tool %s is denied by deniedTools %q", id, dt), "deniedTools:"+dt)
+				}
+			}
+		}
+		if n := r.network(); n != nil {
+			for _, a := range policy.NetworkToolActions[tool] {
+				if d, denied := r.checkAction(a); denied {
+					return d
+				}
+			}
+		}
+		in := input{m: c.Input}
+		urls := in.all(mcpURLKeys)
+		if k, ok := policy.NetworkToolURLParams[tool]; ok {
+			urls = append(urls, in.all([]string{k})...)
+		}
+		paths := in.paths(mcpPathKeys)
+		if in.err != nil {
+			return policy.Denied(in.err.Error(), "input")
+		}
+		if d := r.checkURLs(id, urls); !d.Allowed() {
+			return d
+		}
+		if r.fileRules() != nil && len(paths) > 0 {
+			cc := c
+			cc.Tool = id
+			if d := r.checkPaths(cc, paths, false); !d.Allowed() {
+				return d
+			}
+		}
+	}
+	return policy.AllowedBy(fmt.Sprintf("MCP tool %s is in the session's tools", strings.Join(ids, ", ")), "mcpTools")
+}
+
+// input reads typed values from a tool input, keeping the first error.
+type input struct {
+	m   map[string]any
+	err error
+}
+
+func (in *input) fail(format string, args ...any) {
+	if in.err == nil {
+		in.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (in *input) str(key string, required bool) string {
+	v, ok := in.m[key]
+	if !ok || v == nil {
+		if required {
+			in.fail("tool input %s: missing", key)
+		}
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		in.fail("tool input %s: want a string", key)
+		return ""
+	}
+	if required && s == "" {
+		in.fail("tool input %s: empty", key)
+	}
+	return s
+}
+
+// first returns the first present string among keys.
+func (in *input) first(keys []string) string {
+	for _, k := range keys {
+		if s := in.str(k, false); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// all returns every string (or list of strings) found under keys.
+func (in *input) all(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		v, ok := in.m[k]
+		if !ok || v == nil {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			if x != "" {
+				out = append(out, x)
+			}
+		case []any:
+			for _, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					in.fail("tool input %s: want strings", k)
+					return nil
+				}
+				out = append(out, s)
+			}
+		default:
+			in.fail("tool input %s: want a string", k)
+			return nil
+		}
+	}
+	return out
+}
+
+// paths is all with a NUL check.
+func (in *input) paths(keys []string) []string {
+	out := in.all(keys)
+	for _, p := range out {
+		if strings.ContainsRune(p, 0) {
+			in.fail("tool input path contains NUL")
+			return nil
+		}
+		if strings.Contains(p, `\`) {
+			// Windows separators: matching them as Unix names would let
+			// C:\x\.env past a "**/.env" rule.
+			in.fail("tool input path %q has a backslash", clipField(p))
+			return nil
+		}
+	}
+	return out
+}
+
+func (in *input) list(key string) []string { return in.all([]string{key}) }
+
+// MarshalCall renders a call for logs and the wire (stable key order).
+func MarshalCall(c Call) ([]byte, error) { return json.Marshal(c) }

@@ -1,0 +1,391 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+func call(h Harness, tool string, input map[string]any) Call {
+	return Call{Harness: h, Event: "PreToolUse", Kind: KindTool, Tool: tool, Input: input, Cwd: "/w/proj"}
+}
+
+// engineCases: the engine's rulings beyond the fixtures, one rule each.
+var engineCases = []struct {
+	name    string
+	session Session
+	call    Call
+	want    policy.Decision
+}{
+	{"write under deniedAccess write",
+		Session{Bound: &policy.Bound{DeniedAccess: []string{"write"}}, Native: NativePolicy{Allowed: []string{"Write"}}},
+		call(ClaudeCode, "Write", map[string]any{"file_path": "/w/proj/a.go"}),
+		policy.Denied(`Write writes files and the bound denies write access ("write")`, "deniedAccess:write")},
+	{"read under deniedAccess write",
+		Session{Bound: &policy.Bound{DeniedAccess: []string{"write"}}, Native: NativePolicy{Allowed: []string{"Read"}}},
+		call(ClaudeCode, "Read", map[string]any{"file_path": "/w/proj/a.go"}),
+		policy.AllowedBy("no file rules", "")},
+	{"allowOnly outside",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{AllowOnly: []string{"/w/proj/**"}}}, Native: NativePolicy{Allowed: []string{"Read"}}},
+		call(ClaudeCode, "Read", map[string]any{"file_path": "/etc/passwd"}),
+		policy.Denied("path /etc/passwd is outside files.allowOnly", "files.allowOnly")},
+	{"relative path resolved against cwd",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"/w/proj/secret"}}}, Native: NativePolicy{Allowed: []string{"read"}}},
+		Call{Harness: Pi, Event: "tool_call", Kind: KindTool, Tool: "read", Input: map[string]any{"path": "src/../secret/k"}, Cwd: "/w/proj"},
+		policy.Denied(`path /w/proj/secret/k is denied by files.deny "/w/proj/secret"`, "files.deny:/w/proj/secret")},
+	{"relative path without cwd",
+		Session{Native: NativePolicy{Allowed: []string{"read"}}},
+		Call{Harness: Pi, Event: "tool_call", Kind: KindTool, Tool: "read", Input: map[string]any{"path": "a"}},
+		policy.Denied(`relative path "a" with no cwd`, "input")},
+	{"windows path",
+		Session{Native: NativePolicy{Allowed: []string{"Read"}}},
+		call(ClaudeCode, "Read", map[string]any{"file_path": `C:\w\.env`}),
+		policy.Denied(`tool input path "C:\\w\\.env" has a backslash`, "input")},
+	{"path of the wrong type",
+		Session{Native: NativePolicy{Allowed: []string{"Read"}}},
+		call(ClaudeCode, "Read", map[string]any{"file_path": []any{1}}),
+		policy.Denied("tool input file_path: want strings", "input")},
+	{"search escaping its root with an absolute pattern",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{AllowOnly: []string{"/w/proj/**"}}}, Native: NativePolicy{Allowed: []string{"Glob"}}},
+		call(ClaudeCode, "Glob", map[string]any{"pattern": "/etc/**"}),
+		policy.Denied("path /etc is outside files.allowOnly", "files.allowOnly")},
+	{"search root not given for an undocumented shape",
+		Session{Native: NativePolicy{Allowed: []string{"Grep"}}},
+		call(Cursor, "Grep", map[string]any{"pattern": "x", "dir": "/"}),
+		policy.Denied("Grep names no search root", "input")},
+	{"fetch under http:read denied via read",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"read"}}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		call(ClaudeCode, "WebFetch", map[string]any{"url": "https://example.com/"}),
+		policy.Denied("network action http:read is denied by network.actions", "network.actions:http:read")},
+	{"fetch outside allowDomains",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		call(ClaudeCode, "WebFetch", map[string]any{"url": "https://example.com.evil.net/x"}),
+		policy.Denied("WebFetch to example.com.evil.net is outside network.allowDomains", "network.allowDomains")},
+	{"fetch inside allowDomains",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		call(ClaudeCode, "WebFetch", map[string]any{"url": "https://API.Example.com./x"}),
+		policy.AllowedBy("WebFetch destinations are allowed", "")},
+	{"fetch of an inet_aton spelling of a denied IP",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"169.254.169.254"}}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		call(ClaudeCode, "WebFetch", map[string]any{"url": "http://2852039166/latest/meta-data"}),
+		policy.Denied(`WebFetch to 169.254.169.254 is denied by network.domains "169.254.169.254"`, "network.domains:169.254.169.254")},
+	{"fetch of a non-http URL",
+		Session{Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		call(ClaudeCode, "WebFetch", map[string]any{"url": "file:///etc/passwd"}),
+		policy.Denied(`WebFetch URL "file:///etc/passwd" is not an http(s) URL with a host`, "input")},
+	{"gemini web_fetch reads URLs from its prompt",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"pastebin.com"}}}, Native: NativePolicy{Allowed: []string{"web_fetch"}}},
+		call(Gemini, "web_fetch", map[string]any{"prompt": "summarize https://docs.example.org/a and https://pastebin.com/raw/x please"}),
+		policy.Denied(`web_fetch to pastebin.com is denied by network.domains "pastebin.com"`, "network.domains:pastebin.com")},
+	{"web search not confined under domain rules",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"pastebin.com"}}}, Native: NativePolicy{Allowed: []string{"WebSearch"}}},
+		call(ClaudeCode, "WebSearch", map[string]any{"query": "x"}),
+		policy.Denied("WebSearch is not confined to allowed_domains and the bound has domain rules", "network.domains")},
+	{"apply_patch touching a denied file",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"**/.env*"}}}, Native: NativePolicy{Allowed: []string{"apply_patch"}}},
+		call(Codex, "apply_patch", map[string]any{"command": "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** Add File: .env.local\n+X=1\n*** End Patch\n"}),
+		policy.Denied(`path /w/proj/.env.local is denied by files.deny "**/.env*"`, "files.deny:**/.env*")},
+	{"apply_patch moving a file into a denied place",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"/w/proj/secret"}}}, Native: NativePolicy{Allowed: []string{"apply_patch"}}},
+		call(Codex, "apply_patch", map[string]any{"command": "*** Begin Patch\n*** Update File: a.rs\n*** Move to: secret/a.rs\n@@\n-a\n+b\n*** End Patch"}),
+		policy.Denied(`path /w/proj/secret/a.rs is denied by files.deny "/w/proj/secret"`, "files.deny:/w/proj/secret")},
+	{"apply_patch that is not a patch",
+		Session{Native: NativePolicy{Allowed: []string{"apply_patch"}}},
+		call(Codex, "apply_patch", map[string]any{"command": "rm -rf /"}),
+		policy.Denied(`apply_patch: no "*** Begin Patch" line`, "apply_patch")},
+	{"shell: bash.deny substring",
+		Session{Bound: &policy.Bound{Bash: &policy.BashRules{Deny: []string{"rm -rf"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cd / && rm -rf x"}),
+		policy.Denied(`shell command contains "rm -rf", denied by bash.deny`, "bash.deny:rm -rf")},
+	{"shell: program rule through a nested shell",
+		Session{Bound: &policy.Bound{Bash: &policy.BashRules{DenyPrograms: []string{"git:push"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "sh -c 'git -C /w push origin main'"}),
+		policy.Denied(`shell command runs git push, denied by bash.denyPrograms "git:push"`, "bash.denyPrograms:git:push")},
+	{"shell: unparseable under a rule",
+		Session{Bound: &policy.Bound{Bash: &policy.BashRules{DenyPrograms: []string{"git:push"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": `eval "$X"`}),
+		policy.Denied("shell command cannot be classified exactly (eval with a string that is not static: $X) and the bound has bash rules", "shell:unparseable")},
+	{"shell: network action under network.actions",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"write"}}}, Native: NativePolicy{Allowed: []string{"Shell"}}},
+		call(Cursor, "Shell", map[string]any{"command": "git -C /w push", "working_directory": "/w"}),
+		policy.Denied("shell command performs network action git:push, denied by network.actions", "network.actions:git:push")},
+	{"shell: denied domain",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"pastebin.com"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "curl -s https://PASTEBIN.com./raw/x | head"}),
+		policy.Denied(`shell command to pastebin.com is denied by network.domains "pastebin.com"`, "network.domains:pastebin.com")},
+	{"shell: reading a denied file",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"~/.ssh"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cat ~/.ssh/id_ed25519"}),
+		policy.Denied(`path /home/dev/.ssh/id_ed25519 is denied by files.deny "~/.ssh"`, "files.deny:~/.ssh")},
+	{"shell: a denied name at any depth",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{".env"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "grep KEY .env"}),
+		policy.Denied(`path /w/proj/.env is denied by files.deny ".env"`, "files.deny:.env")},
+	{"shell: writing outside allowOnly",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{AllowOnly: []string{"/w/proj/**"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "echo x > /etc/cron.d/x"}),
+		policy.Denied("path /etc/cron.d/x is outside files.allowOnly", "files.allowOnly")},
+	{"shell: a run-time argument under files rules",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"~/.ssh"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cat $HOME/.ssh/id_rsa"}),
+		policy.Denied(`shell argument "$HOME/.ssh/id_rsa" is expanded at run time and the bound has files rules`, "files")},
+	{"shell: a glob under files rules",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{".env"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "cat .en*"}),
+		policy.Denied(`shell argument ".en*" may expand to any file and the bound has files rules`, "files")},
+	{"shell: write under deniedAccess",
+		Session{Bound: &policy.Bound{DeniedAccess: []string{"write"}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "sed -i s/a/b/ f.txt"}),
+		policy.Denied("shell command writes files (sed -i) and the bound denies write access", "deniedAccess:write")},
+	{"shell: allowed under every kind of rule",
+		Session{Bound: &policy.Bound{Bash: &policy.BashRules{DenyPrograms: []string{"git:push"}}, Files: &policy.FileRules{Deny: []string{"~/.ssh"}},
+			Network: &policy.NetworkRules{Domains: []string{"pastebin.com"}, Actions: []string{"git:push"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "go test ./... && git status"}),
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	{"shell command missing",
+		Session{Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"description": "x"}),
+		policy.Denied("tool input command: missing", "input")},
+	{"powershell under a file rule",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"/x"}}}, Native: NativePolicy{Allowed: []string{"PowerShell"}}},
+		call(ClaudeCode, "PowerShell", map[string]any{"command": "dir"}),
+		policy.Denied("PowerShell commands cannot be classified and the bound has files rules", "shell:unclassified")},
+	{"native tool not in the table but allowed by name",
+		Session{Native: NativePolicy{Allowed: []string{"TodoWrite"}}},
+		call(ClaudeCode, "TodoWrite", map[string]any{"todos": []any{}}),
+		policy.AllowedBy("native tool TodoWrite is granted", "native.allowed:TodoWrite")},
+	{"unknown tool",
+		Session{Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Skill", map[string]any{}),
+		policy.Denied("native tool Skill is not granted for claude-code", "native.allowed")},
+	{"session for another harness",
+		Session{Harness: Codex, Native: NativePolicy{Allowed: []string{"Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "ls"}),
+		policy.Denied("session is for codex, not claude-code", "session.harness")},
+	{"mcp tool with a denied URL parameter",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"*.internal.co"}}}, MCPTools: []string{"web:fetch"}},
+		call(ClaudeCode, "mcp__web__fetch", map[string]any{"url": "https://api.internal.co/x"}),
+		policy.Denied(`web:fetch to api.internal.co is denied by network.domains "*.internal.co"`, "network.domains:*.internal.co")},
+	{"mcp tool with a denied path parameter",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"~/.ssh"}}}, MCPTools: []string{"fs:write_file"}, Home: "/home/u"},
+		call(Gemini, "mcp__fs__write_file", map[string]any{"path": "/home/u/.ssh/config", "content": "x"}),
+		policy.Denied(`path /home/u/.ssh/config is denied by files.deny "~/.ssh"`, "files.deny:~/.ssh")},
+	{"mcp tool implied by a network action",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"write"}}}, MCPTools: []string{"git:push"}},
+		call(Codex, "mcp__git__push", map[string]any{}),
+		policy.Denied("network action git:push is denied by network.actions", "network.actions:git:push")},
+	{"mcp name with two readings, one not granted",
+		Session{MCPTools: []string{"a:b__c"}},
+		call(ClaudeCode, "mcp__a__b__c", map[string]any{}),
+		policy.Denied("MCP tool a__b:c is not in the session's tools", "mcpTools")},
+	{"mcp name with two readings, both granted",
+		Session{MCPTools: []string{"a:b__c", "a__b:c"}},
+		call(ClaudeCode, "mcp__a__b__c", map[string]any{}),
+		policy.AllowedBy("MCP tool a:b__c, a__b:c is in the session's tools", "mcpTools")},
+	{"mcp name without a tool",
+		Session{MCPTools: []string{"a:b"}},
+		call(ClaudeCode, "mcp__a", map[string]any{}),
+		policy.Denied(`MCP tool "mcp__a" names no server this session knows`, "mcp")},
+	{"cursor mcp on a Barry namespace endpoint",
+		Session{MCPTools: []string{"github:create_issue"}},
+		Call{Harness: Cursor, Event: "beforeMCPExecution", Kind: KindTool, Tool: "MCP:create_issue", Input: map[string]any{},
+			MCPServerURL: "http://127.0.0.1:7331/mcp/ns/github?sessionId=s1"},
+		policy.AllowedBy("MCP tool github:create_issue is in the session's tools", "mcpTools")},
+	{"cursor mcp on a look-alike endpoint off loopback",
+		Session{MCPTools: []string{"github:create_issue"}},
+		Call{Harness: Cursor, Event: "beforeMCPExecution", Kind: KindTool, Tool: "MCP:create_issue", Input: map[string]any{},
+			MCPServerURL: "http://evil.example/mcp/ns/github"},
+		policy.Denied(`MCP tool "MCP:create_issue" names no server this session knows`, "mcp")},
+	{"cursor mcp identified by launch command",
+		Session{MCPTools: []string{"fs:write_file"}, MCPServers: map[string]MCPServer{"fs": {Command: "npx server-fs"}}},
+		Call{Harness: Cursor, Event: "beforeMCPExecution", Kind: KindTool, Tool: "MCP:write_file", Input: map[string]any{}, MCPServerCommand: "npx server-fs"},
+		policy.AllowedBy("MCP tool fs:write_file is in the session's tools", "mcpTools")},
+	{"gemini save_memory writes a fixed file",
+		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"~/.gemini"}}}, Native: NativePolicy{Allowed: []string{"save_memory"}}, Home: "/home/u"},
+		call(Gemini, "save_memory", map[string]any{"fact": "x"}),
+		policy.Denied(`path /home/u/.gemini/GEMINI.md is denied by files.deny "~/.gemini"`, "files.deny:~/.gemini")},
+}
+
+func TestEngine(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tc := range engineCases {
+		if seen[tc.name] {
+			t.Fatalf("duplicate case %q", tc.name)
+		}
+		seen[tc.name] = true
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.session
+			if s.Home == "" {
+				s.Home = "/home/dev"
+			}
+			e, err := NewEngine(&s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.Rule(context.Background(), tc.call); got != tc.want {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailClosedShell(t *testing.T) {
+	var fc FailClosedShell
+	b := &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"git:push"}}}
+	if d := fc.RuleCommand("ls", "/", b, policy.FileMatcher{}); d != policy.Denied("shell command cannot be classified here and the bound has network rules", "shell:unclassified") {
+		t.Errorf("got %+v", d)
+	}
+	if d := fc.RuleCommand("ls", "/", nil, policy.FileMatcher{}); d.Verdict != policy.Allow {
+		t.Errorf("no bound: got %+v", d)
+	}
+}
+
+// TestShellDirectoryArgument: a directory argument is a search root, and a
+// files.deny pattern that could match below it denies (grep -r reads .env).
+func TestShellDirectoryArgument(t *testing.T) {
+	dir := t.TempDir()
+	s := &Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"**/.env*"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}, Home: "/h"}
+	e, err := NewEngine(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := call(ClaudeCode, "Bash", map[string]any{"command": "grep -r API_KEY ."})
+	c.Cwd = dir
+	d := e.Rule(context.Background(), c)
+	canon := policy.Canonicalize(dir, "/")
+	if want := policy.Denied(fmt.Sprintf(`shell argument %s is a directory below which files.deny "**/.env*" could match`, canon), "files.deny:**/.env*"); d != want {
+		t.Errorf("got  %+v\nwant %+v", d, want)
+	}
+}
+
+func TestEngineDeadlineAndZeroValue(t *testing.T) {
+	e, err := NewEngine(&Session{Native: NativePolicy{Allowed: []string{"Bash"}}, Home: "/h"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if d := e.Rule(ctx, call(ClaudeCode, "Bash", map[string]any{"command": "ls"})); d.Verdict != policy.Deny || d.Rule != "deadline" {
+		t.Errorf("cancelled context: %+v, want a deadline deny", d)
+	}
+	if a := AnswerFor(policy.Decision{}); a.Reply != ReplyDeny || a.Reason != "hookgate: denied (no reason given)" {
+		t.Errorf("zero decision: %+v", a)
+	}
+	if _, err := NewEngine(nil, nil); err == nil {
+		t.Error("NewEngine(nil) must fail")
+	}
+}
+
+func TestSessionFromResolvedRefuses(t *testing.T) {
+	if _, err := SessionFromResolved(&policy.Resolved{Harness: "codex", Mode: "hooks",
+		Native: &policy.NativePolicy{Refused: map[string]string{"web_search": "x"}}}); err == nil || !strings.Contains(err.Error(), "must not launch") {
+		t.Errorf("refused native tools: %v", err)
+	}
+	if _, err := SessionFromResolved(&policy.Resolved{Harness: "emacs", Native: &policy.NativePolicy{}}); err == nil {
+		t.Error("unknown harness must fail")
+	}
+	if _, err := LoadPolicy("testdata/policies/guarded.yaml"); err != nil {
+		t.Errorf("guarded.yaml: %v", err)
+	}
+	// guarded.yaml for Codex: a network rule Codex cannot enforce on hosted
+	// web_search; the session must not launch, so every call is denied.
+	data, err := os.ReadFile("testdata/policies/guarded.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(p, bytes.Replace(data, []byte("harness: claude-code"), []byte("harness: codex"), 1), 0o600)
+	if _, err := LoadPolicy(p); !errors.Is(err, ErrNoPolicy) || !strings.Contains(err.Error(), "cannot take back web_search") {
+		t.Errorf("codex session with a network rule: %v, want a refusal", err)
+	}
+}
+
+var patchCases = []struct {
+	name, text string
+	want       []string
+	err        string
+}{
+	{"update", "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** End Patch\n", []string{"src/a.rs"}, ""},
+	{"add delete move", "*** Begin Patch\n*** Add File: n.txt\n+x\n*** Delete File: old.txt\n*** Update File: a\n*** Move to: b\n@@\n-1\n+2\n*** End of File\n*** End Patch", []string{"n.txt", "old.txt", "a", "b"}, ""},
+	{"heredoc form", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: x\n+1\n*** End Patch\nEOF\n", []string{"x"}, ""},
+	{"crlf", "*** Begin Patch\r\n*** Update File: a.go\r\n@@\r\n-x\r\n+y\r\n*** End Patch\r\n", []string{"a.go"}, ""},
+	{"not a patch", "rm -rf /", nil, `apply_patch: no "*** Begin Patch" line`},
+	{"command before", "echo hi\n*** Begin Patch\n*** Add File: x\n*** End Patch", nil, `apply_patch: text before "*** Begin Patch"`},
+	{"no end", "*** Begin Patch\n*** Add File: x\n+1\n", nil, `apply_patch: no "*** End Patch" line`},
+	{"no files", "*** Begin Patch\n*** End Patch\n", nil, "apply_patch: no file header"},
+	{"empty path", "*** Begin Patch\n*** Add File: \n*** End Patch\n", nil, "apply_patch: empty path in a file header"},
+	{"unknown header", "*** Begin Patch\n*** Chmod File: x\n*** End Patch\n", nil, `apply_patch: unknown header "*** Chmod File: x"`},
+	{"text after end", "*** Begin Patch\n*** Add File: x\n*** End Patch\n*** Add File: y\n", nil, `apply_patch: text after "*** End Patch"`},
+}
+
+func TestPatchPaths(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tc := range patchCases {
+		if seen[tc.text] {
+			t.Fatalf("duplicate patch input %q", tc.name)
+		}
+		seen[tc.text] = true
+		got, err := PatchPaths(tc.text)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%s: got %v, %v; want error %q", tc.name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzPatchPaths: a patch either is refused or names at least one non-empty
+// path without NUL, each of which appears in the text.
+func FuzzPatchPaths(f *testing.F) {
+	for _, tc := range patchCases {
+		f.Add(tc.text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		paths, err := PatchPaths(text)
+		if err != nil {
+			return
+		}
+		if len(paths) == 0 {
+			t.Fatal("accepted a patch with no paths")
+		}
+		for _, p := range paths {
+			if p == "" || strings.ContainsRune(p, 0) || !strings.Contains(text, p) {
+				t.Fatalf("bad path %q", p)
+			}
+		}
+	})
+}
+
+func TestMCPQualifiedIDs(t *testing.T) {
+	cases := []struct {
+		name string
+		ids  []string
+		ok   bool
+	}{
+		{"mcp__github__create_pull_request", []string{"github:create_pull_request"}, true},
+		{"mcp__plugin_acme-tools_db__query", []string{"plugin_acme-tools_db:query"}, true},
+		{"mcp__a__b__c", []string{"a:b__c", "a__b:c"}, true},
+		{"mcp__a___b", []string{"a:_b", "a_:b"}, true},
+		{"mcp__github", nil, false},
+		{"mcp____x", nil, false},
+		{"Bash", nil, false},
+	}
+	for _, tc := range cases {
+		ids, ok := MCPQualifiedIDs(tc.name)
+		if ok != tc.ok || !slices.Equal(ids, tc.ids) {
+			t.Errorf("%s: got %q %v, want %q %v", tc.name, ids, ok, tc.ids, tc.ok)
+		}
+	}
+}

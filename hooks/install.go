@@ -1,0 +1,428 @@
+package hooks
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+//go:embed pi/hookgate.ts
+var piExtension string
+
+// InstallArgs say where and how to install hookgate for one harness.
+type InstallArgs struct {
+	Harness Harness
+	// Scope is "user" (under Home) or "project" (under Project).
+	Scope   string
+	Home    string
+	Project string
+	// Binary is hookgate's absolute path (harnesses launched from a GUI get
+	// a minimal PATH; a bare name that does not resolve fails open).
+	Binary string
+	// Policy, when set, is passed as --policy; otherwise hookgate reads
+	// BARRY_POLICY or BARRY_HOOK_SOCKET from the harness's environment.
+	Policy string
+	// Now names backups; nil means time.Now.
+	Now func() time.Time
+}
+
+// hookTimeout is the harness's timeout for hookgate in seconds: far above
+// hookgate's own deadline, which always answers first.
+const hookTimeout = 10
+
+// ConfigPath returns the file Install edits for a harness and scope.
+func ConfigPath(a InstallArgs) (string, error) {
+	var base string
+	switch a.Scope {
+	case "user", "":
+		base = a.Home
+	case "project":
+		base = a.Project
+	default:
+		return "", fmt.Errorf("scope %q: want user or project", a.Scope)
+	}
+	if base == "" || !filepath.IsAbs(base) {
+		return "", fmt.Errorf("%s directory %q is not absolute", a.Scope, base)
+	}
+	switch a.Harness {
+	case ClaudeCode:
+		return filepath.Join(base, ".claude", "settings.json"), nil
+	case Cursor:
+		return filepath.Join(base, ".cursor", "hooks.json"), nil
+	case Codex:
+		return filepath.Join(base, ".codex", "hooks.json"), nil
+	case Gemini:
+		return filepath.Join(base, ".gemini", "settings.json"), nil
+	case Pi:
+		if a.Scope == "project" {
+			return filepath.Join(base, ".pi", "extensions", "hookgate.ts"), nil
+		}
+		return filepath.Join(base, ".pi", "agent", "extensions", "hookgate.ts"), nil
+	}
+	return "", fmt.Errorf("%w %q", ErrUnknownHarness, a.Harness)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (a InstallArgs) argv() []string {
+	args := []string{"check", "--harness", string(a.Harness)}
+	if a.Policy != "" {
+		args = append(args, "--policy", a.Policy)
+	}
+	return args
+}
+
+func (a InstallArgs) command() string {
+	parts := []string{shellQuote(a.Binary)}
+	for _, x := range a.argv() {
+		parts = append(parts, shellQuote(x))
+	}
+	return strings.Join(parts, " ")
+}
+
+// isOurs reports whether a hook command runs hookgate check: a first word
+// whose base name is hookgate, followed by "check".
+func isOurs(cmd string) bool {
+	f := strings.Fields(cmd)
+	if len(f) < 2 || f[1] != "check" {
+		return false
+	}
+	return filepath.Base(strings.Trim(f[0], `'"`)) == "hookgate"
+}
+
+// gatedEvents lists, per harness, the events hookgate installs itself on.
+var gatedEvents = map[Harness][]string{
+	ClaudeCode: {"PreToolUse", "PermissionRequest"},
+	Codex:      {"PreToolUse", "PermissionRequest"},
+	Cursor:     {"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "preToolUse", "subagentStart"},
+	Gemini:     {"BeforeTool"},
+}
+
+// Install merges hookgate's entry into the harness's configuration:
+// idempotently (an existing hookgate entry is replaced, so running it twice
+// changes nothing), keeping every other setting and hook and their order,
+// after copying the old file to a timestamped backup. It refuses a file
+// that is not a JSON object or whose hooks have an unexpected shape. It
+// returns the file and whether it changed.
+func Install(a InstallArgs) (string, bool, error) { return edit(a, true) }
+
+// Uninstall removes hookgate's entries (and only those) from the harness's
+// configuration, with a backup; for Pi it removes the extension file when
+// it is hookgate's.
+func Uninstall(a InstallArgs) (string, bool, error) { return edit(a, false) }
+
+func edit(a InstallArgs, install bool) (string, bool, error) {
+	path, err := ConfigPath(a)
+	if err != nil {
+		return "", false, err
+	}
+	if install && !filepath.IsAbs(a.Binary) {
+		return path, false, fmt.Errorf("hookgate binary %q is not an absolute path", a.Binary)
+	}
+	if a.Harness == Pi {
+		return editPi(a, path, install)
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return path, false, err
+	}
+	var root *object
+	if len(strings.TrimSpace(string(old))) == 0 {
+		root = newObject()
+	} else {
+		v, err := parseOrdered(old)
+		if err != nil {
+			return path, false, fmt.Errorf("%s: not valid JSON (%v); not touching it", path, err)
+		}
+		o, ok := v.(*object)
+		if !ok {
+			return path, false, fmt.Errorf("%s: not a JSON object; not touching it", path)
+		}
+		root = o
+	}
+	// Compare normalized forms: a file hookgate has nothing to change in is
+	// left alone, whatever its formatting.
+	before := encodeOrdered(root)
+	if err := mergeHooks(root, a, install); err != nil {
+		return path, false, fmt.Errorf("%s: %w", path, err)
+	}
+	out := encodeOrdered(root)
+	if (old != nil && string(out) == string(before)) || (old == nil && !install) {
+		return path, false, nil
+	}
+	if err := writeWithBackup(path, old, out, a.now()); err != nil {
+		return path, false, err
+	}
+	return path, true, nil
+}
+
+func (a InstallArgs) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// mergeHooks removes hookgate's entries from root.hooks and, when install,
+// appends fresh ones.
+func mergeHooks(root *object, a InstallArgs, install bool) error {
+	hv, ok := root.get("hooks")
+	var hooks *object
+	switch {
+	case !ok:
+		if !install {
+			return nil
+		}
+		hooks = newObject()
+		root.set("hooks", hooks)
+	default:
+		hooks, ok = hv.(*object)
+		if !ok {
+			return errors.New(`"hooks" is not an object`)
+		}
+	}
+	if a.Harness == Cursor && install {
+		if _, ok := root.get("version"); !ok {
+			root.keys = append([]string{"version"}, root.keys...)
+			root.vals["version"] = json.Number("1")
+		}
+	}
+	for _, ev := range gatedEvents[a.Harness] {
+		var list []any
+		if v, ok := hooks.get(ev); ok {
+			l, ok := v.([]any)
+			if !ok {
+				return fmt.Errorf("hooks.%s is not a list", ev)
+			}
+			list = l
+		}
+		kept, err := removeOurs(a.Harness, ev, list)
+		if err != nil {
+			return err
+		}
+		if install {
+			kept = append(kept, entryFor(a, ev))
+		}
+		if len(kept) == 0 {
+			hooks.del(ev)
+		} else {
+			hooks.set(ev, kept)
+		}
+	}
+	return nil
+}
+
+// removeOurs drops hookgate's handlers from an event's list: Cursor's flat
+// definitions, and the handlers inside Claude-style matcher groups (a group
+// left empty goes too).
+func removeOurs(h Harness, ev string, list []any) ([]any, error) {
+	var out []any
+	for i, item := range list {
+		o, ok := item.(*object)
+		if !ok {
+			return nil, fmt.Errorf("hooks.%s[%d] is not an object", ev, i)
+		}
+		if h == Cursor {
+			if c, _ := o.vals["command"].(string); isOurs(c) {
+				continue
+			}
+			out = append(out, o)
+			continue
+		}
+		hv, ok := o.get("hooks")
+		if !ok {
+			out = append(out, o)
+			continue
+		}
+		handlers, ok := hv.([]any)
+		if !ok {
+			return nil, fmt.Errorf("hooks.%s[%d].hooks is not a list", ev, i)
+		}
+		var keep []any
+		for _, hd := range handlers {
+			if ho, ok := hd.(*object); ok {
+				if c, _ := ho.vals["command"].(string); isOurs(c) {
+					continue
+				}
+			}
+			keep = append(keep, hd)
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		if len(keep) != len(handlers) {
+			o.set("hooks", keep)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// entryFor builds hookgate's entry for one event in the harness's shape.
+func entryFor(a InstallArgs, ev string) any {
+	cmd := a.command()
+	h := newObject()
+	switch a.Harness {
+	case Cursor:
+		h.set("command", cmd)
+		h.set("timeout", json.Number(fmt.Sprint(hookTimeout)))
+		h.set("failClosed", true)
+		return h
+	case Gemini:
+		h.set("type", "command")
+		h.set("command", cmd)
+		h.set("name", "hookgate")
+		// Gemini CLI timeouts are in milliseconds.
+		h.set("timeout", json.Number(fmt.Sprint(hookTimeout*1000)))
+	default:
+		h.set("type", "command")
+		h.set("command", cmd)
+		h.set("timeout", json.Number(fmt.Sprint(hookTimeout)))
+		if a.Harness == Codex && ev == "PreToolUse" {
+			h.set("statusMessage", "hookgate: checking tool call")
+		}
+	}
+	g := newObject()
+	matcher := "*"
+	if a.Harness != ClaudeCode {
+		// Codex and Gemini matchers are regular expressions.
+		matcher = ".*"
+	}
+	g.set("matcher", matcher)
+	g.set("hooks", []any{h})
+	return g
+}
+
+const piMarker = "(managed by `hookgate install --harness pi`)"
+
+func editPi(a InstallArgs, path string, install bool) (string, bool, error) {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return path, false, err
+	}
+	if old != nil && !strings.Contains(string(old), piMarker) {
+		return path, false, fmt.Errorf("%s exists and is not hookgate's extension; not touching it", path)
+	}
+	if !install {
+		if old == nil {
+			return path, false, nil
+		}
+		if err := backup(path, old, a.now()); err != nil {
+			return path, false, err
+		}
+		return path, true, os.Remove(path)
+	}
+	bin, _ := json.Marshal(a.Binary)
+	args, _ := json.Marshal(a.argv())
+	src := strings.Replace(piExtension, `const HOOKGATE = "hookgate";`, "const HOOKGATE = "+string(bin)+";", 1)
+	src = strings.Replace(src, `const ARGS = ["check", "--harness", "pi"];`, "const ARGS = "+string(args)+";", 1)
+	if string(old) == src {
+		return path, false, nil
+	}
+	if err := writeWithBackup(path, old, []byte(src), a.now()); err != nil {
+		return path, false, err
+	}
+	return path, true, nil
+}
+
+// writeWithBackup saves old (when there was a file) as
+// NAME.hookgate-YYYYMMDDTHHMMSSZ.bak, then replaces path atomically with
+// data, keeping its mode (0644 for a new file).
+func writeWithBackup(path string, old, data []byte, now time.Time) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+		if err := backup(path, old, now); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func backup(path string, old []byte, now time.Time) error {
+	name := path + ".hookgate-" + now.UTC().Format("20060102T150405Z") + ".bak"
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		name = fmt.Sprintf("%s.hookgate-%s-%d.bak", path, now.UTC().Format("20060102T150405Z"), i)
+	}
+	if err := os.WriteFile(name, old, 0o600); err != nil {
+		return fmt.Errorf("backup of %s: %w", path, err)
+	}
+	return nil
+}
+
+// installedEvents lists the events of a config file that carry a hookgate
+// handler.
+func installedEvents(h Harness, data []byte) []string {
+	v, err := parseOrdered(data)
+	if err != nil {
+		return nil
+	}
+	root, ok := v.(*object)
+	if !ok {
+		return nil
+	}
+	hv, _ := root.get("hooks")
+	hooks, ok := hv.(*object)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, ev := range hooks.keys {
+		list, _ := hooks.vals[ev].([]any)
+		for _, item := range list {
+			o, ok := item.(*object)
+			if !ok {
+				continue
+			}
+			handlers := []any{o}
+			if hs, ok := o.vals["hooks"].([]any); ok && h != Cursor {
+				handlers = hs
+			}
+			for _, hd := range handlers {
+				if ho, ok := hd.(*object); ok {
+					if c, _ := ho.vals["command"].(string); isOurs(c) && !slices.Contains(out, ev) {
+						out = append(out, ev)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

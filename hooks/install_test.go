@@ -1,0 +1,211 @@
+package hooks
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// userConfigs: a config per harness holding other settings and another
+// tool's hook, which install and uninstall must keep, in order.
+var userConfigs = map[Harness]string{
+	ClaudeCode: `{
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "/opt/guard/bin/guard --strict", "timeout": 5}]}
+    ],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+  },
+  "permissions": {"deny": ["Bash(git push *)", "Read(./.env)"]}
+}`,
+	Codex: `{"description": "team hooks", "hooks": {"PreToolUse": [{"matcher": "^Bash$", "hooks": [{"type": "command", "command": "python3 ~/.codex/guard.py"}]}]}}`,
+	Cursor: `{
+  "version": 1,
+  "hooks": {
+    "afterFileEdit": [{"command": "./hooks/format.sh"}],
+    "beforeShellExecution": [{"command": "./hooks/audit.sh", "timeout": 3}]
+  }
+}`,
+	Gemini: `{"theme": "GitHub", "hooks": {"AfterTool": [{"matcher": ".*", "hooks": [{"type": "command", "command": "log-tool"}]}]}, "tools": {"enableHooks": true}}`,
+}
+
+func installArgs(h Harness, home string) InstallArgs {
+	n := 0
+	return InstallArgs{Harness: h, Scope: "user", Home: home, Binary: "/opt/barry/bin/hookgate", Policy: "/etc/barry/session policy.yaml",
+		Now: func() time.Time { n++; return time.Date(2026, 11, 30, 1, 0, n, 0, time.UTC) }}
+}
+
+func TestInstallMergesAndUninstallRestores(t *testing.T) {
+	for h, original := range userConfigs {
+		t.Run(string(h), func(t *testing.T) {
+			home := t.TempDir()
+			a := installArgs(h, home)
+			path, _ := ConfigPath(a)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, []byte(original), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			p, changed, err := Install(a)
+			if err != nil || !changed || p != path {
+				t.Fatalf("Install = %s, %v, %v", p, changed, err)
+			}
+			installed, _ := os.ReadFile(path)
+			if got := installedEvents(h, installed); !slices.Equal(got, sortedCopy(gatedEvents[h])) {
+				t.Errorf("hookgate on events %v, want %v\n%s", got, gatedEvents[h], installed)
+			}
+			want := `'/etc/barry/session policy.yaml'`
+			if !strings.Contains(string(installed), `/opt/barry/bin/hookgate check --harness `+string(h)+` --policy `+want) {
+				t.Errorf("command line missing or unquoted:\n%s", installed)
+			}
+			// Everything else is still there, in its order.
+			norm := string(encodeOrdered(mustParse(t, original)))
+			for _, line := range strings.Split(norm, "\n") {
+				if !strings.Contains(string(installed), strings.TrimSuffix(strings.TrimSpace(line), ",")) {
+					t.Errorf("lost %q from the user's config:\n%s", line, installed)
+				}
+			}
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+				t.Errorf("mode changed to %v", fi.Mode().Perm())
+			}
+			backups, _ := filepath.Glob(path + ".hookgate-*.bak")
+			if len(backups) != 1 {
+				t.Fatalf("backups %v, want one", backups)
+			}
+			if b, _ := os.ReadFile(backups[0]); string(b) != original {
+				t.Errorf("backup differs from the original")
+			}
+			switch h {
+			case Cursor:
+				if strings.Count(string(installed), `"failClosed": true`) != len(gatedEvents[Cursor]) {
+					t.Errorf("cursor entries without failClosed: true:\n%s", installed)
+				}
+			case Gemini:
+				if !strings.Contains(string(installed), `"timeout": 10000`) {
+					t.Errorf("gemini timeout must be in milliseconds:\n%s", installed)
+				}
+			}
+
+			// Idempotent: nothing changes, no new backup.
+			if _, changed, err := Install(a); err != nil || changed {
+				t.Errorf("second Install: changed=%v err=%v", changed, err)
+			}
+			again, _ := os.ReadFile(path)
+			if string(again) != string(installed) {
+				t.Errorf("second Install rewrote the file")
+			}
+			if b, _ := filepath.Glob(path + ".hookgate-*.bak"); len(b) != 1 {
+				t.Errorf("second Install made a backup: %v", b)
+			}
+			// Reinstall with another policy replaces, never duplicates.
+			a2 := a
+			a2.Policy = ""
+			Install(a2)
+			re, _ := os.ReadFile(path)
+			if strings.Count(string(re), "hookgate check") != len(gatedEvents[h]) || strings.Contains(string(re), "--policy") {
+				t.Errorf("reinstall duplicated or kept the old entry:\n%s", re)
+			}
+
+			if _, changed, err := Uninstall(a); err != nil || !changed {
+				t.Fatalf("Uninstall: changed=%v err=%v", changed, err)
+			}
+			after, _ := os.ReadFile(path)
+			if string(after) != norm {
+				t.Errorf("after uninstall:\n%s\nwant the original:\n%s", after, norm)
+			}
+			if _, changed, _ := Uninstall(a); changed {
+				t.Errorf("second Uninstall changed the file")
+			}
+		})
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+func mustParse(t *testing.T, s string) any {
+	t.Helper()
+	v, err := parseOrdered([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestInstallRefusals(t *testing.T) {
+	home := t.TempDir()
+	a := installArgs(ClaudeCode, home)
+	path, _ := ConfigPath(a)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	for _, bad := range []string{`{"hooks": [1]}`, `[1,2]`, `{"a": 1,}`, `{"hooks": {"PreToolUse": {"matcher": "*"}}}`, `{"a":1,"a":2}`} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, _, err := Install(a); err == nil {
+			t.Errorf("Install over %s: want an error", bad)
+		}
+		if got, _ := os.ReadFile(path); string(got) != bad {
+			t.Errorf("Install over %s touched the file", bad)
+		}
+	}
+	a.Binary = "hookgate"
+	os.Remove(path)
+	if _, _, err := Install(a); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Errorf("relative binary: %v", err)
+	}
+	if _, err := ConfigPath(InstallArgs{Harness: ClaudeCode, Scope: "system", Home: home}); err == nil {
+		t.Error("unknown scope must fail")
+	}
+}
+
+func TestInstallNewFileAndProjectScope(t *testing.T) {
+	proj := t.TempDir()
+	a := installArgs(Cursor, "/nonexistent")
+	a.Scope, a.Project = "project", proj
+	path, changed, err := Install(a)
+	if err != nil || !changed || path != filepath.Join(proj, ".cursor", "hooks.json") {
+		t.Fatalf("Install = %s %v %v", path, changed, err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(data), "{\n  \"version\": 1,\n  \"hooks\": {") {
+		t.Errorf("new cursor hooks.json:\n%s", data)
+	}
+	if b, _ := filepath.Glob(path + ".hookgate-*.bak"); len(b) != 0 {
+		t.Errorf("backup of a file that did not exist: %v", b)
+	}
+}
+
+func TestInstallPi(t *testing.T) {
+	home := t.TempDir()
+	a := installArgs(Pi, home)
+	path, changed, err := Install(a)
+	if err != nil || !changed || path != filepath.Join(home, ".pi", "agent", "extensions", "hookgate.ts") {
+		t.Fatalf("Install = %s %v %v", path, changed, err)
+	}
+	src, _ := os.ReadFile(path)
+	for _, want := range []string{`const HOOKGATE = "/opt/barry/bin/hookgate";`, `const ARGS = ["check","--harness","pi","--policy","/etc/barry/session policy.yaml"];`} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("extension lacks %s", want)
+		}
+	}
+	if _, changed, _ := Install(a); changed {
+		t.Error("second Install changed the extension")
+	}
+	if _, changed, err := Uninstall(a); err != nil || !changed {
+		t.Errorf("Uninstall: %v %v", changed, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("extension still there: %v", err)
+	}
+	os.WriteFile(path, []byte("export default function () {}\n"), 0o644)
+	if _, _, err := Install(a); err == nil {
+		t.Error("Install over someone else's extension must fail")
+	}
+	if _, _, err := Uninstall(a); err == nil {
+		t.Error("Uninstall of someone else's extension must fail")
+	}
+}

@@ -1,0 +1,93 @@
+package hooks
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// Session is what the ruling engine needs from a session's resolved policy:
+// the seam between policy resolution (package policy) and rulings. It is
+// plain data; NewEngine copies what it keeps.
+type Session struct {
+	// Harness, when set, is the only harness whose calls the session accepts.
+	Harness Harness `json:"harness,omitempty"`
+	// Mode is the harness mode the native policy was resolved for (display only).
+	Mode string `json:"mode,omitempty"`
+	// Bound is the session's effective bound; nil means no restriction.
+	Bound *policy.Bound `json:"bound,omitempty"`
+	// Native is the native-tool policy for the harness and mode.
+	Native NativePolicy `json:"native"`
+	// MCPTools are the qualified "server:tool" ids the session may call.
+	MCPTools []string `json:"mcpTools,omitempty"`
+	// MCPServers identify servers by URL or launch command, for Cursor's
+	// beforeMCPExecution, which names the tool but not its server.
+	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
+	// Home expands "~/" in file patterns; empty means the current user's.
+	Home string `json:"home,omitempty"`
+}
+
+// NativePolicy lists the harness's native tools the session may use.
+// A tool in Denied is refused; a tool not in Allowed is refused.
+type NativePolicy struct {
+	Allowed []string `json:"allowed"`
+	Denied  []string `json:"denied,omitempty"`
+	// Reasons says why each denied tool is denied.
+	Reasons map[string]string `json:"reasons,omitempty"`
+}
+
+// MCPServer identifies an MCP server as Cursor reports it.
+type MCPServer struct {
+	URL     string `json:"url,omitempty"`
+	Command string `json:"command,omitempty"`
+}
+
+// SessionFromResolved is the seam to policy resolution: it takes what the
+// engine needs from a session's resolved policy (harness, mode, effective
+// bound, native-tool policy, allowed qualified tool ids). A resolution that
+// refuses native tools (the session must not launch) is an error.
+func SessionFromResolved(r *policy.Resolved) (*Session, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: no resolved policy", ErrNoPolicy)
+	}
+	h, err := ParseHarness(r.Harness)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoPolicy, err)
+	}
+	if r.Native == nil {
+		return nil, fmt.Errorf("%w: resolution has no native-tool policy", ErrNoPolicy)
+	}
+	if len(r.Native.Refused) > 0 {
+		tools := make([]string, 0, len(r.Native.Refused))
+		for t := range r.Native.Refused {
+			tools = append(tools, t)
+		}
+		slices.Sort(tools)
+		return nil, fmt.Errorf("%w: session must not launch: mode %s cannot take back %s", ErrNoPolicy, r.Mode, strings.Join(tools, ", "))
+	}
+	return &Session{
+		Harness:  h,
+		Mode:     r.Mode,
+		Bound:    r.Bound.Clone(),
+		Native:   NativePolicy{Allowed: slices.Clone(r.Native.Allowed), Denied: slices.Clone(r.Native.Denied), Reasons: maps.Clone(r.Native.Reasons)},
+		MCPTools: r.AllowedToolIDs(),
+	}, nil
+}
+
+// LoadPolicy reads and resolves a session policy file (the format of
+// policy.LoadFile) into a Session. Every failure wraps ErrNoPolicy: an
+// unreadable or unresolvable policy is never an empty one.
+func LoadPolicy(path string) (*Session, error) {
+	r, err := policy.ResolveFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoPolicy, path, err)
+	}
+	s, err := SessionFromResolved(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,164 @@
+package hooks
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/policy/shell"
+)
+
+// ClassifierShell rules on shell commands with the static classifier of
+// package policy/shell. It is the engine's default ShellRuler and is safe
+// for concurrent use.
+type ClassifierShell struct{}
+
+// RuleCommand decides a command line. Checks, in order, each an early
+// return:
+//
+//  1. a bound with no bash, files or network rule allows the line;
+//  2. bash.deny: a pattern that is a substring of the raw line denies;
+//  3. a line the classifier cannot resolve exactly (Unparseable) denies;
+//  4. bash.denyPrograms: a program or subcommand chain run anywhere in the
+//     line (through wrappers, nested shells, substitutions) denies;
+//  5. network.actions: an action the line performs that the bound denies;
+//  6. network.domains and network.allowDomains: every host the line
+//     contacts must pass; a line that performs network actions without a
+//     host the classifier can read denies when any domain rule exists;
+//  7. files rules and deniedAccess: the file the line writes must be known
+//     and allowed (and writes are denied under deniedAccess write); every
+//     argument that names a path must pass files.deny and files.allowOnly;
+//     a directory argument is a search root that no files.deny pattern may
+//     reach below; an argument that is dynamic ($X) or a glob denies,
+//     since what it names cannot be known before the shell expands it.
+func (ClassifierShell) RuleCommand(command, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Decision {
+	kind := ShellRuleIn(b)
+	if kind == "" && !deniesWrites(b) {
+		return policy.AllowedBy("shell command allowed: the bound has no shell, file or network rule", "")
+	}
+	if b.Bash != nil {
+		if p, denied := shell.IsBashDenied(command, b.Bash.Deny); denied {
+			return policy.Denied(fmt.Sprintf("shell command contains %q, denied by bash.deny", p), "bash.deny:"+p)
+		}
+	}
+	c := shell.Classify(command)
+	if c.Unparseable {
+		return policy.Denied("shell command cannot be classified exactly ("+c.Reason+") and the bound has "+orWrites(kind)+" rules", "shell:unparseable")
+	}
+	if b.Bash != nil && len(b.Bash.DenyPrograms) > 0 {
+		if rule, denied := shell.IsProgramDenied(command, b.Bash.DenyPrograms); denied {
+			return policy.Denied(fmt.Sprintf("shell command runs %s, denied by bash.denyPrograms %q", programOf(rule), rule), "bash.denyPrograms:"+rule)
+		}
+	}
+	if n := b.Network; n != nil {
+		if len(n.Actions) > 0 {
+			if tag, denied := shell.IsNetworkActionDenied(command, n.Actions); denied {
+				return policy.Denied(fmt.Sprintf("shell command performs network action %s, denied by network.actions", tag), "network.actions:"+tag)
+			}
+		}
+		if len(n.Domains) > 0 || n.AllowDomains != nil {
+			hosts := shell.ExtractDomainsFromCommand(command)
+			for _, h := range hosts {
+				if d := hostDecision("shell command", h, n); !d.Allowed() {
+					return d
+				}
+			}
+			if len(hosts) == 0 && len(shell.ClassifyNetworkActions(c, command)) > 0 {
+				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")
+			}
+		}
+	}
+	if w := shell.ClassifyFileWrite(command); w != nil {
+		if deniesWrites(b) {
+			return policy.Denied(fmt.Sprintf("shell command writes files (%s) and the bound denies write access", w.Reason), "deniedAccess:write")
+		}
+		if b.Files != nil {
+			if w.Path == "" {
+				return policy.Denied(fmt.Sprintf("shell command writes a file it does not name (%s) and the bound has files rules", w.Reason), "files")
+			}
+			if d := m.Check(w.Path, b.Files); !d.Allowed() {
+				return d
+			}
+		}
+	}
+	if b.Files != nil {
+		if d := checkArgs(c.Argvs, b.Files, m); !d.Allowed() {
+			return d
+		}
+	}
+	return policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")
+}
+
+func orWrites(kind string) string {
+	if kind == "" {
+		return "deniedAccess"
+	}
+	return kind
+}
+
+// programOf renders a program rule as the command it denies: "git:push" → "git push".
+func programOf(rule string) string { return strings.ReplaceAll(rule, ":", " ") }
+
+// deniesWrites reports whether the bound denies write access session-wide.
+func deniesWrites(b *policy.Bound) bool {
+	if b == nil {
+		return false
+	}
+	for _, a := range b.DeniedAccess {
+		if a == "*" || a == "write" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkArgs applies the files rules to every argument that names a path.
+func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
+	for _, argv := range argvs {
+		for _, w := range argv[min(1, len(argv)):] {
+			if strings.HasPrefix(w, "-") {
+				_, v, ok := strings.Cut(w, "=")
+				if !ok {
+					continue
+				}
+				w = v
+			}
+			if w == "" || strings.Contains(w, "://") {
+				continue
+			}
+			if strings.ContainsAny(w, "$`") {
+				return policy.Denied(fmt.Sprintf("shell argument %q is expanded at run time and the bound has files rules", clipField(w)), "files")
+			}
+			if strings.ContainsAny(w, "*?[") {
+				return policy.Denied(fmt.Sprintf("shell argument %q may expand to any file and the bound has files rules", clipField(w)), "files")
+			}
+			if !pathLike(w, rules) {
+				continue
+			}
+			d := m.Check(w, rules)
+			if !d.Allowed() {
+				return d
+			}
+			canon := m.Canonicalize(w)
+			if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
+				for _, pat := range rules.Deny {
+					if reachesBelow(m, canon, pat) {
+						return policy.Denied(fmt.Sprintf("shell argument %s is a directory below which files.deny %q could match", canon, pat), "files.deny:"+pat)
+					}
+				}
+			}
+		}
+	}
+	return policy.AllowedBy("shell arguments pass the files rules", "")
+}
+
+// pathLike reports whether a word may name a file: it has a slash, starts
+// with "." or "~", or a segment-only deny pattern matches it.
+func pathLike(w string, rules *policy.FileRules) bool {
+	if strings.Contains(w, "/") || strings.HasPrefix(w, ".") || strings.HasPrefix(w, "~") {
+		return true
+	}
+	m := policy.FileMatcher{Cwd: "/"}
+	return m.Denied("/"+w, rules.Deny) != ""
+}

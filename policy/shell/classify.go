@@ -1,0 +1,392 @@
+package shell
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Limits on the work one line can cause.
+const (
+	// MaxLineBytes is the longest line Classify analyses; a longer one is
+	// Unparseable.
+	MaxLineBytes = 64 << 10
+	// MaxDepth is how deeply code strings (bash -c, eval, here-strings,
+	// wrappers) may nest before the line is Unparseable.
+	MaxDepth = 8
+	maxParses = 64
+)
+
+// Classification is what one command line does, as far as a static reading
+// can tell. The zero value means "runs nothing"; callers must check
+// Unparseable first.
+type Classification struct {
+	// Argvs are the quote-removed argument vectors of every command the
+	// line runs, including nested ones (a wrapper and the command it wraps
+	// both appear). A dynamic word is kept as its shell source ("$X").
+	Argvs [][]string
+	// Programs are the normalized program basenames run anywhere in the
+	// line ("/usr/bin/GIT.exe" → "git"), deduplicated in order of appearance.
+	Programs []string
+	// Subcommands maps a program to its subcommand chains, colon-joined and
+	// with global options skipped: "git -C x push origin" gives
+	// "git" → ["push"], "gh pr create" gives "gh" → ["pr:create"].
+	Subcommands map[string][]string
+	// Unparseable is true when part of the line cannot be resolved exactly;
+	// the caller must fail closed.
+	Unparseable bool
+	// Reason says why the line is Unparseable (the first cause found).
+	Reason string
+	// Opaque lists programs that run code the line does not show (a script
+	// file, a build tool, git hooks); it is a report, not a denial.
+	Opaque []string
+
+	invs     []invocation
+	suspects []invocation
+	writes   []FileWriteFinding
+}
+
+// invocation is one command the line runs.
+type invocation struct {
+	prog  string
+	args  []word // args[0] is the program word as written
+	chain []string
+}
+
+// Classify reads a command line (bash syntax) without running it. It never
+// panics; any input it cannot resolve exactly is Unparseable with a reason.
+func Classify(line string) Classification {
+	a := &analyzer{c: Classification{Subcommands: map[string][]string{}}}
+	if len(line) > MaxLineBytes {
+		a.fail(fmt.Sprintf("command line longer than %d bytes", MaxLineBytes))
+	} else {
+		a.source(line, syntax.LangBash, 0)
+	}
+	return a.c
+}
+
+type analyzer struct {
+	c      Classification
+	parses int
+}
+
+func (a *analyzer) fail(reason string) {
+	if !a.c.Unparseable {
+		a.c.Unparseable = true
+		a.c.Reason = reason
+	}
+}
+
+func (a *analyzer) write(path, reason string) {
+	a.c.writes = append(a.c.writes, FileWriteFinding{Path: path, Reason: reason})
+}
+
+func (a *analyzer) opaque(prog string) {
+	if !slices.Contains(a.c.Opaque, prog) {
+		a.c.Opaque = append(a.c.Opaque, prog)
+	}
+}
+
+// stdin is where a command's standard input comes from.
+type stdin struct {
+	kind string // "", "pipe", "here" (static text in body), "dynamic", "file"
+	body string
+}
+
+var reSubstInData = regexp.MustCompile("\\$\\(|`")
+
+// source parses src in the given dialect and analyses every command in it.
+func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
+	if depth > MaxDepth {
+		a.fail(fmt.Sprintf("nesting deeper than %d levels", MaxDepth))
+		return
+	}
+	if a.parses++; a.parses > maxParses {
+		a.fail(fmt.Sprintf("more than %d nested code strings", maxParses))
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(lang), syntax.KeepComments(false)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		a.fail("syntax error: " + oneLine(err.Error()))
+		return
+	}
+	piped := map[*syntax.Stmt]bool{}
+	stmtOf := map[*syntax.CallExpr]*syntax.Stmt{}
+	assigned := map[*syntax.Assign]bool{}
+	hasArith, dataSubst := false, false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
+				stmtOf[c] = n
+			}
+			for _, r := range n.Redirs {
+				a.redirect(r)
+			}
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				s := n.Y
+				for {
+					if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+						s = b.X
+						continue
+					}
+					break
+				}
+				piped[s] = true
+			}
+		case *syntax.ParamExp:
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && strings.ContainsAny(n.Exp.Word.Lit(), "PE") {
+				a.fail("${x@P} expands prompt escapes, which run command substitutions")
+			}
+			if n.Flags != nil && strings.Contains(n.Flags.Value, "e") {
+				a.fail("${(e)x} evaluates a parameter's value as code")
+			}
+		case *syntax.ExtGlob:
+			if reZshQual.MatchString(n.Pattern.Value) {
+				a.fail("zsh glob qualifier runs code: " + n.Pattern.Value)
+			}
+		case *syntax.Lit:
+			if lang == syntax.LangZsh && reZshQualLit.MatchString(n.Value) {
+				a.fail("zsh glob qualifier runs code: " + n.Value)
+			}
+		case *syntax.SglQuoted:
+			if reSubstInData.MatchString(n.Value) {
+				dataSubst = true
+				if strings.Contains(n.Value, "[") {
+					a.fail("subscript injection: quoted data holds [ and a command substitution")
+				}
+			}
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.CStyleLoop:
+			hasArith = true
+		case *syntax.BinaryTest:
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLss, syntax.TsLeq, syntax.TsGtr, syntax.TsGeq:
+				hasArith = true
+			}
+		case *syntax.Assign:
+			if !assigned[n] {
+				a.assign(n, depth)
+			}
+		case *syntax.DeclClause:
+			a.record(invocation{prog: n.Variant.Value, args: []word{staticWord(n.Variant.Value)}})
+		case *syntax.LetClause:
+			hasArith = true
+			a.record(invocation{prog: "let", args: []word{staticWord("let")}})
+		case *syntax.CallExpr:
+			for _, as := range n.Assigns {
+				assigned[as] = true
+				a.assign(as, depth)
+			}
+			if len(n.Args) == 0 {
+				return true
+			}
+			args := make([]word, len(n.Args))
+			for i, w := range n.Args {
+				args[i] = resolveWord(w)
+			}
+			a.command(args, stdinOf(stmtOf[n], piped), depth)
+		}
+		return true
+	})
+	if hasArith && dataSubst {
+		a.fail("arithmetic evaluation with data that holds a command substitution")
+	}
+}
+
+var (
+	reZshQual    = regexp.MustCompile(`(^|[^a-zA-Z])e[:'"]|^\+|[^a-zA-Z]\+[a-zA-Z_]`)
+	reZshQualLit = regexp.MustCompile(`\((\^|[a-zA-Z#.])*(e[:'"]|\+[a-zA-Z_])`)
+)
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// stdinOf works out a command's standard input from its statement.
+func stdinOf(s *syntax.Stmt, piped map[*syntax.Stmt]bool) stdin {
+	if s == nil {
+		return stdin{}
+	}
+	in := stdin{}
+	if piped[s] {
+		in.kind = "pipe"
+	}
+	for _, r := range s.Redirs {
+		if r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.WordHdoc:
+			w := resolveWord(r.Word)
+			if w.dyn {
+				in = stdin{kind: "dynamic"}
+			} else {
+				in = stdin{kind: "here", body: w.val + "\n"}
+			}
+		case syntax.Hdoc, syntax.DashHdoc:
+			if r.Hdoc == nil {
+				in = stdin{kind: "here"}
+				continue
+			}
+			if hdocQuoted(r.Word) {
+				in = stdin{kind: "here", body: r.Hdoc.Lit()}
+				if len(r.Hdoc.Parts) > 0 && in.body == "" {
+					if l, ok := r.Hdoc.Parts[0].(*syntax.Lit); ok {
+						in.body = l.Value
+					}
+				}
+			} else if body, ok := hdocBody(r.Hdoc); ok {
+				in = stdin{kind: "here", body: body}
+			} else {
+				in = stdin{kind: "dynamic"}
+			}
+		case syntax.RdrIn, syntax.RdrInOut:
+			in = stdin{kind: "file"}
+		case syntax.DplIn:
+			in = stdin{kind: "dynamic"}
+		}
+	}
+	return in
+}
+
+func hdocQuoted(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		case *syntax.Lit:
+			if strings.Contains(p.Value, "\\") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// redirect records file writes made by output redirections.
+func (a *analyzer) redirect(r *syntax.Redirect) {
+	var op string
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
+		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
+		op = r.Op.String()
+	case syntax.DplOut:
+		w := resolveWord(r.Word)
+		if !w.dyn && (w.val == "-" || isDigits(strings.TrimSuffix(w.val, "-"))) {
+			return
+		}
+		op = ">&"
+	default:
+		return
+	}
+	w := resolveWord(r.Word)
+	if w.dyn {
+		a.write("", op+" to a file whose name is not static")
+		return
+	}
+	if harmlessSink(w.val) {
+		return
+	}
+	a.write(w.val, op+" "+w.val)
+}
+
+func harmlessSink(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-":
+		return true
+	}
+	return strings.HasPrefix(p, "/dev/fd/") && isDigits(p[len("/dev/fd/"):])
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Variables whose value is a command some program runs later.
+var commandVars = map[string]bool{
+	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "PAGER": true, "GIT_EDITOR": true,
+	"EDITOR": true, "VISUAL": true, "GIT_EXTERNAL_DIFF": true, "GIT_SEQUENCE_EDITOR": true,
+	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "GIT_PROXY_COMMAND": true, "MANPAGER": true,
+	"BROWSER": true, "LESSOPEN": true, "SUDO_ASKPASS": true,
+}
+
+// Variables that change what later code runs, in ways the line does not show.
+var hijackVars = map[string]string{
+	"LD_PRELOAD": "", "LD_LIBRARY_PATH": "", "LD_AUDIT": "", "DYLD_INSERT_LIBRARIES": "", "DYLD_LIBRARY_PATH": "",
+	"BASH_ENV": "", "ENV": "", "PROMPT_COMMAND": "", "PS4": " (evaluated under set -x)", "PS1": "", "PS0": "",
+	"SHELLOPTS": "", "BASHOPTS": "", "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": "",
+	"GIT_CONFIG_GLOBAL": "", "GIT_CONFIG_SYSTEM": "", "GIT_EXEC_PATH": "", "GIT_TEMPLATE_DIR": "",
+	"PERL5OPT": "", "PERL5LIB": "", "RUBYOPT": "", "PYTHONSTARTUP": "", "PYTHONPATH": "", "ZDOTDIR": "", "IFS": " (word splitting)",
+	"BASH_FUNC": "",
+}
+
+// assign checks one NAME=VALUE, wherever it appears.
+func (a *analyzer) assign(as *syntax.Assign, depth int) {
+	if as.Name == nil {
+		return
+	}
+	var v *word
+	if as.Value != nil {
+		w := resolveWord(as.Value)
+		v = &w
+	} else if as.Array != nil {
+		v = &word{dyn: true, why: "array", val: "(...)"}
+	}
+	a.assignValue(as.Name.Value, v, depth)
+}
+
+func (a *analyzer) assignValue(name string, v *word, depth int) {
+	if v == nil {
+		return // export NAME: no new value
+	}
+	if why, ok := hijackVars[name]; ok {
+		a.fail(name + " assignment changes what later commands run" + why)
+		return
+	}
+	if strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
+		a.fail(name + " assignment sets git configuration")
+		return
+	}
+	if name == "NODE_OPTIONS" && (v.dyn || reNodeRequire.MatchString(v.val)) {
+		a.fail("NODE_OPTIONS loads code into every node process")
+		return
+	}
+	if commandVars[name] {
+		if v.dyn {
+			a.fail(name + " holds a command that is not static")
+			return
+		}
+		a.source(v.val, syntax.LangBash, depth+1)
+	}
+}
+
+var reNodeRequire = regexp.MustCompile(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)\b`)
+
+// record adds one invocation to the classification.
+func (a *analyzer) record(inv invocation) {
+	if !slices.Contains(a.c.Programs, inv.prog) {
+		a.c.Programs = append(a.c.Programs, inv.prog)
+	}
+	argv := make([]string, len(inv.args))
+	for i, w := range inv.args {
+		argv[i] = w.val
+	}
+	a.c.Argvs = append(a.c.Argvs, argv)
+	if len(inv.chain) > 0 {
+		j := strings.Join(inv.chain, ":")
+		if !slices.Contains(a.c.Subcommands[inv.prog], j) {
+			a.c.Subcommands[inv.prog] = append(a.c.Subcommands[inv.prog], j)
+		}
+	}
+	a.c.invs = append(a.c.invs, inv)
+}

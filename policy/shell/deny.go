@@ -1,0 +1,107 @@
+package shell
+
+import (
+	"regexp"
+	"strings"
+)
+
+// IsProgramDenied decides a line against bash.denyPrograms rules: "git"
+// denies any invocation of git, "git:push" only git push, "gh:pr:create"
+// only gh pr create. Rules match normalized program basenames and
+// subcommand chains anywhere in the line (through wrappers, nested shells
+// and substitutions), and a git or gh subcommand that is not a known one (an
+// alias or extension) matches every rule on that program. It returns the
+// matched rule. When the line is Unparseable and any rule exists it denies
+// with "unparseable: REASON" in place of a rule. It is safe for concurrent
+// use.
+//
+// The checks, in order: no rules → allowed; Unparseable → denied; the first
+// invocation (in line order) matching any rule (in rule order) → denied;
+// an argument of an unrecognized program that names a denied program and
+// subcommand (a wrapper the classifier does not know) → denied.
+func IsProgramDenied(line string, rules []string) (rule string, denied bool) {
+	if len(rules) == 0 {
+		return "", false
+	}
+	c := Classify(line)
+	if c.Unparseable {
+		return "unparseable: " + c.Reason, true
+	}
+	for _, list := range [][]invocation{c.invs, c.suspects} {
+		for _, inv := range list {
+			for _, r := range rules {
+				if matchRule(inv, r) {
+					return r, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// matchRule reports whether a rule "prog[:sub[:subsub]]" covers inv.
+func matchRule(inv invocation, rule string) bool {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(rule)), ":")
+	if parts[0] == "" || parts[0] != inv.prog {
+		return false
+	}
+	if len(parts) == 1 {
+		return true
+	}
+	if len(inv.chain) == 0 {
+		return false
+	}
+	switch inv.prog {
+	case "git":
+		if !gitSubcommands[inv.chain[0]] {
+			return true
+		}
+	case "gh":
+		if !ghTop[inv.chain[0]] {
+			return true
+		}
+	}
+	for k := 1; k < len(parts); k++ {
+		if k-1 >= len(inv.chain) || inv.chain[k-1] != parts[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// IsBashDenied reports the first pattern that is a substring of line: the
+// seed's bash.deny semantics, applied to the raw text. It is safe for
+// concurrent use.
+func IsBashDenied(line string, patterns []string) (string, bool) {
+	for _, p := range patterns {
+		if strings.Contains(line, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+var reProgWord = regexp.MustCompile(`^[A-Za-z0-9._/+-]+$`)
+
+// maxSuspects bounds how many arguments of an unrecognized program are
+// tried as commands.
+const maxSuspects = 8
+
+// suspect records the arguments of an unrecognized program that could be a
+// command it runs (an unknown wrapper), for IsProgramDenied only.
+func (a *analyzer) suspect(inv invocation, depth int) {
+	if nonExec[inv.prog] || opaqueExecutors[inv.prog] || lookups[inv.prog] || depth >= MaxDepth {
+		return
+	}
+	n := 0
+	for j := 1; j < len(inv.args) && n < maxSuspects; j++ {
+		w := inv.args[j]
+		if w.dyn || strings.HasPrefix(w.val, "-") || !reProgWord.MatchString(w.val) {
+			continue
+		}
+		n++
+		sub := &analyzer{c: Classification{Subcommands: map[string][]string{}}, parses: maxParses - 4}
+		sub.command(inv.args[j:], stdin{}, MaxDepth-1)
+		a.c.suspects = append(a.c.suspects, sub.c.invs...)
+	}
+}

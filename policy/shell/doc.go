@@ -1,0 +1,10 @@
+// Package shell classifies a shell command line statically: which programs
+// it runs (through wrappers, nested shells, substitutions and code strings),
+// their subcommand chains, the network actions and domains it touches, and
+// whether it writes files. Anything it cannot resolve exactly makes the line
+// Unparseable, so callers fail closed.
+//
+// It parses with mvdan.cc/sh/v3/syntax (bash dialect; zsh for zsh -c
+// strings) and never runs or expands anything. Every function is pure and
+// safe for concurrent use.
+package shell

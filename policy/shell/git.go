@@ -1,0 +1,287 @@
+package shell
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+var gitSubcommands = setOf(`add am annotate apply archive bisect blame branch bugreport bundle cat-file check-attr
+check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick citool
+clean clone column commit commit-graph commit-tree config count-objects credential describe
+diagnose diff diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack
+filter-branch fmt-merge-msg for-each-ref for-each-repo format-patch fsck gc grep gui hash-object
+help hook http-push index-pack init instaweb interpret-trailers log ls-files ls-remote ls-tree
+maintenance merge merge-base merge-file merge-tree mergetool mktag mktree multi-pack-index mv
+name-rev notes pack-objects pack-refs patch-id prune pull push range-diff read-tree rebase reflog
+refs remote repack replace replay request-pull rerere reset restore rev-list rev-parse revert rm
+send-email send-pack shortlog show show-branch show-ref sparse-checkout stage stash status
+stripspace submodule switch symbolic-ref tag update-index update-ref update-server-info var
+verify-commit verify-pack verify-tag version whatchanged worktree write-tree lfs flow upload-pack receive-pack`)
+
+// git subcommands whose next operand is a sub-subcommand.
+var gitGroups = setOf(`remote stash submodule lfs worktree notes bisect sparse-checkout maintenance hook reflog bundle commit-graph multi-pack-index flow`)
+
+// git subcommands that run hooks or editors the line does not show.
+var gitOpaque = setOf(`commit merge am rebase push pull checkout switch cherry-pick revert`)
+
+var ghGroups = setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search`)
+var ghTop = setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search api browse status completion help copilot version agent-task preview`)
+
+func setOf(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Fields(s) {
+		m[f] = true
+	}
+	return m
+}
+
+// git configuration keys whose value is a command git runs.
+var reGitCmdKey = regexp.MustCompile(`^(core\.(sshcommand|pager|fsmonitor|editor|askpass|gitproxy)|diff\.external|credential\.(.*\.)?helper|sequence\.editor|gpg\.(.*\.)?program|pager\..*|interactive\.difffilter|man\.viewer|man\..*\.cmd|web\.browser|browser\..*\.cmd|difftool\..*\.cmd|mergetool\..*\.cmd|filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|merge\..*\.driver|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|proxy))$`)
+
+// git configuration keys that change what git loads or contacts.
+var reGitLoadKey = regexp.MustCompile(`^(core\.hookspath|include\.path|includeif\..*|protocol\..*allow|url\..*\.(insteadof|pushinsteadof)|core\.worktree|alias\..*)$`)
+
+func (a *analyzer) git(inv invocation, in stdin, depth int) {
+	args := inv.args
+	aliases := map[string]string{}
+	i := 1
+	for i < len(args) {
+		w := args[i]
+		if w.dyn {
+			if w.mayBeOption() {
+				a.fail("subcommand or option of git is not static: " + w.val)
+				return
+			}
+			break
+		}
+		v := w.val
+		switch {
+		case v == "-C" || v == "--git-dir" || v == "--work-tree" || v == "--namespace" || v == "--super-prefix" || v == "--attr-source" || v == "--list-cmds":
+			if i+1 < len(args) && args[i+1].dyn && !args[i+1].quoted {
+				a.fail(fmt.Sprintf("unquoted value of git %s is not static: %s", v, args[i+1].val))
+				return
+			}
+			i += 2
+		case v == "-c":
+			if i+1 >= len(args) {
+				i++
+				continue
+			}
+			kv := args[i+1]
+			if kv.dyn {
+				a.fail("git -c with a value that is not static: " + kv.val)
+				return
+			}
+			key, val, _ := strings.Cut(kv.val, "=")
+			key = strings.ToLower(key)
+			if name, ok := strings.CutPrefix(key, "alias."); ok {
+				aliases[name] = val
+			} else if !a.gitConfig(key, val, depth) {
+				return
+			}
+			i += 2
+		case v == "--config-env" || strings.HasPrefix(v, "--config-env="):
+			a.fail("git --config-env reads configuration from the environment")
+			return
+		case strings.HasPrefix(v, "--exec-path="):
+			a.fail("git --exec-path= changes which programs git runs")
+			return
+		case strings.HasPrefix(v, "-"):
+			i++
+		default:
+			goto sub
+		}
+	}
+sub:
+	if i >= len(args) {
+		a.record(inv)
+		return
+	}
+	if args[i].dyn {
+		a.fail("subcommand of git is not static: " + args[i].val)
+		return
+	}
+	name := args[i].val
+	if al, ok := aliases[name]; ok {
+		inv.chain = []string{name}
+		a.record(inv)
+		if cmd, ok := strings.CutPrefix(al, "!"); ok {
+			a.source(cmd, syntax.LangBash, depth+1)
+			return
+		}
+		nargs := []word{staticWord("git")}
+		for _, f := range strings.Fields(al) {
+			nargs = append(nargs, staticWord(f))
+		}
+		a.command(append(nargs, args[i+1:]...), in, depth+1)
+		return
+	}
+	inv.chain = []string{name}
+	rest := args[i+1:]
+	if gitGroups[name] {
+		o := scanOpts(args, i+1, optSpec{})
+		if o.bad == "" && o.next < len(args) {
+			if args[o.next].dyn {
+				a.fail(fmt.Sprintf("subcommand of git %s is not static: %s", name, args[o.next].val))
+				return
+			}
+			inv.chain = append(inv.chain, args[o.next].val)
+		}
+	}
+	if gitOpaque[name] {
+		a.opaque("git")
+	}
+	a.record(inv)
+	a.commandWrites(inv)
+	switch name {
+	case "config":
+		read := false
+		for _, w := range rest {
+			switch w.val {
+			case "--get", "--get-all", "--get-regexp", "-l", "--list", "--get-urlmatch", "get", "list", "--unset", "--unset-all", "unset":
+				read = true
+			}
+		}
+		if read {
+			return
+		}
+		for _, w := range rest {
+			k := strings.ToLower(w.val)
+			if !w.dyn && (reGitCmdKey.MatchString(k) || reGitLoadKey.MatchString(k)) {
+				a.fail("git config sets " + w.val + ", which changes what git runs later")
+				return
+			}
+		}
+	case "submodule":
+		if len(inv.chain) > 1 && inv.chain[1] == "foreach" {
+			o := scanOpts(args, i+2, optSpec{})
+			a.joinedString("git submodule foreach", args[o.next:], depth)
+		}
+	case "rebase":
+		o := scanOpts(args, i+1, optSpec{short: "sSX", long: []string{"onto", "strategy", "strategy-option", "gpg-sign"}, str: "x", strLong: []string{"exec"}})
+		for _, s := range o.strs {
+			a.codeString("git rebase --exec", s, syntax.LangBash, depth)
+		}
+	case "bisect":
+		if len(inv.chain) > 1 && inv.chain[1] == "run" {
+			for j := i + 1; j < len(args); j++ {
+				if args[j].val == "run" {
+					if j+1 < len(args) {
+						a.command(args[j+1:], stdin{}, depth+1)
+					}
+					break
+				}
+			}
+		}
+	case "filter-branch":
+		o := scanOpts(args, i+1, optSpec{short: "d", long: []string{"original", "state-branch", "subdirectory-filter"}, strLong: []string{"env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter", "commit-filter", "tag-name-filter"}})
+		for _, s := range o.strs {
+			a.codeString("git filter-branch", s, syntax.LangBash, depth)
+		}
+	case "difftool", "mergetool", "grep", "clone", "fetch", "pull", "push", "ls-remote", "archive", "send-pack", "fetch-pack":
+		o := scanOpts(args, i+1, optSpec{short: "tOxuoebjmC", long: []string{"tool", "depth", "branch", "origin", "reference", "separate-git-dir", "jobs", "template", "filter"},
+			strLong: []string{"extcmd", "open-files-in-pager", "upload-pack", "receive-pack", "exec"}})
+		for _, s := range o.strs {
+			a.codeString("git "+name, s, syntax.LangBash, depth)
+		}
+		for _, f := range []string{"-x", "-O", "-u"} {
+			if v, ok := o.val(f); ok && (name == "difftool" && f == "-x" || name == "grep" && f == "-O" || f == "-u" && name != "grep" && name != "difftool" && name != "mergetool") {
+				a.codeString("git "+name+" "+f, v, syntax.LangBash, depth)
+			}
+		}
+		for _, w := range rest {
+			if strings.HasPrefix(w.val, "ext::") {
+				a.fail("git ext:: URL runs a command")
+				return
+			}
+		}
+	}
+}
+
+// gitConfig checks one "git -c key=value"; it returns false after failing.
+func (a *analyzer) gitConfig(key, val string, depth int) bool {
+	if reGitLoadKey.MatchString(key) {
+		a.fail("git -c " + key + " changes what git loads or contacts")
+		return false
+	}
+	if reGitCmdKey.MatchString(key) {
+		switch strings.ToLower(val) {
+		case "", "true", "false", "0", "1", "cat", "less":
+			return true
+		}
+		a.source(strings.TrimPrefix(val, "!"), syntax.LangBash, depth+1)
+	}
+	return true
+}
+
+var ghValueFlags = setOf(`-R --repo --hostname -t --title -b --body -F --body-file --field -B --base -H --head --header -a --assignee -l --label -m --milestone -p --project -r --reviewer -T --template -q --jq -L --limit -S --search -s --state -A --author -X --method -f --raw-field --input --json -e --branch -c --comment -o --output -w --workflow -D --dir -n --name`)
+
+func (a *analyzer) gh(inv invocation, depth int) {
+	args := inv.args
+	var chain []string
+	for i := 1; i < len(args) && len(chain) < 2; i++ {
+		w := args[i]
+		if w.dyn {
+			if len(chain) == 0 || ghGroups[chain[0]] {
+				a.fail("subcommand of gh is not static: " + w.val)
+				return
+			}
+			break
+		}
+		v := w.val
+		if v == "--" {
+			break
+		}
+		if strings.HasPrefix(v, "-") {
+			if ghValueFlags[v] {
+				i++
+			}
+			continue
+		}
+		chain = append(chain, v)
+		if !ghGroups[v] {
+			break
+		}
+	}
+	inv.chain = chain
+	a.record(inv)
+	if len(chain) == 2 && (chain[0] == "alias" && (chain[1] == "set" || chain[1] == "import")) {
+		a.fail("gh alias " + chain[1] + " defines a new gh command")
+	}
+}
+
+var sshValueShort = "BbcDEeFIiJLlmOoPpQRSWw"
+
+func (a *analyzer) ssh(inv invocation, depth int) {
+	a.record(inv)
+	args := inv.args
+	o := scanOpts(args, 1, optSpec{short: sshValueShort})
+	if o.bad != "" {
+		a.fail("option of ssh is not static: " + o.bad)
+		return
+	}
+	for _, v := range o.seen["-o"] {
+		a.sshOption(v, depth)
+	}
+	if o.next+1 < len(args) {
+		a.joinedString("ssh remote command", args[o.next+1:], depth)
+	}
+}
+
+var reSSHCmdOpt = regexp.MustCompile(`(?i)^\s*(proxycommand|localcommand|knownhostscommand|remotecommand)\s*[= ]\s*(.*)$`)
+
+func (a *analyzer) sshOption(v word, depth int) {
+	if v.dyn {
+		a.fail("ssh -o with a value that is not static: " + v.val)
+		return
+	}
+	if m := reSSHCmdOpt.FindStringSubmatch(v.val); m != nil {
+		if strings.EqualFold(m[2], "none") {
+			return
+		}
+		a.source(m[2], syntax.LangBash, depth+1)
+	}
+}

@@ -1,0 +1,385 @@
+package shell
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// interpSpec is an interpreter's option grammar: which options carry inline
+// code and which take other values.
+type interpSpec struct {
+	optSpec        // str/strLong: options whose value is inline code
+	lang    string // "python", "js", "perl", "ruby", "php", "awk", "sed", "other"
+}
+
+var reVersioned = regexp.MustCompile(`^(python|pypy|ruby|perl|php|lua|node)[0-9.]*$`)
+
+var interpreters = map[string]interpSpec{
+	"python":    {optSpec{short: "WXQ", str: "c"}, "python"},
+	"pypy":      {optSpec{short: "WXQ", str: "c"}, "python"},
+	"node":      {optSpec{short: "r", long: []string{"require", "import", "loader", "input-type", "env-file"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"nodejs":    {optSpec{short: "r", long: []string{"require", "import", "loader"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"bun":       {optSpec{str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"ruby":      {optSpec{short: "IrCEF", str: "e"}, "ruby"},
+	"perl":      {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
+	"php":       {optSpec{short: "dcz", str: "r"}, "php"},
+	"lua":       {optSpec{short: "l", str: "e"}, "other"},
+	"osascript": {optSpec{short: "ls", str: "e"}, "applescript"},
+	"pwsh":      {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
+	"powershell": {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
+	"rscript":   {optSpec{str: "e"}, "other"},
+	"julia":     {optSpec{str: "e"}, "other"},
+	"expect":    {optSpec{str: "c"}, "tcl"},
+	"tclsh":     {optSpec{}, "tcl"},
+	"awk":       {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
+	"gawk":      {optSpec{short: "vFfWEil", long: []string{"assign", "field-separator", "file", "include", "load"}}, "awk"},
+	"mawk":      {optSpec{short: "vFfW"}, "awk"},
+	"nawk":      {optSpec{short: "vFf"}, "awk"},
+	"sed":       {optSpec{short: "lfs", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+	"gsed":      {optSpec{short: "lf", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+}
+
+// interpreter handles interpreters with inline code; false when prog is not one.
+func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
+	prog := inv.prog
+	key := prog
+	if m := reVersioned.FindStringSubmatch(prog); m != nil {
+		key = m[1]
+	}
+	if key == "python" || strings.HasPrefix(prog, "python") {
+		key = "python"
+	}
+	sp, ok := interpreters[key]
+	if !ok {
+		if prog == "deno" && len(inv.args) > 2 && inv.args[1].val == "eval" {
+			a.record(inv)
+			a.inlineCode(prog, "js", inv.args[2], depth)
+			return true
+		}
+		return false
+	}
+	args := inv.args
+	a.record(inv)
+	if key == "perl" || key == "sed" || key == "gsed" {
+		for _, w := range args[1:] {
+			if w.val == "--in-place" || strings.HasPrefix(w.val, "--in-place=") || (strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.Contains(w.val, "i") && !strings.ContainsAny(w.val[1:2], "eE")) {
+				a.write(lastOperand(args), prog+" -i")
+				break
+			}
+		}
+	}
+	if key == "python" {
+		// python -m MODULE args: the module is the program.
+		for j := 1; j < len(args); j++ {
+			v := args[j].val
+			if v == "-m" && j+1 < len(args) {
+				a.command(args[j+1:], in, depth+1)
+				return true
+			}
+			if !strings.HasPrefix(v, "-") || args[j].dyn {
+				break
+			}
+		}
+	}
+	o := scanOpts(args, 1, sp.optSpec)
+	if o.bad != "" {
+		a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
+		return true
+	}
+	if len(o.strs) > 0 {
+		for _, s := range o.strs {
+			if sp.lang == "sed" {
+				a.sedScript(prog, s)
+			} else {
+				a.inlineCode(prog, sp.lang, s, depth)
+			}
+		}
+		return true
+	}
+	hasFile := o.has("-f", "--file", "-File", "--File")
+	if sp.lang == "awk" || sp.lang == "sed" {
+		if hasFile {
+			a.opaque(prog)
+			return true
+		}
+		if o.next < len(args) {
+			if sp.lang == "sed" {
+				a.sedScript(prog, args[o.next])
+			} else {
+				a.inlineCode(prog, sp.lang, args[o.next], depth)
+			}
+		}
+		return true
+	}
+	if hasFile || (o.next < len(args) && args[o.next].val != "-") {
+		if o.next < len(args) && args[o.next].dyn {
+			a.fail(fmt.Sprintf("%s runs a script whose path is not static: %s", prog, args[o.next].val))
+			return true
+		}
+		a.opaque(prog)
+		return true
+	}
+	switch in.kind {
+	case "pipe":
+		a.fail(prog + " reads its code from a pipe")
+	case "dynamic":
+		a.fail(prog + " reads code with expansions from a here-document or here-string")
+	case "here":
+		a.inlineCode(prog, sp.lang, staticWord(in.body), depth)
+	case "file":
+		a.opaque(prog)
+	}
+	return true
+}
+
+func (a *analyzer) sedScript(prog string, w word) {
+	if w.dyn {
+		a.fail(prog + " script is not static: " + w.val)
+		return
+	}
+	if reSedExecCmd.MatchString(w.val) || reSedSubstE.MatchString(w.val) {
+		a.fail(prog + " script runs a command (e)")
+	}
+}
+
+var (
+	reSedExecCmd = regexp.MustCompile(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?(,([0-9]+|\$|/[^/]*/))?\s*e(\s|;|$)`)
+	reSedSubstE  = regexp.MustCompile(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?\s*s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiImM0-9]*e`)
+)
+
+// Exec primitives: calls whose arguments are a command to run.
+var rePrimitive = regexp.MustCompile(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|eval)\b`)
+
+// Primitives whose target the heuristic cannot read at all.
+var reOpaquePrimitive = regexp.MustCompile(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
+
+var (
+	rePwshExec      = regexp.MustCompile(`(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`)
+	reDoShell       = regexp.MustCompile(`(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`)
+	reQx            = regexp.MustCompile(`\bqx\s*[^\s\w]|%x\s*[^\s\w]`)
+	reAwkLiteralCmd = regexp.MustCompile(`system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`)
+)
+
+var reAwkPipe = regexp.MustCompile(`\|\s*getline|\|&|print[^;|}]*\|`)
+
+// inlineCode applies the inline-code heuristic: code with no exec primitive
+// is data; a primitive whose command is a string literal is classified; any
+// other primitive makes the line unparseable.
+func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
+	if w.dyn {
+		if reSubstLike.MatchString(w.val) || rePrimitive.MatchString(w.val) || strings.Contains(w.val, "$") {
+			a.fail(fmt.Sprintf("%s code is not static: %s", prog, w.val))
+		}
+		return
+	}
+	code := w.val
+	strs, bare := splitStrings(code)
+	if lang == "pwsh" && rePwshExec.MatchString(bare) {
+		a.fail(prog + " code runs a command the classifier cannot read")
+		return
+	}
+	if lang == "applescript" {
+		if m := reDoShell.FindStringSubmatch(code); m != nil {
+			a.source(unescapeLit(m[1]), syntax.LangBash, depth+1)
+		} else if strings.Contains(strings.ToLower(code), "do shell script") {
+			a.fail(prog + " code runs a shell script the classifier cannot read")
+		}
+		return
+	}
+	if reOpaquePrimitive.MatchString(bare) {
+		a.fail(prog + " code loads or calls code the classifier cannot read")
+		return
+	}
+	found := false
+	// Backticks and qx// in perl/ruby, %x() in ruby.
+	if lang == "perl" || lang == "ruby" || lang == "js" {
+		for _, s := range strs {
+			if s.quote == '`' {
+				found = true
+				if lang == "js" {
+					continue // template literal: data unless passed to a primitive
+				}
+				if strings.Contains(s.text, "#{") || strings.Contains(s.text, "$") {
+					a.fail(prog + " backtick command is not static: " + s.text)
+					return
+				}
+				a.source(s.text, syntax.LangBash, depth+1)
+			}
+		}
+		if reQx.MatchString(bare) {
+			a.fail(prog + " qx or %x command the classifier cannot read")
+			return
+		}
+	}
+	if lang == "awk" && (strings.Contains(bare, "system") || reAwkPipe.MatchString(bare)) {
+		lits := stringsOnly(strs, '"')
+		if len(lits) == 0 {
+			a.fail(prog + " program runs a command the classifier cannot read")
+			return
+		}
+		if !reAwkLiteralCmd.MatchString(bare) {
+			a.fail(prog + " program runs a command the classifier cannot read")
+			return
+		}
+		for _, l := range lits {
+			a.source(l, syntax.LangBash, depth+1)
+		}
+		return
+	}
+	if lang == "awk" || lang == "sed" {
+		return
+	}
+	locs := rePrimitive.FindAllStringIndex(bare, -1)
+	if len(locs) == 0 {
+		if found {
+			return
+		}
+		return
+	}
+	// Each primitive must be called with literal arguments only.
+	for _, loc := range locs {
+		name := bare[loc[0]:loc[1]]
+		rest := bare[loc[1]:]
+		argsText, ok := callArgs(rest)
+		if !ok {
+			if strings.HasPrefix(name, "subprocess.") && !strings.Contains(rest, "(") {
+				continue
+			}
+			a.fail(fmt.Sprintf("%s code calls %s with a command the classifier cannot read", prog, name))
+			return
+		}
+		n := strings.Count(argsText, "\x00")
+		left := reArgNoise.ReplaceAllString(argsText, "")
+		if n == 0 || left != "" {
+			a.fail(fmt.Sprintf("%s code calls %s with a command the classifier cannot read", prog, name))
+			return
+		}
+		lits := nextStrings(strs, bare[:loc[1]], n)
+		if name == "eval" || (name == "exec" && lang == "python") {
+			for _, l := range lits {
+				a.inlineCode(prog, lang, staticWord(l), depth+1)
+			}
+			continue
+		}
+		if n == 1 && !strings.Contains(argsText, "[") {
+			a.source(lits[0], syntax.LangBash, depth+1)
+			continue
+		}
+		ws := make([]word, len(lits))
+		for i, l := range lits {
+			ws[i] = staticWord(l)
+		}
+		if depth+1 > MaxDepth {
+			a.fail(fmt.Sprintf("nesting deeper than %d levels", MaxDepth))
+			return
+		}
+		a.command(ws, stdin{}, depth+1)
+	}
+}
+
+var reSubstLike = regexp.MustCompile("`|\\$\\(")
+
+// reArgNoise is what may surround literal arguments: separators, list
+// brackets and keyword arguments with constant values.
+var reArgNoise = regexp.MustCompile(`[\s,\[\]()\x00]|\b[a-z_]+\s*=\s*(True|False|None|true|false|\d+)\b|\b(shell|check|text|capture_output)\b|=`)
+
+type strLit struct {
+	quote byte
+	text  string
+}
+
+// splitStrings separates string literals from code. The returned code has
+// each literal replaced by a NUL byte, so primitives inside strings are not
+// seen as calls.
+func splitStrings(code string) ([]strLit, string) {
+	var lits []strLit
+	var b strings.Builder
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if c != '"' && c != '\'' && c != '`' {
+			if c == '#' && (i == 0 || code[i-1] == '\n' || code[i-1] == ' ') {
+				// a comment in python/ruby/perl/shell-like code: keep it visible
+			}
+			b.WriteByte(c)
+			continue
+		}
+		// f-strings and template interpolation are dynamic text; keep the
+		// literal but mark it with its quote.
+		j := i + 1
+		var t strings.Builder
+		for j < len(code) && code[j] != c {
+			if code[j] == '\\' && j+1 < len(code) {
+				t.WriteByte(code[j+1])
+				j += 2
+				continue
+			}
+			t.WriteByte(code[j])
+			j++
+		}
+		lits = append(lits, strLit{quote: c, text: t.String()})
+		// An f-string prefix or ${} interpolation makes the literal dynamic.
+		if (i > 0 && (code[i-1] == 'f' || code[i-1] == 'F')) || (c == '`' && strings.Contains(t.String(), "${")) || (c == '"' && strings.Contains(t.String(), "#{")) {
+			b.WriteByte(1)
+		} else {
+			b.WriteByte(0)
+		}
+		i = j
+	}
+	return lits, b.String()
+}
+
+func stringsOnly(lits []strLit, q byte) []string {
+	var out []string
+	for _, l := range lits {
+		if l.quote == q {
+			out = append(out, l.text)
+		}
+	}
+	return out
+}
+
+// nextStrings returns the n literals that follow the prefix of bare code.
+func nextStrings(lits []strLit, prefix string, n int) []string {
+	k := strings.Count(prefix, "\x00") + strings.Count(prefix, "\x01")
+	var out []string
+	for j := k; j < len(lits) && len(out) < n; j++ {
+		out = append(out, lits[j].text)
+	}
+	return out
+}
+
+// callArgs returns the argument text of a call: "(…)" balanced, or a
+// perl/ruby style bare list up to ";" or a newline.
+func callArgs(rest string) (string, bool) {
+	t := strings.TrimLeft(rest, " \t")
+	if strings.HasPrefix(t, "(") {
+		depth := 0
+		for i := 0; i < len(t); i++ {
+			switch t[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+				if depth == 0 {
+					return t[1:i], true
+				}
+			}
+		}
+		return "", false
+	}
+	if strings.HasPrefix(t, "\x00") {
+		end := strings.IndexAny(t, ";\n}")
+		if end < 0 {
+			end = len(t)
+		}
+		return t[:end], true
+	}
+	return "", false
+}
+
+func unescapeLit(s string) string {
+	return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(s)
+}

@@ -1,0 +1,1012 @@
+package shell
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// confusables maps lookalike letters to the ASCII letter they imitate.
+var confusables = strings.NewReplacer(
+	"а", "a", "е", "e", "і", "i", "о", "o", "р", "p", "с", "c", "у", "y", "х", "x", "ѕ", "s",
+	"ј", "j", "ԁ", "d", "ɡ", "g", "һ", "h", "ӏ", "l", "ո", "n", "ս", "u", "ν", "v", "ο", "o",
+	"α", "a", "ι", "i", "κ", "k", "τ", "t", "Ꭲ", "t", "ｇ", "g", "ｉ", "i", "ｔ", "t",
+)
+
+// normalizeProgram maps a program word to the basename rules match on, and
+// returns the subcommand a dashed form implies ("git-push" → "git", "push").
+func normalizeProgram(p string) (string, string) {
+	p = strings.TrimRight(p, "/")
+	p = path.Base(p)
+	p = strings.TrimPrefix(p, "=")
+	p = strings.ToLower(p)
+	p = confusables.Replace(p)
+	p = strings.TrimSuffix(p, ".exe")
+	switch p {
+	case "hub", "yadm":
+		return "git", ""
+	}
+	if sub, ok := strings.CutPrefix(p, "git-"); ok && (gitSubcommands[sub] || strings.HasPrefix(sub, "credential-")) {
+		return "git", sub
+	}
+	return p, ""
+}
+
+var shells = map[string]syntax.LangVariant{
+	"bash": syntax.LangBash, "sh": syntax.LangBash, "dash": syntax.LangBash, "ash": syntax.LangBash,
+	"rbash": syntax.LangBash, "yash": syntax.LangBash, "posh": syntax.LangBash, "fish": syntax.LangBash,
+	"csh": syntax.LangBash, "tcsh": syntax.LangBash, "zsh": syntax.LangZsh,
+	"ksh": syntax.LangMirBSDKorn, "mksh": syntax.LangMirBSDKorn, "ksh93": syntax.LangMirBSDKorn,
+}
+
+// lookups name programs without running them.
+var lookups = map[string]bool{
+	"which": true, "type": true, "whereis": true, "man": true, "help": true, "whatis": true,
+	"apropos": true, "tldr": true, "info": true,
+}
+
+// Wrappers that run the rest of their argv as a command after their own
+// options and a fixed number of operands.
+var wrappers = map[string]struct {
+	optSpec
+	operands int
+}{
+	"nohup":            {},
+	"setsid":           {},
+	"builtin":          {},
+	"unbuffer":         {},
+	"catchsegv":        {},
+	"time":             {optSpec{short: "fo", long: []string{"format", "output"}}, 0},
+	"nice":             {optSpec{short: "n", long: []string{"adjustment"}}, 0},
+	"timeout":          {optSpec{short: "ks", long: []string{"kill-after", "signal"}}, 1},
+	"stdbuf":           {optSpec{short: "ioe", long: []string{"input", "output", "error"}}, 0},
+	"ionice":           {optSpec{short: "cnp", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, 0},
+	"chrt":             {optSpec{short: "TPD", long: []string{"sched-runtime", "sched-period", "sched-deadline"}}, 1},
+	"taskset":          {optSpec{}, 1},
+	"chroot":           {optSpec{long: []string{"userspec", "groups"}}, 1},
+	"unshare":          {optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd"}}, 0},
+	"nsenter":          {optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}, 0},
+	"doas":             {optSpec{short: "uC"}, 0},
+	"caffeinate":       {optSpec{short: "tw"}, 0},
+	"torsocks":         {optSpec{short: "uapP"}, 0},
+	"proxychains":      {optSpec{short: "f"}, 0},
+	"proxychains4":     {optSpec{short: "f"}, 0},
+	"firejail":         {optSpec{}, 0},
+	"proot":            {optSpec{short: "rbwvkq", long: []string{"rootfs", "bind", "cwd", "verbose", "kernel-release", "qemu"}}, 0},
+	"systemd-run":      {optSpec{short: "upEMHs", long: []string{"unit", "property", "setenv", "machine", "host", "uid", "gid", "working-directory", "slice", "description", "nice", "service-type", "on-calendar", "on-active", "timer-property", "path-property", "socket-property"}}, 0},
+	"xvfb-run":         {optSpec{short: "nsfepw", long: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol", "wait"}}, 0},
+	"dbus-run-session": {optSpec{long: []string{"config-file", "dbus-daemon"}}, 0},
+	"sshpass":          {optSpec{short: "pfdP"}, 0},
+	"strace":           {optSpec{short: "oeEpsuabIXPSU", long: []string{"output", "trace", "signal", "attach", "string-limit", "user", "env"}}, 0},
+	"ltrace":           {optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, 0},
+	"exec":             {optSpec{short: "a"}, 0},
+}
+
+// opaqueExecutors run code the line does not show (build files, scripts).
+var opaqueExecutors = map[string]bool{
+	"make": true, "gmake": true, "just": true, "task": true, "cargo": true, "gradle": true, "gradlew": true,
+	"mvn": true, "mvnw": true, "pytest": true, "tox": true, "nox": true, "rake": true, "ant": true, "bazel": true,
+	"ninja": true, "cmake": true, "meson": true, "ctest": true, "jest": true, "vitest": true, "mocha": true,
+	"tsx": true, "ts-node": true, "phpunit": true, "rspec": true, "sbt": true, "dotnet": true, "swift": true,
+}
+
+// subcommandRun maps package managers' subcommands that run project
+// scripts to true (opaque).
+var scriptRunners = map[string]map[string]bool{
+	"npm":  {"run": true, "run-script": true, "test": true, "start": true, "install": true, "i": true, "ci": true, "t": true, "restart": true, "stop": true},
+	"pnpm": {"run": true, "test": true, "start": true, "install": true, "i": true},
+	"yarn": {"run": true, "test": true, "start": true, "install": true, "": true},
+	"bun":  {"run": true, "test": true, "install": true},
+	"go":   {"run": true, "test": true, "generate": true},
+	"deno": {"run": true, "task": true, "test": true},
+	"uv":   {"run": true},
+}
+
+// Global options (value-taking) of programs whose subcommands matter.
+var globalOpts = map[string]optSpec{
+	"docker":  {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
+	"podman":  {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
+	"kubectl": {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
+	"helm":    {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
+	"npm":     {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
+	"pnpm":    {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
+	"yarn":    {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
+	"cargo":   {short: "ZC", long: []string{"config", "color", "manifest-path"}},
+	"go":      {short: "C"},
+	"pip":     {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
+	"aws":     {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
+	"gcloud":  {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
+	"az":      {long: []string{"subscription", "output", "query"}},
+	"brew":    {},
+	"apt":     {short: "ot", long: []string{"option", "target-release"}},
+	"apt-get": {short: "ot", long: []string{"option", "target-release"}},
+	"gem":     {},
+	"uv":      {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
+	"poetry":  {short: "C", long: []string{"directory", "project"}},
+	"twine":   {},
+	"terraform": {},
+	"systemctl": {short: "HMt", long: []string{"host", "machine", "type", "state", "property"}},
+	"deno":    {},
+	"bun":     {},
+	"pip3":    {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
+}
+
+// nonExec are common programs that never run their arguments as commands:
+// their arguments are not scanned for program names.
+var nonExec = map[string]bool{
+	"echo": true, "printf": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
+	"ls": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true, "cut": true, "tr": true,
+	"diff": true, "cd": true, "pwd": true, "mkdir": true, "rm": true, "rmdir": true, "cp": true, "mv": true,
+	"touch": true, "chmod": true, "chown": true, "ln": true, "test": true, "[": true, "true": true, "false": true,
+	"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "let": true, "set": true,
+	"unset": true, "shift": true, "read": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
+	"date": true, "basename": true, "dirname": true, "realpath": true, "readlink": true, "stat": true,
+	"file": true, "du": true, "df": true, "tee": true, "less": true, "more": true, "jq": true, "yq": true,
+	"base64": true, "sha256sum": true, "md5sum": true, "tar": true, "zip": true, "unzip": true, "gzip": true,
+	"gunzip": true, "ps": true, "env": true, "id": true, "whoami": true, "uname": true, "hostname": true,
+	"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
+	"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
+	"brew": true, "apt": true, "apt-get": true, "pip": true, "pip3": true, "npm": true, "pnpm": true,
+	"yarn": true, "gem": true, "curl": true, "wget": true, "git": true, "gh": true, "code": true, "open": true,
+	"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
+	"podman": true, "kubectl": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
+}
+
+// command analyses one argv (args[0] is the program word).
+func (a *analyzer) command(args []word, in stdin, depth int) {
+	if depth > MaxDepth {
+		a.fail(fmt.Sprintf("nesting deeper than %d levels", MaxDepth))
+		return
+	}
+	if len(args) == 0 {
+		return
+	}
+	w0 := args[0]
+	if w0.dyn {
+		a.fail(fmt.Sprintf("program name %s is not static (%s)", w0.val, w0.why))
+		return
+	}
+	prog, dashed := normalizeProgram(w0.val)
+	if dashed != "" {
+		args = append([]word{staticWord("git"), staticWord(dashed)}, args[1:]...)
+	}
+	inv := invocation{prog: prog, args: args}
+	rest := func(i int) {
+		if i < len(args) {
+			a.command(args[i:], in, depth+1)
+		}
+	}
+	if lang, ok := shells[prog]; ok {
+		a.shell(inv, in, lang, depth)
+		return
+	}
+	if w, ok := wrappers[prog]; ok {
+		a.record(inv)
+		o := scanOpts(args, 1, w.optSpec)
+		if o.bad != "" {
+			a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
+			return
+		}
+		if prog == "time" || prog == "strace" || prog == "ltrace" {
+			if v, ok := o.val("-o", "--output"); ok {
+				a.write(v.val, prog+" -o")
+			}
+		}
+		if (prog == "ionice" || prog == "chrt" || prog == "taskset") && o.has("-p", "--pid") {
+			return
+		}
+		i := o.next
+		for k := 0; k < w.operands && i < len(args); k++ {
+			if args[i].dyn && !args[i].quoted {
+				a.fail(fmt.Sprintf("operand of %s is not static: %s", prog, args[i].val))
+				return
+			}
+			i++
+		}
+		rest(i)
+		return
+	}
+	switch prog {
+	case "env":
+		a.env(inv, in, depth)
+		return
+	case "sudo":
+		a.sudo(inv, in, depth)
+		return
+	case "command":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{})
+		if o.has("-v", "-V") || o.bad != "" {
+			if o.bad != "" {
+				a.fail("option of command is not static: " + o.bad)
+			}
+			return // lookup only
+		}
+		rest(o.next)
+		return
+	case "hash":
+		a.record(inv)
+		for _, w := range args[1:] {
+			if w.mayBeOption() && strings.Contains(w.val, "p") {
+				a.fail("hash -p rebinds a command name to another file")
+				return
+			}
+		}
+		return
+	case "alias":
+		a.record(inv)
+		for _, w := range args[1:] {
+			if w.dyn || strings.Contains(w.val, "=") {
+				a.fail("alias redefines a command name")
+				return
+			}
+		}
+		return
+	case "enable":
+		a.record(inv)
+		if len(args) > 1 {
+			a.fail("enable loads or toggles shell builtins")
+		}
+		return
+	case "eval":
+		a.record(inv)
+		var parts []string
+		for _, w := range args[1:] {
+			if w.dyn {
+				a.fail("eval with a string that is not static: " + w.val)
+				return
+			}
+			parts = append(parts, w.val)
+		}
+		a.source(strings.Join(parts, " "), syntax.LangBash, depth+1)
+		return
+	case "source", ".":
+		a.record(inv)
+		if len(args) < 2 {
+			return
+		}
+		p := args[1]
+		switch {
+		case p.dyn:
+			a.fail(fmt.Sprintf("%s of a file whose path is not static: %s", prog, p.val))
+		case p.val == "/dev/stdin" || p.val == "/proc/self/fd/0" || p.val == "/dev/fd/0":
+			a.stdinScript(prog, in, syntax.LangBash, depth)
+		default:
+			a.opaque(prog)
+		}
+		return
+	case "trap":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{})
+		if o.bad != "" || o.next >= len(args) || o.has("-p", "-l") {
+			if o.bad != "" {
+				a.fail("trap with an action that is not static: " + o.bad)
+			}
+			return
+		}
+		if act := args[o.next]; act.dyn || (act.val != "-" && !isDigits(act.val)) {
+			a.codeString("trap", act, syntax.LangBash, depth)
+		}
+		return
+	case "mapfile", "readarray", "complete", "compgen":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "dnOsuctAGWFXPSo", str: "C"})
+		for _, s := range o.strs {
+			a.codeString(prog+" -C", s, syntax.LangBash, depth)
+		}
+		return
+	case "xargs":
+		a.xargs(inv, in, depth)
+		return
+	case "find":
+		a.find(inv, depth)
+		return
+	case "fd", "fdfind":
+		a.fd(inv, depth)
+		return
+	case "parallel":
+		a.parallel(inv, depth)
+		return
+	case "watch":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "nq", long: []string{"interval", "equexit"}})
+		if o.bad != "" {
+			a.fail("option of watch is not static: " + o.bad)
+			return
+		}
+		if o.has("-x", "--exec") {
+			rest(o.next)
+			return
+		}
+		a.joinedString("watch", args[o.next:], depth)
+		return
+	case "sg":
+		a.record(inv)
+		i := 2
+		if i < len(args) && args[i].val == "-c" {
+			i++
+		}
+		if len(args) > i {
+			a.joinedString("sg", args[i:], depth)
+		}
+		return
+	case "su", "runuser":
+		a.record(inv)
+		sp := optSpec{short: "ugGsw", long: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}, str: "c", strLong: []string{"command", "session-command"}}
+		if o := scanOpts(args, 1, sp); prog == "runuser" && o.bad == "" && o.has("-u", "--user") && len(o.strs) == 0 {
+			rest(o.next) // runuser -u USER [--] COMMAND...
+			return
+		}
+		o := scanAll(args, 1, sp)
+		if o.bad != "" {
+			a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
+			return
+		}
+		for _, s := range o.strs {
+			a.codeString(prog+" -c", s, syntax.LangBash, depth)
+		}
+		return
+	case "flock":
+		a.record(inv)
+		sp := optSpec{short: "wE", long: []string{"timeout", "conflict-exit-code"}, str: "c", strLong: []string{"command"}}
+		o := scanOpts(args, 1, sp)
+		if o.bad != "" {
+			a.fail("option of flock is not static: " + o.bad)
+			return
+		}
+		i := o.next
+		if i < len(args) && isDigits(args[i].val) {
+			return // flock FD: no command
+		}
+		i++
+		if i < len(args) && (args[i].val == "-c" || args[i].val == "--command") {
+			if i+1 < len(args) {
+				a.codeString("flock -c", args[i+1], syntax.LangBash, depth)
+			}
+			return
+		}
+		for _, s := range o.strs {
+			a.codeString("flock -c", s, syntax.LangBash, depth)
+		}
+		rest(i)
+		return
+	case "script":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "TIOBEm", long: []string{"log-timing", "log-in", "log-out", "log-io", "echo", "logging-format"}, str: "c", strLong: []string{"command"}})
+		for _, s := range o.strs {
+			a.codeString("script -c", s, syntax.LangBash, depth)
+		}
+		if o.next < len(args) {
+			a.write(args[o.next].val, "script typescript")
+		}
+		return
+	case "busybox", "toybox":
+		a.record(inv)
+		if len(args) > 1 && !args[1].mayBeOption() {
+			rest(1)
+		}
+		return
+	case "git":
+		a.git(inv, in, depth)
+		return
+	case "gh":
+		a.gh(inv, depth)
+		return
+	case "ssh":
+		a.ssh(inv, depth)
+		return
+	case "scp", "sftp":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "cFiJlPoSBDX"})
+		for _, v := range o.seen["-o"] {
+			a.sshOption(v, depth)
+		}
+		if v, ok := o.val("-S"); ok {
+			a.command([]word{v}, stdin{}, depth+1)
+		}
+		a.commandWrites(inv)
+		return
+	case "rsync":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "eBfT", long: []string{"rsh", "rsync-path", "filter", "exclude", "include", "exclude-from", "include-from", "files-from", "temp-dir", "log-file", "partial-dir", "backup-dir", "suffix", "chmod", "password-file", "bwlimit", "timeout", "port", "compare-dest", "copy-dest", "link-dest", "out-format", "max-size", "min-size"}})
+		for _, v := range append(o.seen["-e"], o.seen["--rsh"]...) {
+			a.codeString("rsync -e", v, syntax.LangBash, depth)
+		}
+		if v, ok := o.val("--rsync-path"); ok {
+			a.codeString("rsync --rsync-path", v, syntax.LangBash, depth)
+		}
+		a.commandWrites(inv)
+		return
+	case "curl":
+		a.record(inv)
+		for _, w := range args[1:] {
+			if w.val == "-K" || strings.HasPrefix(w.val, "--config") || (strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.Contains(w.val, "K")) {
+				a.fail("curl -K reads URLs and options from a file")
+				return
+			}
+		}
+		a.commandWrites(inv)
+		return
+	case "sudoedit":
+		a.record(inv)
+		a.write(lastOperand(args), "sudoedit")
+		return
+	case "man":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "MSms", str: "PH", strLong: []string{"pager", "html"}})
+		for _, s := range o.strs {
+			a.codeString("man -P", s, syntax.LangBash, depth)
+		}
+		return
+	case "sort":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "kotTS", long: []string{"key", "output", "field-separator", "temporary-directory", "buffer-size", "parallel", "files0-from", "random-source", "batch-size"}, strLong: []string{"compress-program"}})
+		for _, s := range o.strs {
+			a.command([]word{s}, stdin{}, depth+1)
+		}
+		if v, ok := o.val("-o", "--output"); ok {
+			a.write(v.val, "sort -o")
+		}
+		return
+	case "rg":
+		a.record(inv)
+		o := scanOpts(args, 1, optSpec{short: "ABCefgjmMtTE", long: []string{"glob", "type", "type-not", "max-count", "context", "after-context", "before-context", "regexp", "file", "max-depth", "encoding", "pre-glob", "sort", "sortr", "replace", "threads"}, strLong: []string{"pre"}})
+		for _, s := range o.strs {
+			a.command([]word{s}, stdin{}, depth+1)
+		}
+		return
+	case "tar":
+		a.record(inv)
+		a.tar(args, depth)
+		return
+	}
+	if lookups[prog] {
+		a.record(inv)
+		return
+	}
+	if a.interpreter(inv, in, depth) {
+		return
+	}
+	if a.runner(inv, in, depth) {
+		return
+	}
+	a.generic(inv, in, depth)
+}
+
+// generic records a program with no special grammar: its chain is the
+// first operands after its known global options.
+func (a *analyzer) generic(inv invocation, in stdin, depth int) {
+	prog, args := inv.prog, inv.args
+	sp, hasSubs := globalOpts[prog]
+	i := 1
+	if prog == "cargo" && i < len(args) && strings.HasPrefix(args[i].val, "+") {
+		i++
+	}
+	o := scanOpts(args, i, sp)
+	if hasSubs && o.bad != "" {
+		a.fail(fmt.Sprintf("subcommand or option of %s is not static: %s", prog, o.bad))
+		return
+	}
+	i = o.next
+	if hasSubs {
+		// Chain: the subcommand and, when it has one, its sub-subcommand.
+		if i < len(args) {
+			if args[i].dyn {
+				a.fail(fmt.Sprintf("subcommand of %s is not static: %s", prog, args[i].val))
+				return
+			}
+			inv.chain = []string{args[i].val}
+			o2 := scanOpts(args, i+1, optSpec{})
+			if o2.next < len(args) && !args[o2.next].dyn {
+				inv.chain = append(inv.chain, args[o2.next].val)
+			}
+			if sub := scriptRunners[prog]; sub != nil && sub[inv.chain[0]] {
+				a.opaque(prog)
+			}
+		} else if sub := scriptRunners[prog]; sub != nil && sub[""] {
+			a.opaque(prog)
+		}
+		if prog == "npm" || prog == "pnpm" || prog == "yarn" {
+			if len(inv.chain) > 0 && (inv.chain[0] == "exec" || inv.chain[0] == "dlx" || inv.chain[0] == "x") {
+				a.record(inv)
+				a.afterSub(prog, args, i+1, in, depth)
+				return
+			}
+		}
+		a.record(inv)
+		a.commandWrites(inv)
+		return
+	}
+	if opaqueExecutors[prog] || strings.Contains(args[0].val, "/") {
+		a.opaque(prog)
+	}
+	a.record(inv)
+	a.commandWrites(inv)
+	a.suspect(inv, depth)
+}
+
+// afterSub analyses the command a runner subcommand runs: after "--" when
+// present, otherwise from the first operand.
+func (a *analyzer) afterSub(prog string, args []word, i int, in stdin, depth int) {
+	for j := i; j < len(args); j++ {
+		if !args[j].dyn && args[j].val == "--" {
+			if j+1 < len(args) {
+				a.command(args[j+1:], in, depth+1)
+			}
+			return
+		}
+	}
+	o := scanOpts(args, i, optSpec{})
+	if o.bad != "" {
+		a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
+		return
+	}
+	if o.next < len(args) {
+		a.command(args[o.next:], in, depth+1)
+	}
+}
+
+// Runners: program → subcommands that run the rest of argv, and how many
+// operands come before the command.
+var runners = map[string]map[string]int{
+	"uv": {"run": 0}, "poetry": {"run": 0}, "pipenv": {"run": 0}, "pdm": {"run": 0}, "hatch": {"run": 0},
+	"conda": {"run": 0}, "pixi": {"run": 0}, "mise": {"exec": 0, "x": 0}, "asdf": {"exec": 0},
+	"direnv": {"exec": 1}, "op": {"run": 0}, "doppler": {"run": 0}, "aws-vault": {"exec": 1},
+	"infisical": {"run": 0}, "bundle": {"exec": 0}, "nix": {"shell": -1, "develop": -1},
+	"bun": {"x": 0}, "docker": {"exec": 1, "run": 1}, "podman": {"exec": 1, "run": 1},
+	"kubectl": {"exec": -1, "run": -1, "debug": -1},
+}
+
+var dockerRunOpts = optSpec{short: "aecmpuvwhlI", long: []string{"env", "volume", "publish", "name", "workdir", "user", "network", "entrypoint", "mount", "label", "env-file", "hostname", "platform", "cpus", "memory", "add-host", "cap-add", "cap-drop", "device", "dns", "gpus", "ipc", "pid", "restart", "runtime", "security-opt", "shm-size", "tmpfs", "ulimit", "volumes-from", "log-driver", "log-opt", "detach-keys", "cidfile", "group-add", "link", "network-alias", "pull", "stop-signal", "stop-timeout", "userns", "uts", "cgroupns", "health-cmd"}}
+
+// runner handles "uv run CMD", "docker exec C CMD", "nix shell -c CMD"...
+func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
+	subs, ok := runners[inv.prog]
+	if !ok {
+		if inv.prog == "npx" || inv.prog == "bunx" || inv.prog == "pnpx" {
+			a.record(inv)
+			a.afterSub(inv.prog, inv.args, 1, in, depth)
+			return true
+		}
+		return false
+	}
+	args := inv.args
+	o := scanOpts(args, 1, globalOpts[inv.prog])
+	if o.bad != "" || o.next >= len(args) || args[o.next].dyn {
+		return false
+	}
+	sub := args[o.next].val
+	n, ok := subs[sub]
+	if !ok {
+		return false
+	}
+	inv.chain = []string{sub}
+	a.record(inv)
+	i := o.next + 1
+	if n < 0 { // only after -- or -c/--command
+		for j := i; j < len(args); j++ {
+			v := args[j].val
+			if !args[j].dyn && (v == "--" || v == "-c" || v == "--command") {
+				if j+1 < len(args) {
+					a.command(args[j+1:], in, depth+1)
+				}
+				return true
+			}
+		}
+		return true
+	}
+	sp := optSpec{}
+	if inv.prog == "docker" || inv.prog == "podman" {
+		sp = dockerRunOpts
+	}
+	for j := i; j < len(args); j++ {
+		if !args[j].dyn && args[j].val == "--" {
+			if j+1 < len(args) {
+				a.command(args[j+1:], in, depth+1)
+			}
+			return true
+		}
+	}
+	o2 := scanOpts(args, i, sp)
+	if o2.bad != "" {
+		a.fail(fmt.Sprintf("option of %s %s is not static: %s", inv.prog, sub, o2.bad))
+		return true
+	}
+	j := o2.next + n
+	if j < len(args) {
+		a.command(args[j:], in, depth+1)
+	}
+	return true
+}
+
+// shell handles bash/sh/zsh...: -c STRING, a script file, or stdin.
+func (a *analyzer) shell(inv invocation, in stdin, lang syntax.LangVariant, depth int) {
+	a.record(inv)
+	args := inv.args
+	hasC, hasS := false, false
+	i := 1
+loop:
+	for i < len(args) {
+		w := args[i]
+		if w.dyn {
+			if w.mayBeOption() && !hasC {
+				a.fail(fmt.Sprintf("option of %s is not static: %s", inv.prog, w.val))
+				return
+			}
+			break
+		}
+		v := w.val
+		switch {
+		case v == "--" || v == "-":
+			i++
+			break loop
+		case v == "--rcfile" || v == "--init-file":
+			i += 2
+		case strings.HasPrefix(v, "--"):
+			i++
+		case len(v) > 1 && (v[0] == '-' || v[0] == '+'):
+			i++
+			for _, c := range v[1:] {
+				switch c {
+				case 'c':
+					hasC = true
+				case 's':
+					hasS = true
+				case 'o', 'O':
+					i++
+				}
+			}
+		default:
+			break loop
+		}
+	}
+	if hasC {
+		if i >= len(args) {
+			return
+		}
+		a.codeString(inv.prog+" -c", args[i], lang, depth)
+		return
+	}
+	if !hasS && i < len(args) && args[i].val != "/dev/stdin" {
+		if args[i].dyn {
+			a.fail(fmt.Sprintf("%s runs a script whose path is not static: %s", inv.prog, args[i].val))
+			return
+		}
+		a.opaque(inv.prog)
+		return
+	}
+	a.stdinScript(inv.prog, in, lang, depth)
+}
+
+// stdinScript analyses a script a shell reads from its standard input.
+func (a *analyzer) stdinScript(prog string, in stdin, lang syntax.LangVariant, depth int) {
+	switch in.kind {
+	case "pipe":
+		a.fail(prog + " reads its script from a pipe")
+	case "dynamic":
+		a.fail(prog + " reads a script with expansions from a here-document or here-string")
+	case "here":
+		a.source(in.body, lang, depth+1)
+	case "file":
+		a.opaque(prog)
+	}
+}
+
+// codeString parses a static shell string (bash -c, trap, su -c...).
+func (a *analyzer) codeString(what string, w word, lang syntax.LangVariant, depth int) {
+	if w.dyn {
+		a.fail(fmt.Sprintf("%s with a script that is not static: %s", what, w.val))
+		return
+	}
+	a.source(w.val, lang, depth+1)
+}
+
+// joinedString parses argv words joined by spaces as one shell string, the
+// way watch, sg and sudo -s run them.
+func (a *analyzer) joinedString(what string, ws []word, depth int) {
+	var parts []string
+	for _, w := range ws {
+		if w.dyn {
+			a.fail(fmt.Sprintf("%s with a command that is not static: %s", what, w.val))
+			return
+		}
+		parts = append(parts, w.val)
+	}
+	if len(parts) > 0 {
+		a.source(strings.Join(parts, " "), syntax.LangBash, depth+1)
+	}
+}
+
+func (a *analyzer) env(inv invocation, in stdin, depth int) {
+	a.record(inv)
+	args := inv.args
+	i := 1
+	for i < len(args) {
+		w := args[i]
+		if w.dyn {
+			if w.mayBeOption() || strings.Contains(w.lead, "=") {
+				a.fail("argument of env is not static: " + w.val)
+				return
+			}
+			break
+		}
+		v := w.val
+		switch {
+		case v == "--":
+			i++
+			goto cmd
+		case v == "-u" || v == "-C" || v == "-P" || v == "--unset" || v == "--chdir":
+			i += 2
+		case v == "-S" || v == "--split-string" || strings.HasPrefix(v, "--split-string=") || (strings.HasPrefix(v, "-S") && len(v) > 2):
+			var s word
+			switch {
+			case v == "-S" || v == "--split-string":
+				if i+1 >= len(args) {
+					return
+				}
+				s = args[i+1]
+				i += 2
+			case strings.HasPrefix(v, "--split-string="):
+				s = staticWord(strings.TrimPrefix(v, "--split-string="))
+				i++
+			default:
+				s = staticWord(v[2:])
+				i++
+			}
+			if s.dyn {
+				a.fail("env -S with a string that is not static: " + s.val)
+				return
+			}
+			src := s.val
+			for _, r := range args[i:] {
+				if r.dyn {
+					a.fail("argument of env is not static: " + r.val)
+					return
+				}
+				q, err := syntax.Quote(r.val, syntax.LangBash)
+				if err != nil {
+					a.fail("argument of env cannot be quoted: " + r.val)
+					return
+				}
+				src += " " + q
+			}
+			a.source(src, syntax.LangBash, depth+1)
+			return
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			i++
+		case isAssignment(v):
+			name, val, _ := strings.Cut(v, "=")
+			a.assignValue(name, &word{val: val}, depth)
+			i++
+		default:
+			goto cmd
+		}
+	}
+cmd:
+	if i < len(args) {
+		a.command(args[i:], in, depth+1)
+	}
+}
+
+var reAssign = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+func isAssignment(s string) bool { return reAssign.MatchString(s) }
+
+func (a *analyzer) sudo(inv invocation, in stdin, depth int) {
+	a.record(inv)
+	args := inv.args
+	o := scanOpts(args, 1, optSpec{short: "ugCDpRrThUt", long: []string{"user", "group", "close-from", "chdir", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "host"}})
+	if o.bad != "" {
+		a.fail("option of sudo is not static: " + o.bad)
+		return
+	}
+	i := o.next
+	for i < len(args) && !args[i].dyn && isAssignment(args[i].val) {
+		name, val, _ := strings.Cut(args[i].val, "=")
+		a.assignValue(name, &word{val: val}, depth)
+		i++
+	}
+	if o.has("-e", "--edit") {
+		a.write(lastOperand(args), "sudo -e")
+		return
+	}
+	if o.has("-l", "--list", "-v", "--validate", "-k", "-K") && i >= len(args) {
+		return
+	}
+	if o.has("-s", "--shell", "-i", "--login") {
+		if i < len(args) {
+			a.joinedString("sudo -s", args[i:], depth)
+		}
+		return
+	}
+	if i < len(args) {
+		a.command(args[i:], in, depth+1)
+	}
+}
+
+func lastOperand(args []word) string {
+	for j := len(args) - 1; j > 0; j-- {
+		if !strings.HasPrefix(args[j].val, "-") {
+			return args[j].val
+		}
+	}
+	return ""
+}
+
+var stdinArg = word{val: "(stdin)", dyn: true, why: "read from standard input"}
+
+func (a *analyzer) xargs(inv invocation, in stdin, depth int) {
+	a.record(inv)
+	args := inv.args
+	o := scanOpts(args, 1, optSpec{short: "EIdLnPsa", long: []string{"eof", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "arg-file", "process-slot-var"}})
+	if o.bad != "" {
+		a.fail("option of xargs is not static: " + o.bad)
+		return
+	}
+	repl := ""
+	if v, ok := o.val("-I"); ok {
+		repl = v.val
+	}
+	if v, ok := o.val("--replace"); ok {
+		repl = v.val
+		if repl == "" {
+			repl = "{}"
+		}
+	}
+	if o.has("-i") {
+		repl = "{}"
+		if v, _ := o.val("-i"); v.val != "" {
+			repl = v.val
+		}
+	}
+	tmpl := args[o.next:]
+	if len(tmpl) == 0 {
+		tmpl = []word{staticWord("echo")}
+	}
+	cmd := make([]word, 0, len(tmpl)+1)
+	for _, w := range tmpl {
+		if repl != "" && strings.Contains(w.val, repl) {
+			w = word{val: w.val, dyn: true, why: "xargs replacement", lead: w.val[:strings.Index(w.val, repl)]}
+		}
+		cmd = append(cmd, w)
+	}
+	if repl == "" {
+		cmd = append(cmd, stdinArg)
+	}
+	a.command(cmd, stdin{kind: "dynamic"}, depth+1)
+}
+
+func (a *analyzer) find(inv invocation, depth int) {
+	a.record(inv)
+	args := inv.args
+	for i := 1; i < len(args); i++ {
+		v := args[i].val
+		switch v {
+		case "-delete":
+			a.write("", "find -delete")
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			if i+1 < len(args) {
+				a.write(args[i+1].val, "find "+v)
+			}
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			var cmd []word
+			for ; j < len(args); j++ {
+				if !args[j].dyn && (args[j].val == ";" || args[j].val == "+") {
+					break
+				}
+				w := args[j]
+				if strings.Contains(w.val, "{}") {
+					w = word{val: w.val, dyn: true, why: "found file name", lead: w.val[:strings.Index(w.val, "{}")]}
+				}
+				cmd = append(cmd, w)
+			}
+			if len(cmd) > 0 {
+				if cmd[0].dyn && cmd[0].why == "found file name" {
+					a.fail("find " + v + " runs the files it finds")
+					return
+				}
+				a.command(cmd, stdin{}, depth+1)
+			}
+			i = j
+		}
+	}
+}
+
+func (a *analyzer) fd(inv invocation, depth int) {
+	a.record(inv)
+	args := inv.args
+	for i := 1; i < len(args); i++ {
+		v := args[i].val
+		if v == "-x" || v == "-X" || v == "--exec" || v == "--exec-batch" {
+			var cmd []word
+			hasPh := false
+			for _, w := range args[i+1:] {
+				if !w.dyn && w.val == ";" {
+					break
+				}
+				if strings.Contains(w.val, "{") && strings.Contains(w.val, "}") {
+					hasPh = true
+					w = word{val: w.val, dyn: true, why: "found file name"}
+				}
+				cmd = append(cmd, w)
+			}
+			if !hasPh {
+				cmd = append(cmd, word{val: "{}", dyn: true, why: "found file name"})
+			}
+			if len(cmd) > 0 && cmd[0].dyn {
+				a.fail("fd " + v + " runs the files it finds")
+				return
+			}
+			a.command(cmd, stdin{}, depth+1)
+			return
+		}
+	}
+}
+
+var reParallelRepl = regexp.MustCompile(`\{[^{}\s]*\}`)
+
+func (a *analyzer) parallel(inv invocation, depth int) {
+	a.record(inv)
+	args := inv.args
+	o := scanOpts(args, 1, optSpec{short: "jSadIECnLs", long: []string{"jobs", "sshlogin", "arg-file", "delimiter", "colsep", "results", "joblog", "tmpdir", "workdir", "env", "halt", "timeout"}})
+	if o.bad != "" {
+		a.fail("option of parallel is not static: " + o.bad)
+		return
+	}
+	var parts []string
+	for _, w := range args[o.next:] {
+		if !w.dyn && strings.HasPrefix(w.val, ":::") {
+			break
+		}
+		if w.dyn {
+			a.fail("parallel with a command that is not static: " + w.val)
+			return
+		}
+		parts = append(parts, w.val)
+	}
+	if len(parts) == 0 {
+		a.fail("parallel reads its commands from standard input")
+		return
+	}
+	src := strings.Join(parts, " ")
+	if reParallelRepl.MatchString(src) {
+		src = reParallelRepl.ReplaceAllLiteralString(src, "$PARALLEL_ARG")
+	} else {
+		src += " $PARALLEL_ARG"
+	}
+	a.source(src, syntax.LangBash, depth+1)
+}
+
+func (a *analyzer) tar(args []word, depth int) {
+	extract := false
+	if len(args) > 1 && !strings.HasPrefix(args[1].val, "-") && strings.ContainsAny(args[1].val, "x") {
+		extract = true
+	}
+	o := scanOpts(args, 1, optSpec{short: "fCIbHKLNgTVX", long: []string{"file", "directory", "use-compress-program", "files-from", "exclude-from", "format", "owner", "group", "mode", "transform", "newer", "after-date"}, strLong: []string{"to-command", "checkpoint-action", "info-script", "new-volume-script", "rsh-command"}})
+	if o.has("-x", "--extract", "--get") {
+		extract = true
+	}
+	for _, s := range o.strs {
+		v := s
+		if strings.HasPrefix(v.val, "exec=") {
+			v.val = strings.TrimPrefix(v.val, "exec=")
+		} else if !strings.HasPrefix(s.val, "exec") && strings.Contains(s.val, "=") {
+			continue
+		}
+		a.codeString("tar command option", v, syntax.LangBash, depth)
+	}
+	if v, ok := o.val("-I", "--use-compress-program"); ok {
+		a.codeString("tar -I", v, syntax.LangBash, depth)
+	}
+	if extract {
+		dir := ""
+		if v, ok := o.val("-C", "--directory"); ok {
+			dir = v.val
+		}
+		a.write(dir, "tar -x")
+	}
+}

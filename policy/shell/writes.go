@@ -1,0 +1,147 @@
+package shell
+
+import "strings"
+
+// FileWriteFinding says that a command line writes a file.
+type FileWriteFinding struct {
+	// Path is the file written, when the command's shape reveals it
+	// (empty otherwise).
+	Path string
+	// Reason is a short description safe to show an agent, such as
+	// "sed -i" or "> out.txt".
+	Reason string
+}
+
+// ClassifyFileWrite reports the first file write the line performs, or nil
+// when it performs none. A line that cannot be classified is reported as a
+// possible write (fail closed). It never panics and is safe for concurrent
+// use.
+func ClassifyFileWrite(line string) *FileWriteFinding {
+	c := Classify(line)
+	if c.Unparseable {
+		return &FileWriteFinding{Reason: "command line could not be classified: " + c.Reason}
+	}
+	if len(c.writes) == 0 {
+		return nil
+	}
+	f := c.writes[0]
+	return &f
+}
+
+// writers whose operands are all written (path = first operand).
+var writeAll = setOf(`touch mkdir rm rmdir unlink shred mkfifo mknod gzip gunzip bzip2 xz unxz zstd`)
+
+// writers whose first operand is not a path (mode, owner, size...).
+var writeAfterFirst = setOf(`chmod chown chgrp`)
+
+// writers whose last operand is the destination.
+var writeLast = setOf(`cp mv install ln rsync scp`)
+
+// commandWrites records writes made by a command's own semantics.
+func (a *analyzer) commandWrites(inv invocation) {
+	prog, args := inv.prog, inv.args
+	var ops []word
+	for _, w := range args[1:] {
+		if !strings.HasPrefix(w.val, "-") || w.val == "-" {
+			ops = append(ops, w)
+		}
+	}
+	first := func() string {
+		if len(ops) > 0 {
+			return ops[0].val
+		}
+		return ""
+	}
+	switch {
+	case writeAll[prog]:
+		if len(ops) > 0 {
+			a.write(first(), prog)
+		}
+	case writeAfterFirst[prog]:
+		if len(ops) > 1 {
+			a.write(ops[1].val, prog)
+		}
+	case writeLast[prog]:
+		if len(ops) > 1 {
+			dst := ops[len(ops)-1].val
+			if (prog == "scp" || prog == "rsync") && isRemote(dst) {
+				return
+			}
+			a.write(dst, prog)
+		}
+	case prog == "truncate":
+		o := scanOpts(args, 1, optSpec{short: "sr", long: []string{"size", "reference"}})
+		if o.next < len(args) {
+			a.write(args[o.next].val, "truncate")
+		}
+	case prog == "tee":
+		for _, w := range ops {
+			if !harmlessSink(w.val) {
+				a.write(w.val, "tee")
+				return
+			}
+		}
+	case prog == "dd":
+		for _, w := range args[1:] {
+			if v, ok := strings.CutPrefix(w.val, "of="); ok && !harmlessSink(v) {
+				a.write(v, "dd of=")
+			}
+		}
+	case prog == "patch":
+		for _, w := range args[1:] {
+			if w.val == "--dry-run" {
+				return
+			}
+		}
+		a.write(first(), "patch")
+	case prog == "unzip":
+		for _, w := range args[1:] {
+			if w.val == "-l" || w.val == "-t" || w.val == "-Z" || w.val == "-p" {
+				return
+			}
+		}
+		a.write(first(), "unzip")
+	case prog == "git" && len(inv.chain) > 0 && inv.chain[0] == "apply":
+		for _, w := range args[1:] {
+			if w.val == "--check" || w.val == "--stat" || w.val == "--numstat" || w.val == "--summary" {
+				return
+			}
+		}
+		a.write("", "git apply")
+	case prog == "curl":
+		o := scanOpts(args, 1, curlOpts)
+		for _, f := range []string{"-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace", "--trace-ascii", "--output-dir", "--etag-save"} {
+			if v, ok := o.val(f); ok && !harmlessSink(v.val) {
+				a.write(v.val, "curl "+f)
+				return
+			}
+		}
+		if o.has("-O", "--remote-name", "--remote-name-all", "-J") {
+			a.write("", "curl -O")
+		}
+	case prog == "wget":
+		o := scanOpts(args, 1, wgetOpts)
+		if o.has("--spider") {
+			return
+		}
+		if v, ok := o.val("-O", "--output-document"); ok {
+			if !harmlessSink(v.val) {
+				a.write(v.val, "wget -O")
+			}
+			return
+		}
+		a.write("", "wget")
+	}
+}
+
+// isRemote reports whether an scp/rsync operand names a remote location.
+func isRemote(s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	i := strings.IndexByte(s, ':')
+	if i <= 0 {
+		return false
+	}
+	return !strings.Contains(s[:i], "/")
+}
