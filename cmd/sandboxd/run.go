@@ -210,10 +210,11 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 		Port: proxyInsidePort, User: creds.user, Password: creds.secret, ConnectHelper: self,
 	})
 
-	// Signals: during setup, SIGINT, SIGTERM, SIGHUP or SIGQUIT abort it
-	// (the command never starts); once the command runs, every signal is
-	// forwarded to it, and the sandbox's lifetime is not tied to the CLI's
-	// interrupt context.
+	// Signals: until the sandbox is told to start the command (Spec.Ready),
+	// SIGINT, SIGTERM, SIGHUP or SIGQUIT abort the setup and the command
+	// never starts; from then on every signal is forwarded to the command
+	// (held until Start returns), and the sandbox's lifetime is not tied to
+	// the CLI's interrupt context.
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
 		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
@@ -221,15 +222,21 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 	setupCtx, abortSetup := context.WithCancel(context.Background())
 	defer abortSetup()
 	var (
-		sigMu   sync.Mutex
-		running *procjail.Sandbox
-		aborted os.Signal
+		sigMu     sync.Mutex
+		running   *procjail.Sandbox
+		committed bool
+		aborted   os.Signal
+		pending   []os.Signal
 	)
 	go func() {
 		for sig := range sigs {
 			sigMu.Lock()
 			sb := running
-			if sb == nil && aborted == nil && sig != syscall.SIGWINCH && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2 {
+			switch {
+			case sb != nil:
+			case committed:
+				pending = append(pending, sig)
+			case aborted == nil && sig != syscall.SIGWINCH && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2:
 				aborted = sig
 				abortSetup()
 			}
@@ -239,6 +246,18 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 			}
 		}
 	}()
+	ready := func() error {
+		if err := awaitProxies(); err != nil {
+			return err
+		}
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
+		committed = true
+		return nil
+	}
 
 	sb, err := procjail.Start(setupCtx, procjail.Spec{
 		Command: argv[0], Args: argv[1:], Env: env, Dir: f.cwd,
@@ -251,7 +270,7 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 		ResolvConf:       procjail.ResolvConf(),
 		RuntimeDir:       dir,
 		AllowUnixSockets: allowUnix,
-		Ready:            awaitProxies,
+		Ready:            ready,
 	})
 	if err != nil {
 		sigMu.Lock()
@@ -267,7 +286,12 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 	}
 	sigMu.Lock()
 	running = sb
+	held := pending
+	pending = nil
 	sigMu.Unlock()
+	for _, sig := range held {
+		sb.Signal(sig)
+	}
 	code, err := sb.Wait()
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
