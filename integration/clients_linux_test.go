@@ -18,7 +18,7 @@ var users = []struct {
 
 func TestRealClients(t *testing.T) {
 	w := newWorld(t)
-	for _, c := range []string{"curl", "git", "python3"} {
+	for _, c := range []string{"curl", "git", "python3", "dig"} {
 		testenv.NeedCommand(t, c)
 	}
 	cases := []struct {
@@ -38,6 +38,9 @@ func TestRealClients(t *testing.T) {
 		{"python urllib denied", []string{"python3", "-c", "import urllib.request as u\ntry:\n  u.urlopen('http://denied.test/py', timeout=20)\nexcept Exception as e:\n  print('refused', e)"}, 0, "refused HTTP Error 403", ""},
 		{"go net/http allowed", []string{goClientBin, "https://allowed.test/go"}, 0, "200 hello from allowed.test", ""},
 		{"go net/http denied", []string{goClientBin, "http://denied.test/go"}, 1, "403", ""},
+		{"dig udp allowed", []string{"dig", "+short", "+tries=1", "+time=5", "allowed.test", "A"}, 0, webAddr, `"kind":"dns"`},
+		{"dig tcp allowed", []string{"dig", "+tcp", "+short", "+tries=1", "+time=5", "allowed.test", "A"}, 0, webAddr, `"kind":"dns"`},
+		{"getent allowed", []string{"getent", "hosts", "allowed.test"}, 0, "allowed.test", ""},
 	}
 	for _, u := range users {
 		for _, c := range cases {
