@@ -112,11 +112,10 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	if err := spec.Validate(); err != nil {
 		return nil, cleanup, stepErr("spec", err)
 	}
-	for i, f := range spec.Forwards {
+	for _, f := range spec.Forwards {
 		if err := checkSocket(f.Target); err != nil {
 			return nil, cleanup, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
 		}
-		_ = i
 	}
 	is := initSpec{
 		Command:          spec.Command,
