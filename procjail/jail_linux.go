@@ -225,23 +225,24 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		cmd.kill()
 		return stepErrf("sandbox init", "died during setup (%s)", describeStatus(cmd.ws))
 	}
-	br := bufio.NewReader(parentCtl)
-	if _, err := await(func() (int, error) {
-		if err := writeSpec(parentCtl, specJSON); err != nil {
-			return 0, fmt.Errorf("send spec: %w", err)
-		}
-		return readReply(br, "ready")
-	}); err != nil {
-		return nil, cleanup, childFailed(err)
+	// Message 1, then — while the child sets up — the caller's own setup
+	// (Spec.Ready), then message 4 right away: the child reads "go" as soon
+	// as it is ready, without a round trip. Messages 3 and 5 come back.
+	if err := writeSpec(parentCtl, specJSON); err != nil {
+		return nil, cleanup, childFailed(fmt.Errorf("send spec: %w", err))
 	}
 	if spec.Ready != nil {
 		if err := spec.Ready(); err != nil {
-			return nil, cleanup, stepErr("ready", err)
+			return nil, cleanup, stepErr("ready", err) // the child reads EOF: exits 125
 		}
 	}
+	// A child that already failed has closed its end; its reason is still
+	// waiting in the socket, so a failed write here is only read past.
+	io.WriteString(parentCtl, "go\n")
+	br := bufio.NewReader(parentCtl)
 	pid, err := await(func() (int, error) {
-		if _, err := io.WriteString(parentCtl, "go\n"); err != nil {
-			return 0, fmt.Errorf("send go: %w", err)
+		if _, err := readReply(br, "ready"); err != nil {
+			return 0, err
 		}
 		return readReply(br, "ok")
 	})
