@@ -188,7 +188,8 @@ func TestProcessTreeContainment(t *testing.T) {
 	for _, u := range users {
 		t.Run(u.name+"/setsid double fork", func(t *testing.T) {
 			marker := strconv.Itoa(910000 + rand.IntN(80000))
-			script := `(setsid sh -c 'sleep ` + marker + ` & sleep ` + marker + `' &); sleep 0.3; for f in /proc/[0-9]*/cmdline; do [ "$(tr '\0' ' ' < $f)" = "sleep ` + marker + ` " ] && echo x; done | wc -l`
+			script := `(setsid sh -c 'sleep ` + marker + ` & sleep ` + marker + `' &); count() { for f in /proc/[0-9]*/cmdline; do [ "$(tr '\0' ' ' < $f 2>/dev/null)" = "sleep ` + marker + ` " ] && echo x; done | wc -l; }; ` +
+				`n=0; while [ "$(count)" -lt 2 ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; count`
 			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
 			if strings.TrimSpace(r.stdout) != "2" || r.code != 0 {
 				t.Fatalf("want 2 background sleeps running inside; exit %d, out %q, err %q", r.code, r.stdout, r.stderr)
