@@ -321,11 +321,12 @@ func namespaceAttr() *syscall.SysProcAttr {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if uid == 0 {
-		// Root keeps its identity (every id maps to itself), but its
+		// Root keeps its identity (every id it has maps to itself), but its
 		// capabilities now belong to the new user namespace and reach
-		// nothing outside.
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		// nothing outside. The ranges are those of root's own user
+		// namespace (the whole range on a host, less in a container).
+		attr.UidMappings = identityMappings("/proc/self/uid_map")
+		attr.GidMappings = identityMappings("/proc/self/gid_map")
 		attr.GidMappingsEnableSetgroups = true
 		return attr
 	}
@@ -385,4 +386,14 @@ func commandError(command, reason string) error {
 		code = 127
 	}
 	return &CommandError{Command: command, Reason: reason, ExitCode: code}
+}
+
+// identityMappings maps every id of the current user namespace (as listed
+// in its uid_map or gid_map) to itself; without the file, the whole range.
+func identityMappings(path string) []syscall.SysProcIDMap {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	}
+	return parseIdentityMappings(string(b))
 }
