@@ -8,12 +8,10 @@ package procjail
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -140,6 +138,12 @@ func setupInside(s *initSpec) error {
 	if err := checkInterfaces(); err != nil {
 		return stepErr("check interfaces", err)
 	}
+	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", s.Dir)
+		}
+		return stepErr("working directory", err)
+	}
 	for _, f := range s.Forwards {
 		if err := startForward(f); err != nil {
 			return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
@@ -241,28 +245,21 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 			resc <- result{err: stepErr("start command", err)}
 			return
 		}
-		cmd := &exec.Cmd{
-			Path:   path,
-			Args:   append([]string{s.Command}, s.Args...),
-			Env:    s.Env,
-			Dir:    s.Dir,
-			Stdin:  os.Stdin,
-			Stdout: os.Stdout,
-			Stderr: os.Stderr,
-			SysProcAttr: &syscall.SysProcAttr{
-				Setpgid:    true,
-				Foreground: s.Foreground,
-				Ctty:       0,
-			},
+		env := s.Env
+		if env == nil {
+			env = []string{}
 		}
-		if s.Env == nil {
-			cmd.Env = []string{}
-		}
-		if err := cmd.Start(); err != nil {
-			resc <- result{err: stepErr("start command", errors.Unwrap(err))}
+		// syscall.ForkExec, not os/exec: the init reaps by itself and
+		// needs no os.Process (nor its one-time pidfd probe).
+		pid, err := syscall.ForkExec(path, append([]string{s.Command}, s.Args...), &syscall.ProcAttr{
+			Dir: s.Dir, Env: env, Files: []uintptr{0, 1, 2},
+			Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: s.Foreground, Ctty: 0},
+		})
+		if err != nil {
+			resc <- result{err: stepErr("start command", fmt.Errorf("%s: %w", s.Command, err))}
 			return
 		}
-		resc <- result{pid: cmd.Process.Pid}
+		resc <- result{pid: pid}
 	}()
 	r := <-resc
 	return r.pid, r.err

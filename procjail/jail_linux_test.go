@@ -109,3 +109,30 @@ func TestReadyAborts(t *testing.T) {
 		t.Fatal("the command ran")
 	}
 }
+
+// TestSpecNotVisible: the spec (here a secret in the command's environment)
+// is not in the init's argv, and the init's environment, memory and
+// descriptors (host sockets among them) cannot be read or opened from
+// inside (it is not dumpable).
+func TestSpecNotVisible(t *testing.T) {
+	spec := sh(`tr '\0' ' ' < /proc/1/cmdline; echo; cat /proc/1/environ >/dev/null 2>&1 && echo environ-readable; ` +
+		`cat /proc/1/mem >/dev/null 2>&1 && echo mem-readable; ` +
+		`for f in /proc/1/fd/*; do readlink "$f" >/dev/null 2>&1 && echo fd-link-readable; cat "$f" </dev/null >/dev/null 2>&1 && echo fd-openable; done; echo done`)
+	spec.Env = []string{"PATH=/usr/bin:/bin", "SECRET=s3cr3t-value"}
+	code, out, stderr := run(t, spec)
+	if code != 0 || out != "sandboxd __init \ndone\n" {
+		t.Fatalf("exit %d, out %q, stderr %q", code, out, stderr)
+	}
+}
+
+func TestForwardTargetNotASocket(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "plain")
+	os.WriteFile(f, nil, 0o644)
+	spec := sh("echo ran")
+	spec.Forwards = []Forward{{InsidePort: 3128, Network: "tcp", Target: f}}
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || err.Error() != "forward tcp/3128: "+f+" is not a socket" {
+		t.Fatalf("got %v", err)
+	}
+}

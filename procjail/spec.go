@@ -37,10 +37,10 @@ type Spec struct {
 	RuntimeDir string
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
-	// Ready, when set, is called once the sandbox is set up and before the
-	// command starts, so that the caller can finish its own setup (the
-	// proxies) meanwhile. An error aborts: the command never starts and
-	// Start returns a *SetupError at step "ready".
+	// Ready, when set, is called while the sandbox is being set up, and
+	// the command starts only after it returns nil, so that the caller can
+	// finish its own setup (the proxies) meanwhile. An error aborts: the
+	// command never starts and Start returns a *SetupError at step "ready".
 	Ready func() error `json:"-"`
 	// InitPath is the binary re-executed as the sandbox's init; it must
 	// dispatch InitCommand to RunInit before parsing flags. Empty means

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/barry-rocks/sandbox/hooks"
@@ -244,34 +245,84 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 		env = append(env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", hookInsidePort))
 	}
 
-	// Signals are forwarded to the sandbox from here on; the sandbox's
-	// lifetime is not tied to the CLI's interrupt context.
+	// Signals: until the sandbox is told to start the command (Spec.Ready),
+	// SIGINT, SIGTERM, SIGHUP or SIGQUIT abort the setup and the command
+	// never starts; from then on every signal is forwarded to the command
+	// (held until Start returns), and the sandbox's lifetime is not tied to
+	// the CLI's interrupt context.
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
 		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
+	setupCtx, abortSetup := context.WithCancel(context.Background())
+	defer abortSetup()
+	var (
+		sigMu     sync.Mutex
+		running   *procjail.Sandbox
+		committed bool
+		aborted   os.Signal
+		pending   []os.Signal
+	)
+	go func() {
+		for sig := range sigs {
+			sigMu.Lock()
+			sb := running
+			switch {
+			case sb != nil:
+			case committed:
+				pending = append(pending, sig)
+			case aborted == nil && sig != syscall.SIGWINCH && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2:
+				aborted = sig
+				abortSetup()
+			}
+			sigMu.Unlock()
+			if sb != nil {
+				sb.Signal(sig)
+			}
+		}
+	}()
+	ready := func() error {
+		if err := awaitProxies(); err != nil {
+			return err
+		}
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
+		committed = true
+		return nil
+	}
 
-	sb, err := procjail.Start(context.Background(), procjail.Spec{
+	sb, err := procjail.Start(setupCtx, procjail.Spec{
 		Command: argv[0], Args: argv[1:], Env: env, Dir: f.cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Forwards:         forwards,
 		ResolvConf:       procjail.ResolvConf(),
 		RuntimeDir:       dir,
 		AllowUnixSockets: allowUnix,
-		Ready:            awaitProxies,
+		Ready:            ready,
 	})
 	if err != nil {
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return 0, fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
 		var se *procjail.SetupError
 		if errors.As(err, &se) && se.Step == "ready" {
 			return 0, se.Err
 		}
 		return 0, err
 	}
-	go func() {
-		for sig := range sigs {
-			sb.Signal(sig)
-		}
-	}()
+	sigMu.Lock()
+	running = sb
+	held := pending
+	pending = nil
+	sigMu.Unlock()
+	for _, sig := range held {
+		sb.Signal(sig)
+	}
 	code, err := sb.Wait()
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.

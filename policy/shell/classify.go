@@ -78,6 +78,7 @@ type analyzer struct {
 	noSuspects bool   // set on the analyzers suspect uses: no recursion
 	progSet    map[string]bool
 	subSet     map[string]bool
+	copies     map[string]string // program name of a copy or link made earlier in the line → original program
 }
 
 // maxReason bounds a Reason's length; the dynamic word it quotes may be long.

@@ -56,6 +56,7 @@ var wrappers = map[string]struct {
 }{
 	"nohup":            {},
 	"noglob":           {}, // zsh precommand modifiers
+	"-":                {},
 	"nocorrect":        {},
 	"repeat":           {optSpec{}, 1},
 	"setsid":           {},
@@ -175,6 +176,13 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	prog, dashed := normalizeProgram(w0.val)
 	if dashed != "" {
 		args = append([]word{staticWord("git"), staticWord(dashed)}, args[1:]...)
+	}
+	if orig, ok := a.copies[prog]; ok && orig != prog {
+		// "cp /usr/bin/git x && ./x push": the copy runs as the original.
+		delete(a.copies, prog) // a copy of a copy cannot loop
+		a.command(append([]word{staticWord(orig)}, args[1:]...), in, depth+1)
+		a.copies[prog] = orig
+		a.opaque(prog)
 	}
 	inv := invocation{prog: prog, args: args}
 	rest := func(i int) {

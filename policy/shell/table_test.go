@@ -562,4 +562,9 @@ var table = []tcase{
 	{line: "curl --version", progs: "curl", net: "-"},
 	{line: "wget --help", progs: "wget", net: "-", write: "-"},
 	{line: "wget -i urls.txt", progs: "wget", net: "http:read"},
+	{line: "cp /usr/bin/git /tmp/x && /tmp/x push", progs: "cp git x", deny: "git:push", opaque: "git x"},
+	{line: "ln -s \"$(command -v git)\" g && ./g push", progs: "ln command git g", deny: "git:push"},
+	{line: "cp `which shred` ./s; ./s f", progs: "cp which shred s", deny: "shred"},
+	{line: "cp notes.txt /tmp/x && /tmp/x push", progs: "cp x", opaque: "x"},
+	{line: "- git push", progs: "- git", deny: "git:push"},
 }

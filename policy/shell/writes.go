@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -91,6 +92,9 @@ func (a *analyzer) commandWrites(inv invocation) {
 				return
 			}
 			a.write(dst, prog)
+			if prog == "cp" || prog == "ln" || prog == "install" || prog == "mv" {
+				a.noteCopy(ops[0], ops[len(ops)-1])
+			}
 		}
 	case prog == "truncate":
 		o := scanOpts(args, 1, optSpec{short: "sr", long: []string{"size", "reference"}})
@@ -167,4 +171,38 @@ func isRemote(s string) bool {
 		return false
 	}
 	return !strings.Contains(s[:i], "/")
+}
+
+var reWhich = regexp.MustCompile("^(\\$\\(|`)\\s*(which|command\\s+-v|type\\s+-P|whereis)\\s+([A-Za-z0-9._+-]+)\\s*(\\)|`)$")
+
+// noteCopy remembers that dst is a copy or link of src's program, so a
+// later "./dst ARGS" in the line is analysed as the original program too.
+// src may be a path in a bin/ directory or $(which NAME) / $(command -v NAME).
+func (a *analyzer) noteCopy(src, dst word) {
+	name := src.val
+	if src.dyn {
+		m := reWhich.FindStringSubmatch(src.val)
+		if m == nil {
+			return
+		}
+		name = m[3]
+	} else if !strings.Contains(name, "bin/") {
+		return // not an installed program: a data file, not a renamed binary
+	}
+	orig, _ := normalizeProgram(name)
+	target := dst.val
+	if dst.dyn {
+		return
+	}
+	if strings.HasSuffix(target, "/") || target == "." || target == ".." {
+		target = name
+	}
+	copyName, _ := normalizeProgram(target)
+	if orig == "" || copyName == "" || orig == copyName {
+		return
+	}
+	if a.copies == nil {
+		a.copies = map[string]string{}
+	}
+	a.copies[copyName] = orig
 }
