@@ -268,6 +268,7 @@ func TestFailClosedMatrix(t *testing.T) {
 		{"policy and socket", "claude-code", bin, nil, claudeBash, []string{"--policy", open, "--socket", silent}, "both --policy and --socket"},
 		{"socket env beats policy env", "claude-code", bin, []string{"BARRY_POLICY=" + open, "BARRY_HOOK_SOCKET=" + filepath.Join(tmp, "nope.sock")}, claudeBash, nil, "ruling server failed"},
 		{"bad flag", "codex", bin, nil, codexBash, []string{"--polcy", open}, "bad command line"},
+		{"harness and protocol disagree", "codex", bin, nil, codexBash, []string{"--protocol", "cursor", "--policy", openCodex}, "disagree"},
 		{"bad deadline", "codex", bin, nil, codexBash, []string{"--policy", open, "--deadline", "-1s"}, "--deadline"},
 		{"pi malformed", "pi", bin, nil, []byte(`{"hook_event_name":"tool_call"}`), []string{"--policy", open}, "tool_name"},
 	}

@@ -51,6 +51,7 @@ Neither, or any failure, is a deny.`
 func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "check", checkUsage)
 	harness := fs.String("harness", "", "harness protocol: claude-code, codex, cursor, gemini or pi")
+	protocol := fs.String("protocol", "", "alias of --harness (the spelling of the hook-protocol notes)")
 	policyPath := fs.String("policy", "", "session policy file (env BARRY_POLICY)")
 	socket := fs.String("socket", "", "ruling server address (env BARRY_HOOK_SOCKET)")
 	deadline := fs.Duration("deadline", hooks.DefaultDeadline, "deadline for the whole ruling")
@@ -60,6 +61,12 @@ func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 		}
 		// A harness that runs hookgate with bad flags still gets a deny.
 		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: bad command line; denied"))
+	}
+	if *protocol != "" {
+		if *harness != "" && *harness != *protocol {
+			return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: --harness and --protocol disagree; denied"))
+		}
+		*harness = *protocol
 	}
 	if fs.NArg() > 0 {
 		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: unexpected arguments; denied"))
