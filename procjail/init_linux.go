@@ -132,6 +132,11 @@ func setupInside(s *initSpec) error {
 			return err
 		}
 	}
+	for _, p := range s.ReadOnlyPaths {
+		if err := bindReadOnly(p); err != nil {
+			return err
+		}
+	}
 	if err := loopbackUp(); err != nil {
 		return stepErr("loopback up", err)
 	}
@@ -150,6 +155,45 @@ func setupInside(s *initSpec) error {
 		}
 	}
 	return nil
+}
+
+// bindReadOnly bind-mounts path over itself read-only (recursively, so
+// mounts below it are covered too) and checks from the inside that it is.
+func bindReadOnly(path string) error {
+	step := "read-only " + path
+	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return stepErr(step, err)
+	}
+	if err := unix.Mount("", path, "", remountFlags(path), ""); err != nil {
+		return stepErr(step, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return stepErr(step, err)
+	}
+	if st.Flags&unix.ST_RDONLY == 0 {
+		return stepErrf(step, "still writable after the remount")
+	}
+	return nil
+}
+
+// remountFlags are the flags of a read-only bind remount of path that keep
+// the flags the kernel locked on its source mount.
+func remountFlags(path string) uintptr {
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return flags
+	}
+	for _, f := range []struct{ st, ms int64 }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&f.st != 0 {
+			flags |= uintptr(f.ms)
+		}
+	}
+	return flags
 }
 
 func bindResolvConf(src string) error {

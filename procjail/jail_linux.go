@@ -139,6 +139,16 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	if spec.Stdin != nil && isForegroundTerminal(spec.Stdin) {
 		is.Foreground = true
 	}
+	for _, p := range spec.ReadOnlyPaths {
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return nil, cleanup, stepErr("read-only path "+p, err)
+		}
+		is.ReadOnlyPaths = append(is.ReadOnlyPaths, abs)
+	}
 	if spec.ResolvConf != "" {
 		dir, err := os.MkdirTemp(spec.RuntimeDir, "sandboxd-run-")
 		if err != nil {

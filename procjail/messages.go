@@ -41,6 +41,7 @@ type initSpec struct {
 	Dir              string    `json:"dir"`
 	Forwards         []Forward `json:"forwards"`
 	ResolvConfPath   string    `json:"resolvConfPath,omitempty"`
+	ReadOnlyPaths    []string  `json:"readOnlyPaths,omitempty"`
 	AllowUnixSockets []string  `json:"allowUnixSockets,omitempty"`
 	Hostname         string    `json:"hostname"`
 	Foreground       bool      `json:"foreground"` // stdin is a terminal

@@ -35,6 +35,12 @@ type Spec struct {
 	// RuntimeDir is the host directory under which Start keeps its
 	// generated files for the sandbox's lifetime; empty means os.TempDir().
 	RuntimeDir string
+	// ReadOnlyPaths are host files or directories bind-mounted read-only
+	// over themselves inside, so nothing in the sandbox can change them
+	// (sandboxd passes the policy file's directory and its runtime
+	// directory). Each must exist; a mount point cannot be renamed or
+	// removed either, and the command has no capability to unmount it.
+	ReadOnlyPaths []string
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
 	// Ready, when set, is called while the sandbox is being set up, and
