@@ -57,6 +57,7 @@ type world struct {
 	httpSeen []string // "host path" of every request the web servers saw
 	tcpSeen  int      // raw TCP connections to the echo port
 	udpSeen  int      // UDP datagrams to the echo port
+	slowEnd  chan time.Time // when a /slow download's client went away
 }
 
 func sh(t *testing.T, name string, args ...string) {
@@ -73,7 +74,7 @@ func newWorld(t *testing.T) *world {
 	testenv.NeedRoot(t)
 	testenv.NeedCommand(t, "ip")
 	id := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
-	w := &world{host: "barry-h-" + id, world: "barry-w-" + id}
+	w := &world{host: "barry-h-" + id, world: "barry-w-" + id, slowEnd: make(chan time.Time, 8)}
 	sh(t, "ip", "netns", "add", w.host)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", w.host).Run() })
 	sh(t, "ip", "netns", "add", w.world)
@@ -214,6 +215,10 @@ func (w *world) startServers(t *testing.T) {
 			git.ServeHTTP(rw, r)
 			return
 		}
+		if r.URL.Path == "/slow" {
+			w.serveSlow(rw, r)
+			return
+		}
 		fmt.Fprintf(rw, "hello from %s", host)
 	})
 	var lns []net.Listener
@@ -331,6 +336,7 @@ type runOpts struct {
 	timeout  time.Duration
 	stdin    string
 	extraEnv []string
+	audit    string // audit file (default: a new one per run)
 }
 
 type runResult struct {
@@ -344,8 +350,10 @@ func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
 	if o.timeout == 0 {
 		o.timeout = 60 * time.Second
 	}
-	auditDir := sharedDir(t)
-	audit := filepath.Join(auditDir, "audit.jsonl")
+	audit := o.audit
+	if audit == "" {
+		audit = filepath.Join(sharedDir(t), "audit.jsonl")
+	}
 	args := []string{"netns", "exec", w.host}
 	if o.uid != 0 {
 		args = append(args, "setpriv", fmt.Sprintf("--reuid=%d", o.uid), fmt.Sprintf("--regid=%d", o.uid), "--clear-groups", "--")
@@ -393,4 +401,29 @@ func sharedDir(t *testing.T) string {
 	os.Chmod(d, 0o777)
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
+}
+
+// serveSlow streams 1 KiB every 10 ms for at most 60 s and reports on
+// w.slowEnd when the client went away (a write failed) before that.
+func (w *world) serveSlow(rw http.ResponseWriter, r *http.Request) {
+	f, _ := rw.(http.Flusher)
+	chunk := bytes.Repeat([]byte("x"), 1024)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := rw.Write(chunk); err != nil {
+			break
+		}
+		if f != nil {
+			f.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+			w.slowEnd <- time.Now()
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if time.Now().Before(deadline) {
+		w.slowEnd <- time.Now()
+	}
 }

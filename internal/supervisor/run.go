@@ -223,6 +223,7 @@ func Run(opts Options) (int, error) {
 	env := procjail.ProxyEnv(os.Environ(), procjail.ProxyEnvArgs{
 		Port: ProxyInsidePort, User: id, Password: secret, ConnectHelper: self,
 	})
+	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+id)
 	forwards := []procjail.Forward{
 		{InsidePort: ProxyInsidePort, Network: "tcp", Target: proxySock},
 		{InsidePort: 53, Network: "udp", Target: dnsSock},
@@ -237,15 +238,27 @@ func Run(opts Options) (int, error) {
 	env = withoutEnv(env, "BARRY_HOOK_SOCKET")
 	var hsrv *hooks.Server
 	if opts.PolicyFile != "" {
-		// The policy file itself is bound read-only (a mount point cannot
-		// be written, renamed over or removed); a symlinked policy (a
-		// ConfigMap's) binds its whole directory, since the link itself
-		// could otherwise be replaced. The watcher holds the directory
-		// open, so moving it away and putting another in its place
-		// substitutes nothing.
-		roPolicy := watcher.Path()
-		if fi, err := os.Lstat(roPolicy); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			roPolicy = filepath.Dir(roPolicy)
+		// The policy's directory is bound read-only inside. Binding only the
+		// file would not hold: when an editor on the host renames a new
+		// version over it, the kernel detaches mounts on the replaced
+		// dentry in every namespace, and the sandbox could then edit the
+		// new file. The watcher holds the directory open, so moving it away
+		// and putting another in its place substitutes nothing. A policy
+		// directory that holds the working directory would make the
+		// workspace read-only, so it is refused with a clear reason.
+		roPolicy := filepath.Dir(watcher.Path())
+		if real, err := filepath.EvalSymlinks(roPolicy); err == nil {
+			roPolicy = real
+		}
+		cwd := opts.Dir
+		if cwd == "" {
+			cwd, _ = os.Getwd()
+		}
+		if real, err := filepath.EvalSymlinks(cwd); err == nil {
+			cwd = real
+		}
+		if cwd == roPolicy || strings.HasPrefix(cwd, strings.TrimSuffix(roPolicy, "/")+"/") {
+			return 0, fmt.Errorf("the policy file's directory %s holds the working directory %s; the sandbox makes the policy's directory read-only, so keep the policy in a directory of its own", roPolicy, cwd)
 		}
 		readOnly = append(readOnly, roPolicy)
 		hookSock := filepath.Join(dir, "hooks.sock")
