@@ -512,6 +512,7 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 	}
 	rec.host = h.String()
 	pol := s.pol.Load()
+	rec.policy = pol.fingerprint
 	d := pol.decideName(h)
 	rec.rule = d.Rule
 	if !d.Allowed() {

@@ -13,9 +13,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
@@ -28,11 +30,18 @@ const runUsage = `sandboxd run [--policy FILE] [--allow-domain D]... [--deny-dom
 Run COMMAND with its whole process tree inside the egress sandbox: its only way
 out is sandboxd's proxy (127.0.0.1:3128 inside) and DNS proxy (127.0.0.1:53
 inside), which allow traffic by hostname. With no policy and no flags nothing
-is allowed. If the sandbox cannot start, COMMAND does not run and sandboxd
-exits 125. Otherwise sandboxd exits with COMMAND's status (128+N for signal N).`
+is allowed. With --policy, sandboxd also serves hookgate's rulings for that
+session policy (BARRY_HOOK_SOCKET=tcp:127.0.0.1:3129 inside; a policy edit
+applies to the next call). If the sandbox cannot start, COMMAND does not run
+and sandboxd exits 125. Otherwise sandboxd exits with COMMAND's status (128+N
+for signal N).`
 
 // proxyInsidePort is where the proxy forwarder listens inside the sandbox.
 const proxyInsidePort = 3128
+
+// hookInsidePort is where the hook ruling server is forwarded inside the
+// sandbox (BARRY_HOOK_SOCKET=tcp:127.0.0.1:3129 for hookgate).
+const hookInsidePort = 3129
 
 func runCommand() *cli.Command {
 	return &cli.Command{Name: "run", Summary: "run a command inside the egress sandbox", Run: runMain}
@@ -209,6 +218,32 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 	env := procjail.ProxyEnv(os.Environ(), procjail.ProxyEnvArgs{
 		Port: proxyInsidePort, User: creds.user, Password: creds.secret, ConnectHelper: self,
 	})
+	forwards := []procjail.Forward{
+		{InsidePort: proxyInsidePort, Network: "tcp", Target: proxySock},
+		{InsidePort: 53, Network: "udp", Target: dnsSock},
+		{InsidePort: 53, Network: "tcp", Target: dnsSock},
+	}
+	// With a session policy, hookgate inside the sandbox asks sandboxd for
+	// rulings (a policy edit applies to the next call); a host socket named
+	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
+	env = withoutEnv(env, "BARRY_HOOK_SOCKET")
+	if f.policyFile != "" {
+		hookSock := filepath.Join(dir, "hooks.sock")
+		hln, err := hooks.ListenUnix(hookSock)
+		if err != nil {
+			return 0, fmt.Errorf("hook ruling server: %w", err)
+		}
+		defer hln.Close()
+		hctx, hcancel := context.WithCancel(context.Background())
+		defer hcancel()
+		hsrv := hooks.NewServer(nil, auditLog)
+		if _, err := hooks.ServePolicyFile(hctx, hsrv, f.policyFile, auditLog); err != nil {
+			return 0, fmt.Errorf("hook ruling server: %w", err)
+		}
+		go hsrv.Serve(hctx, hln)
+		forwards = append(forwards, procjail.Forward{InsidePort: hookInsidePort, Network: "tcp", Target: hookSock})
+		env = append(env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", hookInsidePort))
+	}
 
 	// Signals: until the sandbox is told to start the command (Spec.Ready),
 	// SIGINT, SIGTERM, SIGHUP or SIGQUIT abort the setup and the command
@@ -262,11 +297,7 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 	sb, err := procjail.Start(setupCtx, procjail.Spec{
 		Command: argv[0], Args: argv[1:], Env: env, Dir: f.cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Forwards: []procjail.Forward{
-			{InsidePort: proxyInsidePort, Network: "tcp", Target: proxySock},
-			{InsidePort: 53, Network: "udp", Target: dnsSock},
-			{InsidePort: 53, Network: "tcp", Target: dnsSock},
-		},
+		Forwards:         forwards,
 		ResolvConf:       procjail.ResolvConf(),
 		RuntimeDir:       dir,
 		AllowUnixSockets: allowUnix,
@@ -312,6 +343,17 @@ func openAudit(path string) (*slog.Logger, func(), error) {
 		return nil, nil, fmt.Errorf("audit file: %w", err)
 	}
 	return slog.New(slog.NewJSONHandler(fh, nil)), func() { fh.Close() }, nil
+}
+
+// withoutEnv drops every NAME=... entry from env.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func oneLine(s string) string {

@@ -34,7 +34,7 @@ func (w word) mayBeOption() bool {
 // resolveWord does quote removal on a parsed word. It never expands
 // anything: a part whose value depends on the environment, the file system
 // or a command makes the word dynamic.
-func resolveWord(w *syntax.Word) word {
+func resolveWord(w *syntax.Word, src string) word {
 	var b strings.Builder
 	res := word{}
 	setDyn := func(why string, quoted bool) {
@@ -85,17 +85,17 @@ func resolveWord(w *syntax.Word) word {
 					b.WriteString(unquoteDbl(l.Value))
 				} else {
 					setDyn(partKind(ip), true)
-					b.WriteString(nodeText(ip))
+					b.WriteString(srcText(ip, src))
 				}
 			}
 		default:
 			setDyn(partKind(part), false)
-			b.WriteString(nodeText(part))
+			b.WriteString(srcText(part, src))
 		}
 	}
 	res.val = b.String()
 	if res.dyn && res.why == "brace expansion" {
-		res.val = nodeText(w)
+		res.val = srcText(w, src)
 	}
 	return res
 }
@@ -192,6 +192,19 @@ func hdocBody(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// srcText returns a node's text in the source it was parsed from, or its
+// printed form when the positions do not fit src.
+func srcText(n syntax.Node, src string) string {
+	p, e := n.Pos(), n.End()
+	if p.IsValid() && e.IsValid() {
+		s, t := p.Offset(), e.Offset()
+		if s <= t && t <= uint(len(src)) {
+			return src[s:t]
+		}
+	}
+	return nodeText(n)
 }
 
 // nodeText prints a node as shell source, for reasons and dynamic words.
