@@ -53,10 +53,10 @@ type world struct {
 	repoDir     string
 
 	mu       sync.Mutex
-	dnsSeen  []string // "name type" of every query the world DNS saw
-	httpSeen []string // "host path" of every request the web servers saw
-	tcpSeen  int      // raw TCP connections to the echo port
-	udpSeen  int      // UDP datagrams to the echo port
+	dnsSeen  []string       // "name type" of every query the world DNS saw
+	httpSeen []string       // "host path" of every request the web servers saw
+	tcpSeen  int            // raw TCP connections to the echo port
+	udpSeen  int            // UDP datagrams to the echo port
 	slowEnd  chan time.Time // when a /slow download's client went away
 }
 

@@ -79,4 +79,3 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 func oneLine(s string) string {
 	return strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
 }
-

@@ -18,21 +18,21 @@ import (
 // Audit attribute keys and messages of the session's own lines. Proxy and
 // DNS lines use proxy's Attr* keys; hook rulings carry "verdict".
 const (
-	AttrOldPolicy    = "old_policy" // reload: the fingerprint before
-	AttrNewPolicy    = "new_policy" // reload: the fingerprint after
-	AttrPolicyFile   = "policy_file"
-	AttrCommand      = "command"
-	AttrExitStatus   = "status"
-	AttrVerdict      = "verdict" // hook rulings
-	MsgSessionStart  = "session start"
-	MsgSessionExit   = "session exit"
-	MsgPolicyReload  = "policy reload"
-	MsgHookRuling    = "hooks: ruling"
-	KindReload       = "reload"
-	KindHook         = "hook"
-	KindSession      = "session"
-	decisionAllow    = "allow"
-	decisionDeny     = "deny"
+	AttrOldPolicy   = "old_policy" // reload: the fingerprint before
+	AttrNewPolicy   = "new_policy" // reload: the fingerprint after
+	AttrPolicyFile  = "policy_file"
+	AttrCommand     = "command"
+	AttrExitStatus  = "status"
+	AttrVerdict     = "verdict" // hook rulings
+	MsgSessionStart = "session start"
+	MsgSessionExit  = "session exit"
+	MsgPolicyReload = "policy reload"
+	MsgHookRuling   = "hooks: ruling"
+	KindReload      = "reload"
+	KindHook        = "hook"
+	KindSession     = "session"
+	decisionAllow   = "allow"
+	decisionDeny    = "deny"
 )
 
 // Audit is a session's one JSON-lines audit stream. Every line carries the

@@ -502,4 +502,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	return out
 }
-
