@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -214,4 +215,110 @@ func TestLivePolicy(t *testing.T) {
 	if !strings.Contains(r.stderr, "connect ") || !strings.Contains(r.stderr, " denied") {
 		t.Errorf("no exit summary on stderr:\n%s", r.stderr)
 	}
+}
+
+// TestStatusAndAuditUnderLoad: while a sandbox runs, "sandboxd status
+// --json" lists it with its pid, command, policy and counters; 10,000
+// concurrent DNS decisions inside it leave an audit file whose every line
+// parses, and the exit summary counts them.
+func TestStatusAndAuditUnderLoad(t *testing.T) {
+	w := newWorld(t)
+	dir := sharedDir(t)
+	polDir := filepath.Join(dir, "policy")
+	os.Mkdir(polDir, 0o777)
+	pol := filepath.Join(polDir, "policy.yaml")
+	os.WriteFile(pol, []byte(livePolicy([]string{"allowed.test"}, nil, false)), 0o644)
+	auditPath := filepath.Join(dir, "audit.jsonl")
+	// 40 threads x 250 queries for names nobody allowed: each is refused by
+	// the DNS proxy without an upstream query.
+	py := `
+import socket, struct, threading, os, sys, time
+def q(tid):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+    for i in range(250):
+        qid = (tid * 250 + i) & 0xffff
+        name = b"".join(bytes([len(l)]) + l for l in [b"n%d-%d" % (tid, i), b"load", b"test"]) + b"\0"
+        s.sendto(struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + name + struct.pack(">HH", 1, 1), ("127.0.0.1", 53))
+        try: s.recv(4096)
+        except Exception as e: print("timeout", e); return
+ts = [threading.Thread(target=q, args=(t,)) for t in range(40)]
+[t.start() for t in ts]; [t.join() for t in ts]
+open(os.environ["D"] + "/loaded", "w").close()
+for _ in range(600):
+    if os.path.exists(os.environ["D"] + "/stop"): break
+    time.sleep(0.05)
+print("done")
+`
+	done := make(chan runResult, 1)
+	go func() {
+		done <- w.sandboxd(t, runOpts{noAllow: true, timeout: 120 * time.Second, audit: auditPath,
+			flags: []string{"--policy", pol}, extraEnv: []string{"D=" + dir},
+			argv: []string{"python3", "-c", py}})
+	}()
+	waitFor(t, "the load to finish", 90*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "loaded")); return err == nil })
+
+	// sandboxd status sees the running sandbox (same uid, same runtime base).
+	var list []struct {
+		ID, PolicyFile, Fingerprint string
+		PID                         int
+		Command                     []string
+		Counters                    map[string][2]int64
+		Running                     bool
+	}
+	var statusOut []byte
+	waitFor(t, "status to show the DNS decisions", 10*time.Second, func() bool {
+		out, err := execIn(w.host, sandboxdBin, "status", "--json")
+		if err != nil {
+			return false
+		}
+		statusOut = out
+		list = nil
+		if json.Unmarshal(out, &list) != nil {
+			return false
+		}
+		for _, s := range list {
+			if s.PolicyFile == pol && s.Running && s.Counters["dns"][1] >= 10000 {
+				return true
+			}
+		}
+		return false
+	})
+	found := false
+	for _, s := range list {
+		if s.PolicyFile == pol {
+			found = true
+			if s.PID <= 0 || len(s.Command) == 0 || s.Command[0] != "python3" || len(s.Fingerprint) != 64 {
+				t.Errorf("status entry %+v", s)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("status does not list the sandbox: %s", statusOut)
+	}
+	os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.stdout, "done") || strings.Contains(r.stdout, "timeout") {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	lines := auditLines(t, auditPath)
+	dnsDenied := 0
+	for _, m := range lines {
+		if m["kind"] == "dns" && m["decision"] == "deny" {
+			dnsDenied++
+		}
+	}
+	if dnsDenied < 10000 {
+		t.Fatalf("%d DNS denials in the audit, want 10,000", dnsDenied)
+	}
+	if !strings.Contains(r.stderr, "dns 0 allowed 10000 denied") {
+		t.Errorf("exit summary: %q", r.stderr)
+	}
+	if seen, _, _, _ := w.seen(); len(seen) != 0 {
+		t.Errorf("the world's DNS saw %d queries for refused names", len(seen))
+	}
+}
+
+// execIn runs a command in the named network namespace.
+func execIn(ns string, args ...string) ([]byte, error) {
+	return exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).Output()
 }
