@@ -43,6 +43,7 @@ const (
 	deniedAddr  = "192.0.2.20" // denied.test
 	dnsAddr     = "192.0.2.53"
 	web6Addr    = "2001:db8:2::10"
+	hostOwnAddr = "192.0.2.99" // an address of sandboxd's own namespace, inside the opened range
 	udpEchoPort = "9999"
 )
 
@@ -92,6 +93,7 @@ func newWorld(t *testing.T) *world {
 		{"-n", w.world, "addr", "add", dnsAddr + "/32", "dev", "lo"},
 		{"-n", w.world, "addr", "add", web6Addr + "/128", "dev", "lo", "nodad"},
 		{"-n", w.host, "route", "add", "192.0.2.0/24", "via", worldAddr},
+		{"-n", w.host, "addr", "add", hostOwnAddr + "/32", "dev", "lo"},
 		{"-n", w.host, "-6", "route", "add", "2001:db8:2::/64", "via", "2001:db8:1::2"},
 	} {
 		sh(t, "ip", c...)
@@ -162,7 +164,7 @@ func (w *world) startServers(t *testing.T) {
 	// DNS.
 	records := map[string]string{
 		"allowed.test.": webAddr, "git.test.": webAddr, "denied.test.": deniedAddr,
-		"rebind.test.": "127.0.0.1",
+		"rebind.test.": "127.0.0.1", "hostaddr.test.": hostOwnAddr,
 	}
 	mux := dns.HandlerFunc(func(rw dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)

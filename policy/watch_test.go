@@ -117,3 +117,29 @@ func TestWatchFileRefusesBadStart(t *testing.T) {
 		t.Fatal("a policy that does not resolve was watched")
 	}
 }
+
+// TestWatchFileHoldsItsDirectory: replacing the policy's directory (moving
+// it away and putting another in its place) cannot substitute a policy.
+func TestWatchFileHoldsItsDirectory(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "cfg")
+	os.Mkdir(dir, 0o755)
+	p := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(p, []byte(watchBase+"session: {bound: {network: {enforce: sandbox, allowDomains: [a.example]}}}\n"), 0o644)
+	ch := make(chan Change, 16)
+	w, err := WatchFile(context.Background(), p, 10*time.Millisecond, func(c Change) { ch <- c })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Rename(dir, filepath.Join(top, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(p, []byte(watchBase+"session: {bound: {network: {enforce: sandbox, allowDomains: [evil.example]}}}\n"), 0o644)
+	w.Reload()
+	time.Sleep(100 * time.Millisecond)
+	if got := w.Current().Bound.Network.AllowDomains[0]; got != "a.example" {
+		t.Fatalf("a replaced directory's policy was applied: %s", got)
+	}
+}

@@ -34,6 +34,7 @@ const (
 // record is one audit line in the making.
 type record struct {
 	kind, client, host, port, addr string
+	policy                         string // fingerprint of the policy that decided
 	decision                       string
 	reason, rule, sni, close       string
 	up, down                       int64
@@ -47,7 +48,7 @@ func (s *Server) audit(r *record) {
 	attrs := []slog.Attr{
 		slog.String(AttrKind, r.kind),
 		slog.String(AttrSandbox, s.cfg.SandboxID),
-		slog.String(AttrPolicy, s.pol.Load().fingerprint),
+		slog.String(AttrPolicy, r.policyFingerprint(s)),
 		slog.String(AttrClient, r.client),
 		slog.String(AttrHost, r.host),
 		slog.String(AttrPort, r.port),
@@ -70,4 +71,11 @@ func (s *Server) audit(r *record) {
 		slog.Float64(AttrDurationMS, float64(time.Since(r.start).Microseconds())/1000),
 	)
 	s.auditLog.LogAttrs(context.Background(), slog.LevelInfo, AuditMsgProxy, attrs...)
+}
+
+func (r *record) policyFingerprint(s *Server) string {
+	if r.policy != "" {
+		return r.policy
+	}
+	return s.pol.Load().fingerprint
 }

@@ -200,6 +200,9 @@ func BenchmarkHTTPSSetup(b *testing.B) {
 	b.Run("proxy", func(b *testing.B) {
 		bench(b, &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsCfg, Proxy: http.ProxyURL(e.url)}, url)
 	})
+	b.Run("minimal-proxy", func(b *testing.B) {
+		bench(b, &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsCfg, Proxy: http.ProxyURL(minimalProxy(b, ts.Listener.Addr().String()))}, url)
+	})
 	b.Run("proxy-nocache", func(b *testing.B) {
 		e2 := newEnv(b, defaultPolicy(), quietAudit, func(c *proxy.Config) { c.ResolveCacheTTL = -1 })
 		bench(b, &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsCfg, Proxy: http.ProxyURL(e2.url)}, url)

@@ -16,7 +16,8 @@ import (
 
 type dnsEnv struct {
 	srv      *proxy.DNSServer
-	addr     string
+	addr     string // UDP
+	tcpAddr  string
 	upstream *proxytest.DNS
 	audit    *syncBuffer
 }
@@ -57,7 +58,7 @@ func newDNSEnv(t testing.TB, mod ...func(*proxy.DNSConfig)) *dnsEnv {
 	go func() { defer wg.Done(); srv.ServeUDP(pc) }()
 	go func() { defer wg.Done(); srv.ServeTCP(ln) }()
 	t.Cleanup(func() { srv.Close(); wg.Wait() })
-	e.srv, e.addr = srv, pc.LocalAddr().String()
+	e.srv, e.addr, e.tcpAddr = srv, pc.LocalAddr().String(), ln.Addr().String()
 	return e
 }
 
@@ -67,10 +68,14 @@ func (e *dnsEnv) query(t *testing.T, netw, name string, qtype uint16) *dns.Msg {
 	m.SetQuestion(name, qtype)
 	m.SetEdns0(1232, false)
 	c := &dns.Client{Net: netw, Timeout: 5 * time.Second}
+	addr := e.addr
+	if netw == "tcp" {
+		addr = e.tcpAddr
+	}
 	var r *dns.Msg
 	var err error
 	for i := 0; i < 3; i++ { // the server may still be starting
-		if r, _, err = c.Exchange(m, e.addr); err == nil {
+		if r, _, err = c.Exchange(m, addr); err == nil {
 			return r
 		}
 		time.Sleep(50 * time.Millisecond)

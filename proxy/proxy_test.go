@@ -347,6 +347,7 @@ func TestPolicySwapClosesTunnel(t *testing.T) {
 	for _, c := range []net.Conn{gone, kept} {
 		roundTrip(t, c, "before")
 	}
+	oldFP := e.srv.Fingerprint()
 	pol := defaultPolicy()
 	pol.Allow = []string{"also.test"}
 	start := time.Now()
@@ -363,8 +364,8 @@ func TestPolicySwapClosesTunnel(t *testing.T) {
 	}
 	roundTrip(t, kept, "after")
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrClose] != "policy changed: not in allowlist: allowed.test" {
-		t.Fatalf("audit = %v", rec)
+	if rec[proxy.AttrClose] != "policy changed: not in allowlist: allowed.test" || rec[proxy.AttrPolicy] != oldFP || oldFP == e.srv.Fingerprint() {
+		t.Fatalf("audit = %v (policy that decided %s, now %s)", rec, oldFP, e.srv.Fingerprint())
 	}
 	_, resp := e.connect("allowed.test:"+port, true)
 	if resp.StatusCode != 403 {

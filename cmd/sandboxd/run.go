@@ -13,8 +13,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
@@ -27,11 +30,18 @@ const runUsage = `sandboxd run [--policy FILE] [--allow-domain D]... [--deny-dom
 Run COMMAND with its whole process tree inside the egress sandbox: its only way
 out is sandboxd's proxy (127.0.0.1:3128 inside) and DNS proxy (127.0.0.1:53
 inside), which allow traffic by hostname. With no policy and no flags nothing
-is allowed. If the sandbox cannot start, COMMAND does not run and sandboxd
-exits 125. Otherwise sandboxd exits with COMMAND's status (128+N for signal N).`
+is allowed. With --policy, sandboxd also serves hookgate's rulings for that
+session policy (BARRY_HOOK_SOCKET=tcp:127.0.0.1:3129 inside; a policy edit
+applies to the next call). If the sandbox cannot start, COMMAND does not run
+and sandboxd exits 125. Otherwise sandboxd exits with COMMAND's status (128+N
+for signal N).`
 
 // proxyInsidePort is where the proxy forwarder listens inside the sandbox.
 const proxyInsidePort = 3128
+
+// hookInsidePort is where the hook ruling server is forwarded inside the
+// sandbox (BARRY_HOOK_SOCKET=tcp:127.0.0.1:3129 for hookgate).
+const hookInsidePort = 3129
 
 func runCommand() *cli.Command {
 	return &cli.Command{Name: "run", Summary: "run a command inside the egress sandbox", Run: runMain}
@@ -208,39 +218,111 @@ func runSandboxed(f *runFlags, argv []string) (int, error) {
 	env := procjail.ProxyEnv(os.Environ(), procjail.ProxyEnvArgs{
 		Port: proxyInsidePort, User: creds.user, Password: creds.secret, ConnectHelper: self,
 	})
+	forwards := []procjail.Forward{
+		{InsidePort: proxyInsidePort, Network: "tcp", Target: proxySock},
+		{InsidePort: 53, Network: "udp", Target: dnsSock},
+		{InsidePort: 53, Network: "tcp", Target: dnsSock},
+	}
+	// With a session policy, hookgate inside the sandbox asks sandboxd for
+	// rulings (a policy edit applies to the next call); a host socket named
+	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
+	env = withoutEnv(env, "BARRY_HOOK_SOCKET")
+	if f.policyFile != "" {
+		hookSock := filepath.Join(dir, "hooks.sock")
+		hln, err := hooks.ListenUnix(hookSock)
+		if err != nil {
+			return 0, fmt.Errorf("hook ruling server: %w", err)
+		}
+		defer hln.Close()
+		hctx, hcancel := context.WithCancel(context.Background())
+		defer hcancel()
+		hsrv := hooks.NewServer(nil, auditLog)
+		if _, err := hooks.ServePolicyFile(hctx, hsrv, f.policyFile, auditLog); err != nil {
+			return 0, fmt.Errorf("hook ruling server: %w", err)
+		}
+		go hsrv.Serve(hctx, hln)
+		forwards = append(forwards, procjail.Forward{InsidePort: hookInsidePort, Network: "tcp", Target: hookSock})
+		env = append(env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", hookInsidePort))
+	}
 
-	// Signals are forwarded to the sandbox from here on; the sandbox's
-	// lifetime is not tied to the CLI's interrupt context.
+	// Signals: until the sandbox is told to start the command (Spec.Ready),
+	// SIGINT, SIGTERM, SIGHUP or SIGQUIT abort the setup and the command
+	// never starts; from then on every signal is forwarded to the command
+	// (held until Start returns), and the sandbox's lifetime is not tied to
+	// the CLI's interrupt context.
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
 		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
+	setupCtx, abortSetup := context.WithCancel(context.Background())
+	defer abortSetup()
+	var (
+		sigMu     sync.Mutex
+		running   *procjail.Sandbox
+		committed bool
+		aborted   os.Signal
+		pending   []os.Signal
+	)
+	go func() {
+		for sig := range sigs {
+			sigMu.Lock()
+			sb := running
+			switch {
+			case sb != nil:
+			case committed:
+				pending = append(pending, sig)
+			case aborted == nil && sig != syscall.SIGWINCH && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2:
+				aborted = sig
+				abortSetup()
+			}
+			sigMu.Unlock()
+			if sb != nil {
+				sb.Signal(sig)
+			}
+		}
+	}()
+	ready := func() error {
+		if err := awaitProxies(); err != nil {
+			return err
+		}
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
+		committed = true
+		return nil
+	}
 
-	sb, err := procjail.Start(context.Background(), procjail.Spec{
+	sb, err := procjail.Start(setupCtx, procjail.Spec{
 		Command: argv[0], Args: argv[1:], Env: env, Dir: f.cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Forwards: []procjail.Forward{
-			{InsidePort: proxyInsidePort, Network: "tcp", Target: proxySock},
-			{InsidePort: 53, Network: "udp", Target: dnsSock},
-			{InsidePort: 53, Network: "tcp", Target: dnsSock},
-		},
+		Forwards:         forwards,
 		ResolvConf:       procjail.ResolvConf(),
 		RuntimeDir:       dir,
 		AllowUnixSockets: allowUnix,
-		Ready:            awaitProxies,
+		Ready:            ready,
 	})
 	if err != nil {
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return 0, fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
 		var se *procjail.SetupError
 		if errors.As(err, &se) && se.Step == "ready" {
 			return 0, se.Err
 		}
 		return 0, err
 	}
-	go func() {
-		for sig := range sigs {
-			sb.Signal(sig)
-		}
-	}()
+	sigMu.Lock()
+	running = sb
+	held := pending
+	pending = nil
+	sigMu.Unlock()
+	for _, sig := range held {
+		sb.Signal(sig)
+	}
 	code, err := sb.Wait()
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
@@ -261,6 +343,17 @@ func openAudit(path string) (*slog.Logger, func(), error) {
 		return nil, nil, fmt.Errorf("audit file: %w", err)
 	}
 	return slog.New(slog.NewJSONHandler(fh, nil)), func() { fh.Close() }, nil
+}
+
+// withoutEnv drops every NAME=... entry from env.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func oneLine(s string) string {
