@@ -134,9 +134,8 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 		return
 	}
 	piped := map[*syntax.Stmt]bool{}
-	stmtOf := map[*syntax.CallExpr]*syntax.Stmt{}
+	callIn := map[*syntax.CallExpr]stdin{} // each simple command's stdin
 	assigned := map[*syntax.Assign]bool{}
-	stdinFor := map[*syntax.Stmt]stdin{}
 	// Walk calls f(nil) when it leaves a node: nodeIsStmt tracks the nodes
 	// entered, inStack the stdin of the enclosing statements.
 	var nodeIsStmt []bool
@@ -164,9 +163,8 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 				in = inStack[len(inStack)-1]
 			}
 			inStack = append(inStack, in)
-			stdinFor[n] = in
 			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
-				stmtOf[c] = n
+				callIn[c] = in
 			}
 			for _, r := range n.Redirs {
 				a.redirect(r)
@@ -233,7 +231,7 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 			for i, w := range n.Args {
 				args[i] = resolveWord(w, src)
 			}
-			a.command(args, stdinFor[stmtOf[n]], depth)
+			a.command(args, callIn[n], depth)
 		}
 		return true
 	})

@@ -249,9 +249,6 @@ func networkActions(inv invocation) []string {
 	if r := pkgRead[inv.prog]; r != nil && (r[first] || r[""] || inv.prog == "yarn" && first == "") {
 		return []string{policy.ActionHTTPRead}
 	}
-	if (inv.prog == "python" || strings.HasPrefix(inv.prog, "python3")) && first == "" {
-		return nil
-	}
 	return nil
 }
 
@@ -283,7 +280,6 @@ func readMethod(m string) bool {
 // curlMethod decides read or write for curl, in the order curl's manual
 // gives: -G/-I read; data flags write; -X by method; otherwise read.
 func curlMethod(args []word) string {
-	o := scanOpts(args, 1, curlOpts)
 	for _, w := range args[1:] {
 		if w.dyn && w.mayBeOption() {
 			return policy.ActionHTTPWrite
@@ -300,7 +296,6 @@ func curlMethod(args []word) string {
 	if m, ok := all.val("-X", "--request"); ok && !readMethod(m.val) {
 		return policy.ActionHTTPWrite
 	}
-	_ = o
 	return policy.ActionHTTPRead
 }
 

@@ -97,8 +97,8 @@ var opaqueExecutors = map[string]bool{
 	"tsx": true, "ts-node": true, "phpunit": true, "rspec": true, "sbt": true, "dotnet": true, "swift": true,
 }
 
-// subcommandRun maps package managers' subcommands that run project
-// scripts to true (opaque).
+// scriptRunners maps a program to its subcommands that run project scripts
+// (reported opaque); "" is the program run with no subcommand.
 var scriptRunners = map[string]map[string]bool{
 	"npm":  {"run": true, "run-script": true, "test": true, "start": true, "install": true, "i": true, "ci": true, "t": true, "restart": true, "stop": true},
 	"pnpm": {"run": true, "test": true, "start": true, "install": true, "i": true},

@@ -125,9 +125,9 @@ func partKind(p syntax.Node) string {
 	return "expansion"
 }
 
-// unquoteLit removes backslash quoting from an unquoted literal and reports
-// an unescaped glob ("glob") or a leading tilde is left as is (the basename
-// of a tilde path is static).
+// unquoteLit removes backslash quoting from an unquoted literal and returns
+// "glob" as the second value when it holds an unescaped glob character. A
+// leading tilde is kept as is: it changes the directory, not the basename.
 func unquoteLit(s string, first bool) (string, string) {
 	if !strings.ContainsAny(s, "\\*?[") {
 		return s, ""
