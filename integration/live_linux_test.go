@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // livePolicy is a session policy whose egress allowlist is hosts and whose
@@ -321,4 +323,57 @@ print("done")
 // execIn runs a command in the named network namespace.
 func execIn(ns string, args ...string) ([]byte, error) {
 	return exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).Output()
+}
+
+// TestSIGHUPReloads: under --policy, SIGHUP reloads the policy (an audit
+// line) and is not forwarded to the command.
+func TestSIGHUPReloads(t *testing.T) {
+	w := newWorld(t)
+	dir := sharedDir(t)
+	polDir := filepath.Join(dir, "policy")
+	os.Mkdir(polDir, 0o777)
+	pol := filepath.Join(polDir, "policy.yaml")
+	os.WriteFile(pol, []byte(livePolicy([]string{"allowed.test"}, nil, false)), 0o644)
+	auditPath := filepath.Join(dir, "audit.jsonl")
+	done := make(chan runResult, 1)
+	go func() {
+		done <- w.sandboxd(t, runOpts{noAllow: true, timeout: 60 * time.Second, audit: auditPath,
+			flags: []string{"--policy", pol}, extraEnv: []string{"D=" + dir},
+			argv: []string{"sh", "-c", `trap 'echo got-hup' HUP; touch "$D/ready"; i=0; while [ ! -e "$D/stop" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo done`}})
+	}()
+	waitFor(t, "the command to start", 30*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil })
+	var pid int
+	waitFor(t, "status to list the sandbox", 10*time.Second, func() bool {
+		out, err := execIn(w.host, sandboxdBin, "status", "--json")
+		var list []struct {
+			PID        int
+			PolicyFile string
+		}
+		if err != nil || json.Unmarshal(out, &list) != nil {
+			return false
+		}
+		for _, s := range list {
+			if s.PolicyFile == pol {
+				pid = s.PID
+				return true
+			}
+		}
+		return false
+	})
+	if err := unix.Kill(pid, unix.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload line", 10*time.Second, func() bool {
+		for _, m := range auditLines(t, auditPath) {
+			if m["msg"] == "policy reload" && m["reason"] == "policy reloaded, unchanged" {
+				return true
+			}
+		}
+		return false
+	})
+	os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
+	r := <-done
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "done" {
+		t.Fatalf("exit %d stdout %q (SIGHUP must not reach the command) stderr %q", r.code, r.stdout, r.stderr)
+	}
 }

@@ -120,8 +120,8 @@ func (w *Watcher) Current() *Resolved {
 // Path returns the absolute path watched.
 func (w *Watcher) Path() string { return w.path }
 
-// Reload asks for a reload now (for SIGHUP); it is applied only when the
-// file's content changed, like any other reload.
+// Reload re-reads and re-resolves the file now (for SIGHUP) and reports the
+// outcome even when the content did not change, so a reload is visible.
 func (w *Watcher) Reload() {
 	select {
 	case w.reload <- struct{}{}:
@@ -168,7 +168,7 @@ func (w *Watcher) loop(ctx context.Context) {
 			}
 			w.emit(Change{Err: fmt.Errorf("watching %s: %w; keeping the last good policy", w.path, err)})
 		case <-w.reload:
-			w.apply()
+			w.applyForced(true)
 		case <-fire:
 			fire = nil
 			w.apply()
@@ -176,9 +176,14 @@ func (w *Watcher) loop(ctx context.Context) {
 	}
 }
 
-func (w *Watcher) apply() {
+func (w *Watcher) apply() { w.applyForced(false) }
+
+func (w *Watcher) applyForced(force bool) {
 	raw, r, err := w.load()
 	w.mu.Lock()
+	if force {
+		w.raw, w.lastErr = nil, ""
+	}
 	if err == nil && bytes.Equal(raw, w.raw) {
 		w.mu.Unlock()
 		return

@@ -93,8 +93,13 @@ func TestWatchFile(t *testing.T) {
 		t.Fatalf("symlink swap: %+v", c)
 	}
 
-	// Reload with unchanged content reports nothing; a burst is one change.
+	// Reload reports even unchanged content (SIGHUP is visible).
 	w.Reload()
+	c = waitChange(t, ch)
+	if c.Err != nil || c.New.Bound.Network.AllowDomains[0] != "d.example" || c.Old.Fingerprint != c.New.Fingerprint {
+		t.Fatalf("forced reload: %+v", c)
+	}
+	// A burst of edits is one change.
 	for i := 0; i < 5; i++ {
 		write("policy.yaml.tmp", watchBase+"session: {bound: {network: {enforce: sandbox, allowDomains: [e.example]}}}\n")
 		os.Rename(filepath.Join(dir, "policy.yaml.tmp"), p)

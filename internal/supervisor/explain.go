@@ -100,4 +100,3 @@ func ExplainCall(ctx context.Context, policyFile, harness string, payload io.Rea
 	e.Verdict, e.Reason, e.Rule = d.Verdict.String(), d.Reason, d.Rule
 	return e
 }
-

@@ -330,8 +330,12 @@ func Run(opts Options) (int, error) {
 		cur = next
 		curMu.Unlock()
 		audit.SetPolicy(next.fingerprint)
+		why := "policy file changed"
+		if old.fingerprint == next.fingerprint {
+			why = "policy reloaded, unchanged"
+		}
 		auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgPolicyReload,
-			slog.String(proxy.AttrDecision, decisionAllow), slog.String(proxy.AttrReason, "policy file changed"),
+			slog.String(proxy.AttrDecision, decisionAllow), slog.String(proxy.AttrReason, why),
 			slog.String(AttrOldPolicy, old.fingerprint), slog.String(AttrNewPolicy, next.fingerprint),
 			slog.String(AttrPolicyFile, status.PolicyFile))
 		saveStatus()
