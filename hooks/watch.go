@@ -9,12 +9,11 @@ import (
 
 // ServePolicyFile resolves the session policy file at path into srv's
 // engine and keeps it current until ctx ends: every change the policy
-// watcher applies takes effect for the next request, and an edit that does
-// not decode or resolve, or a deleted file, sets no engine, so every call
-// is denied until a good version (hookgate fails closed where the proxy
-// keeps the last good policy). The first resolution's error is returned.
-// Reload re-reads the file at once (for SIGHUP), even when its bytes equal
-// the last good version the watcher saw.
+// watcher applies takes effect for the next request. An edit that does not
+// decode or resolve, and a deleted file, keep the last good policy and are
+// logged, as "sandboxd run" does, so the proxy and the rulings never
+// disagree. The first resolution's error is returned. Reload re-reads the
+// file at once (for SIGHUP).
 func ServePolicyFile(ctx context.Context, srv *Server, path string, log *slog.Logger) (reload func(), err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -31,8 +30,7 @@ func ServePolicyFile(ctx context.Context, srv *Server, path string, log *slog.Lo
 				}
 			}
 		}
-		srv.SetPolicy(nil)
-		log.Error("hooks: policy reload failed; denying every call", "policy", path, "how", how, "error", err.Error())
+		log.Error("hooks: policy reload refused; keeping the last good policy", "policy", path, "how", how, "error", err.Error())
 	}
 	s, err := LoadPolicy(path)
 	if err != nil {
