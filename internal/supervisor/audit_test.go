@@ -89,3 +89,30 @@ func TestOpenAuditRefusesUnwritable(t *testing.T) {
 		t.Fatal("an audit file in a missing directory was accepted")
 	}
 }
+
+func TestStatusListAndPrune(t *testing.T) {
+	base := t.TempDir()
+	mk := func(id string, pid int) {
+		d := filepath.Join(base, id)
+		os.Mkdir(d, 0o700)
+		if pid != 0 {
+			if err := writeStatus(d, Status{ID: id, PID: pid, Command: []string{"x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("sandboxd-alive", os.Getpid())
+	mk("sandboxd-gone", 1<<30)
+	mk("sandboxd-starting", 0)
+	mk("other", os.Getpid())
+	list, err := ListStatuses(base)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("ListStatuses = %+v, %v", list, err)
+	}
+	PruneStale(base)
+	for id, want := range map[string]bool{"sandboxd-alive": true, "sandboxd-gone": false, "sandboxd-starting": true, "other": true} {
+		if _, err := os.Stat(filepath.Join(base, id)); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", id, err == nil, want)
+		}
+	}
+}

@@ -145,6 +145,7 @@ func Run(opts Options) (int, error) {
 		allowUnix = append(allowUnix, a)
 	}
 
+	PruneStale(RuntimeBase())
 	dir, err := os.MkdirTemp(RuntimeBase(), runtimePrefix)
 	if err != nil {
 		return 0, fmt.Errorf("runtime directory: %w", err)

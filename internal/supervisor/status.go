@@ -117,3 +117,20 @@ func ownedBySelf(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
 }
+
+// PruneStale removes the runtime directories under base of this user's
+// sandboxes whose sandboxd is gone (killed before it could clean up): those
+// with a status file naming a process that no longer exists. Directories
+// without a status (a sandbox still starting) are left alone.
+func PruneStale(base string) {
+	list, err := ListStatuses(base)
+	if err != nil {
+		return
+	}
+	for _, s := range list {
+		if s.Running || s.ID == "" || !strings.HasPrefix(s.ID, runtimePrefix) || strings.ContainsAny(s.ID, "/\\") {
+			continue
+		}
+		os.RemoveAll(filepath.Join(base, s.ID))
+	}
+}
