@@ -1,7 +1,6 @@
 package hooks
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -80,20 +79,3 @@ type Call struct {
 	MCPServerURL     string `json:"mcpServerUrl,omitempty"`
 	MCPServerCommand string `json:"mcpServerCommand,omitempty"`
 }
-
-// Sentinel errors. Each failure of this package wraps one, and each ends in
-// a deny.
-var (
-	// ErrUnknownHarness marks a harness name hookgate does not speak.
-	ErrUnknownHarness = errors.New("unknown harness")
-	// ErrMalformed marks a payload that is not the JSON shape its harness sends.
-	ErrMalformed = errors.New("malformed hook payload")
-	// ErrTooLarge marks a payload or message over its size cap.
-	ErrTooLarge = errors.New("hook payload too large")
-	// ErrUnknownEvent marks an event name the harness's protocol does not define.
-	ErrUnknownEvent = errors.New("unknown hook event")
-	// ErrNoPolicy marks a check with no policy source, or one that cannot be read.
-	ErrNoPolicy = errors.New("no policy")
-	// ErrServer marks a ruling server that cannot be reached or answers wrongly.
-	ErrServer = errors.New("ruling server failed")
-)

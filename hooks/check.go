@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +68,7 @@ func Check(ctx context.Context, a CheckArgs) Output {
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- st.deny(fmt.Sprintf("hookgate: internal error (panic: %v); denied", p), string(debug.Stack()))
+				done <- st.deny(fmt.Sprintf("hookgate: internal error (panic: %v); denied", p))
 			}
 		}()
 		done <- st.run(ctx, a)
@@ -78,7 +77,7 @@ func Check(ctx context.Context, a CheckArgs) Output {
 	case out := <-done:
 		return out
 	case <-ctx.Done():
-		return st.deny(fmt.Sprintf("hookgate: no ruling within %s (%v); denied", deadline, context.Cause(ctx)), "")
+		return st.deny(fmt.Sprintf("hookgate: no ruling within %s (%v); denied", deadline, context.Cause(ctx)))
 	}
 }
 
@@ -96,7 +95,7 @@ func (st *checkState) setCall(c Call) {
 	st.mu.Unlock()
 }
 
-func (st *checkState) deny(reason, _ string) Output {
+func (st *checkState) deny(reason string) Output {
 	st.mu.Lock()
 	c := st.call
 	st.mu.Unlock()
@@ -130,18 +129,18 @@ func (st *checkState) run(ctx context.Context, a CheckArgs) Output {
 	st.setCall(c)
 	injectFault(a.Fault, "decoded")
 	if a.Source == nil {
-		return st.deny("hookgate: no policy (set --policy/BARRY_POLICY or --socket/BARRY_HOOK_SOCKET); denied", "")
+		return st.deny("hookgate: no policy (set --policy/BARRY_POLICY or --socket/BARRY_HOOK_SOCKET); denied")
 	}
 	r, err := a.Source.Open(ctx)
 	if err != nil {
-		return st.deny("hookgate: "+oneLine(err.Error())+"; denied", "")
+		return st.deny("hookgate: " + oneLine(err.Error()) + "; denied")
 	}
 	d, err := r.Rule(ctx, c)
 	if err != nil {
-		return st.deny("hookgate: "+oneLine(err.Error())+"; denied", "")
+		return st.deny("hookgate: " + oneLine(err.Error()) + "; denied")
 	}
 	if ctx.Err() != nil {
-		return st.deny("hookgate: ruling arrived after the deadline; denied", "")
+		return st.deny("hookgate: ruling arrived after the deadline; denied")
 	}
 	return Encode(c, AnswerFor(d))
 }

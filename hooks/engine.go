@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -189,6 +188,11 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		if dir != "" {
 			cwd = r.abs(dir, c.Cwd)
 		}
+		if !strings.HasPrefix(cwd, "/") && r.fileRules() != nil {
+			// Relative paths in the command would be checked against the
+			// wrong directory.
+			return policy.Denied("shell command has no absolute working directory and the bound has files rules", "input")
+		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
 	case CatFileRead, CatFileWrite:
 		paths := append(in.paths(t.PathKeys), t.FixedPaths...)
@@ -210,7 +214,12 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		}
 		return r.checkPaths(c, paths, true)
 	case CatSearch:
-		roots := in.paths(t.DirKeys)
+		var roots []string
+		for _, r := range in.paths(t.DirKeys) {
+			// A root given as a glob (read_many_files paths) is searched
+			// from its literal prefix.
+			roots = append(roots, literalPrefix(r))
+		}
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
@@ -611,6 +620,3 @@ func (in *input) paths(keys []string) []string {
 }
 
 func (in *input) list(key string) []string { return in.all([]string{key}) }
-
-// MarshalCall renders a call for logs and the wire (stable key order).
-func MarshalCall(c Call) ([]byte, error) { return json.Marshal(c) }

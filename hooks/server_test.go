@@ -276,3 +276,54 @@ func TestServerDeadline(t *testing.T) {
 		t.Errorf("got %+v after %v", d, time.Since(start))
 	}
 }
+
+// FuzzServerRequest: any request line gets a version-1 response that is an
+// error or a ruling with a known verdict and a reason; nothing panics.
+func FuzzServerRequest(f *testing.F) {
+	f.Add([]byte(`{"v":1,"op":"rule","call":{"harness":"claude-code","event":"PreToolUse","kind":1,"tool":"Read","input":{"file_path":"/home/dev/acme-api/.env"}}}`))
+	f.Add([]byte(`{"v":1,"op":"rule","call":{"harness":"cursor","event":"beforeMCPExecution","kind":1,"tool":"MCP:q","mcpServerUrl":"http://127.0.0.1:1/mcp/ns/github"}}`))
+	f.Add([]byte(`{"v":1,"op":"setPolicy"}`))
+	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte(`[]`))
+	s, err := LoadPolicy("testdata/policies/guarded.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.Home = "/home/dev"
+	e, err := NewEngine(s, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := NewServer(e, nil)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r := srv.handle(context.Background(), line)
+		if r.V != ProtocolVersion {
+			t.Fatalf("response version %d", r.V)
+		}
+		if r.Error != "" {
+			return
+		}
+		if (r.Verdict != "allow" && r.Verdict != "deny" && r.Verdict != "ask") || r.Reason == "" {
+			t.Fatalf("bad ruling %+v", r)
+		}
+	})
+}
+
+// FuzzParseResponse: the client accepts only well-formed rulings.
+func FuzzParseResponse(f *testing.F) {
+	for _, s := range []string{`{"v":1,"verdict":"allow","reason":"r"}`, `{"v":1,"error":"x"}`, `{"v":1,"verdict":"allow"}`, `{"v":1,"verdict":"maybe","reason":"r"}`, `{"v":2,"verdict":"deny","reason":"r"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		d, err := ParseResponse(line)
+		if err != nil {
+			if d != (policy.Decision{}) {
+				t.Fatalf("error with a decision %+v", d)
+			}
+			return
+		}
+		if d.Reason == "" || d.Verdict > policy.Ask {
+			t.Fatalf("accepted %q as %+v", line, d)
+		}
+	})
+}

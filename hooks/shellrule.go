@@ -3,6 +3,7 @@ package hooks
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/barry-rocks/sandbox/policy"
@@ -66,6 +67,22 @@ func (ClassifierShell) RuleCommand(command, cwd string, b *policy.Bound, m polic
 			}
 			if len(hosts) == 0 && len(shell.ClassifyNetworkActions(c, command)) > 0 {
 				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")
+			}
+		}
+	}
+	if slices.Contains(c.Programs, "apply_patch") && (b.Files != nil || deniesWrites(b)) {
+		// Codex runs apply_patch through its shell too, the patch in a
+		// heredoc the classifier does not read as arguments.
+		paths, err := PatchPaths(command)
+		if err != nil {
+			return policy.Denied("shell command runs apply_patch and its patch cannot be read: "+err.Error(), "apply_patch")
+		}
+		if deniesWrites(b) {
+			return policy.Denied("shell command writes files (apply_patch) and the bound denies write access", "deniedAccess:write")
+		}
+		for _, p := range paths {
+			if d := m.Check(p, b.Files); !d.Allowed() {
+				return d
 			}
 		}
 	}

@@ -107,7 +107,7 @@ var NativeTools = map[Harness]map[string]NativeTool{
 	Gemini: {
 		"run_shell_command":   shellTool("directory", "dir_path"),
 		"read_file":           readTool("file_path", "absolute_path", "path"),
-		"read_many_files":     {Category: CatSearch, DirKeys: []string{"dir_path", "directory"}},
+		"read_many_files":     {Category: CatSearch, DirKeys: []string{"paths", "include", "dir_path", "directory"}},
 		"write_file":          writeTool("file_path", "absolute_path", "path"),
 		"replace":             writeTool("file_path", "absolute_path", "path"),
 		"save_memory":         {Category: CatFileWrite, FixedPaths: []string{"~/.gemini/GEMINI.md"}},

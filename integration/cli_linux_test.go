@@ -66,6 +66,8 @@ func TestRunCLI(t *testing.T) {
 			{"bad dns upstream", "--dns-upstream", "not-an-address", "sandboxd: sandbox could not start: dns proxy: "},
 			{"missing policy file", "--policy", "/nonexistent/policy.yaml", "sandboxd: sandbox could not start: "},
 			{"bad private range", "--allow-private", "10.0.0.0/33", "sandboxd: sandbox could not start: --allow-private"},
+			{"missing working directory", "--cwd", "/nonexistent/dir", "sandboxd: sandbox could not start: working directory: stat /nonexistent/dir: no such file or directory"},
+			{"allowed unix socket missing", "--allow-unix-socket", "/nonexistent/docker.sock", "sandboxd: sandbox could not start: unix socket gate: /nonexistent/docker.sock: no such file or directory"},
 		} {
 			t.Run(u.name+"/refuse "+c.name, func(t *testing.T) {
 				ran, argv := marker(t)
@@ -183,8 +185,9 @@ func TestAllowUnixSocketFlag(t *testing.T) {
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
 			r := w.sandboxd(t, runOpts{uid: u.uid, flags: []string{"--allow-unix-socket", docker},
-				argv: []string{"sh", "-c", "curl -sS --unix-socket " + docker + " http://d/version; echo; curl -sS --unix-socket " + other + " http://d/version; echo code=$?"}})
-			if r.code != 0 || !strings.Contains(r.stdout, "api docker.sock\n") || !strings.Contains(r.stdout, "code=7") || strings.Contains(r.stdout, "api other.sock") {
+				argv: []string{"sh", "-c", "curl -sS --unix-socket " + docker + " http://d/version; echo; curl -sS --unix-socket " + other + " http://d/version; echo code=$?; curl -sS --max-time 10 https://allowed.test/"}})
+			if r.code != 0 || !strings.Contains(r.stdout, "api docker.sock\n") || !strings.Contains(r.stdout, "code=7") || strings.Contains(r.stdout, "api other.sock") ||
+				!strings.Contains(r.stdout, "hello from allowed.test") {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 			}
 		})

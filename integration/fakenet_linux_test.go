@@ -43,6 +43,7 @@ const (
 	deniedAddr  = "192.0.2.20" // denied.test
 	dnsAddr     = "192.0.2.53"
 	web6Addr    = "2001:db8:2::10"
+	hostOwnAddr = "192.0.2.99" // an address of sandboxd's own namespace, inside the opened range
 	udpEchoPort = "9999"
 )
 
@@ -52,10 +53,11 @@ type world struct {
 	repoDir     string
 
 	mu       sync.Mutex
-	dnsSeen  []string // "name type" of every query the world DNS saw
-	httpSeen []string // "host path" of every request the web servers saw
-	tcpSeen  int      // raw TCP connections to the echo port
-	udpSeen  int      // UDP datagrams to the echo port
+	dnsSeen  []string       // "name type" of every query the world DNS saw
+	httpSeen []string       // "host path" of every request the web servers saw
+	tcpSeen  int            // raw TCP connections to the echo port
+	udpSeen  int            // UDP datagrams to the echo port
+	slowEnd  chan time.Time // when a /slow download's client went away
 }
 
 func sh(t *testing.T, name string, args ...string) {
@@ -72,7 +74,7 @@ func newWorld(t *testing.T) *world {
 	testenv.NeedRoot(t)
 	testenv.NeedCommand(t, "ip")
 	id := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
-	w := &world{host: "barry-h-" + id, world: "barry-w-" + id}
+	w := &world{host: "barry-h-" + id, world: "barry-w-" + id, slowEnd: make(chan time.Time, 8)}
 	sh(t, "ip", "netns", "add", w.host)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", w.host).Run() })
 	sh(t, "ip", "netns", "add", w.world)
@@ -92,6 +94,7 @@ func newWorld(t *testing.T) *world {
 		{"-n", w.world, "addr", "add", dnsAddr + "/32", "dev", "lo"},
 		{"-n", w.world, "addr", "add", web6Addr + "/128", "dev", "lo", "nodad"},
 		{"-n", w.host, "route", "add", "192.0.2.0/24", "via", worldAddr},
+		{"-n", w.host, "addr", "add", hostOwnAddr + "/32", "dev", "lo"},
 		{"-n", w.host, "-6", "route", "add", "2001:db8:2::/64", "via", "2001:db8:1::2"},
 	} {
 		sh(t, "ip", c...)
@@ -162,7 +165,7 @@ func (w *world) startServers(t *testing.T) {
 	// DNS.
 	records := map[string]string{
 		"allowed.test.": webAddr, "git.test.": webAddr, "denied.test.": deniedAddr,
-		"rebind.test.": "127.0.0.1",
+		"rebind.test.": "127.0.0.1", "hostaddr.test.": hostOwnAddr,
 	}
 	mux := dns.HandlerFunc(func(rw dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
@@ -210,6 +213,10 @@ func (w *world) startServers(t *testing.T) {
 		w.note(&w.httpSeen, host+" "+r.URL.Path)
 		if host == "git.test" {
 			git.ServeHTTP(rw, r)
+			return
+		}
+		if r.URL.Path == "/slow" {
+			w.serveSlow(rw, r)
 			return
 		}
 		fmt.Fprintf(rw, "hello from %s", host)
@@ -329,6 +336,7 @@ type runOpts struct {
 	timeout  time.Duration
 	stdin    string
 	extraEnv []string
+	audit    string // audit file (default: a new one per run)
 }
 
 type runResult struct {
@@ -342,8 +350,10 @@ func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
 	if o.timeout == 0 {
 		o.timeout = 60 * time.Second
 	}
-	auditDir := sharedDir(t)
-	audit := filepath.Join(auditDir, "audit.jsonl")
+	audit := o.audit
+	if audit == "" {
+		audit = filepath.Join(sharedDir(t), "audit.jsonl")
+	}
 	args := []string{"netns", "exec", w.host}
 	if o.uid != 0 {
 		args = append(args, "setpriv", fmt.Sprintf("--reuid=%d", o.uid), fmt.Sprintf("--regid=%d", o.uid), "--clear-groups", "--")
@@ -391,4 +401,29 @@ func sharedDir(t *testing.T) string {
 	os.Chmod(d, 0o777)
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
+}
+
+// serveSlow streams 1 KiB every 10 ms for at most 60 s and reports on
+// w.slowEnd when the client went away (a write failed) before that.
+func (w *world) serveSlow(rw http.ResponseWriter, r *http.Request) {
+	f, _ := rw.(http.Flusher)
+	chunk := bytes.Repeat([]byte("x"), 1024)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := rw.Write(chunk); err != nil {
+			break
+		}
+		if f != nil {
+			f.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+			w.slowEnd <- time.Now()
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if time.Now().Before(deadline) {
+		w.slowEnd <- time.Now()
+	}
 }

@@ -12,7 +12,7 @@ import (
 
 // sandboxdBin and goClientBin are built once for all tests, in a directory
 // every uid can read (the tests also run sandboxd as uid 65534).
-var sandboxdBin, goClientBin string
+var sandboxdBin, goClientBin, hookgateBin string
 
 // shareRoot is a directory readable by every uid; see sharedDir.
 var shareRoot string
@@ -32,7 +32,8 @@ func mainWithBuild(m *testing.M) int {
 	shareRoot = dir
 	sandboxdBin = filepath.Join(dir, "sandboxd")
 	goClientBin = filepath.Join(dir, "goclient")
-	for out, pkg := range map[string]string{sandboxdBin: "../cmd/sandboxd", goClientBin: "./testdata/goclient"} {
+	hookgateBin = filepath.Join(dir, "hookgate")
+	for out, pkg := range map[string]string{sandboxdBin: "../cmd/sandboxd", goClientBin: "./testdata/goclient", hookgateBin: "../cmd/hookgate"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {

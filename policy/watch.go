@@ -35,6 +35,8 @@ type Change struct {
 // good policy and are reported. It is safe for concurrent use.
 type Watcher struct {
 	path     string
+	root     *os.Root // the policy's directory, held open
+	name     string   // the policy's name in root
 	debounce time.Duration
 	onChange func(Change)
 
@@ -58,8 +60,18 @@ func WatchFile(ctx context.Context, path string, debounce time.Duration, onChang
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
 	}
-	raw, r, err := loadResolved(abs)
+	// The directory is opened once and every reload reads the policy's
+	// name inside that same directory: renaming or replacing an ancestor
+	// directory later cannot substitute another file, and a symlinked
+	// policy must point inside its directory (as a ConfigMap's ..data does).
+	root, err := os.OpenRoot(filepath.Dir(abs))
 	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
+	}
+	w := &Watcher{path: abs, root: root, name: filepath.Base(abs), onChange: onChange}
+	raw, r, err := w.load()
+	if err != nil {
+		root.Close()
 		return nil, err
 	}
 	if debounce <= 0 {
@@ -67,24 +79,27 @@ func WatchFile(ctx context.Context, path string, debounce time.Duration, onChang
 	}
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
+		root.Close()
 		return nil, fmt.Errorf("watching %s: %w", abs, err)
 	}
 	if err := fsw.Add(filepath.Dir(abs)); err != nil {
 		fsw.Close()
+		root.Close()
 		return nil, fmt.Errorf("watching %s: %w", filepath.Dir(abs), err)
 	}
-	w := &Watcher{path: abs, debounce: debounce, onChange: onChange, current: r, raw: raw, fsw: fsw,
-		reload: make(chan struct{}, 1), done: make(chan struct{})}
+	w.debounce, w.current, w.raw, w.fsw = debounce, r, raw, fsw
+	w.reload, w.done = make(chan struct{}, 1), make(chan struct{})
 	go w.loop(ctx)
 	return w, nil
 }
 
-func loadResolved(path string) ([]byte, *Resolved, error) {
-	raw, err := os.ReadFile(path)
+// load reads and resolves the policy through the held directory.
+func (w *Watcher) load() ([]byte, *Resolved, error) {
+	raw, err := w.root.ReadFile(w.name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
 	}
-	pf, err := DecodePolicyFile(raw, FormatForPath(path))
+	pf, err := DecodePolicyFile(raw, FormatForPath(w.name))
 	if err != nil {
 		return raw, nil, err
 	}
@@ -105,8 +120,8 @@ func (w *Watcher) Current() *Resolved {
 // Path returns the absolute path watched.
 func (w *Watcher) Path() string { return w.path }
 
-// Reload asks for a reload now (for SIGHUP); it is applied only when the
-// file's content changed, like any other reload.
+// Reload re-reads and re-resolves the file now (for SIGHUP) and reports the
+// outcome even when the content did not change, so a reload is visible.
 func (w *Watcher) Reload() {
 	select {
 	case w.reload <- struct{}{}:
@@ -120,6 +135,7 @@ func (w *Watcher) Close() error {
 	w.stopped.Do(func() {
 		err = w.fsw.Close()
 		<-w.done
+		w.root.Close()
 	})
 	return err
 }
@@ -152,7 +168,7 @@ func (w *Watcher) loop(ctx context.Context) {
 			}
 			w.emit(Change{Err: fmt.Errorf("watching %s: %w; keeping the last good policy", w.path, err)})
 		case <-w.reload:
-			w.apply()
+			w.applyForced(true)
 		case <-fire:
 			fire = nil
 			w.apply()
@@ -160,9 +176,14 @@ func (w *Watcher) loop(ctx context.Context) {
 	}
 }
 
-func (w *Watcher) apply() {
-	raw, r, err := loadResolved(w.path)
+func (w *Watcher) apply() { w.applyForced(false) }
+
+func (w *Watcher) applyForced(force bool) {
+	raw, r, err := w.load()
 	w.mu.Lock()
+	if force {
+		w.raw, w.lastErr = nil, ""
+	}
 	if err == nil && bytes.Equal(raw, w.raw) {
 		w.mu.Unlock()
 		return

@@ -93,8 +93,13 @@ func TestWatchFile(t *testing.T) {
 		t.Fatalf("symlink swap: %+v", c)
 	}
 
-	// Reload with unchanged content reports nothing; a burst is one change.
+	// Reload reports even unchanged content (SIGHUP is visible).
 	w.Reload()
+	c = waitChange(t, ch)
+	if c.Err != nil || c.New.Bound.Network.AllowDomains[0] != "d.example" || c.Old.Fingerprint != c.New.Fingerprint {
+		t.Fatalf("forced reload: %+v", c)
+	}
+	// A burst of edits is one change.
 	for i := 0; i < 5; i++ {
 		write("policy.yaml.tmp", watchBase+"session: {bound: {network: {enforce: sandbox, allowDomains: [e.example]}}}\n")
 		os.Rename(filepath.Join(dir, "policy.yaml.tmp"), p)
@@ -115,5 +120,31 @@ func TestWatchFileRefusesBadStart(t *testing.T) {
 	os.WriteFile(p, []byte("version: 1\n"), 0o644)
 	if _, err := WatchFile(context.Background(), p, 0, nil); err == nil {
 		t.Fatal("a policy that does not resolve was watched")
+	}
+}
+
+// TestWatchFileHoldsItsDirectory: replacing the policy's directory (moving
+// it away and putting another in its place) cannot substitute a policy.
+func TestWatchFileHoldsItsDirectory(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "cfg")
+	os.Mkdir(dir, 0o755)
+	p := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(p, []byte(watchBase+"session: {bound: {network: {enforce: sandbox, allowDomains: [a.example]}}}\n"), 0o644)
+	ch := make(chan Change, 16)
+	w, err := WatchFile(context.Background(), p, 10*time.Millisecond, func(c Change) { ch <- c })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Rename(dir, filepath.Join(top, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(p, []byte(watchBase+"session: {bound: {network: {enforce: sandbox, allowDomains: [evil.example]}}}\n"), 0o644)
+	w.Reload()
+	time.Sleep(100 * time.Millisecond)
+	if got := w.Current().Bound.Network.AllowDomains[0]; got != "a.example" {
+		t.Fatalf("a replaced directory's policy was applied: %s", got)
 	}
 }

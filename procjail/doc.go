@@ -9,9 +9,13 @@
 // any flag parsing (see RunInit). The re-executed process is the sandbox's
 // PID 1: it brings up loopback, starts the forwarders on 127.0.0.1,
 // bind-mounts a generated /etc/resolv.conf, and starts the command with no
-// new privileges, no capabilities and a seccomp filter. See
+// new privileges, no capabilities and a seccomp filter (seccomp_bpf.go).
+// Host Unix sockets are unreachable unless allowed by path, through the
+// init's seccomp user-notification gate (unixgate_linux.go). See
 // jail_linux.go (parent side), init_linux.go (child side) and messages.go
-// (the numbered parent/child message sequence).
+// (the numbered parent/child message sequence). The command starts only
+// after the caller's own setup has succeeded too (Spec.Ready); every
+// failure before it is a *SetupError naming its step.
 //
 // On macOS the command runs under /usr/bin/sandbox-exec with a Seatbelt
 // profile produced by SeatbeltProfile (pure Go, tested on every platform).

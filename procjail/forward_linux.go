@@ -35,18 +35,31 @@ func startForward(f Forward) error {
 			return err
 		}
 		go func() {
+			// At most maxDatagramsInFlight exchanges at once; past that a
+			// datagram is dropped, as UDP may (the client retries).
+			sem := make(chan struct{}, maxDatagramsInFlight)
 			for {
 				buf := make([]byte, 65535)
 				n, from, err := pc.ReadFrom(buf)
 				if err != nil {
 					return
 				}
-				go relayDatagram(pc, from, buf[:n], f.Target)
+				select {
+				case sem <- struct{}{}:
+					go func() {
+						defer func() { <-sem }()
+						relayDatagram(pc, from, buf[:n], f.Target)
+					}()
+				default:
+				}
 			}
 		}()
 	}
 	return nil
 }
+
+// maxDatagramsInFlight bounds the UDP forwarder's concurrent exchanges.
+const maxDatagramsInFlight = 256
 
 func relayStream(c *net.TCPConn, target string) {
 	defer c.Close()

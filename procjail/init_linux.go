@@ -8,12 +8,10 @@ package procjail
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -134,11 +132,22 @@ func setupInside(s *initSpec) error {
 			return err
 		}
 	}
+	for _, p := range s.ReadOnlyPaths {
+		if err := bindReadOnly(p); err != nil {
+			return err
+		}
+	}
 	if err := loopbackUp(); err != nil {
 		return stepErr("loopback up", err)
 	}
 	if err := checkInterfaces(); err != nil {
 		return stepErr("check interfaces", err)
+	}
+	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", s.Dir)
+		}
+		return stepErr("working directory", err)
 	}
 	for _, f := range s.Forwards {
 		if err := startForward(f); err != nil {
@@ -146,6 +155,45 @@ func setupInside(s *initSpec) error {
 		}
 	}
 	return nil
+}
+
+// bindReadOnly bind-mounts path over itself read-only (recursively, so
+// mounts below it are covered too) and checks from the inside that it is.
+func bindReadOnly(path string) error {
+	step := "read-only " + path
+	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return stepErr(step, err)
+	}
+	if err := unix.Mount("", path, "", remountFlags(path), ""); err != nil {
+		return stepErr(step, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return stepErr(step, err)
+	}
+	if st.Flags&unix.ST_RDONLY == 0 {
+		return stepErrf(step, "still writable after the remount")
+	}
+	return nil
+}
+
+// remountFlags are the flags of a read-only bind remount of path that keep
+// the flags the kernel locked on its source mount.
+func remountFlags(path string) uintptr {
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return flags
+	}
+	for _, f := range []struct{ st, ms int64 }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&f.st != 0 {
+			flags |= uintptr(f.ms)
+		}
+	}
+	return flags
 }
 
 func bindResolvConf(src string) error {
@@ -241,28 +289,21 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 			resc <- result{err: stepErr("start command", err)}
 			return
 		}
-		cmd := &exec.Cmd{
-			Path:   path,
-			Args:   append([]string{s.Command}, s.Args...),
-			Env:    s.Env,
-			Dir:    s.Dir,
-			Stdin:  os.Stdin,
-			Stdout: os.Stdout,
-			Stderr: os.Stderr,
-			SysProcAttr: &syscall.SysProcAttr{
-				Setpgid:    true,
-				Foreground: s.Foreground,
-				Ctty:       0,
-			},
+		env := s.Env
+		if env == nil {
+			env = []string{}
 		}
-		if s.Env == nil {
-			cmd.Env = []string{}
-		}
-		if err := cmd.Start(); err != nil {
-			resc <- result{err: stepErr("start command", errors.Unwrap(err))}
+		// syscall.ForkExec, not os/exec: the init reaps by itself and
+		// needs no os.Process (nor its one-time pidfd probe).
+		pid, err := syscall.ForkExec(path, append([]string{s.Command}, s.Args...), &syscall.ProcAttr{
+			Dir: s.Dir, Env: env, Files: []uintptr{0, 1, 2},
+			Sys: &syscall.SysProcAttr{Setpgid: true, Foreground: s.Foreground, Ctty: 0},
+		})
+		if err != nil {
+			resc <- result{err: stepErr("start command", fmt.Errorf("%s: %w", s.Command, err))}
 			return
 		}
-		resc <- result{pid: cmd.Process.Pid}
+		resc <- result{pid: pid}
 	}()
 	r := <-resc
 	return r.pid, r.err

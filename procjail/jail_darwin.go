@@ -43,8 +43,16 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		}
 		return nil, err
 	}
+	dnsPorts := map[uint16]bool{}
 	for _, f := range spec.Forwards {
-		if f.Network != "tcp" {
+		if f.Network == "udp" {
+			dnsPorts[f.InsidePort] = true
+		}
+	}
+	for _, f := range spec.Forwards {
+		// A port forwarded for UDP too is the DNS forwarder: not used here
+		// (nothing resolves inside; the proxy resolves).
+		if f.Network != "tcp" || dnsPorts[f.InsidePort] {
 			continue
 		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", f.InsidePort))

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,13 +29,63 @@ const setupTimeout = 30 * time.Second
 // Sandbox is a running sandboxed command. Its methods are safe for
 // concurrent use.
 type Sandbox struct {
-	cmd        *exec.Cmd
-	insidePID  int
-	done       chan struct{}
-	code       int
-	waitErr    error
-	cleanup    func()
-	signalOnce sync.Mutex
+	init      *initProc
+	insidePID int
+	done      chan struct{}
+	code      int
+	waitErr   error
+	cleanup   func()
+}
+
+// initProc is the sandbox's init as seen from the parent. It is started
+// with syscall.ForkExec and reaped by one goroutine, so that it is never
+// signalled after it was reaped (its PID could be someone else's by then).
+type initProc struct {
+	pid    int
+	mu     sync.Mutex
+	reaped bool
+	ws     unix.WaitStatus
+	err    error
+	exited chan struct{}
+}
+
+func startInit(path string, files []uintptr) (*initProc, error) {
+	pid, err := syscall.ForkExec(path, []string{"sandboxd", InitCommand}, &syscall.ProcAttr{
+		Env: []string{}, Files: files, Sys: namespaceAttr(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &initProc{pid: pid, exited: make(chan struct{})}
+	go func() {
+		var ws unix.WaitStatus
+		var err error
+		for {
+			if _, err = unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+				break
+			}
+		}
+		p.mu.Lock()
+		p.reaped, p.ws, p.err = true, ws, err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func (p *initProc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return os.ErrProcessDone
+	}
+	return unix.Kill(p.pid, sig)
+}
+
+// kill kills the init (and so the whole sandbox) and waits for it.
+func (p *initProc) kill() {
+	p.signal(syscall.SIGKILL)
+	<-p.exited
 }
 
 // Start sets up the sandbox described by spec and starts the command in it.
@@ -63,11 +112,10 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	if err := spec.Validate(); err != nil {
 		return nil, cleanup, stepErr("spec", err)
 	}
-	for i, f := range spec.Forwards {
+	for _, f := range spec.Forwards {
 		if err := checkSocket(f.Target); err != nil {
 			return nil, cleanup, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
 		}
-		_ = i
 	}
 	is := initSpec{
 		Command:          spec.Command,
@@ -90,6 +138,16 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	}
 	if spec.Stdin != nil && isForegroundTerminal(spec.Stdin) {
 		is.Foreground = true
+	}
+	for _, p := range spec.ReadOnlyPaths {
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return nil, cleanup, stepErr("read-only path "+p, err)
+		}
+		is.ReadOnlyPaths = append(is.ReadOnlyPaths, abs)
 	}
 	if spec.ResolvConf != "" {
 		dir, err := os.MkdirTemp(spec.RuntimeDir, "sandboxd-run-")
@@ -119,25 +177,26 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	if initPath == "" {
 		initPath = "/proc/self/exe"
 	}
-	cmd := &exec.Cmd{
-		Path:        initPath,
-		Args:        []string{"sandboxd", InitCommand},
-		Env:         []string{},
-		Stdin:       spec.Stdin,
-		Stdout:      spec.Stdout,
-		Stderr:      spec.Stderr,
-		ExtraFiles:  []*os.File{childCtl},
-		SysProcAttr: namespaceAttr(),
+	var files []uintptr
+	for _, f := range []*os.File{spec.Stdin, spec.Stdout, spec.Stderr} {
+		if f == nil {
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				childCtl.Close()
+				return nil, cleanup, stepErr("open /dev/null", err)
+			}
+			defer null.Close()
+			f = null
+		}
+		files = append(files, f.Fd())
 	}
-	if err := cmd.Start(); err != nil {
-		childCtl.Close()
+	files = append(files, childCtl.Fd()) // controlFD
+	cmd, err := startInit(initPath, files)
+	childCtl.Close()
+	if err != nil {
 		return nil, cleanup, namespaceError(err)
 	}
-	childCtl.Close()
-	cleanups = append(cleanups, func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	cleanups = append(cleanups, cmd.kill)
 
 	type reply struct {
 		pid int
@@ -173,27 +232,27 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 			return err
 		}
 		// The child died without a reply: report how.
-		cmd.Process.Kill()
-		cmd.Wait()
-		return stepErrf("sandbox init", "died during setup (%v)", cmd.ProcessState)
+		cmd.kill()
+		return stepErrf("sandbox init", "died during setup (%s)", describeStatus(cmd.ws))
 	}
-	br := bufio.NewReader(parentCtl)
-	if _, err := await(func() (int, error) {
-		if err := writeSpec(parentCtl, specJSON); err != nil {
-			return 0, fmt.Errorf("send spec: %w", err)
-		}
-		return readReply(br, "ready")
-	}); err != nil {
-		return nil, cleanup, childFailed(err)
+	// Message 1, then — while the child sets up — the caller's own setup
+	// (Spec.Ready), then message 4 right away: the child reads "go" as soon
+	// as it is ready, without a round trip. Messages 3 and 5 come back.
+	if err := writeSpec(parentCtl, specJSON); err != nil {
+		return nil, cleanup, childFailed(fmt.Errorf("send spec: %w", err))
 	}
 	if spec.Ready != nil {
 		if err := spec.Ready(); err != nil {
-			return nil, cleanup, stepErr("ready", err)
+			return nil, cleanup, stepErr("ready", err) // the child reads EOF: exits 125
 		}
 	}
+	// A child that already failed has closed its end; its reason is still
+	// waiting in the socket, so a failed write here is only read past.
+	io.WriteString(parentCtl, "go\n")
+	br := bufio.NewReader(parentCtl)
 	pid, err := await(func() (int, error) {
-		if _, err := io.WriteString(parentCtl, "go\n"); err != nil {
-			return 0, fmt.Errorf("send go: %w", err)
+		if _, err := readReply(br, "ready"); err != nil {
+			return 0, err
 		}
 		return readReply(br, "ok")
 	})
@@ -203,33 +262,35 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	r := reply{pid: pid}
 	parentCtl.Close()
 	cleanups = cleanups[:len(cleanups)-2] // keep the init running; keep the runtime dir until exit
-	sb := &Sandbox{cmd: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}
+	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}
 	go sb.wait(ctx)
 	return sb, func() {}, nil
 }
 
 func (s *Sandbox) wait(ctx context.Context) {
-	waited := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			s.cmd.Process.Kill()
-		case <-waited:
-		}
-	}()
-	err := s.cmd.Wait()
-	close(waited)
-	ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	select {
+	case <-ctx.Done():
+		s.init.kill()
+	case <-s.init.exited:
+	}
+	ws := s.init.ws
 	switch {
-	case ok && ws.Signaled():
+	case s.init.err != nil:
+		s.code, s.waitErr = 125, s.init.err
+	case ws.Signaled():
 		s.code = 128 + int(ws.Signal())
-	case ok:
-		s.code = ws.ExitStatus()
 	default:
-		s.code, s.waitErr = 125, err
+		s.code = ws.ExitStatus()
 	}
 	s.cleanup()
 	close(s.done)
+}
+
+func describeStatus(ws unix.WaitStatus) string {
+	if ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit status %d", ws.ExitStatus())
 }
 
 // Wait waits for the command to exit and returns its exit status: its exit
@@ -246,19 +307,18 @@ func (s *Sandbox) Done() <-chan struct{} { return s.done }
 // Signal sends sig to the sandbox's init, which forwards it to the command's
 // process group (SIGKILL kills the whole sandbox).
 func (s *Sandbox) Signal(sig os.Signal) error {
-	select {
-	case <-s.done:
-		return os.ErrProcessDone
-	default:
+	ss, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("signal %v is not a syscall.Signal", sig)
 	}
-	return s.cmd.Process.Signal(sig)
+	return s.init.signal(ss)
 }
 
 // Kill kills the whole sandbox.
 func (s *Sandbox) Kill() error { return s.Signal(syscall.SIGKILL) }
 
 // InitPID is the host PID of the sandbox's init (its PID 1).
-func (s *Sandbox) InitPID() int { return s.cmd.Process.Pid }
+func (s *Sandbox) InitPID() int { return s.init.pid }
 
 // CommandPID is the command's PID as seen inside the sandbox.
 func (s *Sandbox) CommandPID() int { return s.insidePID }
@@ -271,11 +331,12 @@ func namespaceAttr() *syscall.SysProcAttr {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if uid == 0 {
-		// Root keeps its identity (every id maps to itself), but its
+		// Root keeps its identity (every id it has maps to itself), but its
 		// capabilities now belong to the new user namespace and reach
-		// nothing outside.
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		// nothing outside. The ranges are those of root's own user
+		// namespace (the whole range on a host, less in a container).
+		attr.UidMappings = identityMappings("/proc/self/uid_map")
+		attr.GidMappings = identityMappings("/proc/self/gid_map")
 		attr.GidMappingsEnableSetgroups = true
 		return attr
 	}
@@ -335,4 +396,14 @@ func commandError(command, reason string) error {
 		code = 127
 	}
 	return &CommandError{Command: command, Reason: reason, ExitCode: code}
+}
+
+// identityMappings maps every id of the current user namespace (as listed
+// in its uid_map or gid_map) to itself; without the file, the whole range.
+func identityMappings(path string) []syscall.SysProcIDMap {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	}
+	return parseIdentityMappings(string(b))
 }

@@ -109,3 +109,68 @@ func TestReadyAborts(t *testing.T) {
 		t.Fatal("the command ran")
 	}
 }
+
+// TestSpecNotVisible: the spec (here a secret in the command's environment)
+// is not in the init's argv, and the init's environment, memory and
+// descriptors (host sockets among them) cannot be read or opened from
+// inside (it is not dumpable).
+func TestSpecNotVisible(t *testing.T) {
+	spec := sh(`tr '\0' ' ' < /proc/1/cmdline; echo; cat /proc/1/environ >/dev/null 2>&1 && echo environ-readable; ` +
+		`cat /proc/1/mem >/dev/null 2>&1 && echo mem-readable; ` +
+		`for f in /proc/1/fd/*; do readlink "$f" >/dev/null 2>&1 && echo fd-link-readable; cat "$f" </dev/null >/dev/null 2>&1 && echo fd-openable; done; echo done`)
+	spec.Env = []string{"PATH=/usr/bin:/bin", "SECRET=s3cr3t-value"}
+	code, out, stderr := run(t, spec)
+	if code != 0 || out != "sandboxd __init \ndone\n" {
+		t.Fatalf("exit %d, out %q, stderr %q", code, out, stderr)
+	}
+}
+
+func TestForwardTargetNotASocket(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "plain")
+	os.WriteFile(f, nil, 0o644)
+	spec := sh("echo ran")
+	spec.Forwards = []Forward{{InsidePort: 3128, Network: "tcp", Target: f}}
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || err.Error() != "forward tcp/3128: "+f+" is not a socket" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestReadOnlyPaths: a read-only path cannot be written, replaced by a
+// rename, removed or unmounted from inside, while the rest stays writable;
+// the host's copy is unchanged.
+func TestReadOnlyPaths(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cfg")
+	os.Mkdir(cfg, 0o755)
+	policyFile := filepath.Join(cfg, "policy.yaml")
+	os.WriteFile(policyFile, []byte("original\n"), 0o644)
+	spec := sh(`cd "$1"
+echo evil > cfg/policy.yaml 2>/dev/null && echo wrote
+echo evil > cfg/new 2>/dev/null && echo created
+echo evil > other && mv other cfg/policy.yaml 2>/dev/null && echo renamed-over
+mv cfg cfg2 2>/dev/null && echo moved-dir
+rm -rf cfg 2>/dev/null; [ -e cfg/policy.yaml ] || echo removed
+umount cfg 2>/dev/null && echo unmounted
+echo ok > scratch && echo scratch-ok`)
+	spec.Args = append(spec.Args, "sh", dir)
+	spec.ReadOnlyPaths = []string{cfg}
+	code, out, stderr := run(t, spec)
+	if code != 0 || out != "scratch-ok\n" {
+		t.Fatalf("exit %d, out %q (stderr %q): want only scratch-ok", code, out, stderr)
+	}
+	if b, _ := os.ReadFile(policyFile); string(b) != "original\n" {
+		t.Fatalf("host policy changed to %q", b)
+	}
+}
+
+func TestReadOnlyPathMissingRefuses(t *testing.T) {
+	spec := sh("echo ran")
+	spec.ReadOnlyPaths = []string{filepath.Join(t.TempDir(), "missing")}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := Start(ctx, spec); err == nil || !strings.Contains(err.Error(), "read-only path") {
+		t.Fatalf("Start = %v, want a refusal naming the read-only path", err)
+	}
+}

@@ -16,12 +16,13 @@ import (
 //  2. child: sets up, in this order, each step named in its error:
 //     "read spec", "init not dumpable", "hostname", "private mounts",
 //     "mount /proc", "mount /etc/resolv.conf", "loopback up", "check
-//     interfaces", "forward <net>/<port>", "unix socket gate".
+//     interfaces", "working directory", "forward <net>/<port>", "unix socket gate".
 //  3. child → parent: "ready\n", or "error <step>: <reason>\n" after which
 //     the child exits 125.
-//  4. parent → child: "go\n" once everything outside is ready too (Spec.Ready).
-//     EOF instead means "abort": the child exits 125 without starting the
-//     command.
+//  4. parent → child: "go\n" once everything outside is ready too
+//     (Spec.Ready); the parent sends it without waiting for message 3, and
+//     the child reads it only after sending message 3. EOF instead means
+//     "abort": the child exits 125 without starting the command.
 //  5. child: "close descriptors", "no new privileges", "drop capabilities",
 //     "seccomp filter", "start command"; then child → parent: "ok <pid>\n"
 //     (pid as seen inside) or "error <step>: <reason>\n" (exit 125).
@@ -40,6 +41,7 @@ type initSpec struct {
 	Dir              string    `json:"dir"`
 	Forwards         []Forward `json:"forwards"`
 	ResolvConfPath   string    `json:"resolvConfPath,omitempty"`
+	ReadOnlyPaths    []string  `json:"readOnlyPaths,omitempty"`
 	AllowUnixSockets []string  `json:"allowUnixSockets,omitempty"`
 	Hostname         string    `json:"hostname"`
 	Foreground       bool      `json:"foreground"` // stdin is a terminal

@@ -20,9 +20,12 @@ import "fmt"
 //     (IORING_OP_SOCKET would bypass check 2);
 //  5. ioctl TIOCSTI and TIOCLINUX fail with EPERM (typing into the
 //     caller's terminal would run commands outside after sandboxd exits);
-//  6. when Unix sockets are allowed by path, connect goes to the init's
+//  6. add_key, request_key and keyctl fail with EPERM (the session
+//     keyring is shared with the host, and request_key runs a host-side
+//     upcall with arguments from the caller);
+//  7. when Unix sockets are allowed by path, connect goes to the init's
 //     Unix socket gate (SECCOMP_RET_USER_NOTIF; see unixgate_linux.go);
-//  7. everything else is allowed.
+//  8. everything else is allowed.
 
 // Classic BPF opcodes used by the filter.
 const (
@@ -72,13 +75,14 @@ type seccompArch struct {
 	Socketpair  uint32
 	Ioctl       uint32
 	Connect     uint32
+	AddKey      uint32 // add_key; request_key and keyctl follow
 	IoUringBase uint32 // io_uring_setup; enter and register follow
 }
 
 // seccompArches are the supported architectures, by GOARCH.
 var seccompArches = map[string]seccompArch{
-	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, IoUringBase: 425},
-	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, IoUringBase: 425},
+	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, AddKey: 248, IoUringBase: 425},
+	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, AddKey: 217, IoUringBase: 425},
 }
 
 // sockFilter is one classic BPF instruction.
@@ -173,6 +177,9 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.jeq(arch.Socket, "socket", "")
 	a.jeq(arch.Socketpair, "socketpair", "")
 	a.jeq(arch.Ioctl, "ioctl", "")
+	a.jeq(arch.AddKey, "deny", "")
+	a.jeq(arch.AddKey+1, "deny", "")
+	a.jeq(arch.AddKey+2, "deny", "")
 	if o.AllowUnix {
 		a.jeq(arch.Connect, "notify", "")
 	}

@@ -35,12 +35,18 @@ type Spec struct {
 	// RuntimeDir is the host directory under which Start keeps its
 	// generated files for the sandbox's lifetime; empty means os.TempDir().
 	RuntimeDir string
+	// ReadOnlyPaths are host files or directories bind-mounted read-only
+	// over themselves inside, so nothing in the sandbox can change them
+	// (sandboxd passes the policy file's directory and its runtime
+	// directory). Each must exist; a mount point cannot be renamed or
+	// removed either, and the command has no capability to unmount it.
+	ReadOnlyPaths []string
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
-	// Ready, when set, is called once the sandbox is set up and before the
-	// command starts, so that the caller can finish its own setup (the
-	// proxies) meanwhile. An error aborts: the command never starts and
-	// Start returns a *SetupError at step "ready".
+	// Ready, when set, is called while the sandbox is being set up, and
+	// the command starts only after it returns nil, so that the caller can
+	// finish its own setup (the proxies) meanwhile. An error aborts: the
+	// command never starts and Start returns a *SetupError at step "ready".
 	Ready func() error `json:"-"`
 	// InitPath is the binary re-executed as the sandbox's init; it must
 	// dispatch InitCommand to RunInit before parsing flags. Empty means

@@ -14,16 +14,19 @@ package procjail
 //     Abstract sockets are also cut off by the network namespace.
 //   - With AllowUnixSockets, the filter lets the command create AF_UNIX
 //     stream/seqpacket sockets, and sends every connect(2) to the init as a
-//     seccomp user notification. The init takes a copy of the socket
-//     (pidfd_getfd) and asks it its domain: not AF_UNIX, the kernel carries
-//     on with the call (safe: the socket's family is fixed, so no address
-//     swapped in afterwards can reach a Unix socket). AF_UNIX: the init reads
-//     the address once, and then either refuses (EACCES) or connects the
-//     copy itself to the allowed socket, through an O_PATH descriptor it
-//     opened at setup (/proc/self/fd/N), so a path swapped or re-linked
-//     later cannot redirect it. Abstract names connect only within the
-//     sandbox's own network namespace. Every other pathname, including
-//     sockets the command creates itself, is refused in this mode.
+//     seccomp user notification. The init never lets the kernel carry on
+//     with the call (SECCOMP_USER_NOTIF_FLAG_CONTINUE would re-read the
+//     descriptor and the address after the check: another thread could
+//     dup2 a Unix socket onto the descriptor or rewrite the address
+//     meanwhile). Instead it takes its own copy of the socket (pidfd_getfd),
+//     reads the address once into its own memory, and performs the connect
+//     itself on that copy: a non-Unix socket is connected to the copied
+//     address as is (the init shares the sandbox's network namespace); a
+//     Unix socket is connected only to an allowed socket, through an O_PATH
+//     descriptor the init opened at setup (/proc/self/fd/N), so a path
+//     swapped or re-linked later cannot redirect it. Abstract names connect
+//     only within the sandbox's own network namespace. Every other
+//     pathname, including sockets the command creates itself, gets EACCES.
 
 import (
 	"encoding/binary"
@@ -107,22 +110,15 @@ func (g *unixGate) serve() {
 
 func (g *unixGate) answer(req seccompNotif) {
 	resp := seccompNotifResp{ID: req.ID}
-	errno := g.decide(&req)
-	switch errno {
-	case 0:
-	case errContinue:
-		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
-	default:
+	if errno := g.decide(&req); errno != 0 {
 		resp.Error = -int32(errno)
 	}
 	unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifSend, uintptr(unsafe.Pointer(&resp)))
 }
 
-// errContinue means "let the kernel carry on with the call".
-const errContinue = unix.Errno(^uintptr(0) >> 1)
-
-// decide performs or refuses one connect(fd, addr, len); it returns 0 when
-// it connected the socket itself, errContinue, or the errno to fail with.
+// decide performs or refuses one connect(fd, addr, len) on the caller's
+// behalf; it returns 0 when it connected the socket, or the errno of the
+// call.
 func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 	// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a thread.
 	pidfd, err := unix.PidfdOpen(int(req.Pid), unix.O_EXCL)
@@ -141,11 +137,8 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 	if err != nil {
 		return unix.ENOTSOCK
 	}
-	if domain != unix.AF_UNIX {
-		return errContinue
-	}
 	n := int(req.Args[2])
-	if n < 2 || n > int(unsafe.Sizeof(unix.RawSockaddrUnix{})) {
+	if n < 2 || n > int(unsafe.Sizeof(unix.RawSockaddrAny{})) {
 		return unix.EINVAL
 	}
 	buf := make([]byte, n)
@@ -158,6 +151,10 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 	id := req.ID
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); errno != 0 {
 		return unix.EPERM
+	}
+	if domain != unix.AF_UNIX {
+		// The copy is the very socket checked; the address is our copy.
+		return rawConnect(sock, buf)
 	}
 	if binary.NativeEndian.Uint16(buf) != unix.AF_UNIX {
 		return unix.EAFNOSUPPORT
@@ -193,4 +190,10 @@ func (g *unixGate) connect(sock int, sa *unix.SockaddrUnix) unix.Errno {
 		return unix.ECONNREFUSED
 	}
 	return 0
+}
+
+// rawConnect is connect(2) with a sockaddr given as bytes.
+func rawConnect(sock int, addr []byte) unix.Errno {
+	_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))
+	return errno
 }

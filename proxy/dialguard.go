@@ -164,6 +164,13 @@ func (c *compiled) checkAddr(a netip.Addr, local *localAddrs) (ok bool, reason s
 		return false, fmt.Sprintf("%s: %s matches network.domains entry %q", ReasonDeniedDomain, a, e)
 	}
 	if why, ok := c.openedAddr(a); ok {
+		// A range opened for private upstreams does not cover this host's
+		// own non-loopback addresses (an allowed name resolving to one would
+		// reach sandboxd's host services); opening the address by itself
+		// does.
+		if local != nil && !a.IsLoopback() && local.has(a) && !c.openedExactly(a) {
+			return false, fmt.Sprintf("%s: %s is an address of this host (an opened range does not cover it; open it by itself)", ReasonPrivateAddress, a)
+		}
 		return true, "address opened by " + why
 	}
 	if name := ClassifyAddr(a); name != "" {

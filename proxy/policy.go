@@ -150,3 +150,19 @@ func (c *compiled) openedAddr(a netip.Addr) (string, bool) {
 	}
 	return "", false
 }
+
+// openedExactly reports whether a is opened as a single address: an
+// --allow-private prefix of one address, or an IP entry of the allowlist.
+func (c *compiled) openedExactly(a netip.Addr) bool {
+	for _, p := range c.allowPrivate {
+		if p.IsSingleIP() && p.Addr().Unmap() == a {
+			return true
+		}
+	}
+	if _, ok := c.allow.Match(policy.Host{IP: a}); ok {
+		if _, denied := c.deny.Match(policy.Host{IP: a}); !denied {
+			return true
+		}
+	}
+	return false
+}

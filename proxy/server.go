@@ -598,3 +598,18 @@ func NewResolver(upstream string) *net.Resolver {
 	}
 	return r
 }
+
+// Explain decides target ("host" or "host:port"; port 443 when absent)
+// exactly as a CONNECT for it would be decided now (the name against the
+// policy, then, for an allowed name only, resolution and the dial guard on
+// every address) without dialing anything or writing an audit line. It
+// returns the decision and, when allowed, the address a tunnel would dial.
+// It is safe for concurrent use.
+func (s *Server) Explain(ctx context.Context, target string) (policy.Decision, netip.AddrPort) {
+	rec := &record{start: time.Now()}
+	_, _, ap := s.decide(ctx, target, "443", rec)
+	if rec.decision != "allow" {
+		return policy.Denied(rec.reason, rec.rule), netip.AddrPort{}
+	}
+	return policy.AllowedBy(rec.reason, rec.rule), ap
+}

@@ -44,14 +44,16 @@ const checkUsage = `hookgate check --harness claude-code|codex|cursor|gemini|pi 
 Reads one hook payload on stdin and answers on stdout, stderr and the exit
 code exactly as the harness expects. Policy: --policy (or BARRY_POLICY), a
 session policy file ruled on locally; or --socket (or BARRY_HOOK_SOCKET), a
-ruling server at PATH, unix:PATH or tcp:127.0.0.1:PORT. Neither, or any
-failure, is a deny.`
+ruling server at PATH, unix:PATH or tcp:127.0.0.1:PORT. A flag beats the
+environment; both flags deny; with both variables set the socket is used.
+Neither, or any failure, is a deny.`
 
 func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "check", checkUsage)
 	harness := fs.String("harness", "", "harness protocol: claude-code, codex, cursor, gemini or pi")
-	policyPath := fs.String("policy", os.Getenv("BARRY_POLICY"), "session policy file (env BARRY_POLICY)")
-	socket := fs.String("socket", os.Getenv("BARRY_HOOK_SOCKET"), "ruling server address (env BARRY_HOOK_SOCKET)")
+	protocol := fs.String("protocol", "", "alias of --harness (the spelling of the hook-protocol notes)")
+	policyPath := fs.String("policy", "", "session policy file (env BARRY_POLICY)")
+	socket := fs.String("socket", "", "ruling server address (env BARRY_HOOK_SOCKET)")
 	deadline := fs.Duration("deadline", hooks.DefaultDeadline, "deadline for the whole ruling")
 	if code, stop := cli.Parse(fs, args); stop {
 		if code == 0 {
@@ -60,13 +62,29 @@ func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 		// A harness that runs hookgate with bad flags still gets a deny.
 		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: bad command line; denied"))
 	}
+	if *protocol != "" {
+		if *harness != "" && *harness != *protocol {
+			return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: --harness and --protocol disagree; denied"))
+		}
+		*harness = *protocol
+	}
 	if fs.NArg() > 0 {
 		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: unexpected arguments; denied"))
 	}
+	// Flags beat the environment; both flags is ambiguous and denies. With
+	// only the environment, the ruling server (which sandboxd run sets and
+	// which sees revocations) beats a policy file.
+	if *socket != "" && *policyPath != "" {
+		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: both --policy and --socket are set; denied"))
+	}
+	if *socket == "" && *policyPath == "" {
+		*socket = os.Getenv("BARRY_HOOK_SOCKET")
+		if *socket == "" {
+			*policyPath = os.Getenv("BARRY_POLICY")
+		}
+	}
 	var src hooks.Source
 	switch {
-	case *socket != "" && *policyPath != "":
-		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: both a policy file and a socket are set; denied"))
 	case *socket != "":
 		src = hooks.ClientSource{Addr: *socket}
 	case *policyPath != "":

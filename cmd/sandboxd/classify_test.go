@@ -39,7 +39,7 @@ func TestClassifyJSONFailsClosed(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &o); err != nil {
 		t.Fatal(err)
 	}
-	if !o.Unparseable || !o.Denied || o.DeniedBy != "unparseable command line (sh reads its script from a pipe)" {
+	if !o.Unparseable || !o.Denied || o.DeniedBy != "unparseable: sh reads its script from a pipe" {
 		t.Errorf("got %+v", o)
 	}
 	if o.FileWrite == nil || !strings.Contains(o.FileWrite.Reason, "could not be classified") {
@@ -52,7 +52,7 @@ func TestClassifyHuman(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"programs:        rm\n", "file write:      > log.txt\n", "verdict:         denied by rm -rf\n"} {
+	for _, want := range []string{"programs:        rm\n", "file write:      writes several files: > log.txt, rm\n", "verdict:         denied by rm -rf\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -51,6 +51,8 @@ func run(args []string) int {
 			policyCommand(classifyCommand()),
 			proxyCommand(),
 			runCommand(),
+			statusCommand(),
+			explainCommand(),
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)

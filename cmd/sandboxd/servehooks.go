@@ -17,8 +17,11 @@ const serveHooksUsage = `sandboxd serve-hooks --policy FILE --socket ADDR
 Serve hookgate rulings for the session policy FILE on ADDR (a socket PATH,
 unix:PATH or tcp:127.0.0.1:PORT), for harnesses not launched under
 sandboxd run. The socket is created mode 0600 in a private directory and
-only this user or root may use it. SIGHUP reloads FILE; a reload that fails
-denies every call until a good one. Logs are JSON on stderr.`
+only this user or root may use it. FILE is watched: a change applies to the
+next call. An edit that does not decode or resolve, or a deleted file,
+denies every call until a good version (hookgate fails closed, unlike the
+proxy's keep-the-last-good). SIGHUP reloads FILE at once. Logs are JSON on
+stderr.`
 
 func serveHooksCommand() *cli.Command {
 	return &cli.Command{
@@ -36,14 +39,10 @@ func serveHooksCommand() *cli.Command {
 				return 2
 			}
 			log := slog.New(slog.NewJSONHandler(io.Err, nil))
-			load := func() (hooks.Engine, error) {
-				s, err := hooks.LoadPolicy(*policyPath)
-				if err != nil {
-					return nil, err
-				}
-				return hooks.NewEngine(s, nil)
-			}
-			e, err := load()
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			srv := hooks.NewServer(nil, log)
+			reload, err := hooks.ServePolicyFile(ctx, srv, *policyPath, log)
 			if err != nil {
 				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
 				return 1
@@ -53,7 +52,6 @@ func serveHooksCommand() *cli.Command {
 				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
 				return 1
 			}
-			srv := hooks.NewServer(e, log)
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
@@ -63,14 +61,7 @@ func serveHooksCommand() *cli.Command {
 					case <-ctx.Done():
 						return
 					case <-hup:
-						e, err := load()
-						if err != nil {
-							srv.SetPolicy(nil)
-							log.Error("hooks: policy reload failed; denying every call", "policy", *policyPath, "error", err.Error())
-							continue
-						}
-						srv.SetPolicy(e)
-						log.Info("hooks: policy reloaded", "policy", *policyPath)
+						reload()
 					}
 				}
 			}()

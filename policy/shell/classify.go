@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -15,13 +16,14 @@ const (
 	MaxLineBytes = 64 << 10
 	// MaxDepth is how deeply code strings (bash -c, eval, here-strings,
 	// wrappers) may nest before the line is Unparseable.
-	MaxDepth = 8
+	MaxDepth  = 8
 	maxParses = 64
 )
 
 // Classification is what one command line does, as far as a static reading
 // can tell. The zero value means "runs nothing"; callers must check
-// Unparseable first.
+// Unparseable first. A Classification is not modified after Classify
+// returns it, so it may be read concurrently.
 type Classification struct {
 	// Argvs are the quote-removed argument vectors of every command the
 	// line runs, including nested ones (a wrapper and the command it wraps
@@ -57,6 +59,7 @@ type invocation struct {
 
 // Classify reads a command line (bash syntax) without running it. It never
 // panics; any input it cannot resolve exactly is Unparseable with a reason.
+// It is safe for concurrent use.
 func Classify(line string) Classification {
 	a := &analyzer{c: Classification{Subcommands: map[string][]string{}}}
 	if len(line) > MaxLineBytes {
@@ -68,12 +71,27 @@ func Classify(line string) Classification {
 }
 
 type analyzer struct {
-	c      Classification
-	parses int
+	c          Classification
+	parses     int
+	src        string // the source being walked, for word text
+	noSuspects bool   // set on the analyzers suspect uses: no recursion
+	progSet    map[string]bool
+	subSet     map[string]bool
+	copies     map[string]string // program name of a copy or link made earlier in the line → original program
 }
+
+// maxReason bounds a Reason's length; the dynamic word it quotes may be long.
+const maxReason = 200
 
 func (a *analyzer) fail(reason string) {
 	if !a.c.Unparseable {
+		if len(reason) > maxReason {
+			cut := maxReason
+			for cut > 0 && !utf8.RuneStart(reason[cut]) {
+				cut--
+			}
+			reason = reason[:cut] + "…"
+		}
 		a.c.Unparseable = true
 		a.c.Reason = reason
 	}
@@ -107,20 +125,45 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 		a.fail(fmt.Sprintf("more than %d nested code strings", maxParses))
 		return
 	}
+	defer func(old string) { a.src = old }(a.src)
+	a.src = src
 	f, err := syntax.NewParser(syntax.Variant(lang), syntax.KeepComments(false)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		a.fail("syntax error: " + oneLine(err.Error()))
 		return
 	}
 	piped := map[*syntax.Stmt]bool{}
-	stmtOf := map[*syntax.CallExpr]*syntax.Stmt{}
+	callIn := map[*syntax.CallExpr]stdin{} // each simple command's stdin
 	assigned := map[*syntax.Assign]bool{}
+	// Walk calls f(nil) when it leaves a node: nodeIsStmt tracks the nodes
+	// entered, inStack the stdin of the enclosing statements.
+	var nodeIsStmt []bool
+	var inStack []stdin
 	hasArith, dataSubst := false, false
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			if k := len(nodeIsStmt) - 1; k >= 0 {
+				if nodeIsStmt[k] {
+					inStack = inStack[:len(inStack)-1]
+				}
+				nodeIsStmt = nodeIsStmt[:k]
+			}
+			return true
+		}
+		_, isStmt := n.(*syntax.Stmt)
+		nodeIsStmt = append(nodeIsStmt, isStmt)
 		switch n := n.(type) {
 		case *syntax.Stmt:
+			// A statement's stdin: its own redirections and pipe, else the
+			// enclosing statement's (a group, loop or substitution inherits
+			// it: "{ bash; } <<< 'git push'", "curl … | (sh)").
+			in := stdinOf(n, piped, src)
+			if in.kind == "" && len(inStack) > 0 {
+				in = inStack[len(inStack)-1]
+			}
+			inStack = append(inStack, in)
 			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
-				stmtOf[c] = n
+				callIn[c] = in
 			}
 			for _, r := range n.Redirs {
 				a.redirect(r)
@@ -185,9 +228,9 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 			}
 			args := make([]word, len(n.Args))
 			for i, w := range n.Args {
-				args[i] = resolveWord(w)
+				args[i] = resolveWord(w, src)
 			}
-			a.command(args, stdinOf(stmtOf[n], piped), depth)
+			a.command(args, callIn[n], depth)
 		}
 		return true
 	})
@@ -204,7 +247,7 @@ var (
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // stdinOf works out a command's standard input from its statement.
-func stdinOf(s *syntax.Stmt, piped map[*syntax.Stmt]bool) stdin {
+func stdinOf(s *syntax.Stmt, piped map[*syntax.Stmt]bool, src string) stdin {
 	if s == nil {
 		return stdin{}
 	}
@@ -218,7 +261,7 @@ func stdinOf(s *syntax.Stmt, piped map[*syntax.Stmt]bool) stdin {
 		}
 		switch r.Op {
 		case syntax.WordHdoc:
-			w := resolveWord(r.Word)
+			w := resolveWord(r.Word, src)
 			if w.dyn {
 				in = stdin{kind: "dynamic"}
 			} else {
@@ -272,7 +315,7 @@ func (a *analyzer) redirect(r *syntax.Redirect) {
 		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
 		op = r.Op.String()
 	case syntax.DplOut:
-		w := resolveWord(r.Word)
+		w := resolveWord(r.Word, a.src)
 		if !w.dyn && (w.val == "-" || isDigits(strings.TrimSuffix(w.val, "-"))) {
 			return
 		}
@@ -280,7 +323,7 @@ func (a *analyzer) redirect(r *syntax.Redirect) {
 	default:
 		return
 	}
-	w := resolveWord(r.Word)
+	w := resolveWord(r.Word, a.src)
 	if w.dyn {
 		a.write("", op+" to a file whose name is not static")
 		return
@@ -336,7 +379,7 @@ func (a *analyzer) assign(as *syntax.Assign, depth int) {
 	}
 	var v *word
 	if as.Value != nil {
-		w := resolveWord(as.Value)
+		w := resolveWord(as.Value, a.src)
 		v = &w
 	} else if as.Array != nil {
 		v = &word{dyn: true, why: "array", val: "(...)"}
@@ -373,7 +416,11 @@ var reNodeRequire = newLazyRegexp(`(^|\s)(-r|--require|--import|--loader|--exper
 
 // record adds one invocation to the classification.
 func (a *analyzer) record(inv invocation) {
-	if !slices.Contains(a.c.Programs, inv.prog) {
+	if a.progSet == nil {
+		a.progSet, a.subSet = map[string]bool{}, map[string]bool{}
+	}
+	if !a.progSet[inv.prog] {
+		a.progSet[inv.prog] = true
 		a.c.Programs = append(a.c.Programs, inv.prog)
 	}
 	argv := make([]string, len(inv.args))
@@ -383,7 +430,8 @@ func (a *analyzer) record(inv invocation) {
 	a.c.Argvs = append(a.c.Argvs, argv)
 	if len(inv.chain) > 0 {
 		j := strings.Join(inv.chain, ":")
-		if !slices.Contains(a.c.Subcommands[inv.prog], j) {
+		if k := inv.prog + "\x00" + j; !a.subSet[k] {
+			a.subSet[k] = true
 			a.c.Subcommands[inv.prog] = append(a.c.Subcommands[inv.prog], j)
 		}
 	}

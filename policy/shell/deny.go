@@ -41,7 +41,10 @@ func IsProgramDenied(line string, rules []string) (rule string, denied bool) {
 // matchRule reports whether a rule "prog[:sub[:subsub]]" covers inv.
 func matchRule(inv invocation, rule string) bool {
 	parts := strings.Split(strings.ToLower(strings.TrimSpace(rule)), ":")
-	if parts[0] == "" || parts[0] != inv.prog {
+	if parts[0] == "" {
+		return false
+	}
+	if prog, _ := normalizeProgram(parts[0]); prog != inv.prog {
 		return false
 	}
 	if len(parts) == 1 {
@@ -89,7 +92,7 @@ const maxSuspects = 8
 // suspect records the arguments of an unrecognized program that could be a
 // command it runs (an unknown wrapper), for IsProgramDenied only.
 func (a *analyzer) suspect(inv invocation, depth int) {
-	if nonExec[inv.prog] || opaqueExecutors[inv.prog] || lookups[inv.prog] || depth >= MaxDepth {
+	if a.noSuspects || nonExec[inv.prog] || opaqueExecutors[inv.prog] || lookups[inv.prog] || depth >= MaxDepth {
 		return
 	}
 	n := 0
@@ -99,8 +102,8 @@ func (a *analyzer) suspect(inv invocation, depth int) {
 			continue
 		}
 		n++
-		sub := &analyzer{c: Classification{Subcommands: map[string][]string{}}, parses: maxParses - 4}
-		sub.command(inv.args[j:], stdin{}, MaxDepth-1)
+		sub := &analyzer{c: Classification{Subcommands: map[string][]string{}}, parses: maxParses - 4, noSuspects: true}
+		sub.command(inv.args[j:], stdin{}, max(depth, MaxDepth-3))
 		a.c.suspects = append(a.c.suspects, sub.c.invs...)
 	}
 }

@@ -71,7 +71,6 @@ func TestUnparseableReasons(t *testing.T) {
 	}
 }
 
-
 func TestIsProgramDeniedRules(t *testing.T) {
 	cases := []struct {
 		line  string
@@ -87,7 +86,7 @@ func TestIsProgramDeniedRules(t *testing.T) {
 		{"gh pr", []string{"gh:pr:create"}, ""},
 		{"git stash push", []string{"git:push"}, ""},
 		{"git stash push", []string{"git:stash:push"}, "git:stash:push"},
-		{"git st", []string{"git:push"}, "git:push"},     // unknown subcommand (alias): fail closed
+		{"git st", []string{"git:push"}, "git:push"},             // unknown subcommand (alias): fail closed
 		{"gh xyz run", []string{"gh:pr:create"}, "gh:pr:create"}, // unknown gh word (extension)
 		{"which git", []string{"git"}, ""},
 		{"echo git push", []string{"git"}, ""},
@@ -175,5 +174,13 @@ func TestClassifyFields(t *testing.T) {
 	}
 	if !slices.Equal(c.Opaque, []string{"git"}) {
 		t.Errorf("Opaque = %q", c.Opaque)
+	}
+}
+
+func TestRuleNormalization(t *testing.T) {
+	for _, r := range []string{"/usr/bin/git:push", "GIT:push", "git.exe:push"} {
+		if got, ok := IsProgramDenied("git push", []string{r}); !ok || got != r {
+			t.Errorf("rule %q: got %q, %v", r, got, ok)
+		}
 	}
 }

@@ -181,14 +181,26 @@ sub:
 			a.codeString("git filter-branch", s, syntax.LangBash, depth)
 		}
 	case "difftool", "mergetool", "grep", "clone", "fetch", "pull", "push", "ls-remote", "archive", "send-pack", "fetch-pack":
-		o := scanOpts(args, i+1, optSpec{short: "tOxuoebjmC", long: []string{"tool", "depth", "branch", "origin", "reference", "separate-git-dir", "jobs", "template", "filter"},
-			strLong: []string{"extcmd", "open-files-in-pager", "upload-pack", "receive-pack", "exec"}})
+		o := scanAll(args, i+1, gitSubOpts[name])
 		for _, s := range o.strs {
 			a.codeString("git "+name, s, syntax.LangBash, depth)
 		}
-		for _, f := range []string{"-x", "-O", "-u"} {
-			if v, ok := o.val(f); ok && (name == "difftool" && f == "-x" || name == "grep" && f == "-O" || f == "-u" && name != "grep" && name != "difftool" && name != "mergetool") {
-				a.codeString("git "+name+" "+f, v, syntax.LangBash, depth)
+		for _, w := range append(o.seen["-c"], o.seen["--config"]...) {
+			if w.dyn {
+				a.fail("git " + name + " -c with a value that is not static: " + w.val)
+				return
+			}
+			key, val, _ := strings.Cut(w.val, "=")
+			if !a.gitConfig(strings.ToLower(key), val, depth) {
+				return
+			}
+		}
+		if name == "grep" {
+			// -O takes its pager only glued (-Ocmd); a separate word is the pattern.
+			for _, w := range rest {
+				if p, ok := strings.CutPrefix(w.val, "-O"); ok && p != "" && !w.dyn {
+					a.codeString("git grep -O", staticWord(p), syntax.LangBash, depth)
+				}
 			}
 		}
 		for _, w := range rest {
@@ -198,6 +210,22 @@ sub:
 			}
 		}
 	}
+}
+
+// Option grammars of git subcommands that take command strings: str/strLong
+// are the options whose value git runs.
+var gitSubOpts = map[string]optSpec{
+	"difftool":   {short: "t", long: []string{"tool"}, str: "x", strLong: []string{"extcmd"}},
+	"mergetool":  {short: "t", long: []string{"tool"}},
+	"grep":       {short: "efABC", long: []string{"max-depth", "threads", "context", "after-context", "before-context"}, strLong: []string{"open-files-in-pager"}},
+	"clone":      {short: "objc", long: []string{"origin", "branch", "depth", "reference", "reference-if-able", "separate-git-dir", "jobs", "template", "filter", "config", "shallow-since", "shallow-exclude", "server-option", "bundle-uri", "ref-format"}, str: "u", strLong: []string{"upload-pack"}},
+	"fetch":      {short: "jo", long: []string{"depth", "deepen", "shallow-since", "shallow-exclude", "jobs", "refmap", "server-option", "negotiation-tip", "filter", "recurse-submodules-default", "submodule-prefix"}, strLong: []string{"upload-pack"}},
+	"pull":       {short: "sXjo", long: []string{"depth", "deepen", "shallow-since", "shallow-exclude", "jobs", "strategy", "strategy-option", "server-option", "negotiation-tip", "refmap"}, strLong: []string{"upload-pack"}},
+	"push":       {short: "o", long: []string{"push-option", "repo", "signed"}, strLong: []string{"receive-pack", "exec"}},
+	"ls-remote":  {long: []string{"sort", "server-option"}, str: "u", strLong: []string{"upload-pack"}},
+	"archive":    {short: "o", long: []string{"format", "prefix", "output", "remote", "add-file", "add-virtual-file"}, strLong: []string{"exec"}},
+	"send-pack":  {strLong: []string{"receive-pack", "exec"}},
+	"fetch-pack": {strLong: []string{"upload-pack", "exec"}},
 }
 
 // gitConfig checks one "git -c key=value"; it returns false after failing.

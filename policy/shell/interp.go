@@ -17,28 +17,28 @@ type interpSpec struct {
 var reVersioned = newLazyRegexp(`^(python|pypy|ruby|perl|php|lua|node)[0-9.]*$`)
 
 var interpreters = map[string]interpSpec{
-	"python":    {optSpec{short: "WXQ", str: "c"}, "python"},
-	"pypy":      {optSpec{short: "WXQ", str: "c"}, "python"},
-	"node":      {optSpec{short: "r", long: []string{"require", "import", "loader", "input-type", "env-file"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"nodejs":    {optSpec{short: "r", long: []string{"require", "import", "loader"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"bun":       {optSpec{str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"ruby":      {optSpec{short: "IrCEF", str: "e"}, "ruby"},
-	"perl":      {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
-	"php":       {optSpec{short: "dcz", str: "r"}, "php"},
-	"lua":       {optSpec{short: "l", str: "e"}, "other"},
-	"osascript": {optSpec{short: "ls", str: "e"}, "applescript"},
-	"pwsh":      {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
+	"python":     {optSpec{short: "WXQ", str: "c"}, "python"},
+	"pypy":       {optSpec{short: "WXQ", str: "c"}, "python"},
+	"node":       {optSpec{short: "r", long: []string{"require", "import", "loader", "input-type", "env-file"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"nodejs":     {optSpec{short: "r", long: []string{"require", "import", "loader"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"bun":        {optSpec{str: "ep", strLong: []string{"eval", "print"}}, "js"},
+	"ruby":       {optSpec{short: "IrCEF", str: "e"}, "ruby"},
+	"perl":       {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
+	"php":        {optSpec{short: "dcz", str: "r"}, "php"},
+	"lua":        {optSpec{short: "l", str: "e"}, "other"},
+	"osascript":  {optSpec{short: "ls", str: "e"}, "applescript"},
+	"pwsh":       {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
 	"powershell": {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
-	"rscript":   {optSpec{str: "e"}, "other"},
-	"julia":     {optSpec{str: "e"}, "other"},
-	"expect":    {optSpec{str: "c"}, "tcl"},
-	"tclsh":     {optSpec{}, "tcl"},
-	"awk":       {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
-	"gawk":      {optSpec{short: "vFfWEil", long: []string{"assign", "field-separator", "file", "include", "load"}}, "awk"},
-	"mawk":      {optSpec{short: "vFfW"}, "awk"},
-	"nawk":      {optSpec{short: "vFf"}, "awk"},
-	"sed":       {optSpec{short: "lfs", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
-	"gsed":      {optSpec{short: "lf", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+	"rscript":    {optSpec{str: "e"}, "other"},
+	"julia":      {optSpec{str: "e"}, "other"},
+	"expect":     {optSpec{str: "c"}, "tcl"},
+	"tclsh":      {optSpec{}, "tcl"},
+	"awk":        {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
+	"gawk":       {optSpec{short: "vFfWEil", long: []string{"assign", "field-separator", "file", "include", "load"}}, "awk"},
+	"mawk":       {optSpec{short: "vFfW"}, "awk"},
+	"nawk":       {optSpec{short: "vFf"}, "awk"},
+	"sed":        {optSpec{short: "lfs", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+	"gsed":       {optSpec{short: "lf", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
 }
 
 // interpreter handles interpreters with inline code; false when prog is not one.
@@ -63,11 +63,8 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 	args := inv.args
 	a.record(inv)
 	if key == "perl" || key == "sed" || key == "gsed" {
-		for _, w := range args[1:] {
-			if w.val == "--in-place" || strings.HasPrefix(w.val, "--in-place=") || (strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.Contains(w.val, "i") && !strings.ContainsAny(w.val[1:2], "eE")) {
-				a.write(lastOperand(args), prog+" -i")
-				break
-			}
+		if inPlace(args, sp.short+sp.str) {
+			a.write(lastOperand(args), prog+" -i")
 		}
 	}
 	if key == "python" {
@@ -134,6 +131,32 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 	return true
 }
 
+// inPlace reports a -i (or --in-place) flag in argv's option clusters;
+// letters in valueLetters end a cluster (the rest is their value).
+func inPlace(args []word, valueLetters string) bool {
+	for _, w := range args[1:] {
+		v := w.val
+		if w.dyn || v == "--" {
+			return false
+		}
+		if v == "--in-place" || strings.HasPrefix(v, "--in-place=") {
+			return true
+		}
+		if len(v) < 2 || v[0] != '-' || v[1] == '-' {
+			continue
+		}
+		for _, c := range []byte(v[1:]) {
+			if c == 'i' {
+				return true
+			}
+			if strings.IndexByte(valueLetters, c) >= 0 {
+				break
+			}
+		}
+	}
+	return false
+}
+
 func (a *analyzer) sedScript(prog string, w word) {
 	if w.dyn {
 		a.fail(prog + " script is not static: " + w.val)
@@ -150,7 +173,7 @@ var (
 )
 
 // Exec primitives: calls whose arguments are a command to run.
-var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|eval)\b`)
+var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|eval)\b`)
 
 // Primitives whose target the heuristic cannot read at all.
 var reOpaquePrimitive = newLazyRegexp(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
@@ -247,6 +270,9 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 			if strings.HasPrefix(name, "subprocess.") && !strings.Contains(rest, "(") {
 				continue
 			}
+			if destructured(bare[:loc[0]], rest) {
+				continue // const {execSync} = require(...): the later call is checked
+			}
 			a.fail(fmt.Sprintf("%s code calls %s with a command the classifier cannot read", prog, name))
 			return
 		}
@@ -257,6 +283,10 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 			return
 		}
 		lits := nextStrings(strs, bare[:loc[1]], n)
+		if len(lits) != n {
+			a.fail(fmt.Sprintf("%s code calls %s with a command the classifier cannot read", prog, name))
+			return
+		}
 		if name == "eval" || (name == "exec" && lang == "python") {
 			for _, l := range lits {
 				a.inlineCode(prog, lang, staticWord(l), depth+1)
@@ -279,6 +309,14 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 	}
 }
 
+// destructured reports a primitive named inside a destructuring pattern
+// ("{execSync, spawn}") without renaming.
+func destructured(before, after string) bool {
+	b := strings.TrimRight(before, " \t")
+	a := strings.TrimLeft(after, " \t")
+	return (strings.HasSuffix(b, "{") || strings.HasSuffix(b, ",")) && (strings.HasPrefix(a, "}") || strings.HasPrefix(a, ","))
+}
+
 var reSubstLike = newLazyRegexp("`|\\$\\(")
 
 // reArgNoise is what may surround literal arguments: separators, list
@@ -299,8 +337,8 @@ func splitStrings(code string) ([]strLit, string) {
 	for i := 0; i < len(code); i++ {
 		c := code[i]
 		if c != '"' && c != '\'' && c != '`' {
-			if c == '#' && (i == 0 || code[i-1] == '\n' || code[i-1] == ' ') {
-				// a comment in python/ruby/perl/shell-like code: keep it visible
+			if c == 0 || c == 1 {
+				c = '?' // the markers below must be unambiguous
 			}
 			b.WriteByte(c)
 			continue

@@ -75,15 +75,15 @@ func reanalyze(argvs [][]string) []invocation {
 // IsNetworkActionDenied reports the first network action of line that the
 // denied actions cover (expanded with policy.ExpandActions, so "write"
 // covers "git:push"), as the leaf tag. An Unparseable line is denied when
-// any action is denied, with a reason naming why. It is safe for concurrent
-// use.
+// any action is denied, with "unparseable: REASON" in place of a tag. It is
+// safe for concurrent use.
 func IsNetworkActionDenied(line string, actions []string) (string, bool) {
 	if len(actions) == 0 {
 		return "", false
 	}
 	c := Classify(line)
 	if c.Unparseable {
-		return "unparseable command line (" + c.Reason + ")", true
+		return "unparseable: " + c.Reason, true
 	}
 	denied := policy.ExpandActions(actions)
 	for _, t := range ClassifyNetworkActions(c, line) {
@@ -97,29 +97,29 @@ func IsNetworkActionDenied(line string, actions []string) (string, bool) {
 var ghWriteVerbs = setOf(`create edit merge close reopen delete comment review ready lock unlock transfer archive unarchive rename upload set remove add fork sync cancel rerun enable disable run develop pin unpin login logout refresh setup-git`)
 
 var pkgRead = map[string]map[string]bool{
-	"npm":     setOf(`install i ci add update upgrade outdated view info show audit dlx exec create init x`),
-	"pnpm":    setOf(`install i add update up upgrade outdated view info audit dlx exec create`),
-	"yarn":    setOf(`install add upgrade up outdated info dlx create`),
-	"bun":     setOf(`install i add update upgrade x create outdated`),
-	"pip":     setOf(`install download index search wheel`),
-	"pip3":    setOf(`install download index search wheel`),
-	"pipx":    setOf(`install run upgrade inject`),
-	"uv":      setOf(`add sync lock pip tool run venv python`),
-	"poetry":  setOf(`add install update lock`),
-	"go":      setOf(`get install mod`),
-	"cargo":   setOf(`fetch install update add search`),
-	"gem":     setOf(`install update fetch`),
-	"bundle":  setOf(`install update`),
-	"docker":  setOf(`pull search login build`),
-	"podman":  setOf(`pull search login build`),
-	"brew":    setOf(`install update upgrade fetch tap reinstall`),
-	"apt":     setOf(`install update upgrade full-upgrade dist-upgrade download source`),
-	"apt-get": setOf(`install update upgrade dist-upgrade download source`),
-	"helm":    setOf(`install pull upgrade repo dependency`),
+	"npm":      setOf(`install i ci add update upgrade outdated view info show audit dlx exec create init x`),
+	"pnpm":     setOf(`install i add update up upgrade outdated view info audit dlx exec create`),
+	"yarn":     setOf(`install add upgrade up outdated info dlx create`),
+	"bun":      setOf(`install i add update upgrade x create outdated`),
+	"pip":      setOf(`install download index search wheel`),
+	"pip3":     setOf(`install download index search wheel`),
+	"pipx":     setOf(`install run upgrade inject`),
+	"uv":       setOf(`add sync lock pip tool run venv python`),
+	"poetry":   setOf(`add install update lock`),
+	"go":       setOf(`get install mod`),
+	"cargo":    setOf(`fetch install update add search`),
+	"gem":      setOf(`install update fetch`),
+	"bundle":   setOf(`install update`),
+	"docker":   setOf(`pull search login build`),
+	"podman":   setOf(`pull search login build`),
+	"brew":     setOf(`install update upgrade fetch tap reinstall`),
+	"apt":      setOf(`install update upgrade full-upgrade dist-upgrade download source`),
+	"apt-get":  setOf(`install update upgrade dist-upgrade download source`),
+	"helm":     setOf(`install pull upgrade repo dependency`),
 	"composer": setOf(`install require update`),
-	"npx":     {"": true},
-	"bunx":    {"": true},
-	"pnpx":    {"": true},
+	"npx":      {"": true},
+	"bunx":     {"": true},
+	"pnpx":     {"": true},
 }
 
 var pkgWrite = map[string]map[string]bool{
@@ -181,8 +181,17 @@ func networkActions(inv invocation) []string {
 		}
 		return []string{policy.ActionHTTPRead}
 	case "curl":
+		if all := curlAllOpts(args); len(all.strs) == 0 && !all.has("--url") && !hasDynamic(args) {
+			return nil // curl --version, curl -h: no transfer
+		}
 		return []string{curlMethod(args)}
 	case "wget":
+		if len(operands(args, wgetOpts)) == 0 && !hasDynamic(args) {
+			o := scanOpts(args, 1, wgetOpts)
+			if !o.has("-i", "--input-file") {
+				return nil
+			}
+		}
 		o := scanOpts(args, 1, wgetOpts)
 		if o.bad != "" {
 			return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
@@ -240,10 +249,16 @@ func networkActions(inv invocation) []string {
 	if r := pkgRead[inv.prog]; r != nil && (r[first] || r[""] || inv.prog == "yarn" && first == "") {
 		return []string{policy.ActionHTTPRead}
 	}
-	if (inv.prog == "python" || strings.HasPrefix(inv.prog, "python3")) && first == "" {
-		return nil
-	}
 	return nil
+}
+
+func hasDynamic(args []word) bool {
+	for _, w := range args {
+		if w.dyn {
+			return true
+		}
+	}
+	return false
 }
 
 func firstOperand(args []word, sp optSpec) string {
@@ -265,7 +280,6 @@ func readMethod(m string) bool {
 // curlMethod decides read or write for curl, in the order curl's manual
 // gives: -G/-I read; data flags write; -X by method; otherwise read.
 func curlMethod(args []word) string {
-	o := scanOpts(args, 1, curlOpts)
 	for _, w := range args[1:] {
 		if w.dyn && w.mayBeOption() {
 			return policy.ActionHTTPWrite
@@ -282,7 +296,6 @@ func curlMethod(args []word) string {
 	if m, ok := all.val("-X", "--request"); ok && !readMethod(m.val) {
 		return policy.ActionHTTPWrite
 	}
-	_ = o
 	return policy.ActionHTTPRead
 }
 
@@ -500,6 +513,12 @@ func ExtractDomainsFromCommand(line string) []string {
 				if !w.dyn && !isDigits(w.val) {
 					add(w.val, false)
 					break
+				}
+			}
+		case "pip", "pip3", "pipx", "npm", "pnpm", "yarn", "bun", "npx", "bunx", "uv", "poetry", "go", "cargo", "gem", "brew", "helm", "docker", "podman", "composer":
+			for _, w := range args[1:] {
+				if i := strings.Index(w.val, "://"); !w.dyn && i > 0 && !strings.HasPrefix(w.val, "-") {
+					add(w.val[strings.LastIndexAny(w.val[:i], "+=")+1:], false)
 				}
 			}
 		case "socat":

@@ -54,6 +54,10 @@ var wrappers = map[string]struct {
 	operands int
 }{
 	"nohup":            {},
+	"noglob":           {}, // zsh precommand modifiers
+	"-":                {},
+	"nocorrect":        {},
+	"repeat":           {optSpec{}, 1},
 	"setsid":           {},
 	"builtin":          {},
 	"unbuffer":         {},
@@ -92,8 +96,8 @@ var opaqueExecutors = map[string]bool{
 	"tsx": true, "ts-node": true, "phpunit": true, "rspec": true, "sbt": true, "dotnet": true, "swift": true,
 }
 
-// subcommandRun maps package managers' subcommands that run project
-// scripts to true (opaque).
+// scriptRunners maps a program to its subcommands that run project scripts
+// (reported opaque); "" is the program run with no subcommand.
 var scriptRunners = map[string]map[string]bool{
 	"npm":  {"run": true, "run-script": true, "test": true, "start": true, "install": true, "i": true, "ci": true, "t": true, "restart": true, "stop": true},
 	"pnpm": {"run": true, "test": true, "start": true, "install": true, "i": true},
@@ -106,31 +110,31 @@ var scriptRunners = map[string]map[string]bool{
 
 // Global options (value-taking) of programs whose subcommands matter.
 var globalOpts = map[string]optSpec{
-	"docker":  {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
-	"podman":  {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
-	"kubectl": {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
-	"helm":    {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
-	"npm":     {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
-	"pnpm":    {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
-	"yarn":    {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
-	"cargo":   {short: "ZC", long: []string{"config", "color", "manifest-path"}},
-	"go":      {short: "C"},
-	"pip":     {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
-	"aws":     {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
-	"gcloud":  {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
-	"az":      {long: []string{"subscription", "output", "query"}},
-	"brew":    {},
-	"apt":     {short: "ot", long: []string{"option", "target-release"}},
-	"apt-get": {short: "ot", long: []string{"option", "target-release"}},
-	"gem":     {},
-	"uv":      {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
-	"poetry":  {short: "C", long: []string{"directory", "project"}},
-	"twine":   {},
+	"docker":    {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
+	"podman":    {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
+	"kubectl":   {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
+	"helm":      {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
+	"npm":       {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
+	"pnpm":      {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
+	"yarn":      {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
+	"cargo":     {short: "ZC", long: []string{"config", "color", "manifest-path"}},
+	"go":        {short: "C"},
+	"pip":       {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
+	"aws":       {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
+	"gcloud":    {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
+	"az":        {long: []string{"subscription", "output", "query"}},
+	"brew":      {},
+	"apt":       {short: "ot", long: []string{"option", "target-release"}},
+	"apt-get":   {short: "ot", long: []string{"option", "target-release"}},
+	"gem":       {},
+	"uv":        {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
+	"poetry":    {short: "C", long: []string{"directory", "project"}},
+	"twine":     {},
 	"terraform": {},
 	"systemctl": {short: "HMt", long: []string{"host", "machine", "type", "state", "property"}},
-	"deno":    {},
-	"bun":     {},
-	"pip3":    {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
+	"deno":      {},
+	"bun":       {},
+	"pip3":      {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
 }
 
 // nonExec are common programs that never run their arguments as commands:
@@ -171,6 +175,13 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	prog, dashed := normalizeProgram(w0.val)
 	if dashed != "" {
 		args = append([]word{staticWord("git"), staticWord(dashed)}, args[1:]...)
+	}
+	if orig, ok := a.copies[prog]; ok && orig != prog {
+		// "cp /usr/bin/git x && ./x push": the copy runs as the original.
+		delete(a.copies, prog) // a copy of a copy cannot loop
+		a.command(append([]word{staticWord(orig)}, args[1:]...), in, depth+1)
+		a.copies[prog] = orig
+		a.opaque(prog)
 	}
 	inv := invocation{prog: prog, args: args}
 	rest := func(i int) {
@@ -229,7 +240,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	case "hash":
 		a.record(inv)
 		for _, w := range args[1:] {
-			if w.mayBeOption() && strings.Contains(w.val, "p") {
+			if w.mayBeOption() && (w.dyn || strings.Contains(w.val, "p")) {
 				a.fail("hash -p rebinds a command name to another file")
 				return
 			}
@@ -253,7 +264,11 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	case "eval":
 		a.record(inv)
 		var parts []string
-		for _, w := range args[1:] {
+		ev := args[1:]
+		if len(ev) > 0 && ev[0].val == "--" {
+			ev = ev[1:]
+		}
+		for _, w := range ev {
 			if w.dyn {
 				a.fail("eval with a string that is not static: " + w.val)
 				return
@@ -277,6 +292,56 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			a.opaque(prog)
 		}
 		return
+	case "fc":
+		a.record(inv)
+		for _, w := range args[1:] {
+			if w.mayBeOption() && (w.dyn || strings.ContainsAny(w.val, "es")) {
+				a.fail("fc re-runs commands from the shell's history")
+				return
+			}
+		}
+		return
+	case "zmodload", "emulate":
+		a.record(inv)
+		if prog == "zmodload" && len(args) > 1 {
+			a.fail("zmodload loads zsh modules with their own builtins")
+		}
+		for _, w := range args[1:] {
+			if w.val == "-c" {
+				a.fail("emulate -c evaluates a string")
+			}
+		}
+		return
+	case "printf", "read", "mapfile", "readarray", "getopts":
+		// Builtins that assign variables: one that changes what later
+		// commands run cannot get a value the line does not show.
+		a.record(inv)
+		for j, w := range args[1:] {
+			name := w.val
+			if prog == "printf" {
+				if w.val != "-v" || j+2 >= len(args) {
+					if strings.HasPrefix(w.val, "-v") && len(w.val) > 2 {
+						name = w.val[2:]
+					} else {
+						continue
+					}
+				} else {
+					name = args[j+2].val
+				}
+			}
+			if _, ok := hijackVars[name]; ok || commandVars[name] {
+				a.fail(prog + " assigns " + name + ", which changes what later commands run")
+				return
+			}
+		}
+		if prog != "mapfile" && prog != "readarray" {
+			return
+		}
+		o := scanOpts(args, 1, optSpec{short: "dnOsuctC"})
+		for _, s := range o.seen["-C"] {
+			a.codeString(prog+" -C", s, syntax.LangBash, depth)
+		}
+		return
 	case "trap":
 		a.record(inv)
 		o := scanOpts(args, 1, optSpec{})
@@ -290,7 +355,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			a.codeString("trap", act, syntax.LangBash, depth)
 		}
 		return
-	case "mapfile", "readarray", "complete", "compgen":
+	case "complete", "compgen":
 		a.record(inv)
 		o := scanOpts(args, 1, optSpec{short: "dnOsuctAGWFXPSo", str: "C"})
 		for _, s := range o.strs {
@@ -559,6 +624,21 @@ var runners = map[string]map[string]int{
 	"kubectl": {"exec": -1, "run": -1, "debug": -1},
 }
 
+// Value-taking options of runners' run/exec subcommands.
+var runnerOpts = map[string]optSpec{
+	"uv":        {short: "pw", long: []string{"with", "with-requirements", "with-editable", "python", "package", "extra", "group", "only-group", "no-group", "env-file", "directory", "project", "index", "default-index", "index-url", "extra-index-url", "from", "find-links", "script"}},
+	"poetry":    {short: "CP", long: []string{"directory", "project"}},
+	"pdm":       {short: "p", long: []string{"project", "venv"}},
+	"hatch":     {short: "e", long: []string{"env"}},
+	"conda":     {short: "np", long: []string{"name", "prefix", "cwd"}},
+	"pixi":      {short: "e", long: []string{"environment", "manifest-path"}},
+	"mise":      {short: "C", long: []string{"cd", "jobs"}},
+	"op":        {long: []string{"env-file", "account"}},
+	"doppler":   {short: "pc", long: []string{"project", "config", "token"}},
+	"infisical": {long: []string{"env", "projectId", "path", "token"}},
+	"bundle":    {long: []string{"gemfile"}},
+}
+
 var dockerRunOpts = optSpec{short: "aecmpuvwhlI", long: []string{"env", "volume", "publish", "name", "workdir", "user", "network", "entrypoint", "mount", "label", "env-file", "hostname", "platform", "cpus", "memory", "add-host", "cap-add", "cap-drop", "device", "dns", "gpus", "ipc", "pid", "restart", "runtime", "security-opt", "shm-size", "tmpfs", "ulimit", "volumes-from", "log-driver", "log-opt", "detach-keys", "cidfile", "group-add", "link", "network-alias", "pull", "stop-signal", "stop-timeout", "userns", "uts", "cgroupns", "health-cmd"}}
 
 // runner handles "uv run CMD", "docker exec C CMD", "nix shell -c CMD"...
@@ -588,7 +668,7 @@ func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
 	if n < 0 { // only after -- or -c/--command
 		for j := i; j < len(args); j++ {
 			v := args[j].val
-			if !args[j].dyn && (v == "--" || v == "-c" || v == "--command") {
+			if !args[j].dyn && (v == "--" || inv.prog == "nix" && (v == "-c" || v == "--command")) {
 				if j+1 < len(args) {
 					a.command(args[j+1:], in, depth+1)
 				}
@@ -597,7 +677,7 @@ func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
 		}
 		return true
 	}
-	sp := optSpec{}
+	sp := runnerOpts[inv.prog]
 	if inv.prog == "docker" || inv.prog == "podman" {
 		sp = dockerRunOpts
 	}

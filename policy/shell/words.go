@@ -34,7 +34,7 @@ func (w word) mayBeOption() bool {
 // resolveWord does quote removal on a parsed word. It never expands
 // anything: a part whose value depends on the environment, the file system
 // or a command makes the word dynamic.
-func resolveWord(w *syntax.Word) word {
+func resolveWord(w *syntax.Word, src string) word {
 	var b strings.Builder
 	res := word{}
 	setDyn := func(why string, quoted bool) {
@@ -85,17 +85,17 @@ func resolveWord(w *syntax.Word) word {
 					b.WriteString(unquoteDbl(l.Value))
 				} else {
 					setDyn(partKind(ip), true)
-					b.WriteString(nodeText(ip))
+					b.WriteString(srcText(ip, src))
 				}
 			}
 		default:
 			setDyn(partKind(part), false)
-			b.WriteString(nodeText(part))
+			b.WriteString(srcText(part, src))
 		}
 	}
 	res.val = b.String()
 	if res.dyn && res.why == "brace expansion" {
-		res.val = nodeText(w)
+		res.val = srcText(w, src)
 	}
 	return res
 }
@@ -125,9 +125,9 @@ func partKind(p syntax.Node) string {
 	return "expansion"
 }
 
-// unquoteLit removes backslash quoting from an unquoted literal and reports
-// an unescaped glob ("glob") or a leading tilde is left as is (the basename
-// of a tilde path is static).
+// unquoteLit removes backslash quoting from an unquoted literal and returns
+// "glob" as the second value when it holds an unescaped glob character. A
+// leading tilde is kept as is: it changes the directory, not the basename.
 func unquoteLit(s string, first bool) (string, string) {
 	if !strings.ContainsAny(s, "\\*?[") {
 		return s, ""
@@ -192,6 +192,19 @@ func hdocBody(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// srcText returns a node's text in the source it was parsed from, or its
+// printed form when the positions do not fit src.
+func srcText(n syntax.Node, src string) string {
+	p, e := n.Pos(), n.End()
+	if p.IsValid() && e.IsValid() {
+		s, t := p.Offset(), e.Offset()
+		if s <= t && t <= uint(len(src)) {
+			return src[s:t]
+		}
+	}
+	return nodeText(n)
 }
 
 // nodeText prints a node as shell source, for reasons and dynamic words.

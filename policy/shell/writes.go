@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // FileWriteFinding says that a command line writes a file.
 type FileWriteFinding struct {
@@ -12,10 +15,12 @@ type FileWriteFinding struct {
 	Reason string
 }
 
-// ClassifyFileWrite reports the first file write the line performs, or nil
-// when it performs none. A line that cannot be classified is reported as a
-// possible write (fail closed). It never panics and is safe for concurrent
-// use.
+// ClassifyFileWrite reports the file write the line performs, or nil when
+// it performs none. When the line writes several different files, or one
+// whose name is not static, Path is empty and Reason lists the writes, so a
+// caller checking Path against file rules cannot miss one. A line that
+// cannot be classified is reported as a possible write with an empty Path
+// (fail closed). It never panics and is safe for concurrent use.
 func ClassifyFileWrite(line string) *FileWriteFinding {
 	c := Classify(line)
 	if c.Unparseable {
@@ -25,6 +30,24 @@ func ClassifyFileWrite(line string) *FileWriteFinding {
 		return nil
 	}
 	f := c.writes[0]
+	var reasons []string
+	for _, w := range c.writes {
+		if w.Path != f.Path || w.Path == "" {
+			f.Path = ""
+		}
+		if !slices.Contains(reasons, w.Reason) {
+			reasons = append(reasons, w.Reason)
+		}
+	}
+	if len(reasons) > 1 {
+		if len(reasons) > 5 {
+			reasons = append(reasons[:5], "...")
+		}
+		f.Reason = strings.Join(reasons, ", ")
+		if f.Path == "" {
+			f.Reason = "writes several files: " + f.Reason
+		}
+	}
 	return &f
 }
 
@@ -68,6 +91,9 @@ func (a *analyzer) commandWrites(inv invocation) {
 				return
 			}
 			a.write(dst, prog)
+			if prog == "cp" || prog == "ln" || prog == "install" || prog == "mv" {
+				a.noteCopy(ops[0], ops[len(ops)-1])
+			}
 		}
 	case prog == "truncate":
 		o := scanOpts(args, 1, optSpec{short: "sr", long: []string{"size", "reference"}})
@@ -121,7 +147,7 @@ func (a *analyzer) commandWrites(inv invocation) {
 		}
 	case prog == "wget":
 		o := scanOpts(args, 1, wgetOpts)
-		if o.has("--spider") {
+		if o.has("--spider") || len(operands(args, wgetOpts)) == 0 && !o.has("-i", "--input-file") && !hasDynamic(args) {
 			return
 		}
 		if v, ok := o.val("-O", "--output-document"); ok {
@@ -144,4 +170,38 @@ func isRemote(s string) bool {
 		return false
 	}
 	return !strings.Contains(s[:i], "/")
+}
+
+var reWhich = newLazyRegexp("^(\\$\\(|`)\\s*(which|command\\s+-v|type\\s+-P|whereis)\\s+([A-Za-z0-9._+-]+)\\s*(\\)|`)$")
+
+// noteCopy remembers that dst is a copy or link of src's program, so a
+// later "./dst ARGS" in the line is analysed as the original program too.
+// src may be a path in a bin/ directory or $(which NAME) / $(command -v NAME).
+func (a *analyzer) noteCopy(src, dst word) {
+	name := src.val
+	if src.dyn {
+		m := reWhich.FindStringSubmatch(src.val)
+		if m == nil {
+			return
+		}
+		name = m[3]
+	} else if !strings.Contains(name, "bin/") {
+		return // not an installed program: a data file, not a renamed binary
+	}
+	orig, _ := normalizeProgram(name)
+	target := dst.val
+	if dst.dyn {
+		return
+	}
+	if strings.HasSuffix(target, "/") || target == "." || target == ".." {
+		target = name
+	}
+	copyName, _ := normalizeProgram(target)
+	if orig == "" || copyName == "" || orig == copyName {
+		return
+	}
+	if a.copies == nil {
+		a.copies = map[string]string{}
+	}
+	a.copies[copyName] = orig
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLatencyReport measures hookgate's per-call latency (process start to
+// answer) on a Claude Code Bash payload: with a local policy, with the
+// ruling socket (sandboxd serve-hooks), against spawning true and a minimal
+// python3 hook, interleaved in one run. It prints a markdown table for
+// BENCHMARKS.md. It runs only with BARRY_BENCH=1 (scripts/bench-hookgate):
+// timing is measured, never asserted.
+func TestLatencyReport(t *testing.T) {
+	if os.Getenv("BARRY_BENCH") != "1" {
+		t.Skip("set BARRY_BENCH=1 (scripts/bench-hookgate)")
+	}
+	n := 300
+	if s := os.Getenv("BARRY_BENCH_N"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	payload := fixture(t, "claude-code/pretooluse-bash-simple-allow")
+	policy := policyFile(t, "guarded", "claude-code")
+
+	dir, err := os.MkdirTemp("", "hgb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "run", "hooks.sock")
+	srv := exec.Command(sandboxd, "serve-hooks", "--policy", policy, "--socket", sock)
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if i > 200 {
+			t.Fatal("socket never appeared")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The system interpreter, not a version manager's shim script.
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		if py, err = exec.LookPath("python3"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pyHook := `import json,sys
+json.load(sys.stdin)
+print(json.dumps({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}))`
+
+	variants := []struct {
+		name string
+		argv []string
+		want string // stdout of a correct answer
+	}{
+		{"`true` (baseline)", []string{truePath}, ""},
+		{"python3 minimal hook (baseline)", []string{py, "-c", pyHook}, `"permissionDecision": "allow"`},
+		{"hookgate check --policy (local)", []string{bin, "check", "--harness", "claude-code", "--policy", policy}, ""},
+		{"hookgate check --socket", []string{bin, "check", "--harness", "claude-code", "--socket", sock}, ""},
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/home/dev"}
+	times := make([][]time.Duration, len(variants))
+	for i := 0; i < n+10; i++ {
+		for v, vr := range variants {
+			cmd := exec.Command(vr.argv[0], vr.argv[1:]...)
+			cmd.Env = env
+			cmd.Stdin = bytes.NewReader(payload)
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s: %v", vr.name, err)
+			}
+			took := time.Since(start)
+			if !strings.Contains(out.String(), vr.want) || (vr.want == "" && out.Len() != 0) {
+				t.Fatalf("%s answered %q", vr.name, out.String())
+			}
+			if i >= 10 { // warm-up
+				times[v] = append(times[v], took)
+			}
+		}
+	}
+	q := func(d []time.Duration, p float64) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[int(p*float64(len(s)-1))]
+	}
+	base := q(times[0], 0.5)
+	var b strings.Builder
+	fmt.Fprintf(&b, "| command (%d runs each, interleaved) | min | median | p90 | p99 | median / `true` |\n| --- | --- | --- | --- | --- | --- |\n", n)
+	for v, vr := range variants {
+		med := q(times[v], 0.5)
+		fmt.Fprintf(&b, "| %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.1fx |\n", vr.name,
+			ms(q(times[v], 0)), ms(med), ms(q(times[v], 0.9)), ms(q(times[v], 0.99)), float64(med)/float64(base))
+	}
+	fmt.Print(b.String())
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

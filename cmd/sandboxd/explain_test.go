@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/proxy/proxytest"
+)
+
+func runApp(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	app := &cli.App{Name: "sandboxd", Commands: []*cli.Command{explainCommand(), statusCommand()}}
+	code := app.Main(context.Background(), cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb}, args)
+	return code, out.String(), errb.String()
+}
+
+func TestExplainHost(t *testing.T) {
+	dns := proxytest.NewDNS(t)
+	dns.Add(t, "api.example.test. 60 IN A 127.0.0.1", "meta.example.test. 60 IN A 169.254.169.254")
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "p.yaml")
+	os.WriteFile(pol, []byte("version: 1\nharness: claude-code\nsession: {bound: {network: {enforce: sandbox, allowDomains: ['*.example.test'], domains: [bad.example.test]}}}\n"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--policy", pol, "--allow-private", "127.0.0.0/8", "--dns-upstream", dns.Addr, "api.example.test"}, 0,
+			"api.example.test: allow: allowed by entry \"*.example.test\" (would dial 127.0.0.1:443)\n"},
+		{[]string{"--policy", pol, "--dns-upstream", dns.Addr, "api.example.test:8080"}, 1, "api.example.test:8080: deny: private address"},
+		{[]string{"--policy", pol, "--dns-upstream", dns.Addr, "meta.example.test"}, 1, "169.254.169.254"},
+		{[]string{"--policy", pol, "bad.example.test"}, 1, "bad.example.test: deny: denied domain"},
+		{[]string{"--policy", pol, "example.test"}, 1, "example.test: deny: not in allowlist"},
+		{[]string{"--policy", pol, "--deny-domain", "api.example.test", "api.example.test"}, 1, "denied domain"},
+		{[]string{"unlisted.example"}, 1, "the allowlist is empty (no egress)"},
+	}
+	for _, c := range cases {
+		code, out, stderr := runApp(t, "", append([]string{"explain"}, c.args...)...)
+		if code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("explain %v: exit %d, out %q (stderr %q); want %d and %q", c.args, code, out, stderr, c.code, c.want)
+		}
+	}
+	if code, _, _ := runApp(t, "", "explain"); code != 2 {
+		t.Errorf("no host: exit %d, want 2", code)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nharness: claude-code\nsesion: {}\n"), 0o644)
+	if code, _, stderr := runApp(t, "", "explain", "--policy", bad, "a.test"); code != 1 || !strings.Contains(stderr, "sesion: unknown field") {
+		t.Errorf("broken policy: exit %d stderr %q", code, stderr)
+	}
+}
+
+func TestExplainCall(t *testing.T) {
+	payload, err := os.ReadFile("../../hooks/testdata/fixtures/claude-code/pretooluse-bash-git-C-push.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "p.yaml")
+	os.WriteFile(pol, []byte("version: 1\nharness: claude-code\nsession: {bound: {bash: {denyPrograms: ['git:push']}}}\n"), 0o644)
+	code, out, _ := runApp(t, string(payload), "explain", "--policy", pol, "--harness", "claude-code", "--json")
+	var e struct{ Verdict, Reason, Rule, Stdout string }
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if code != 1 || e.Verdict != "deny" || !strings.Contains(e.Reason, "git:push") || !strings.Contains(e.Stdout, `"permissionDecision":"deny"`) {
+		t.Errorf("exit %d, %+v", code, e)
+	}
+	allow := []byte(strings.Replace(string(payload), "push", "status", -1))
+	if code, out, _ := runApp(t, string(allow), "explain", "--policy", pol, "--harness", "claude-code"); code != 0 || !strings.Contains(out, ": allow") {
+		t.Errorf("allowed call: exit %d %s", code, out)
+	}
+	if code, out, _ := runApp(t, "{not json", "explain", "--policy", pol, "--harness", "claude-code"); code != 1 || !strings.Contains(out, "deny") {
+		t.Errorf("malformed payload: exit %d %s", code, out)
+	}
+}
+
+func TestStatusEmpty(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	if code, out, _ := runApp(t, "", "status"); code != 0 || out != "no running sandboxes\n" {
+		t.Errorf("status: %d %q", code, out)
+	}
+	if code, out, _ := runApp(t, "", "status", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("status --json: %d %q", code, out)
+	}
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/supervisor"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{Name: "status", Summary: "list this user's running sandboxes", Run: statusMain}
+}
+
+func statusMain(ctx context.Context, io cli.IO, args []string) int {
+	fs := cli.NewFlagSet(io, "status", "sandboxd status [--json] [--all]\n\nList this user's running sandboxes (from the runtime directory): pid, command, start\ntime, policy file and fingerprint, and decision counters.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	all := fs.Bool("all", false, "also list sandboxes whose sandboxd is gone (left by a killed sandboxd)")
+	if code, done := cli.Parse(fs, args); done {
+		return code
+	}
+	list, err := supervisor.ListStatuses(supervisor.RuntimeBase())
+	if err != nil {
+		fmt.Fprintf(io.Err, "sandboxd: %v\n", err)
+		return 1
+	}
+	shown := []supervisor.Status{}
+	for _, s := range list {
+		if s.Running || *all {
+			shown = append(shown, s)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		enc.Encode(shown)
+		return 0
+	}
+	if len(shown) == 0 {
+		fmt.Fprintln(io.Out, "no running sandboxes")
+		return 0
+	}
+	for _, s := range shown {
+		state := ""
+		if !s.Running {
+			state = " (gone)"
+		}
+		fmt.Fprintf(io.Out, "%s%s  pid %d  started %s  policy %s  fingerprint %.16s\n  command: %s\n  %s\n",
+			s.ID, state, s.PID, s.Started.Local().Format(time.DateTime), orNone(s.PolicyFile), s.Fingerprint,
+			strings.Join(s.Command, " "), counters(s.Counters))
+	}
+	return 0
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(flags only)"
+	}
+	return s
+}
+
+func counters(c map[string][2]int64) string {
+	if len(c) == 0 {
+		return "no decisions yet"
+	}
+	kinds := make([]string, 0, len(c))
+	for k := range c {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %d allowed %d denied", k, c[k][0], c[k][1]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func explainCommand() *cli.Command {
+	return &cli.Command{Name: "explain", Summary: "say what the sandbox or the hook gate would decide, and why", Run: explainMain}
+}
+
+const explainUsage = `sandboxd explain [--policy FILE] [--allow-domain D]... [--deny-domain D]... [--dns-upstream ADDR]
+                 [--allow-private CIDR]... [--json] HOST[:PORT]
+sandboxd explain --policy FILE --harness H [--json] < payload.json
+
+With HOST: decide a connection to HOST the way "sandboxd run" with the same
+flags would (the policy resolution, then the proxy's own decision code: the
+name, resolution of an allowed name, the address checks), without connecting.
+With --harness: rule on a hook payload the way "hookgate check --policy FILE"
+would, and show the decision and the exact answer. Exit 0 when allowed, 1 when
+denied, 2 on bad usage.`
+
+func explainMain(ctx context.Context, io cli.IO, args []string) int {
+	var (
+		opts              supervisor.Options
+		allow, deny, priv cli.Strings
+		harness           string
+	)
+	fs := cli.NewFlagSet(io, "explain", explainUsage)
+	fs.StringVar(&opts.PolicyFile, "policy", "", "session policy `FILE`")
+	fs.Var(&allow, "allow-domain", "as for sandboxd run (repeatable)")
+	fs.Var(&deny, "deny-domain", "as for sandboxd run (repeatable)")
+	fs.StringVar(&opts.DNSUpstream, "dns-upstream", "", "upstream DNS server `ADDR` for resolving an allowed name")
+	fs.Var(&priv, "allow-private", "as for sandboxd run (repeatable)")
+	fs.StringVar(&harness, "harness", "", "rule on a payload from stdin for harness `H` (claude-code, codex, cursor, gemini, pi)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, done := cli.Parse(fs, args); done {
+		return code
+	}
+	opts.AllowDomains, opts.DenyDomains = allow, deny
+	for _, c := range priv {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			fmt.Fprintf(io.Err, "sandboxd explain: --allow-private %q: %v\n", c, err)
+			return 2
+		}
+		opts.AllowPrivate = append(opts.AllowPrivate, p)
+	}
+	print := func(v any, line string, allowed bool) int {
+		if *asJSON {
+			enc := json.NewEncoder(io.Out)
+			enc.SetIndent("", "  ")
+			enc.Encode(v)
+		} else {
+			fmt.Fprint(io.Out, line)
+		}
+		if allowed {
+			return 0
+		}
+		return 1
+	}
+	if harness != "" {
+		if opts.PolicyFile == "" || fs.NArg() != 0 {
+			fmt.Fprintln(io.Err, "sandboxd explain: --harness needs --policy FILE and the payload on stdin")
+			return 2
+		}
+		e := supervisor.ExplainCall(ctx, opts.PolicyFile, harness, io.In)
+		line := fmt.Sprintf("%s %s %s: %s", e.Harness, e.Event, e.Tool, e.Verdict)
+		if e.Reason != "" {
+			line += ": " + e.Reason
+		}
+		line += fmt.Sprintf("\nhookgate answers: exit %d", e.ExitCode)
+		if e.Stdout != "" {
+			line += ", stdout " + strings.TrimSpace(e.Stdout)
+		}
+		if e.Stderr != "" {
+			line += ", stderr " + strings.TrimSpace(e.Stderr)
+		}
+		return print(e, line+"\n", e.Verdict == "allow" || e.Verdict == "pass")
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	e, err := supervisor.ExplainHost(ctx, opts, fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(io.Err, "sandboxd explain: %s\n", oneLine(err.Error()))
+		return 1
+	}
+	line := fmt.Sprintf("%s: %s: %s\n", e.Target, e.Verdict, e.Reason)
+	if e.Addr != "" {
+		line = fmt.Sprintf("%s: %s: %s (would dial %s)\n", e.Target, e.Verdict, e.Reason, e.Addr)
+	}
+	return print(e, line, e.Decision.Allowed())
+}

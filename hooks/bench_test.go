@@ -1,0 +1,48 @@
+package hooks
+
+import (
+	"context"
+	"os"
+	"testing"
+)
+
+// Benchmarks of the in-process work of one hookgate check (the process
+// start is measured by cmd/hookgate's TestLatencyReport).
+
+func BenchmarkLoadPolicy(b *testing.B) {
+	for b.Loop() {
+		if _, err := LoadPolicy("testdata/policies/guarded.yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data, err := os.ReadFile("testdata/fixtures/claude-code/pretooluse-bash-compound-pipe-to-sh.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Decode(ClaudeCode, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRuleBash(b *testing.B) {
+	s, err := LoadPolicy("testdata/policies/guarded.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Home = "/home/dev"
+	e, err := NewEngine(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := call(ClaudeCode, "Bash", map[string]any{"command": "go test ./... && git status"})
+	for b.Loop() {
+		if d := e.Rule(context.Background(), c); d.Verdict != 1 {
+			b.Fatal(d)
+		}
+	}
+}

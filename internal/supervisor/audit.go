@@ -1,0 +1,206 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/barry-rocks/sandbox/proxy"
+)
+
+// Audit attribute keys and messages of the session's own lines. Proxy and
+// DNS lines use proxy's Attr* keys; hook rulings carry "verdict".
+const (
+	AttrOldPolicy   = "old_policy" // reload: the fingerprint before
+	AttrNewPolicy   = "new_policy" // reload: the fingerprint after
+	AttrPolicyFile  = "policy_file"
+	AttrCommand     = "command"
+	AttrExitStatus  = "status"
+	AttrVerdict     = "verdict" // hook rulings
+	MsgSessionStart = "session start"
+	MsgSessionExit  = "session exit"
+	MsgPolicyReload = "policy reload"
+	MsgHookRuling   = "hooks: ruling"
+	KindReload      = "reload"
+	KindHook        = "hook"
+	KindSession     = "session"
+	decisionAllow   = "allow"
+	decisionDeny    = "deny"
+)
+
+// Audit is a session's one JSON-lines audit stream. Every line carries the
+// sandbox id and the policy fingerprint in force; each line is built whole
+// and written with one write under a lock, so lines from concurrent
+// goroutines are never torn or interleaved (a file is opened O_APPEND, so
+// several sandboxes may share one). It counts decisions by kind. It is safe
+// for concurrent use.
+type Audit struct {
+	mu      sync.Mutex
+	w       io.Writer
+	closer  io.Closer
+	sandbox string
+	policy  atomic.Pointer[string]
+	counts  map[string]*[2]int64 // kind -> allowed, denied
+}
+
+// OpenAudit opens the stream: "" discards (decisions are still counted),
+// "-" is standard error, anything else a file opened for appending (mode
+// 0600, created if missing).
+func OpenAudit(path, sandbox string) (*Audit, error) {
+	a := &Audit{sandbox: sandbox, counts: map[string]*[2]int64{}}
+	empty := ""
+	a.policy.Store(&empty)
+	switch path {
+	case "":
+		a.w = io.Discard
+	case "-":
+		a.w = os.Stderr
+	default:
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("audit file: %w", err)
+		}
+		a.w, a.closer = f, f
+	}
+	return a, nil
+}
+
+// SetPolicy sets the fingerprint added to lines that carry none.
+func (a *Audit) SetPolicy(fingerprint string) { a.policy.Store(&fingerprint) }
+
+// Logger returns a logger that writes to the stream.
+func (a *Audit) Logger() *slog.Logger { return slog.New(&auditHandler{a: a}) }
+
+// Close closes the file, if any.
+func (a *Audit) Close() error {
+	if a.closer != nil {
+		return a.closer.Close()
+	}
+	return nil
+}
+
+// Counts returns allowed and denied counts by kind.
+func (a *Audit) Counts() map[string][2]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string][2]int64, len(a.counts))
+	for k, v := range a.counts {
+		out[k] = *v
+	}
+	return out
+}
+
+// Summary is the one-line summary of the counts: "connect 3 allowed 1
+// denied; dns 9 allowed 0 denied; ...", kinds sorted.
+func (a *Audit) Summary() string {
+	c := a.Counts()
+	kinds := make([]string, 0, len(c))
+	for k := range c {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %d allowed %d denied", k, c[k][0], c[k][1]))
+	}
+	if len(parts) == 0 {
+		return "no decisions"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (a *Audit) write(line []byte, kind, decision string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if kind != "" && (decision == decisionAllow || decision == decisionDeny) {
+		c := a.counts[kind]
+		if c == nil {
+			c = new([2]int64)
+			a.counts[kind] = c
+		}
+		if decision == decisionAllow {
+			c[0]++
+		} else {
+			c[1]++
+		}
+	}
+	a.w.Write(line)
+}
+
+// auditHandler renders each record whole, adds the sandbox and policy
+// attributes when the record lacks them, and hands the line to Audit.
+type auditHandler struct {
+	a      *Audit
+	attrs  []slog.Attr
+	groups []string
+}
+
+func (h *auditHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *auditHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr{}, h.attrs...), as...)
+	return &c
+}
+
+func (h *auditHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	c.groups = append(append([]string{}, h.groups...), name)
+	return &c
+}
+
+func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
+	var kind, decision string
+	has := map[string]bool{}
+	see := func(at slog.Attr) {
+		has[at.Key] = true
+		switch at.Key {
+		case proxy.AttrKind:
+			kind = at.Value.String()
+		case proxy.AttrDecision, AttrVerdict:
+			decision = at.Value.String()
+		}
+	}
+	for _, at := range h.attrs {
+		see(at)
+	}
+	r.Attrs(func(at slog.Attr) bool { see(at); return true })
+	if kind == "" {
+		switch r.Message {
+		case MsgHookRuling:
+			kind = KindHook
+		case MsgPolicyReload:
+			kind = KindReload
+		}
+	}
+	var extra []slog.Attr
+	if !has[proxy.AttrSandbox] {
+		extra = append(extra, slog.String(proxy.AttrSandbox, h.a.sandbox))
+	}
+	if !has[proxy.AttrPolicy] {
+		extra = append(extra, slog.String(proxy.AttrPolicy, *h.a.policy.Load()))
+	}
+	var buf bytes.Buffer
+	var jh slog.Handler = slog.NewJSONHandler(&buf, nil)
+	if len(extra) > 0 {
+		jh = jh.WithAttrs(extra)
+	}
+	if len(h.attrs) > 0 {
+		jh = jh.WithAttrs(h.attrs)
+	}
+	for _, g := range h.groups {
+		jh = jh.WithGroup(g)
+	}
+	if err := jh.Handle(ctx, r); err != nil {
+		return err
+	}
+	h.a.write(buf.Bytes(), kind, decision)
+	return nil
+}

@@ -1,0 +1,118 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/barry-rocks/sandbox/proxy"
+)
+
+// TestAuditConcurrent: 10,000 decisions logged from many goroutines through
+// several loggers give 10,000 whole lines, each parsing on its own and
+// naming the sandbox and the policy, and the counts match.
+func TestAuditConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	a, err := OpenAudit(path, "sandboxd-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetPolicy("fp1")
+	loggers := []*slog.Logger{a.Logger(), a.Logger().With("component", "dns"), a.Logger()}
+	const workers, each = 50, 200
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				l := loggers[(w+i)%len(loggers)]
+				switch i % 3 {
+				case 0:
+					l.LogAttrs(context.Background(), slog.LevelInfo, proxy.AuditMsgProxy, slog.String(proxy.AttrKind, "connect"),
+						slog.String(proxy.AttrHost, fmt.Sprintf("h%d-%d.example", w, i)), slog.String(proxy.AttrDecision, "allow"),
+						slog.String(proxy.AttrReason, string(make([]byte, 0, 10))+fmt.Sprintf("%0500d", i)))
+				case 1:
+					l.LogAttrs(context.Background(), slog.LevelInfo, proxy.AuditMsgDNS, slog.String(proxy.AttrKind, "dns"),
+						slog.String(proxy.AttrDecision, "deny"), slog.String(proxy.AttrPolicy, "fp-dns"))
+				default:
+					l.Info(MsgHookRuling, "verdict", "deny", "reason", "x\ny\"z")
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	a.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %d does not parse: %v", n+1, err)
+		}
+		if m[proxy.AttrSandbox] != "sandboxd-test" || m[proxy.AttrPolicy] == nil || m[proxy.AttrPolicy] == "" {
+			t.Fatalf("line %d lacks sandbox or policy: %v", n+1, m)
+		}
+		n++
+	}
+	if n != workers*each {
+		t.Fatalf("%d lines, want %d", n, workers*each)
+	}
+	c := a.Counts()
+	var allowed, denied int64
+	for _, v := range c {
+		allowed += v[0]
+		denied += v[1]
+	}
+	if allowed+denied != workers*each || c["connect"][0] == 0 || c["dns"][1] == 0 || c[KindHook][1] == 0 {
+		t.Fatalf("counts %v", c)
+	}
+	if s := a.Summary(); s == "" || s == "no decisions" {
+		t.Fatalf("summary %q", s)
+	}
+}
+
+func TestOpenAuditRefusesUnwritable(t *testing.T) {
+	if _, err := OpenAudit(filepath.Join(t.TempDir(), "missing", "audit.jsonl"), "x"); err == nil {
+		t.Fatal("an audit file in a missing directory was accepted")
+	}
+}
+
+func TestStatusListAndPrune(t *testing.T) {
+	base := t.TempDir()
+	mk := func(id string, pid int) {
+		d := filepath.Join(base, id)
+		os.Mkdir(d, 0o700)
+		if pid != 0 {
+			if err := writeStatus(d, Status{ID: id, PID: pid, Command: []string{"x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("sandboxd-alive", os.Getpid())
+	mk("sandboxd-gone", 1<<30)
+	mk("sandboxd-starting", 0)
+	mk("other", os.Getpid())
+	list, err := ListStatuses(base)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("ListStatuses = %+v, %v", list, err)
+	}
+	PruneStale(base)
+	for id, want := range map[string]bool{"sandboxd-alive": true, "sandboxd-gone": false, "sandboxd-starting": true, "other": true} {
+		if _, err := os.Stat(filepath.Join(base, id)); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", id, err == nil, want)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/barry-rocks/sandbox/hooks"
+	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/proxy"
+)
+
+// HostExplanation is what the egress proxy would do with a connection.
+type HostExplanation struct {
+	Target      string          `json:"target"`
+	Decision    policy.Decision `json:"-"`
+	Verdict     string          `json:"verdict"`
+	Reason      string          `json:"reason"`
+	Rule        string          `json:"rule,omitempty"`
+	Addr        string          `json:"addr,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+}
+
+// ExplainHost decides target ("host" or "host:port") the way "sandboxd run"
+// with the same options would decide a CONNECT to it now: the same policy
+// resolution, the same proxy decision code (name, resolution of an allowed
+// name, dial guard), without dialing.
+func ExplainHost(ctx context.Context, opts Options, target string) (*HostExplanation, error) {
+	var r *policy.Resolved
+	if opts.PolicyFile != "" {
+		var err error
+		if r, err = policy.ResolveFile(opts.PolicyFile); err != nil {
+			return nil, err
+		}
+	}
+	sp, err := opts.compute(r)
+	if err != nil {
+		return nil, err
+	}
+	px, err := proxy.New(proxy.Config{SandboxID: "explain", Policy: sp.proxy, DNSUpstream: opts.DNSUpstream,
+		Audit: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	defer px.Close()
+	d, ap := px.Explain(ctx, target)
+	e := &HostExplanation{Target: target, Decision: d, Verdict: d.Verdict.String(), Reason: d.Reason, Rule: d.Rule, Fingerprint: sp.fingerprint}
+	if ap.IsValid() {
+		e.Addr = ap.String()
+	}
+	return e, nil
+}
+
+// CallExplanation is what hookgate would answer for a tool call.
+type CallExplanation struct {
+	Harness  string `json:"harness"`
+	Event    string `json:"event,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Verdict  string `json:"verdict"`
+	Reason   string `json:"reason"`
+	Rule     string `json:"rule,omitempty"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// ExplainCall rules on a harness payload with the policy file exactly as
+// "hookgate check --policy FILE" does (the same decode, engine and answer
+// encoding), and reports the decision beside the answer.
+func ExplainCall(ctx context.Context, policyFile, harness string, payload io.Reader) *CallExplanation {
+	data, readErr := hooks.ReadPayload(payload)
+	out := hooks.Check(ctx, hooks.CheckArgs{Harness: harness, Payload: bytes.NewReader(data), Source: hooks.LocalSource{Path: policyFile}})
+	e := &CallExplanation{Harness: harness, Verdict: "deny", Stdout: string(out.Stdout), Stderr: string(out.Stderr), ExitCode: out.Code}
+	h, err := hooks.ParseHarness(harness)
+	if err != nil || readErr != nil {
+		e.Reason = "the payload or harness is refused; see the answer"
+		return e
+	}
+	c, err := hooks.Decode(h, data)
+	if err != nil {
+		e.Reason = err.Error()
+		return e
+	}
+	e.Event, e.Tool = c.Event, c.Tool
+	if c.Kind == hooks.KindOther {
+		e.Verdict, e.Reason = "pass", "event "+c.Event+" is not gated"
+		return e
+	}
+	r, err := hooks.LocalSource{Path: policyFile}.Open(ctx)
+	if err != nil {
+		e.Reason = err.Error()
+		return e
+	}
+	d, err := r.Rule(ctx, c)
+	if err != nil {
+		e.Reason = err.Error()
+		return e
+	}
+	e.Verdict, e.Reason, e.Rule = d.Verdict.String(), d.Reason, d.Rule
+	return e
+}

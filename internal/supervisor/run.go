@@ -1,0 +1,509 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/barry-rocks/sandbox/hooks"
+	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/procjail"
+	"github.com/barry-rocks/sandbox/proxy"
+)
+
+// Ports inside the sandbox.
+const (
+	ProxyInsidePort = 3128 // the CONNECT/HTTP proxy forwarder
+	HookInsidePort  = 3129 // the hook ruling server forwarder
+)
+
+// Options are what "sandboxd run" was asked to do.
+type Options struct {
+	// PolicyFile is the session policy; "" means none (flags only).
+	PolicyFile string
+	// AllowDomains and DenyDomains come from --allow-domain/--deny-domain;
+	// they merge with the policy file's bound toward more restriction.
+	AllowDomains, DenyDomains []string
+	DNSUpstream               string
+	AllowPrivate              []netip.Prefix
+	AllowUnixSockets          []string
+	// AuditPath: "" none, "-" standard error, else a file appended to.
+	AuditPath string
+	Dir       string
+	Command   []string
+	Stdin     *os.File
+	Stdout    *os.File
+	Stderr    *os.File
+	// Debounce of the policy file watcher (0: policy.DefaultDebounce).
+	Debounce time.Duration
+}
+
+// sessionPolicy is one resolved state of the session: what every enforcer
+// reads, computed once per policy version so they cannot disagree.
+type sessionPolicy struct {
+	resolved    *policy.Resolved // nil without a policy file
+	bound       *policy.Bound
+	proxy       proxy.Policy
+	fingerprint string
+}
+
+// compute merges the flags' bound into the resolved policy's and derives
+// the proxy policy and the session fingerprint.
+func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
+	var b *policy.Bound
+	fp := ""
+	if r != nil {
+		b, fp = r.Bound, r.Fingerprint
+		if len(r.Native.Refused) > 0 {
+			for _, t := range sortedKeys(r.Native.Refused) {
+				return nil, fmt.Errorf("native tool %s: %s", t, r.Native.Refused[t])
+			}
+		}
+	}
+	if len(o.AllowDomains) > 0 || len(o.DenyDomains) > 0 {
+		nr := &policy.NetworkRules{Domains: o.DenyDomains, Enforce: policy.EnforceSandbox}
+		if len(o.AllowDomains) > 0 {
+			nr.AllowDomains = o.AllowDomains
+		}
+		b = policy.MergeBounds(b, &policy.Bound{Network: nr})
+	}
+	if err := policy.CheckSandboxEnforceable(b); err != nil {
+		return nil, err
+	}
+	pp, err := proxy.PolicyFromBound(b, o.AllowPrivate)
+	if err != nil {
+		return nil, err
+	}
+	sp := &sessionPolicy{resolved: r, bound: b, proxy: pp}
+	sp.fingerprint = policy.ScopeFingerprint(map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate)})
+	sp.proxy.Fingerprint = sp.fingerprint
+	return sp, nil
+}
+
+// engine builds the hook ruling engine of a session policy.
+func (sp *sessionPolicy) engine() (hooks.Engine, error) {
+	s, err := hooks.SessionFromResolved(sp.resolved)
+	if err != nil {
+		return nil, err
+	}
+	s.Bound = sp.bound
+	return hooks.NewEngine(s, nil)
+}
+
+// Run starts the proxies, the hook ruling server (with a policy file) and
+// the jail, keeps the policy live, and waits for the command. It returns the
+// command's exit status; an error means the command never ran.
+func Run(opts Options) (int, error) {
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	var (
+		watcher *policy.Watcher
+		first   *policy.Resolved
+	)
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	// changes carries the watcher's reports to the apply loop, which starts
+	// once the enforcers exist.
+	changes := make(chan policy.Change, 16)
+	if opts.PolicyFile != "" {
+		w, err := policy.WatchFile(wctx, opts.PolicyFile, opts.Debounce, func(c policy.Change) {
+			select {
+			case changes <- c:
+			case <-wctx.Done():
+			}
+		})
+		if err != nil {
+			return 0, err
+		}
+		defer w.Close()
+		watcher, first = w, w.Current()
+	}
+	cur, err := opts.compute(first)
+	if err != nil {
+		return 0, err
+	}
+	var allowUnix []string
+	for _, p := range opts.AllowUnixSockets {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return 0, err
+		}
+		allowUnix = append(allowUnix, a)
+	}
+
+	PruneStale(RuntimeBase())
+	dir, err := os.MkdirTemp(RuntimeBase(), runtimePrefix)
+	if err != nil {
+		return 0, fmt.Errorf("runtime directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	id := filepath.Base(dir)
+	audit, err := OpenAudit(opts.AuditPath, id)
+	if err != nil {
+		return 0, err
+	}
+	defer audit.Close()
+	audit.SetPolicy(cur.fingerprint)
+	auditLog := audit.Logger()
+	proxySock, dnsSock := filepath.Join(dir, "proxy.sock"), filepath.Join(dir, "dns.sock")
+
+	// The listeners exist before the sandbox starts (its forwarders check
+	// them); the proxies themselves come up while the namespaces are being
+	// set up, and the command starts only once they are (Spec.Ready).
+	pln, err := net.Listen("unix", proxySock)
+	if err != nil {
+		return 0, fmt.Errorf("proxy listener: %w", err)
+	}
+	defer pln.Close()
+	dln, err := net.Listen("unix", dnsSock)
+	if err != nil {
+		return 0, fmt.Errorf("dns proxy listener: %w", err)
+	}
+	defer dln.Close()
+	secret := randomSecret()
+	if secret == "" {
+		return 0, errors.New("proxy credentials: no randomness")
+	}
+	type proxies struct {
+		px  *proxy.Server
+		dns *proxy.DNSServer
+		err error
+	}
+	upc := make(chan proxies, 1)
+	go func() {
+		px, err := proxy.New(proxy.Config{SandboxID: id, Policy: cur.proxy, User: id, Secret: secret,
+			DNSUpstream: opts.DNSUpstream, Audit: auditLog})
+		if err != nil {
+			upc <- proxies{err: fmt.Errorf("proxy: %w", err)}
+			return
+		}
+		dnsSrv, err := proxy.NewDNS(proxy.DNSConfig{SandboxID: id, Policy: cur.proxy, Upstream: opts.DNSUpstream, Audit: auditLog})
+		if err != nil {
+			px.Close()
+			upc <- proxies{err: fmt.Errorf("dns proxy: %w", err)}
+			return
+		}
+		go px.Serve(pln)
+		go dnsSrv.ServeTCP(dln)
+		upc <- proxies{px: px, dns: dnsSrv}
+	}()
+	var up proxies
+	upDone := false
+	awaitProxies := func() error {
+		if !upDone {
+			up, upDone = <-upc, true
+		}
+		return up.err
+	}
+	defer func() {
+		awaitProxies()
+		if up.px != nil {
+			up.px.Close()
+			up.dns.Close()
+		}
+	}()
+
+	self, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("own executable: %w", err)
+	}
+	env := procjail.ProxyEnv(os.Environ(), procjail.ProxyEnvArgs{
+		Port: ProxyInsidePort, User: id, Password: secret, ConnectHelper: self,
+	})
+	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+id)
+	forwards := []procjail.Forward{
+		{InsidePort: ProxyInsidePort, Network: "tcp", Target: proxySock},
+		{InsidePort: 53, Network: "udp", Target: dnsSock},
+		{InsidePort: 53, Network: "tcp", Target: dnsSock},
+	}
+	// The runtime directory and the policy file's directory are read-only
+	// inside: an agent cannot grant itself a domain by editing them.
+	readOnly := []string{dir}
+	// With a session policy, hookgate inside the sandbox asks sandboxd for
+	// rulings (a policy edit applies to the next call); a host socket named
+	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
+	env = withoutEnv(env, "BARRY_HOOK_SOCKET")
+	var hsrv *hooks.Server
+	if opts.PolicyFile != "" {
+		// The policy's directory is bound read-only inside. Binding only the
+		// file would not hold: when an editor on the host renames a new
+		// version over it, the kernel detaches mounts on the replaced
+		// dentry in every namespace, and the sandbox could then edit the
+		// new file. The watcher holds the directory open, so moving it away
+		// and putting another in its place substitutes nothing. A policy
+		// directory that holds the working directory would make the
+		// workspace read-only, so it is refused with a clear reason.
+		roPolicy := filepath.Dir(watcher.Path())
+		if real, err := filepath.EvalSymlinks(roPolicy); err == nil {
+			roPolicy = real
+		}
+		cwd := opts.Dir
+		if cwd == "" {
+			cwd, _ = os.Getwd()
+		}
+		if real, err := filepath.EvalSymlinks(cwd); err == nil {
+			cwd = real
+		}
+		if cwd == roPolicy || strings.HasPrefix(cwd, strings.TrimSuffix(roPolicy, "/")+"/") {
+			return 0, fmt.Errorf("the policy file's directory %s holds the working directory %s; the sandbox makes the policy's directory read-only, so keep the policy in a directory of its own", roPolicy, cwd)
+		}
+		readOnly = append(readOnly, roPolicy)
+		hookSock := filepath.Join(dir, "hooks.sock")
+		hln, err := hooks.ListenUnix(hookSock)
+		if err != nil {
+			return 0, fmt.Errorf("hook ruling server: %w", err)
+		}
+		defer hln.Close()
+		e, err := cur.engine()
+		if err != nil {
+			return 0, fmt.Errorf("hook ruling server: %w", err)
+		}
+		hsrv = hooks.NewServer(e, auditLog)
+		hctx, hcancel := context.WithCancel(context.Background())
+		defer hcancel()
+		go hsrv.Serve(hctx, hln)
+		forwards = append(forwards, procjail.Forward{InsidePort: HookInsidePort, Network: "tcp", Target: hookSock})
+		env = append(env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", HookInsidePort))
+	}
+
+	// The live policy: every change that resolves is applied to the proxy,
+	// the DNS proxy and the ruling server at once; one that does not keeps
+	// the last good policy. Both are audited.
+	var curMu sync.Mutex
+	status := Status{ID: id, PID: os.Getpid(), Command: opts.Command, Started: time.Now().UTC(), PolicyFile: opts.PolicyFile}
+	if watcher != nil {
+		status.PolicyFile = watcher.Path()
+	}
+	saveStatus := func() {
+		curMu.Lock()
+		s := status
+		s.Fingerprint = cur.fingerprint
+		curMu.Unlock()
+		s.Counters, s.Updated = audit.Counts(), time.Now().UTC()
+		writeStatus(dir, s)
+	}
+	saveStatus()
+	refuse := func(err error) {
+		curMu.Lock()
+		fp := cur.fingerprint
+		curMu.Unlock()
+		auditLog.LogAttrs(context.Background(), slog.LevelWarn, MsgPolicyReload,
+			slog.String(proxy.AttrDecision, decisionDeny), slog.String(proxy.AttrReason, oneLine(err.Error())),
+			slog.String(AttrOldPolicy, fp), slog.String(AttrPolicyFile, status.PolicyFile))
+		fmt.Fprintf(stderr, "sandboxd: policy %s: %s; keeping the last good policy\n", status.PolicyFile, oneLine(err.Error()))
+	}
+	applyChange := func(c policy.Change) {
+		if c.Err != nil {
+			refuse(c.Err)
+			return
+		}
+		next, err := opts.compute(c.New)
+		var e hooks.Engine
+		if err == nil {
+			e, err = next.engine()
+		}
+		if err == nil && awaitProxies() == nil {
+			if err = up.px.SetPolicy(next.proxy); err == nil {
+				err = up.dns.SetPolicy(next.proxy)
+			}
+		}
+		if err != nil {
+			refuse(err)
+			return
+		}
+		hsrv.SetPolicy(e)
+		curMu.Lock()
+		old := cur
+		cur = next
+		curMu.Unlock()
+		audit.SetPolicy(next.fingerprint)
+		why := "policy file changed"
+		if old.fingerprint == next.fingerprint {
+			why = "policy reloaded, unchanged"
+		}
+		auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgPolicyReload,
+			slog.String(proxy.AttrDecision, decisionAllow), slog.String(proxy.AttrReason, why),
+			slog.String(AttrOldPolicy, old.fingerprint), slog.String(AttrNewPolicy, next.fingerprint),
+			slog.String(AttrPolicyFile, status.PolicyFile))
+		saveStatus()
+	}
+
+	// Signals: until the sandbox is told to start the command (Spec.Ready),
+	// SIGINT, SIGTERM, SIGHUP or SIGQUIT abort the setup and the command
+	// never starts; from then on every signal is forwarded to the command
+	// (held until Start returns), except SIGHUP under a policy file, which
+	// reloads the policy. The sandbox's lifetime is not tied to the CLI's
+	// interrupt context.
+	sigs := make(chan os.Signal, 32)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
+		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+	setupCtx, abortSetup := context.WithCancel(context.Background())
+	defer abortSetup()
+	var (
+		sigMu     sync.Mutex
+		running   *procjail.Sandbox
+		committed bool
+		aborted   os.Signal
+		pending   []os.Signal
+	)
+	go func() {
+		for sig := range sigs {
+			sigMu.Lock()
+			sb := running
+			reload := committed && sig == syscall.SIGHUP && watcher != nil
+			switch {
+			case reload:
+				sb = nil
+			case sb != nil:
+			case committed:
+				pending = append(pending, sig)
+			case aborted == nil && sig != syscall.SIGWINCH && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2:
+				aborted = sig
+				abortSetup()
+			}
+			sigMu.Unlock()
+			if reload {
+				watcher.Reload()
+			}
+			if sb != nil {
+				sb.Signal(sig)
+			}
+		}
+	}()
+	ready := func() error {
+		if err := awaitProxies(); err != nil {
+			return err
+		}
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
+		committed = true
+		return nil
+	}
+
+	stdin, stdout := opts.Stdin, opts.Stdout
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	sb, err := procjail.Start(setupCtx, procjail.Spec{
+		Command: opts.Command[0], Args: opts.Command[1:], Env: env, Dir: opts.Dir,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Forwards:         forwards,
+		ResolvConf:       procjail.ResolvConf(),
+		RuntimeDir:       dir,
+		ReadOnlyPaths:    readOnly,
+		AllowUnixSockets: allowUnix,
+		Ready:            ready,
+	})
+	if err != nil {
+		sigMu.Lock()
+		defer sigMu.Unlock()
+		if aborted != nil {
+			return 0, fmt.Errorf("interrupted by %v before the command started", aborted)
+		}
+		var se *procjail.SetupError
+		if errors.As(err, &se) && se.Step == "ready" {
+			return 0, se.Err
+		}
+		return 0, err
+	}
+	auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionStart,
+		slog.String(proxy.AttrKind, KindSession), slog.Any(AttrCommand, opts.Command), slog.String(AttrPolicyFile, status.PolicyFile))
+	sigMu.Lock()
+	running = sb
+	held := pending
+	pending = nil
+	sigMu.Unlock()
+	for _, sig := range held {
+		sb.Signal(sig)
+	}
+
+	// Apply policy changes and refresh the status until the command exits.
+	loopDone := make(chan struct{})
+	stopLoop := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case c := <-changes:
+				applyChange(c)
+			case <-tick.C:
+				saveStatus()
+			case <-stopLoop:
+				return
+			}
+		}
+	}()
+	code, err := sb.Wait()
+	close(stopLoop)
+	<-loopDone
+	if err != nil {
+		// The command ran; report how waiting failed but keep its status.
+		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+	}
+	auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionExit,
+		slog.String(proxy.AttrKind, KindSession), slog.Int(AttrExitStatus, code))
+	if opts.AuditPath != "" {
+		fmt.Fprintf(stderr, "sandboxd: %s: %s\n", id, audit.Summary())
+	}
+	return code, nil
+}
+
+// withoutEnv drops every NAME=... entry from env.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
+}
+
+// randomSecret returns 32 random bytes in hex ("" if randomness fails).
+func randomSecret() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

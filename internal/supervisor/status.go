@@ -1,0 +1,136 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// StatusFile is the name of the status file in a sandbox's runtime
+// directory.
+const StatusFile = "status.json"
+
+// Status is what "sandboxd status" shows of one running sandbox. It holds no
+// credentials.
+type Status struct {
+	ID          string              `json:"id"`
+	PID         int                 `json:"pid"`
+	Command     []string            `json:"command"`
+	Started     time.Time           `json:"started"`
+	PolicyFile  string              `json:"policyFile,omitempty"`
+	Fingerprint string              `json:"fingerprint"`
+	Counters    map[string][2]int64 `json:"counters"`
+	Updated     time.Time           `json:"updated"`
+	// Running is filled in by ListStatuses: the pid is alive.
+	Running bool `json:"running"`
+}
+
+// writeStatus replaces dir/status.json atomically.
+func writeStatus(dir string, s Status) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".status-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, StatusFile))
+}
+
+// RuntimeBase is where per-sandbox runtime directories go: $XDG_RUNTIME_DIR,
+// else /run for root, else the temporary directory. The first two are
+// memory file systems made for sockets; each sandbox's directory is 0700.
+func RuntimeBase() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	if os.Geteuid() == 0 {
+		if fi, err := os.Stat("/run"); err == nil && fi.IsDir() {
+			return "/run"
+		}
+	}
+	return os.TempDir()
+}
+
+// runtimePrefix starts every sandbox runtime directory's name.
+const runtimePrefix = "sandboxd-"
+
+// ListStatuses reads the status of every sandbox of this user under base,
+// oldest first, marking whether each one's process is alive. Directories
+// without a readable status are skipped.
+func ListStatuses(base string) ([]Status, error) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("runtime directory %s: %w", base, err)
+	}
+	var out []Status
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), runtimePrefix) {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		if fi, err := os.Stat(dir); err != nil || !ownedBySelf(fi) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, StatusFile))
+		if err != nil {
+			continue
+		}
+		var s Status
+		if json.Unmarshal(b, &s) != nil {
+			continue
+		}
+		s.Running = s.PID > 0 && syscall.Kill(s.PID, 0) == nil
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out, nil
+}
+
+func ownedBySelf(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// PruneStale removes the runtime directories under base of this user's
+// sandboxes whose sandboxd is gone (killed before it could clean up): those
+// with a status file naming a process that no longer exists. Directories
+// without a status (a sandbox still starting) are left alone.
+func PruneStale(base string) {
+	list, err := ListStatuses(base)
+	if err != nil {
+		return
+	}
+	for _, s := range list {
+		if s.Running || s.ID == "" || !strings.HasPrefix(s.ID, runtimePrefix) || strings.ContainsAny(s.ID, "/\\") {
+			continue
+		}
+		os.RemoveAll(filepath.Join(base, s.ID))
+	}
+}

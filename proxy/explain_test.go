@@ -1,0 +1,37 @@
+package proxy_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestExplain: Explain decides like a CONNECT (same reasons), dials nothing
+// and writes no audit line.
+func TestExplain(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	cases := []struct {
+		target string
+		allow  bool
+		reason string
+	}{
+		{"allowed.test", true, "allowed by"},
+		{"allowed.test:8443", true, "allowed by"},
+		{"denied.test", false, "denied"},
+		{"unlisted.test", false, "not in"},
+		{"meta.test", false, "169.254.169.254"},
+		{"bad\x00host", false, "invalid host"},
+	}
+	for _, c := range cases {
+		d, ap := e.srv.Explain(context.Background(), c.target)
+		if d.Allowed() != c.allow || !strings.Contains(d.Reason, c.reason) {
+			t.Errorf("Explain(%q) = %v %q, want allow=%v reason containing %q", c.target, d.Verdict, d.Reason, c.allow, c.reason)
+		}
+		if c.allow && ap.Addr().String() != "127.0.0.1" {
+			t.Errorf("Explain(%q) address %v", c.target, ap)
+		}
+	}
+	if n := len(e.audit.lines(t)); n != 0 {
+		t.Errorf("Explain wrote %d audit lines", n)
+	}
+}
