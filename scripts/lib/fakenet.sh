@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # $tmp is the caller's (see below)
 # scripts/lib/fakenet.sh: the benchmarks' fake internet, sourced by
 # scripts/bench and scripts/bench-run. Two network namespaces this script
 # makes: "host" (where the clients and sandboxes run, with a resolv.conf that
@@ -36,8 +37,7 @@ fakenet_up() {
 		-http 192.0.2.10:80 -https 192.0.2.10:443 -cert-out "$tmp/upstream.pem" \
 		-records bench.test=192.0.2.10 -blob "$blob" &
 	fakenet_pid=$!
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		if [[ -s "$tmp/upstream.pem" ]] && ip netns exec "$h" bash -c 'exec 3<>/dev/tcp/192.0.2.10/443' 2>/dev/null; then
 			return 0
 		fi
