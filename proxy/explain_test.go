@@ -1,7 +1,11 @@
 package proxy_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -33,5 +37,24 @@ func TestExplain(t *testing.T) {
 	}
 	if n := len(e.audit.lines(t)); n != 0 {
 		t.Errorf("Explain wrote %d audit lines", n)
+	}
+}
+
+// TestPlainHTTPUpgradeRefused: a websocket upgrade over plain HTTP is
+// refused (it would be a connection a policy change could not close).
+func TestPlainHTTPUpgradeRefused(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET http://allowed.test:%s/ws HTTP/1.1\r\nHost: allowed.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nProxy-Authorization: %s\r\n\r\n", e.hport, basic(e.srv.User(), e.srv.Secret()))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get("X-Proxy-Error"), "protocol upgrade over plain HTTP") {
+		t.Fatalf("status %d, X-Proxy-Error %q", resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
 	}
 }

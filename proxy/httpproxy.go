@@ -40,6 +40,15 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		s.audit(rec)
 		return r, denyResponse(r, http.StatusForbidden, rec.reason)
 	}
+	if r.Header.Get("Upgrade") != "" {
+		// A protocol upgrade (websocket over plain HTTP) would leave a
+		// connection this proxy neither counts nor closes on a policy
+		// change; wss:// goes through CONNECT, which does both.
+		rec.host = r.URL.Host
+		rec.reason = ReasonBadRequest + ": protocol upgrade over plain HTTP is not proxied (use wss:// or https://)"
+		s.audit(rec)
+		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+	}
 	if r.URL.User != nil {
 		rec.host = r.URL.Host
 		rec.reason = ReasonBadRequest + ": credentials in the request URL"
