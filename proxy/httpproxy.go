@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -57,6 +58,11 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 	}
 	d, h, ap := s.decide(r.Context(), r.URL.Host, "80", rec)
 	if !d.Allowed() {
+		s.audit(rec)
+		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+	}
+	if why := checkHostHeader(r, h, rec.port); why != "" {
+		rec.decision, rec.reason = "deny", why
 		s.audit(rec)
 		return r, denyResponse(r, http.StatusForbidden, rec.reason)
 	}
@@ -156,4 +162,39 @@ func (b *countingBody) Close() error {
 		b.done()
 	}
 	return err
+}
+
+// checkHostHeader refuses a plain-HTTP request whose Host header names
+// another host or port than its absolute target (canonical forms compared;
+// no Host header is fine, the target decides). It returns the reason, or "".
+func checkHostHeader(r *http.Request, target policy.Host, port string) string {
+	tap, _ := r.Context().Value(tapKey{}).(*tapConn)
+	if tap == nil {
+		return ReasonBadRequest + ": request head not available"
+	}
+	if tap.nextRequest() != 1 {
+		return ReasonBadRequest + ": one plain HTTP request per connection (the proxy answers Connection: close)"
+	}
+	hosts, ok := tap.hostHeaders()
+	if !ok {
+		return ReasonBadRequest + ": request head not available"
+	}
+	if len(hosts) > 1 {
+		return ReasonHostMismatch + ": more than one Host header"
+	}
+	if len(hosts) == 0 {
+		return ""
+	}
+	hs, hp, err := policy.SplitHostPort(hosts[0])
+	if err != nil {
+		return fmt.Sprintf("%s: Host %q", ReasonHostMismatch, hosts[0])
+	}
+	if hp == "" {
+		hp = "80"
+	}
+	h, err := policy.ParseHost(hs)
+	if err != nil || h != target || strings.TrimLeft(hp, "0") != strings.TrimLeft(port, "0") {
+		return fmt.Sprintf("%s: Host %q, target %s:%s", ReasonHostMismatch, hosts[0], target, port)
+	}
+	return ""
 }

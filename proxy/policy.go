@@ -112,6 +112,7 @@ const (
 	ReasonAuthRequired    = "proxy authentication required"
 	ReasonTooManyConns    = "too many connections"
 	ReasonBadRequest      = "bad request"
+	ReasonHostMismatch    = "host header disagrees with the request target"
 	ReasonDialFailed      = "dial failed"
 	ReasonPolicyChanged   = "policy changed"
 	ReasonRecordType      = "record type refused"

@@ -69,23 +69,66 @@ func TestPlainHTTPAllowed(t *testing.T) {
 	}
 }
 
-// TestHostHeaderCannotDisagree: Go's server drops the Host header of an
-// absolute-form request; the proxy sends the decided name upstream, so a
-// disagreeing Host header never reaches the server.
-func TestHostHeaderCannotDisagree(t *testing.T) {
+// TestHostHeader: a plain-HTTP request whose Host header disagrees with its
+// absolute target is refused (Go's server hides the header; the proxy keeps
+// the request head); an agreeing, port-qualified, case- or dot-different or
+// absent Host passes, and the upstream always sees the decided name.
+func TestHostHeader(t *testing.T) {
 	e := newEnv(t, defaultPolicy())
-	c, err := net.Dial("tcp", e.addr)
-	if err != nil {
-		t.Fatal(err)
+	send := func(head string) *http.Response {
+		t.Helper()
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, head, e.hport, basic(e.srv.User(), e.srv.Secret()))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
 	}
-	defer c.Close()
-	fmt.Fprintf(c, "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: evil.test\r\nProxy-Authorization: %s\r\nConnection: close\r\n\r\n", e.hport, basic(e.srv.User(), e.srv.Secret()))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name, head string
+		status     int
+		reason     string
+	}{
+		{"other host", "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: evil.test\r\nProxy-Authorization: %s\r\n\r\n", 403, "host header disagrees with the request target: Host \"evil.test\""},
+		{"other port", "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test:1\r\nProxy-Authorization: %s\r\n\r\n", 403, "host header disagrees with the request target"},
+		{"missing port means 80", "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test\r\nProxy-Authorization: %s\r\n\r\n", 403, "host header disagrees with the request target"},
+		{"same host and port", "GET http://allowed.test:%[1]s/ HTTP/1.1\r\nHost: allowed.test:%[1]s\r\nProxy-Authorization: %[2]s\r\n\r\n", 200, ""},
+		{"case and trailing dot", "GET http://allowed.test:%[1]s/ HTTP/1.1\r\nhost: ALLOWED.test.:%[1]s\r\nProxy-Authorization: %[2]s\r\n\r\n", 200, ""},
+		{"no Host (HTTP/1.0)", "GET http://allowed.test:%s/ HTTP/1.0\r\nProxy-Authorization: %s\r\n\r\n", 200, ""},
 	}
-	if got := body(t, resp); !strings.Contains(got, "host=allowed.test:"+e.hport) {
-		t.Fatalf("upstream saw %q", got)
+	for _, c := range cases {
+		resp := send(c.head)
+		got := body(t, resp)
+		if resp.StatusCode != c.status || !strings.HasPrefix(resp.Header.Get("X-Proxy-Error"), c.reason) {
+			t.Errorf("%s: status %d, X-Proxy-Error %q, want %d %q", c.name, resp.StatusCode, resp.Header.Get("X-Proxy-Error"), c.status, c.reason)
+		}
+		if c.status == 200 && !strings.Contains(got, "host=allowed.test:"+e.hport) {
+			t.Errorf("%s: upstream saw %q", c.name, got)
+		}
+		if !resp.Close {
+			t.Errorf("%s: a plain-HTTP response must close its connection", c.name)
+		}
+	}
+}
+
+// TestPlainHTTPKeepAliveClients: clients that reuse connections (Go's
+// net/http) keep working: each plain-HTTP response closes its connection.
+func TestPlainHTTPKeepAliveClients(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	c := e.client()
+	for i := 0; i < 3; i++ {
+		resp, err := c.Get("http://allowed.test:" + e.hport + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := body(t, resp); !strings.Contains(got, "http hello") {
+			t.Fatalf("request %d: %q", i, got)
+		}
 	}
 }
 

@@ -199,6 +199,9 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         s.connState,
 		ErrorLog:          log.New(io.Discard, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, tapKey{}, c)
+		},
 	}
 	return s, nil
 }
@@ -325,7 +328,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.s.conns.Add(1)
-		return c, nil
+		return &tapConn{Conn: c}, nil
 	}
 }
 
@@ -389,6 +392,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w}, r)
+}
+
+// WriteHeader closes the connection after every plain-HTTP response, so
+// each plain-HTTP request is the first on its connection (see tapConn).
+func (w *flushingWriter) WriteHeader(code int) {
+	w.Header().Set("Connection", "close")
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // flushingWriter sends each chunk of a plain-HTTP response on at once, so

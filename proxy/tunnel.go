@@ -106,6 +106,7 @@ var errIdle = errors.New("idle timeout")
 // once, holds the client's first flight for the SNI check, then relays with
 // io.Copy between the raw connections (splice on Linux).
 func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, rec *record, pending []byte) {
+	client = unwrapTap(client)
 	hc, ok := client.(halfCloser)
 	if !ok {
 		rec.decision, rec.reason = "deny", ReasonBadRequest+": client connection type cannot be relayed"
