@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"syscall"
 )
@@ -80,7 +81,18 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 			}
 		}(f.Target)
 	}
-	profile, err := SeatbeltProfile(SeatbeltArgs{ProxyPorts: ports, AllowUnixSockets: spec.AllowUnixSockets})
+	var readOnly []string
+	for _, p := range spec.ReadOnlyPaths {
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return fail(stepErr("read-only path "+p, err))
+		}
+		readOnly = append(readOnly, abs)
+	}
+	profile, err := SeatbeltProfile(SeatbeltArgs{ProxyPorts: ports, AllowUnixSockets: spec.AllowUnixSockets, ReadOnlyPaths: readOnly})
 	if err != nil {
 		return fail(stepErr("seatbelt profile", err))
 	}

@@ -16,6 +16,10 @@ type SeatbeltArgs struct {
 	// to; every other Unix socket (including mDNSResponder's, so no DNS
 	// resolution happens inside) is refused.
 	AllowUnixSockets []string
+	// ReadOnlyPaths are files or directories (and everything below them)
+	// the command may not write, rename, remove or create in (sandboxd's
+	// policy directory and runtime directory).
+	ReadOnlyPaths []string
 }
 
 // SeatbeltProfile returns the Seatbelt (SBPL) profile for sandbox-exec: the
@@ -49,6 +53,12 @@ func SeatbeltProfile(a SeatbeltArgs) (string, error) {
 			return "", fmt.Errorf("seatbelt profile: allowUnixSockets[%d]: %q is not a plain absolute path", i, s)
 		}
 		fmt.Fprintf(&b, "(allow network-outbound (remote unix-socket (path-literal \"%s\")))\n", s)
+	}
+	for i, s := range a.ReadOnlyPaths {
+		if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\"\\\x00\n") {
+			return "", fmt.Errorf("seatbelt profile: readOnlyPaths[%d]: %q is not a plain absolute path", i, s)
+		}
+		fmt.Fprintf(&b, "(deny file-write* (subpath \"%s\"))\n", s)
 	}
 	return b.String(), nil
 }

@@ -44,3 +44,22 @@ func TestSeatbeltProfileRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestSeatbeltProfileReadOnlyPaths(t *testing.T) {
+	got, err := SeatbeltProfile(SeatbeltArgs{ProxyPorts: []uint16{3128}, ReadOnlyPaths: []string{"/Users/me/policy", "/private/tmp/sandboxd-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(deny file-write* (subpath \"/Users/me/policy\"))\n", "(deny file-write* (subpath \"/private/tmp/sandboxd-1\"))\n"} {
+		if !strings.HasSuffix(got, want) && !strings.Contains(got, want) {
+			t.Errorf("profile lacks %q:\n%s", want, got)
+		}
+	}
+	// The denials come after "(allow default)": Seatbelt is last-match-wins.
+	if strings.Index(got, "(deny file-write*") < strings.Index(got, "(allow default)") {
+		t.Error("file-write denial precedes the default allow")
+	}
+	if _, err := SeatbeltProfile(SeatbeltArgs{ProxyPorts: []uint16{3128}, ReadOnlyPaths: []string{"relative"}}); err == nil {
+		t.Error("a relative read-only path was accepted")
+	}
+}
