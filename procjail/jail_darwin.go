@@ -16,8 +16,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 )
 
