@@ -48,6 +48,16 @@ type Audit struct {
 	sandbox string
 	policy  atomic.Pointer[string]
 	counts  map[string]*[2]int64 // kind -> allowed, denied
+	onErr   func(error)
+	failed  bool
+}
+
+// OnWriteError sets a function called (once) when a line cannot be written,
+// so a full disk or a closed stream does not lose audit lines silently.
+func (a *Audit) OnWriteError(f func(error)) {
+	a.mu.Lock()
+	a.onErr = f
+	a.mu.Unlock()
 }
 
 // OpenAudit opens the stream: "" discards (decisions are still counted),
@@ -131,7 +141,12 @@ func (a *Audit) write(line []byte, kind, decision string) {
 			c[1]++
 		}
 	}
-	a.w.Write(line)
+	if _, err := a.w.Write(line); err != nil && !a.failed {
+		a.failed = true
+		if a.onErr != nil {
+			a.onErr(err)
+		}
+	}
 }
 
 // auditHandler renders each record whole, adds the sandbox and policy

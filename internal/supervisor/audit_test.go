@@ -116,3 +116,25 @@ func TestStatusListAndPrune(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditWriteErrorReported: a failing stream is reported once, not
+// silently dropped.
+func TestAuditWriteErrorReported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	a, err := OpenAudit(path, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []error
+	a.OnWriteError(func(err error) { reports = append(reports, err) })
+	a.Close() // every later write fails
+	for i := 0; i < 3; i++ {
+		a.Logger().Info(MsgHookRuling, "verdict", "deny")
+	}
+	if len(reports) != 1 {
+		t.Fatalf("%d reports, want 1", len(reports))
+	}
+	if c := a.Counts()[KindHook]; c[1] != 3 {
+		t.Fatalf("counts %v: decisions must still be counted", c)
+	}
+}

@@ -106,6 +106,9 @@ func (sp *sessionPolicy) engine() (hooks.Engine, error) {
 // the jail, keeps the policy live, and waits for the command. It returns the
 // command's exit status; an error means the command never ran.
 func Run(opts Options) (int, error) {
+	if len(opts.Command) == 0 {
+		return 0, errors.New("no command to run")
+	}
 	stderr := opts.Stderr
 	if stderr == nil {
 		stderr = os.Stderr
@@ -156,6 +159,9 @@ func Run(opts Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	audit.OnWriteError(func(err error) {
+		fmt.Fprintf(stderr, "sandboxd: audit %s: %v; audit lines are being lost\n", opts.AuditPath, err)
+	})
 	defer audit.Close()
 	audit.SetPolicy(cur.fingerprint)
 	auditLog := audit.Logger()
@@ -316,7 +322,10 @@ func Run(opts Options) (int, error) {
 		if err == nil {
 			e, err = next.engine()
 		}
-		if err == nil && awaitProxies() == nil {
+		if err == nil {
+			err = awaitProxies()
+		}
+		if err == nil {
 			if err = up.px.SetPolicy(next.proxy); err == nil {
 				err = up.dns.SetPolicy(next.proxy)
 			}
