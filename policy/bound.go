@@ -318,8 +318,10 @@ func sortedUnique(in []string) []string {
 	return slices.Compact(out)
 }
 
-// intersectPlain intersects two exact-string allowlists; nil means no list.
-func intersectPlain(a, b []string) []string {
+// intersectAllowlists intersects two allowlists; nil means no list (it
+// imposes nothing), while a present empty list allows nothing. An entry of
+// one list survives when covers says an entry of the other list covers it.
+func intersectAllowlists(a, b []string, covers func(outer, inner string) bool) []string {
 	switch {
 	case a == nil && b == nil:
 		return nil
@@ -330,11 +332,21 @@ func intersectPlain(a, b []string) []string {
 	}
 	out := []string{}
 	for _, x := range a {
-		if slices.Contains(b, x) {
-			out = append(out, x)
+		for _, y := range b {
+			switch {
+			case covers(y, x):
+				out = append(out, x)
+			case covers(x, y):
+				out = append(out, y)
+			}
 		}
 	}
 	return sortedUnique(out)
+}
+
+// intersectPlain intersects two exact-string allowlists.
+func intersectPlain(a, b []string) []string {
+	return intersectAllowlists(a, b, func(outer, inner string) bool { return outer == inner })
 }
 
 // canonicalPatterns rewrites domain entries in canonical form (sorted,

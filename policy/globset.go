@@ -2,7 +2,6 @@ package policy
 
 import (
 	"path"
-	"sort"
 	"strings"
 )
 
@@ -72,25 +71,5 @@ func segsCover(qs, ps []string) bool {
 // overlaps ("*.go" and "/w/**") are dropped, so the result may deny more
 // than the exact intersection, never less.
 func intersectGlobs(a, b []string) []string {
-	switch {
-	case a == nil && b == nil:
-		return nil
-	case a == nil:
-		return sortedUnique(b)
-	case b == nil:
-		return sortedUnique(a)
-	}
-	out := []string{}
-	for _, x := range a {
-		for _, y := range b {
-			switch {
-			case globCovers(y, x):
-				out = append(out, x)
-			case globCovers(x, y):
-				out = append(out, y)
-			}
-		}
-	}
-	sort.Strings(out)
-	return sortedUnique(out)
+	return intersectAllowlists(a, b, globCovers)
 }
