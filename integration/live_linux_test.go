@@ -53,6 +53,21 @@ func auditLines(t *testing.T, path string) []map[string]any {
 	return out
 }
 
+// writePolicyDir writes a policy in a directory of its own under dir (the
+// sandbox makes that directory read-only) and returns its path.
+func writePolicyDir(t *testing.T, dir, content string) string {
+	t.Helper()
+	polDir := filepath.Join(dir, "policy")
+	if err := os.Mkdir(polDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(polDir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -226,10 +241,7 @@ func TestLivePolicy(t *testing.T) {
 func TestStatusAndAuditUnderLoad(t *testing.T) {
 	w := newWorld(t)
 	dir := sharedDir(t)
-	polDir := filepath.Join(dir, "policy")
-	os.Mkdir(polDir, 0o777)
-	pol := filepath.Join(polDir, "policy.yaml")
-	os.WriteFile(pol, []byte(livePolicy([]string{"allowed.test"}, nil, false)), 0o644)
+	pol := writePolicyDir(t, dir, livePolicy([]string{"allowed.test"}, nil, false))
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	// 40 threads x 250 queries for names nobody allowed: each is refused by
 	// the DNS proxy without an upstream query.
@@ -330,10 +342,7 @@ func execIn(ns string, args ...string) ([]byte, error) {
 func TestSIGHUPReloads(t *testing.T) {
 	w := newWorld(t)
 	dir := sharedDir(t)
-	polDir := filepath.Join(dir, "policy")
-	os.Mkdir(polDir, 0o777)
-	pol := filepath.Join(polDir, "policy.yaml")
-	os.WriteFile(pol, []byte(livePolicy([]string{"allowed.test"}, nil, false)), 0o644)
+	pol := writePolicyDir(t, dir, livePolicy([]string{"allowed.test"}, nil, false))
 	auditPath := filepath.Join(dir, "audit.jsonl")
 	done := make(chan runResult, 1)
 	go func() {
