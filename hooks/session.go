@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/barry-rocks/sandbox/policy"
 )
@@ -57,16 +56,8 @@ func SessionFromResolved(r *policy.Resolved) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoPolicy, err)
 	}
-	if r.Native == nil {
-		return nil, fmt.Errorf("%w: resolution has no native-tool policy", ErrNoPolicy)
-	}
-	if len(r.Native.Refused) > 0 {
-		tools := make([]string, 0, len(r.Native.Refused))
-		for t := range r.Native.Refused {
-			tools = append(tools, t)
-		}
-		slices.Sort(tools)
-		return nil, fmt.Errorf("%w: session must not launch: mode %s cannot take back %s", ErrNoPolicy, r.Mode, strings.Join(tools, ", "))
+	if err := r.CheckLaunchable(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoPolicy, err)
 	}
 	return &Session{
 		Harness:  h,

@@ -150,35 +150,16 @@ except OSError as e:
 	}
 }
 
-// hostPIDsWithArg returns the host PIDs whose argv contains arg.
-func hostPIDsWithArg(arg string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		for _, a := range strings.Split(string(b), "\x00") {
-			if a == arg {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
-}
-
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if len(hostPIDsWithArg(marker)) == 0 {
+		if len(testenv.HostPIDsWithArg(marker)) == 0 {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("processes with %q survived: %v", marker, hostPIDsWithArg(marker))
+	t.Fatalf("processes with %q survived: %v", marker, testenv.HostPIDsWithArg(marker))
 }
 
 // TestProcessTreeContainment: a double-forked setsid process is gone once
@@ -194,7 +175,7 @@ func TestProcessTreeContainment(t *testing.T) {
 			if strings.TrimSpace(r.stdout) != "2" || r.code != 0 {
 				t.Fatalf("want 2 background sleeps running inside; exit %d, out %q, err %q", r.code, r.stdout, r.stderr)
 			}
-			if pids := hostPIDsWithArg(marker); len(pids) != 0 {
+			if pids := testenv.HostPIDsWithArg(marker); len(pids) != 0 {
 				t.Fatalf("survivors after sandboxd exited: %v", pids)
 			}
 		})
@@ -213,11 +194,11 @@ func TestProcessTreeContainment(t *testing.T) {
 				t.Fatal(err)
 			}
 			line, _ := bufio.NewReader(out).ReadString('\n')
-			for i := 0; i < 100 && len(hostPIDsWithArg(marker)) == 0; i++ {
+			for i := 0; i < 100 && len(testenv.HostPIDsWithArg(marker)) == 0; i++ {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if line != "started\n" || len(hostPIDsWithArg(marker)) != 1 {
-				t.Fatalf("sandbox did not start: %q %v", line, hostPIDsWithArg(marker))
+			if line != "started\n" || len(testenv.HostPIDsWithArg(marker)) != 1 {
+				t.Fatalf("sandbox did not start: %q %v", line, testenv.HostPIDsWithArg(marker))
 			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()

@@ -237,9 +237,7 @@ func Canonicalize(p, cwd string) string {
 		next := filepath.Join(resolved, c)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || isNotDir(err) {
-				return path.Clean(next + "/" + strings.Join(rest, "/"))
-			}
+			// Missing, unreadable or not a directory: the rest is lexical.
 			return path.Clean(next + "/" + strings.Join(rest, "/"))
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
@@ -263,8 +261,3 @@ func Canonicalize(p, cwd string) string {
 }
 
 func splitRaw(p string) []string { return strings.Split(p, "/") }
-
-func isNotDir(err error) bool {
-	var pe *fs.PathError
-	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
-}

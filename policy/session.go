@@ -428,6 +428,23 @@ type Resolved struct {
 	Sources []BoundSource `json:"-"`
 }
 
+// CheckLaunchable refuses a resolution whose harness mode cannot take back
+// a native tool the bound needs gone (Native.Refused): such a session must
+// not launch. The error names every such tool, sorted, with its reason.
+func (r *Resolved) CheckLaunchable() error {
+	if r == nil || r.Native == nil {
+		return fmt.Errorf("%w: resolution has no native-tool policy", ErrNotAllowed)
+	}
+	if len(r.Native.Refused) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, t := range sortedKeys(r.Native.Refused) {
+		parts = append(parts, t+" ("+r.Native.Refused[t]+")")
+	}
+	return fmt.Errorf("%w: session must not launch: %s mode %s cannot take back %s", ErrNotAllowed, r.Harness, r.Mode, strings.Join(parts, "; "))
+}
+
 // AllowedToolIDs returns the qualified ids of the allowed tools.
 func (r *Resolved) AllowedToolIDs() []string {
 	out := make([]string, 0, len(r.Tools))

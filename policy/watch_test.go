@@ -142,9 +142,19 @@ func TestWatchFileHoldsItsDirectory(t *testing.T) {
 	}
 	os.Mkdir(dir, 0o755)
 	os.WriteFile(p, []byte(watchBase+"session: {bound: {network: {enforce: sandbox, allowDomains: [evil.example]}}}\n"), 0o644)
+	// A forced reload reports what it read: the held directory's policy.
 	w.Reload()
-	time.Sleep(100 * time.Millisecond)
+	for {
+		c := waitChange(t, ch)
+		if c.Err != nil {
+			continue // events from the move itself
+		}
+		if got := c.New.Bound.Network.AllowDomains[0]; got != "a.example" {
+			t.Fatalf("a replaced directory's policy was applied: %s", got)
+		}
+		break
+	}
 	if got := w.Current().Bound.Network.AllowDomains[0]; got != "a.example" {
-		t.Fatalf("a replaced directory's policy was applied: %s", got)
+		t.Fatalf("current policy is %s", got)
 	}
 }

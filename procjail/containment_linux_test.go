@@ -59,28 +59,18 @@ func framedEchoServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var hdr [2]byte
-				if _, err := io.ReadFull(c, hdr[:]); err != nil {
-					return
-				}
-				msg := make([]byte, binary.BigEndian.Uint16(hdr[:]))
-				io.ReadFull(c, msg)
-				for i, j := 0, len(msg)-1; i < j; i, j = i+1, j-1 {
-					msg[i], msg[j] = msg[j], msg[i]
-				}
-				c.Write(append(hdr[:], msg...))
-			}()
+	testenv.Serve(t, ln, func(c net.Conn) {
+		var hdr [2]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
 		}
-	}()
+		msg := make([]byte, binary.BigEndian.Uint16(hdr[:]))
+		io.ReadFull(c, msg)
+		for i, j := 0, len(msg)-1; i < j; i, j = i+1, j-1 {
+			msg[i], msg[j] = msg[j], msg[i]
+		}
+		c.Write(append(hdr[:], msg...))
+	})
 	return path
 }
 
@@ -188,25 +178,6 @@ print("stream-socketpair", b.recv(2).decode())
 	}
 }
 
-// hostPIDsWithArg returns the host PIDs whose argv contains arg.
-func hostPIDsWithArg(arg string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		for _, a := range strings.Split(string(b), "\x00") {
-			if a == arg {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
-}
-
 // TestContainment: processes that call setsid and double-fork are alive
 // while the command runs and gone, checked by PID, once it has exited.
 func TestContainment(t *testing.T) {
@@ -225,10 +196,10 @@ func TestContainment(t *testing.T) {
 	if line != "started\n" {
 		t.Fatalf("got %q", line)
 	}
-	before := hostPIDsWithArg(marker)
+	before := testenv.HostPIDsWithArg(marker)
 	for i := 0; i < 500 && len(before) < 3; i++ { // a loaded machine may take a while to exec them
 		time.Sleep(10 * time.Millisecond)
-		before = hostPIDsWithArg(marker)
+		before = testenv.HostPIDsWithArg(marker)
 	}
 	if len(before) != 3 {
 		t.Fatalf("want 3 background sleeps visible from the host, have %v", before)

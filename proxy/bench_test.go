@@ -21,6 +21,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/proxy"
 )
 
@@ -30,19 +31,7 @@ func sink(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				io.Copy(io.Discard, c)
-				c.Close()
-			}()
-		}
-	}()
+	testenv.Serve(b, ln, func(c net.Conn) { io.Copy(io.Discard, c) })
 	return ln.Addr().String()
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/textproto"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Go's HTTP server drops the Host header of an absolute-form request before
@@ -23,6 +24,7 @@ const maxTapHead = 64 << 10
 // tapConn is a client connection that records its first request head.
 type tapConn struct {
 	net.Conn
+	done     atomic.Bool // stopped recording: later reads cost one load
 	mu       sync.Mutex
 	head     []byte
 	complete bool // the head ended ("\r\n\r\n") within maxTapHead
@@ -32,7 +34,7 @@ type tapConn struct {
 
 func (c *tapConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 {
+	if n > 0 && !c.done.Load() {
 		c.mu.Lock()
 		if !c.full {
 			c.head = append(c.head, p[:n]...)
@@ -41,6 +43,7 @@ func (c *tapConn) Read(p []byte) (int, error) {
 			} else if len(c.head) > maxTapHead {
 				c.head, c.full = nil, true
 			}
+			c.done.Store(c.full)
 		}
 		c.mu.Unlock()
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // minimalProxy is the floor for BenchmarkHTTPSSetup: parse CONNECT, dial
@@ -16,30 +18,20 @@ func minimalProxy(b *testing.B, target string) *url.URL {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				t, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer t.Close()
-				io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n")
-				go func() { io.Copy(t, c); t.(*net.TCPConn).CloseWrite() }()
-				io.Copy(c, t)
-			}()
+	testenv.Serve(b, ln, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
 		}
-	}()
+		t, err := net.Dial("tcp", target)
+		if err != nil {
+			return
+		}
+		defer t.Close()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\n")
+		go func() { io.Copy(t, c); t.(*net.TCPConn).CloseWrite() }()
+		io.Copy(c, t)
+	})
 	u, _ := url.Parse("http://" + ln.Addr().String())
 	return u
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -314,16 +315,7 @@ func listenUnix(t *testing.T, handle func(net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); handle(c) }()
-		}
-	}()
+	testenv.Serve(t, ln, handle)
 	return p
 }
 
@@ -390,7 +382,7 @@ func TestSocketServeHooks(t *testing.T) {
 	sock := filepath.Join(dir, "run", "hooks.sock")
 	srv := exec.Command(sandboxd, "serve-hooks", "--policy", pol, "--socket", sock)
 	srv.Env = append(os.Environ(), "HOME=/home/dev")
-	var logs bytes.Buffer
+	var logs lockedBuffer
 	srv.Stderr = &logs
 	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := srv.Start(); err != nil {
@@ -437,9 +429,15 @@ func TestSocketServeHooks(t *testing.T) {
 	// An edit applies to the next call without a signal (the file is watched).
 	copyFile(policyFile(t, "open", "claude-code"))
 	waitFor("reload to the open policy", func(r result) bool { return r.stdout == "" && r.code == 0 })
-	// A broken edit keeps the last good (open) policy.
+	// A broken edit keeps the last good (open) policy, once the server has
+	// seen and refused it.
 	os.WriteFile(pol, []byte("version: 2\n"), 0o600)
-	time.Sleep(300 * time.Millisecond) // past the watcher's debounce
+	for i := 0; !strings.Contains(logs.String(), "policy reload refused"); i++ {
+		if i > 200 {
+			t.Fatalf("the broken edit was never refused; log: %s", logs.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 	if r := runGate(t, bin, nil, dotenv, "check", "--harness", "claude-code", "--socket", sock); r.stdout != "" || r.code != 0 {
 		t.Fatalf("after a broken edit the last good policy must stay: %+v", r)
 	}
@@ -530,4 +528,22 @@ func TestSandboxdRunServesHooks(t *testing.T) {
 	if stdout.String() != want {
 		t.Errorf("got\n%s\nwant\n%s\nstderr: %s", stdout.String(), want, stderr.String())
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
@@ -47,26 +49,37 @@ func prefixSpace(s string) string {
 	return " " + s
 }
 
-func policyCheck(ctx context.Context, io cli.IO, args []string) int {
-	fs := cli.NewFlagSet(io, "check", "sandboxd policy check FILE\n\nDecode FILE strictly and resolve it. Exit 0 when it resolves; otherwise exit 1\nwith one line per problem: FILE:LINE:COL: field.path: problem.")
+// resolveFileArg parses fs with args, takes the one FILE argument and
+// resolves it. When ok is false the caller returns code (usage: 2, help: 0,
+// a problem printed as FILE:LINE:COL lines: 1).
+func resolveFileArg(io cli.IO, fs *flag.FlagSet, args []string) (file string, r *policy.Resolved, code int, ok bool) {
 	if code, done := cli.Parse(fs, args); done {
-		return code
+		return "", nil, code, false
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return 2
+		return "", nil, 2, false
 	}
-	file := fs.Arg(0)
+	file = fs.Arg(0)
 	r, err := policy.ResolveFile(file)
 	if err != nil {
 		printPolicyError(io.Err, file, err)
-		return 1
+		return file, nil, 1, false
+	}
+	return file, r, 0, true
+}
+
+func policyCheck(ctx context.Context, io cli.IO, args []string) int {
+	fs := cli.NewFlagSet(io, "check", "sandboxd policy check FILE\n\nDecode FILE strictly and resolve it. Exit 0 when it resolves; otherwise exit 1\nwith one line per problem: FILE:LINE:COL: field.path: problem.")
+	file, r, code, ok := resolveFileArg(io, fs, args)
+	if !ok {
+		return code
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(io.Err, "%s: warning: %s\n", file, w)
 	}
-	if len(r.Native.Refused) > 0 {
-		for _, t := range sortedKeys(r.Native.Refused) {
+	if r.CheckLaunchable() != nil {
+		for _, t := range slices.Sorted(maps.Keys(r.Native.Refused)) {
 			fmt.Fprintf(io.Err, "%s: native.%s: %s\n", file, t, r.Native.Refused[t])
 		}
 		return 1
@@ -78,18 +91,9 @@ func policyCheck(ctx context.Context, io cli.IO, args []string) int {
 func policyResolve(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "resolve", "sandboxd policy resolve FILE [--json]\n\nResolve FILE into the session's trait set, tools (and why each withheld tool is\nwithheld), effective bound, native-tool policy, warnings and fingerprint.")
 	asJSON := fs.Bool("json", false, "print the stable JSON form (see README)")
-	if code, done := cli.Parse(fs, reorder(args, map[string]bool{"--json": true, "-json": true})); done {
+	file, r, code, ok := resolveFileArg(io, fs, reorder(args, map[string]bool{"--json": true, "-json": true}))
+	if !ok {
 		return code
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	file := fs.Arg(0)
-	r, err := policy.ResolveFile(file)
-	if err != nil {
-		printPolicyError(io.Err, file, err)
-		return 1
 	}
 	if *asJSON {
 		enc := json.NewEncoder(io.Out)
@@ -120,10 +124,10 @@ func policyResolve(ctx context.Context, io cli.IO, args []string) int {
 	for _, t := range r.Native.Denied {
 		fmt.Fprintf(w, "          denied %s: %s\n", t, r.Native.Reasons[t])
 	}
-	for _, t := range sortedKeys(r.Native.Refused) {
+	for _, t := range slices.Sorted(maps.Keys(r.Native.Refused)) {
 		fmt.Fprintf(w, "          REFUSED %s: %s\n", t, r.Native.Refused[t])
 	}
-	for _, t := range sortedKeys(r.Native.Uncontrolled) {
+	for _, t := range slices.Sorted(maps.Keys(r.Native.Uncontrolled)) {
 		fmt.Fprintf(w, "          uncontrolled %s: %s\n", t, r.Native.Uncontrolled[t])
 	}
 	for _, x := range r.Warnings {
@@ -145,13 +149,4 @@ func reorder(args []string, flags map[string]bool) []string {
 		}
 	}
 	return append(front, rest...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
 
@@ -52,7 +51,7 @@ func statusMain(ctx context.Context, io cli.IO, args []string) int {
 		}
 		fmt.Fprintf(io.Out, "%s%s  pid %d  started %s  policy %s  fingerprint %.16s\n  command: %s\n  %s\n",
 			s.ID, state, s.PID, s.Started.Local().Format(time.DateTime), orNone(s.PolicyFile), s.Fingerprint,
-			strings.Join(s.Command, " "), counters(s.Counters))
+			strings.Join(s.Command, " "), supervisor.FormatCounts(s.Counters))
 	}
 	return 0
 }
@@ -62,22 +61,6 @@ func orNone(s string) string {
 		return "(flags only)"
 	}
 	return s
-}
-
-func counters(c map[string][2]int64) string {
-	if len(c) == 0 {
-		return "no decisions yet"
-	}
-	kinds := make([]string, 0, len(c))
-	for k := range c {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	var parts []string
-	for _, k := range kinds {
-		parts = append(parts, fmt.Sprintf("%s %d allowed %d denied", k, c[k][0], c[k][1]))
-	}
-	return strings.Join(parts, "; ")
 }
 
 func explainCommand() *cli.Command {

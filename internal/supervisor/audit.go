@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,15 +110,13 @@ func (a *Audit) Counts() map[string][2]int64 {
 
 // Summary is the one-line summary of the counts: "connect 3 allowed 1
 // denied; dns 9 allowed 0 denied; ...", kinds sorted.
-func (a *Audit) Summary() string {
-	c := a.Counts()
-	kinds := make([]string, 0, len(c))
-	for k := range c {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	parts := make([]string, 0, len(kinds))
-	for _, k := range kinds {
+func (a *Audit) Summary() string { return FormatCounts(a.Counts()) }
+
+// FormatCounts renders counts by kind as "connect 3 allowed 1 denied; ...",
+// kinds sorted, or "no decisions".
+func FormatCounts(c map[string][2]int64) string {
+	parts := make([]string, 0, len(c))
+	for _, k := range slices.Sorted(maps.Keys(c)) {
 		parts = append(parts, fmt.Sprintf("%s %d allowed %d denied", k, c[k][0], c[k][1]))
 	}
 	if len(parts) == 0 {

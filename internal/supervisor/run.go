@@ -66,10 +66,8 @@ func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 	fp := ""
 	if r != nil {
 		b, fp = r.Bound, r.Fingerprint
-		if len(r.Native.Refused) > 0 {
-			for _, t := range sortedKeys(r.Native.Refused) {
-				return nil, fmt.Errorf("native tool %s: %s", t, r.Native.Refused[t])
-			}
+		if err := r.CheckLaunchable(); err != nil {
+			return nil, err
 		}
 	}
 	if len(o.AllowDomains) > 0 || len(o.DenyDomains) > 0 {
@@ -502,17 +500,4 @@ func randomSecret() string {
 		return ""
 	}
 	return hex.EncodeToString(b[:])
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }

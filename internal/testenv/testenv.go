@@ -4,8 +4,12 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -43,4 +47,37 @@ func NeedCommand(t testing.TB, name string) string {
 		SkipOrFail(t, name+" is not installed")
 	}
 	return p
+}
+
+// Serve accepts connections on ln until it is closed (at the end of the
+// test), handling each in its own goroutine; handle need not close it.
+func Serve(tb testing.TB, ln net.Listener, handle func(net.Conn)) {
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); handle(c) }()
+		}
+	}()
+}
+
+// HostPIDsWithArg returns the PIDs (in this PID namespace) whose argv
+// contains arg.
+func HostPIDsWithArg(arg string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
