@@ -399,14 +399,16 @@ func (s *DomainSet) Match(h Host) (string, bool) {
 
 // IsDomainDenied reports the first entry of domains that matches domain. The
 // domain is canonicalized first; a domain that cannot be canonicalized is an
-// error, which a caller must treat as a denial. Bad entries are skipped here
-// (decoding refuses them before they reach a policy).
+// error, which a caller must treat as a denial. An entry that does not parse
+// (decoding refuses those before they reach a policy) is returned as the
+// match, with an error: a deny list that cannot be read denies.
 func IsDomainDenied(domain string, domains []string) (string, error) {
 	return firstDomainMatch(domain, domains, false)
 }
 
 // IsDomainAllowed reports the first allowlist entry that matches domain, or ""
-// when nothing allows it, which under an allowlist is a denial.
+// when nothing allows it, which under an allowlist is a denial. An entry that
+// does not parse allows nothing.
 func IsDomainAllowed(domain string, allowDomains []string) (string, error) {
 	return firstDomainMatch(domain, allowDomains, true)
 }
@@ -419,7 +421,10 @@ func firstDomainMatch(domain string, patterns []string, allow bool) (string, err
 	for _, raw := range patterns {
 		p, err := ParseDomainPattern(raw, allow)
 		if err != nil {
-			continue
+			if !allow {
+				return raw, err
+			}
+			continue // an unreadable allow entry allows nothing
 		}
 		if p.Matches(h) {
 			return raw, nil

@@ -205,6 +205,13 @@ func TestIsDomainDeniedAndAllowed(t *testing.T) {
 	if _, err := IsDomainDenied("bad\x00host", []string{"*.internal.co"}); err == nil {
 		t.Error("IsDomainDenied accepted an invalid host")
 	}
+	// An unreadable deny entry denies; an unreadable allow entry allows nothing.
+	if r, err := IsDomainDenied("a.com", []string{"bad host!"}); err == nil || r != "bad host!" {
+		t.Errorf("IsDomainDenied with a bad entry = %q, %v; want a denial", r, err)
+	}
+	if r, _ := IsDomainAllowed("a.com", []string{"bad host!"}); r != "" {
+		t.Errorf("IsDomainAllowed with a bad entry = %q; want nothing allowed", r)
+	}
 	if r, err := IsDomainAllowed("github.com", []string{"github.com"}); err != nil || r != "github.com" {
 		t.Errorf("IsDomainAllowed = %q, %v", r, err)
 	}
