@@ -90,19 +90,27 @@ func (m FileMatcher) Canonicalize(p string) string {
 	return Canonicalize(p, m.Cwd)
 }
 
-// Denied returns the first pattern matching the canonical path, or "".
+// Denied returns the first pattern matching the canonical path, or "". A
+// pattern that is not a valid glob (decoding refuses those) matches every
+// path: a deny list that cannot be read denies.
 func (m FileMatcher) Denied(canonical string, deny []string) string {
 	for _, pat := range deny {
-		if m.match(pat, canonical) {
+		if ValidateFileGlob(pat) != nil || m.match(pat, canonical) {
 			return pat
 		}
 	}
 	return ""
 }
 
-// Allowed returns the first pattern matching the canonical path, or "".
+// Allowed returns the first pattern matching the canonical path, or "". A
+// pattern that is not a valid glob allows nothing.
 func (m FileMatcher) Allowed(canonical string, allowOnly []string) string {
-	return m.Denied(canonical, allowOnly)
+	for _, pat := range allowOnly {
+		if ValidateFileGlob(pat) == nil && m.match(pat, canonical) {
+			return pat
+		}
+	}
+	return ""
 }
 
 // Check decides a path against a bound's file rules: denied by a deny

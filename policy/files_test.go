@@ -116,6 +116,16 @@ func TestIsFileDeniedAllowed(t *testing.T) {
 	}
 }
 
+func TestUnreadableFilePatternsFailClosed(t *testing.T) {
+	m := FileMatcher{Home: "/home/u", Cwd: "/w"}
+	if got := m.Denied("/w/a", []string{"/w/["}); got != "/w/[" {
+		t.Errorf("a bad deny glob must deny, got %q", got)
+	}
+	if got := m.Allowed("/w/a", []string{"/w/["}); got != "" {
+		t.Errorf("a bad allow glob must allow nothing, got %q", got)
+	}
+}
+
 func TestValidateFileGlob(t *testing.T) {
 	for _, ok := range []string{"/a/**", "~/.ssh", "~", "*.pem", "src/**/x?.go", "/a/[bc]"} {
 		if err := ValidateFileGlob(ok); err != nil {
