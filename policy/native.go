@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Native tool categories: what a harness's own tools can do.
@@ -89,7 +90,18 @@ func cats(c ...string) []string { return c }
 
 // Harnesses returns the built-in harness catalog, keyed by id. Each call
 // returns a fresh copy the caller may modify.
-func Harnesses() map[string]*NativeHarness {
+func Harnesses() map[string]*NativeHarness { return buildHarnesses() }
+
+// harnessCatalog is the package's own read-only view of the harness catalog, built
+// once: resolving one session used to build it seven times, which was a
+// fifth of hookgate's policy load. Code in this package reads it and never
+// writes to it (TestCatalogIsNotModified checks).
+var harnessCatalog = sync.OnceValue(buildHarnesses)
+
+// harnessIDs lists the catalog's ids.
+func harnessIDs() []string { return sortedKeys(harnessCatalog()) }
+
+func buildHarnesses() map[string]*NativeHarness {
 	sh, rd, wr, nw := CategoryShell, CategoryFileReads, CategoryFileWrites, CategoryNetwork
 	list := []*NativeHarness{
 		{
@@ -192,7 +204,7 @@ func NativeToolDenials(bound *Bound, harness string, inventory []string) []strin
 	if bound == nil {
 		return nil
 	}
-	h := Harnesses()[harness]
+	h := harnessCatalog()[harness]
 	var out []string
 	for _, t := range inventory {
 		if slices.Contains(bound.DeniedTools, t) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -175,4 +176,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestCatalogIsNotModified resolves sessions for every harness and mode and
+// then checks that the shared catalog still equals a fresh build: the
+// package reads the cached catalog and must never write to it.
+func TestCatalogIsNotModified(t *testing.T) {
+	for _, id := range harnessIDs() {
+		for mode := range harnessCatalog()[id].Modes {
+			pf := &PolicyFile{Version: 1, Harness: id, Mode: mode,
+				Session: &SessionSelection{Traits: []string{"web"}, Bound: &Bound{DeniedTools: []string{"Bash"}}}}
+			if _, err := ResolveSession(pf); err != nil {
+				t.Logf("%s/%s: %v", id, mode, err)
+			}
+			NativeToolDenials(&Bound{NativeTools: map[string][]string{id: {CategoryShell}}}, id, []string{"Bash", "Read"})
+		}
+	}
+	if _, err := ResolveFile("../examples/ops.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(harnessCatalog(), buildHarnesses()) {
+		t.Fatal("the shared harness catalog was modified")
+	}
 }

@@ -78,7 +78,7 @@ var BaseDefaultTraits = []string{"artifacts", "bash", "filesystem", "instruction
 func BuiltinTraits() map[string]*AgentTrait {
 	all := func(c ...string) map[string][]string {
 		m := map[string][]string{}
-		for id := range Harnesses() {
+		for _, id := range harnessIDs() {
 			m[id] = slices.Clone(c)
 		}
 		return m
@@ -324,13 +324,13 @@ func (d *decoder) session(n *yaml.Node, path string) *SessionSelection {
 
 // validate checks references across the document.
 func (d *decoder) validate(pf *PolicyFile, nodes map[string]*yaml.Node) {
-	catalog := Harnesses()
-	h, ok := catalog[pf.Harness]
+	harnesses := harnessCatalog()
+	h, ok := harnesses[pf.Harness]
 	switch {
 	case pf.Harness == "":
-		d.errf(nil, "harness", "missing required field (one of %s)", strings.Join(sortedKeys(catalog), ", "))
+		d.errf(nil, "harness", "missing required field (one of %s)", strings.Join(sortedKeys(harnesses), ", "))
 	case !ok:
-		d.errf(nodes["harness"], "harness", "unknown harness %q (one of %s)", pf.Harness, strings.Join(sortedKeys(catalog), ", "))
+		d.errf(nodes["harness"], "harness", "unknown harness %q (one of %s)", pf.Harness, strings.Join(sortedKeys(harnesses), ", "))
 	default:
 		if _, _, err := h.Mode(pf.Mode); err != nil {
 			d.errf(nodes["mode"], "mode", "%v", err)
@@ -338,7 +338,7 @@ func (d *decoder) validate(pf *PolicyFile, nodes map[string]*yaml.Node) {
 	}
 	checkNative := func(path string, m map[string][]string) {
 		for _, hid := range sortedKeys(m) {
-			hh, ok := catalog[hid]
+			hh, ok := harnesses[hid]
 			if !ok {
 				d.errf(nil, join(path, hid), "unknown harness %q", hid)
 				continue
@@ -464,7 +464,7 @@ func ResolveSession(pf *PolicyFile) (*Resolved, error) {
 	if pf == nil {
 		return nil, fmt.Errorf("%w: no policy", ErrInvalidPolicy)
 	}
-	h, ok := Harnesses()[pf.Harness]
+	h, ok := harnessCatalog()[pf.Harness]
 	if !ok {
 		return nil, fieldErr("harness", "unknown harness %q", pf.Harness)
 	}
