@@ -272,11 +272,12 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 	return policy.Denied("unknown tool category", "")
 }
 
-// matcher returns the file matcher for calls made in cwd.
+// matcher returns the file matcher for one ruling on a call made in cwd
+// (with its own memo of the filesystem: see policy.FileMatcher.Memo).
 func (r *Ruler) matcher(cwd string) policy.FileMatcher {
 	m := r.files
 	m.Cwd = cwd
-	return m
+	return m.Memo()
 }
 
 // abs makes p absolute against cwd ("" when p is relative and cwd unknown).
@@ -304,12 +305,13 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 		}
 	}
 	last := policy.AllowedBy("no file rules", "")
+	m := r.matcher(c.Cwd)
 	for _, p := range paths {
 		ap := r.abs(p, c.Cwd)
 		if ap == "" {
 			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", p), "input")
 		}
-		d := r.matcher(c.Cwd).Check(ap, r.fileRules())
+		d := m.Check(ap, r.fileRules())
 		if !d.Allowed() {
 			return d
 		}
@@ -320,12 +322,12 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 
 func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 	fr := r.fileRules()
+	m := r.matcher(c.Cwd)
 	for _, root := range roots {
 		ar := r.abs(root, c.Cwd)
 		if ar == "" {
 			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", root), "input")
 		}
-		m := r.matcher(c.Cwd)
 		d := m.Check(ar, fr)
 		if !d.Allowed() {
 			return d

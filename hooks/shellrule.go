@@ -48,24 +48,24 @@ func (ClassifierShell) RuleCommand(command, cwd string, b *policy.Bound, m polic
 		return policy.Denied("shell command cannot be classified exactly ("+c.Reason+") and the bound has "+orWrites(kind)+" rules", "shell:unparseable")
 	}
 	if b.Bash != nil && len(b.Bash.DenyPrograms) > 0 {
-		if rule, denied := shell.IsProgramDenied(command, b.Bash.DenyPrograms); denied {
+		if rule, denied := c.ProgramDenied(b.Bash.DenyPrograms); denied {
 			return policy.Denied(fmt.Sprintf("shell command runs %s, denied by bash.denyPrograms %q", programOf(rule), rule), "bash.denyPrograms:"+rule)
 		}
 	}
 	if n := b.Network; n != nil {
 		if len(n.Actions) > 0 {
-			if tag, denied := shell.IsNetworkActionDenied(command, n.Actions); denied {
+			if tag, denied := c.NetworkActionDenied(n.Actions); denied {
 				return policy.Denied(fmt.Sprintf("shell command performs network action %s, denied by network.actions", tag), "network.actions:"+tag)
 			}
 		}
 		if len(n.Domains) > 0 || n.AllowDomains != nil {
-			hosts := shell.ExtractDomainsFromCommand(command)
+			hosts := c.Domains()
 			for _, h := range hosts {
 				if d := hostDecision("shell command", h, n); !d.Allowed() {
 					return d
 				}
 			}
-			if len(hosts) == 0 && len(shell.ClassifyNetworkActions(c, command)) > 0 {
+			if len(hosts) == 0 && len(shell.ClassifyNetworkActions(c, "")) > 0 {
 				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")
 			}
 		}
@@ -86,7 +86,7 @@ func (ClassifierShell) RuleCommand(command, cwd string, b *policy.Bound, m polic
 			}
 		}
 	}
-	if w := shell.ClassifyFileWrite(command); w != nil {
+	if w := c.FileWrite(); w != nil {
 		if deniesWrites(b) {
 			return policy.Denied(fmt.Sprintf("shell command writes files (%s) and the bound denies write access", w.Reason), "deniedAccess:write")
 		}
@@ -150,7 +150,7 @@ func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) 
 			if strings.ContainsAny(w, "*?[") {
 				return policy.Denied(fmt.Sprintf("shell argument %q may expand to any file and the bound has files rules", clipField(w)), "files")
 			}
-			if !pathLike(w, rules) {
+			if !pathLike(w, rules, m) {
 				continue
 			}
 			d := m.Check(w, rules)
@@ -172,10 +172,10 @@ func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) 
 
 // pathLike reports whether a word may name a file: it has a slash, starts
 // with "." or "~", or a segment-only deny pattern matches it.
-func pathLike(w string, rules *policy.FileRules) bool {
+func pathLike(w string, rules *policy.FileRules, m policy.FileMatcher) bool {
 	if strings.Contains(w, "/") || strings.HasPrefix(w, ".") || strings.HasPrefix(w, "~") {
 		return true
 	}
-	m := policy.FileMatcher{Cwd: "/"}
+	m.Home, m.Cwd = "", "/"
 	return m.Denied("/"+w, rules.Deny) != ""
 }

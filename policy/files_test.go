@@ -37,9 +37,12 @@ func TestFileMatcherGlobs(t *testing.T) {
 		{"src/**", "/other/src/a.go", false},
 		{"**", "/anything", true},
 	}
-	for _, c := range cases {
-		if got := m.match(c.pattern, c.path); got != c.want {
-			t.Errorf("pattern %q on %q = %v, want %v", c.pattern, c.path, got, c.want)
+	// The same answers with a memo shared by every case.
+	for _, m := range []FileMatcher{m, m.Memo()} {
+		for _, c := range cases {
+			if got := m.match(c.pattern, c.path); got != c.want {
+				t.Errorf("memo %v: pattern %q on %q = %v, want %v", m.memo != nil, c.pattern, c.path, got, c.want)
+			}
 		}
 	}
 }
@@ -77,30 +80,62 @@ func TestCanonicalize(t *testing.T) {
 			t.Errorf("Canonicalize(%q, %q) = %q, want %q", c.in, c.cwd, got, c.want)
 		}
 	}
-	// A symlink into a denied directory is caught.
-	m := FileMatcher{Home: "/nonexistent", Cwd: filepath.Join(dir, "work")}
+	// A symlink into a denied directory is caught, with and without a memo.
+	m0 := FileMatcher{Home: "/nonexistent", Cwd: filepath.Join(dir, "work")}
+	for _, m := range []FileMatcher{m0, m0.Memo()} {
+		rules := &FileRules{Deny: []string{filepath.Join(dir, "secret")}}
+		d := m.Check("link/key", rules)
+		if d.Allowed() || d.Reason != "path "+filepath.Join(dir, "secret", "key")+" is denied by files.deny \""+filepath.Join(dir, "secret")+"\"" {
+			t.Errorf("Check(link/key) = %+v", d)
+		}
+		if d := m.Check("./a/../../secret/k", rules); d.Allowed() {
+			t.Errorf("dot-dot path into a denied directory allowed: %+v", d)
+		}
+		// Under allowOnly, nothing matching is a denial; an empty allowOnly denies all.
+		allow := &FileRules{AllowOnly: []string{filepath.Join(dir, "work", "**")}}
+		if d := m.Check("a/file", allow); !d.Allowed() {
+			t.Errorf("allowed path denied: %+v", d)
+		}
+		if d := m.Check("link/key", allow); d.Allowed() || d.Reason != "path "+filepath.Join(dir, "secret", "key")+" is outside files.allowOnly" {
+			t.Errorf("path outside allowOnly (through a symlink) allowed: %+v", d)
+		}
+		if d := m.Check("a/file", &FileRules{AllowOnly: []string{}}); d.Allowed() {
+			t.Error("empty allowOnly allowed a path")
+		}
+		// A pattern whose directory is a symlink matches the resolved path.
+		if d := m.Check(filepath.Join(dir, "secret", "k"), &FileRules{Deny: []string{filepath.Join(dir, "work", "link")}}); d.Allowed() {
+			t.Error("deny pattern through a symlinked directory missed the resolved path")
+		}
+	}
+}
+
+// TestMemoIsASnapshot: a memo'd matcher answers from what it saw first; a
+// fresh one sees the filesystem as it is now.
+func TestMemoIsASnapshot(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := FileMatcher{Cwd: dir}
+	memo := m.Memo()
 	rules := &FileRules{Deny: []string{filepath.Join(dir, "secret")}}
-	d := m.Check("link/key", rules)
-	if d.Allowed() || d.Reason != "path "+filepath.Join(dir, "secret", "key")+" is denied by files.deny \""+filepath.Join(dir, "secret")+"\"" {
-		t.Errorf("Check(link/key) = %+v", d)
+	if d := memo.Check("x/key", rules); !d.Allowed() {
+		t.Fatalf("x/key denied before x exists: %+v", d)
 	}
-	if d := m.Check("./a/../../secret/k", rules); d.Allowed() {
-		t.Errorf("dot-dot path into a denied directory allowed: %+v", d)
+	if err := os.Symlink(filepath.Join(dir, "secret"), filepath.Join(dir, "x")); err != nil {
+		t.Fatal(err)
 	}
-	// Under allowOnly, nothing matching is a denial; an empty allowOnly denies all.
-	allow := &FileRules{AllowOnly: []string{filepath.Join(dir, "work", "**")}}
-	if d := m.Check("a/file", allow); !d.Allowed() {
-		t.Errorf("allowed path denied: %+v", d)
+	if d := memo.Check("x/key", rules); !d.Allowed() {
+		t.Errorf("the memo'd matcher looked again: %+v", d)
 	}
-	if d := m.Check("link/key", allow); d.Allowed() || d.Reason != "path "+filepath.Join(dir, "secret", "key")+" is outside files.allowOnly" {
-		t.Errorf("path outside allowOnly (through a symlink) allowed: %+v", d)
+	if d := m.Check("x/key", rules); d.Allowed() {
+		t.Errorf("a matcher without a memo missed the new symlink into a denied directory: %+v", d)
 	}
-	if d := m.Check("a/file", &FileRules{AllowOnly: []string{}}); d.Allowed() {
-		t.Error("empty allowOnly allowed a path")
-	}
-	// A pattern whose directory is a symlink matches the resolved path.
-	if d := m.Check(filepath.Join(dir, "secret", "k"), &FileRules{Deny: []string{filepath.Join(dir, "work", "link")}}); d.Allowed() {
-		t.Error("deny pattern through a symlinked directory missed the resolved path")
+	if d := m.Memo().Check("x/key", rules); d.Allowed() {
+		t.Errorf("a fresh memo missed the new symlink into a denied directory: %+v", d)
 	}
 }
 

@@ -48,6 +48,7 @@ type Classification struct {
 	invs     []invocation
 	suspects []invocation
 	writes   []FileWriteFinding
+	analyzed bool // made by Classify: invs is complete even when empty
 }
 
 // invocation is one command the line runs.
@@ -67,6 +68,7 @@ func Classify(line string) Classification {
 	} else {
 		a.source(line, syntax.LangBash, 0)
 	}
+	a.c.analyzed = true
 	return a.c
 }
 

@@ -22,7 +22,14 @@ func IsProgramDenied(line string, rules []string) (rule string, denied bool) {
 	if len(rules) == 0 {
 		return "", false
 	}
-	c := Classify(line)
+	return Classify(line).ProgramDenied(rules)
+}
+
+// ProgramDenied is IsProgramDenied for a line already classified.
+func (c Classification) ProgramDenied(rules []string) (rule string, denied bool) {
+	if len(rules) == 0 {
+		return "", false
+	}
 	if c.Unparseable {
 		return "unparseable: " + c.Reason, true
 	}

@@ -38,7 +38,7 @@ var allLeafActions = []string{policy.ActionDNS, policy.ActionGitFetch, policy.Ac
 // It is safe for concurrent use.
 func ClassifyNetworkActions(c Classification, rawCommand string) []string {
 	invs := c.invs
-	if invs == nil {
+	if invs == nil && !c.analyzed {
 		if rawCommand != "" {
 			invs = Classify(rawCommand).invs
 		} else {
@@ -81,12 +81,20 @@ func IsNetworkActionDenied(line string, actions []string) (string, bool) {
 	if len(actions) == 0 {
 		return "", false
 	}
-	c := Classify(line)
+	return Classify(line).NetworkActionDenied(actions)
+}
+
+// NetworkActionDenied is IsNetworkActionDenied for a line already
+// classified.
+func (c Classification) NetworkActionDenied(actions []string) (string, bool) {
+	if len(actions) == 0 {
+		return "", false
+	}
 	if c.Unparseable {
 		return "unparseable: " + c.Reason, true
 	}
 	denied := policy.ExpandActions(actions)
-	for _, t := range ClassifyNetworkActions(c, line) {
+	for _, t := range ClassifyNetworkActions(c, "") {
 		if slices.Contains(denied, t) {
 			return t, true
 		}
@@ -422,7 +430,11 @@ func sshDest(args []word) string {
 // Words that are not static or not valid hosts are skipped, so callers must
 // also check Classify(line).Unparseable. It is safe for concurrent use.
 func ExtractDomainsFromCommand(line string) []string {
-	c := Classify(line)
+	return Classify(line).Domains()
+}
+
+// Domains is ExtractDomainsFromCommand for a line already classified.
+func (c Classification) Domains() []string {
 	var out []string
 	add := func(raw string, scp bool) {
 		h := urlHost(raw, scp)

@@ -22,7 +22,11 @@ type FileWriteFinding struct {
 // cannot be classified is reported as a possible write with an empty Path
 // (fail closed). It never panics and is safe for concurrent use.
 func ClassifyFileWrite(line string) *FileWriteFinding {
-	c := Classify(line)
+	return Classify(line).FileWrite()
+}
+
+// FileWrite is ClassifyFileWrite for a line already classified.
+func (c Classification) FileWrite() *FileWriteFinding {
 	if c.Unparseable {
 		return &FileWriteFinding{Reason: "command line could not be classified: " + c.Reason}
 	}
