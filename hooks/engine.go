@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/barry-rocks/sandbox/policy"
 )
@@ -395,9 +396,13 @@ func (r *Ruler) checkAction(action string) (policy.Decision, bool) {
 	return policy.Decision{}, false
 }
 
-var urlPattern = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'` + "`" + `]+`)
+// urlPattern is compiled on first use: most calls carry no free text to
+// scan, and hookgate starts once per call.
+var urlPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'` + "`" + `]+`)
+})
 
-func urlsIn(text string) []string { return urlPattern.FindAllString(text, 64) }
+func urlsIn(text string) []string { return urlPattern().FindAllString(text, 64) }
 
 func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
 	for _, raw := range urls {

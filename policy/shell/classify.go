@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -357,22 +358,26 @@ func isDigits(s string) bool {
 }
 
 // Variables whose value is a command some program runs later.
-var commandVars = map[string]bool{
-	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "PAGER": true, "GIT_EDITOR": true,
-	"EDITOR": true, "VISUAL": true, "GIT_EXTERNAL_DIFF": true, "GIT_SEQUENCE_EDITOR": true,
-	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "GIT_PROXY_COMMAND": true, "MANPAGER": true,
-	"BROWSER": true, "LESSOPEN": true, "SUDO_ASKPASS": true,
-}
+var commandVars = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "PAGER": true, "GIT_EDITOR": true,
+		"EDITOR": true, "VISUAL": true, "GIT_EXTERNAL_DIFF": true, "GIT_SEQUENCE_EDITOR": true,
+		"GIT_ASKPASS": true, "SSH_ASKPASS": true, "GIT_PROXY_COMMAND": true, "MANPAGER": true,
+		"BROWSER": true, "LESSOPEN": true, "SUDO_ASKPASS": true,
+	}
+})
 
 // Variables that change what later code runs, in ways the line does not show.
-var hijackVars = map[string]string{
-	"LD_PRELOAD": "", "LD_LIBRARY_PATH": "", "LD_AUDIT": "", "DYLD_INSERT_LIBRARIES": "", "DYLD_LIBRARY_PATH": "",
-	"BASH_ENV": "", "ENV": "", "PROMPT_COMMAND": "", "PS4": " (evaluated under set -x)", "PS1": "", "PS0": "",
-	"SHELLOPTS": "", "BASHOPTS": "", "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": "",
-	"GIT_CONFIG_GLOBAL": "", "GIT_CONFIG_SYSTEM": "", "GIT_EXEC_PATH": "", "GIT_TEMPLATE_DIR": "",
-	"PERL5OPT": "", "PERL5LIB": "", "RUBYOPT": "", "PYTHONSTARTUP": "", "PYTHONPATH": "", "ZDOTDIR": "", "IFS": " (word splitting)",
-	"BASH_FUNC": "",
-}
+var hijackVars = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"LD_PRELOAD": "", "LD_LIBRARY_PATH": "", "LD_AUDIT": "", "DYLD_INSERT_LIBRARIES": "", "DYLD_LIBRARY_PATH": "",
+		"BASH_ENV": "", "ENV": "", "PROMPT_COMMAND": "", "PS4": " (evaluated under set -x)", "PS1": "", "PS0": "",
+		"SHELLOPTS": "", "BASHOPTS": "", "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": "",
+		"GIT_CONFIG_GLOBAL": "", "GIT_CONFIG_SYSTEM": "", "GIT_EXEC_PATH": "", "GIT_TEMPLATE_DIR": "",
+		"PERL5OPT": "", "PERL5LIB": "", "RUBYOPT": "", "PYTHONSTARTUP": "", "PYTHONPATH": "", "ZDOTDIR": "", "IFS": " (word splitting)",
+		"BASH_FUNC": "",
+	}
+})
 
 // assign checks one NAME=VALUE, wherever it appears.
 func (a *analyzer) assign(as *syntax.Assign, depth int) {
@@ -393,7 +398,7 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 	if v == nil {
 		return // export NAME: no new value
 	}
-	if why, ok := hijackVars[name]; ok {
+	if why, ok := hijackVars()[name]; ok {
 		a.fail(name + " assignment changes what later commands run" + why)
 		return
 	}
@@ -405,7 +410,7 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 		a.fail("NODE_OPTIONS loads code into every node process")
 		return
 	}
-	if commandVars[name] {
+	if commandVars()[name] {
 		if v.dyn {
 			a.fail(name + " holds a command that is not static")
 			return

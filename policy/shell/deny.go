@@ -62,11 +62,11 @@ func matchRule(inv invocation, rule string) bool {
 	}
 	switch inv.prog {
 	case "git":
-		if !gitSubcommands[inv.chain[0]] {
+		if !gitSubcommands()[inv.chain[0]] {
 			return true
 		}
 	case "gh":
-		if !ghTop[inv.chain[0]] {
+		if !ghTop()[inv.chain[0]] {
 			return true
 		}
 	}
@@ -99,7 +99,7 @@ const maxSuspects = 8
 // suspect records the arguments of an unrecognized program that could be a
 // command it runs (an unknown wrapper), for IsProgramDenied only.
 func (a *analyzer) suspect(inv invocation, depth int) {
-	if a.noSuspects || nonExec[inv.prog] || opaqueExecutors[inv.prog] || lookups[inv.prog] || depth >= MaxDepth {
+	if a.noSuspects || nonExec()[inv.prog] || opaqueExecutors()[inv.prog] || lookups()[inv.prog] || depth >= MaxDepth {
 		return
 	}
 	n := 0

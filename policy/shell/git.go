@@ -3,11 +3,13 @@ package shell
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
 
-var gitSubcommands = setOf(`add am annotate apply archive bisect blame branch bugreport bundle cat-file check-attr
+var gitSubcommands = sync.OnceValue(func() map[string]bool {
+	return setOf(`add am annotate apply archive bisect blame branch bugreport bundle cat-file check-attr
 check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick citool
 clean clone column commit commit-graph commit-tree config count-objects credential describe
 diagnose diff diff-files diff-index diff-tree difftool fast-export fast-import fetch fetch-pack
@@ -19,15 +21,24 @@ refs remote repack replace replay request-pull rerere reset restore rev-list rev
 send-email send-pack shortlog show show-branch show-ref sparse-checkout stage stash status
 stripspace submodule switch symbolic-ref tag update-index update-ref update-server-info var
 verify-commit verify-pack verify-tag version whatchanged worktree write-tree lfs flow upload-pack receive-pack`)
+})
 
 // git subcommands whose next operand is a sub-subcommand.
-var gitGroups = setOf(`remote stash submodule lfs worktree notes bisect sparse-checkout maintenance hook reflog bundle commit-graph multi-pack-index flow`)
+var gitGroups = sync.OnceValue(func() map[string]bool {
+	return setOf(`remote stash submodule lfs worktree notes bisect sparse-checkout maintenance hook reflog bundle commit-graph multi-pack-index flow`)
+})
 
 // git subcommands that run hooks or editors the line does not show.
-var gitOpaque = setOf(`commit merge am rebase push pull checkout switch cherry-pick revert`)
+var gitOpaque = sync.OnceValue(func() map[string]bool {
+	return setOf(`commit merge am rebase push pull checkout switch cherry-pick revert`)
+})
 
-var ghGroups = setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search`)
-var ghTop = setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search api browse status completion help copilot version agent-task preview`)
+var ghGroups = sync.OnceValue(func() map[string]bool {
+	return setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search`)
+})
+var ghTop = sync.OnceValue(func() map[string]bool {
+	return setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search api browse status completion help copilot version agent-task preview`)
+})
 
 func setOf(s string) map[string]bool {
 	m := map[string]bool{}
@@ -120,7 +131,7 @@ sub:
 	}
 	inv.chain = []string{name}
 	rest := args[i+1:]
-	if gitGroups[name] {
+	if gitGroups()[name] {
 		o := scanOpts(args, i+1, optSpec{})
 		if o.bad == "" && o.next < len(args) {
 			if args[o.next].dyn {
@@ -130,7 +141,7 @@ sub:
 			inv.chain = append(inv.chain, args[o.next].val)
 		}
 	}
-	if gitOpaque[name] {
+	if gitOpaque()[name] {
 		a.opaque("git")
 	}
 	a.record(inv)
@@ -181,7 +192,7 @@ sub:
 			a.codeString("git filter-branch", s, syntax.LangBash, depth)
 		}
 	case "difftool", "mergetool", "grep", "clone", "fetch", "pull", "push", "ls-remote", "archive", "send-pack", "fetch-pack":
-		o := scanAll(args, i+1, gitSubOpts[name])
+		o := scanAll(args, i+1, gitSubOpts()[name])
 		for _, s := range o.strs {
 			a.codeString("git "+name, s, syntax.LangBash, depth)
 		}
@@ -214,19 +225,21 @@ sub:
 
 // Option grammars of git subcommands that take command strings: str/strLong
 // are the options whose value git runs.
-var gitSubOpts = map[string]optSpec{
-	"difftool":   {short: "t", long: []string{"tool"}, str: "x", strLong: []string{"extcmd"}},
-	"mergetool":  {short: "t", long: []string{"tool"}},
-	"grep":       {short: "efABC", long: []string{"max-depth", "threads", "context", "after-context", "before-context"}, strLong: []string{"open-files-in-pager"}},
-	"clone":      {short: "objc", long: []string{"origin", "branch", "depth", "reference", "reference-if-able", "separate-git-dir", "jobs", "template", "filter", "config", "shallow-since", "shallow-exclude", "server-option", "bundle-uri", "ref-format"}, str: "u", strLong: []string{"upload-pack"}},
-	"fetch":      {short: "jo", long: []string{"depth", "deepen", "shallow-since", "shallow-exclude", "jobs", "refmap", "server-option", "negotiation-tip", "filter", "recurse-submodules-default", "submodule-prefix"}, strLong: []string{"upload-pack"}},
-	"pull":       {short: "sXjo", long: []string{"depth", "deepen", "shallow-since", "shallow-exclude", "jobs", "strategy", "strategy-option", "server-option", "negotiation-tip", "refmap"}, strLong: []string{"upload-pack"}},
-	"push":       {short: "o", long: []string{"push-option", "repo", "signed"}, strLong: []string{"receive-pack", "exec"}},
-	"ls-remote":  {long: []string{"sort", "server-option"}, str: "u", strLong: []string{"upload-pack"}},
-	"archive":    {short: "o", long: []string{"format", "prefix", "output", "remote", "add-file", "add-virtual-file"}, strLong: []string{"exec"}},
-	"send-pack":  {strLong: []string{"receive-pack", "exec"}},
-	"fetch-pack": {strLong: []string{"upload-pack", "exec"}},
-}
+var gitSubOpts = sync.OnceValue(func() map[string]optSpec {
+	return map[string]optSpec{
+		"difftool":   {short: "t", long: []string{"tool"}, str: "x", strLong: []string{"extcmd"}},
+		"mergetool":  {short: "t", long: []string{"tool"}},
+		"grep":       {short: "efABC", long: []string{"max-depth", "threads", "context", "after-context", "before-context"}, strLong: []string{"open-files-in-pager"}},
+		"clone":      {short: "objc", long: []string{"origin", "branch", "depth", "reference", "reference-if-able", "separate-git-dir", "jobs", "template", "filter", "config", "shallow-since", "shallow-exclude", "server-option", "bundle-uri", "ref-format"}, str: "u", strLong: []string{"upload-pack"}},
+		"fetch":      {short: "jo", long: []string{"depth", "deepen", "shallow-since", "shallow-exclude", "jobs", "refmap", "server-option", "negotiation-tip", "filter", "recurse-submodules-default", "submodule-prefix"}, strLong: []string{"upload-pack"}},
+		"pull":       {short: "sXjo", long: []string{"depth", "deepen", "shallow-since", "shallow-exclude", "jobs", "strategy", "strategy-option", "server-option", "negotiation-tip", "refmap"}, strLong: []string{"upload-pack"}},
+		"push":       {short: "o", long: []string{"push-option", "repo", "signed"}, strLong: []string{"receive-pack", "exec"}},
+		"ls-remote":  {long: []string{"sort", "server-option"}, str: "u", strLong: []string{"upload-pack"}},
+		"archive":    {short: "o", long: []string{"format", "prefix", "output", "remote", "add-file", "add-virtual-file"}, strLong: []string{"exec"}},
+		"send-pack":  {strLong: []string{"receive-pack", "exec"}},
+		"fetch-pack": {strLong: []string{"upload-pack", "exec"}},
+	}
+})
 
 // gitConfig checks one "git -c key=value"; it returns false after failing.
 func (a *analyzer) gitConfig(key, val string, depth int) bool {
@@ -244,7 +257,9 @@ func (a *analyzer) gitConfig(key, val string, depth int) bool {
 	return true
 }
 
-var ghValueFlags = setOf(`-R --repo --hostname -t --title -b --body -F --body-file --field -B --base -H --head --header -a --assignee -l --label -m --milestone -p --project -r --reviewer -T --template -q --jq -L --limit -S --search -s --state -A --author -X --method -f --raw-field --input --json -e --branch -c --comment -o --output -w --workflow -D --dir -n --name`)
+var ghValueFlags = sync.OnceValue(func() map[string]bool {
+	return setOf(`-R --repo --hostname -t --title -b --body -F --body-file --field -B --base -H --head --header -a --assignee -l --label -m --milestone -p --project -r --reviewer -T --template -q --jq -L --limit -S --search -s --state -A --author -X --method -f --raw-field --input --json -e --branch -c --comment -o --output -w --workflow -D --dir -n --name`)
+})
 
 func (a *analyzer) gh(inv invocation, depth int) {
 	args := inv.args
@@ -252,7 +267,7 @@ func (a *analyzer) gh(inv invocation, depth int) {
 	for i := 1; i < len(args) && len(chain) < 2; i++ {
 		w := args[i]
 		if w.dyn {
-			if len(chain) == 0 || ghGroups[chain[0]] {
+			if len(chain) == 0 || ghGroups()[chain[0]] {
 				a.fail("subcommand of gh is not static: " + w.val)
 				return
 			}
@@ -263,13 +278,13 @@ func (a *analyzer) gh(inv invocation, depth int) {
 			break
 		}
 		if strings.HasPrefix(v, "-") {
-			if ghValueFlags[v] {
+			if ghValueFlags()[v] {
 				i++
 			}
 			continue
 		}
 		chain = append(chain, v)
-		if !ghGroups[v] {
+		if !ghGroups()[v] {
 			break
 		}
 	}

@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -14,44 +15,58 @@ type interpSpec struct {
 	lang    string // "python", "js", "perl", "ruby", "php", "awk", "sed", "other"
 }
 
-var reVersioned = newLazyRegexp(`^(python|pypy|ruby|perl|php|lua|node)[0-9.]*$`)
-
-var interpreters = map[string]interpSpec{
-	"python":     {optSpec{short: "WXQ", str: "c"}, "python"},
-	"pypy":       {optSpec{short: "WXQ", str: "c"}, "python"},
-	"node":       {optSpec{short: "r", long: []string{"require", "import", "loader", "input-type", "env-file"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"nodejs":     {optSpec{short: "r", long: []string{"require", "import", "loader"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"bun":        {optSpec{str: "ep", strLong: []string{"eval", "print"}}, "js"},
-	"ruby":       {optSpec{short: "IrCEF", str: "e"}, "ruby"},
-	"perl":       {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
-	"php":        {optSpec{short: "dcz", str: "r"}, "php"},
-	"lua":        {optSpec{short: "l", str: "e"}, "other"},
-	"osascript":  {optSpec{short: "ls", str: "e"}, "applescript"},
-	"pwsh":       {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
-	"powershell": {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
-	"rscript":    {optSpec{str: "e"}, "other"},
-	"julia":      {optSpec{str: "e"}, "other"},
-	"expect":     {optSpec{str: "c"}, "tcl"},
-	"tclsh":      {optSpec{}, "tcl"},
-	"awk":        {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
-	"gawk":       {optSpec{short: "vFfWEil", long: []string{"assign", "field-separator", "file", "include", "load"}}, "awk"},
-	"mawk":       {optSpec{short: "vFfW"}, "awk"},
-	"nawk":       {optSpec{short: "vFf"}, "awk"},
-	"sed":        {optSpec{short: "lfs", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
-	"gsed":       {optSpec{short: "lf", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+// versionedBase returns the interpreter a versioned name runs ("python3.12"
+// → "python"), for the names python, pypy, ruby, perl, php, lua and node
+// followed by digits and dots; "" for anything else. It is the regexp
+// ^(python|pypy|ruby|perl|php|lua|node)[0-9.]*$ without the regexp, which
+// cost a compile on almost every command line.
+func versionedBase(prog string) string {
+	base := strings.TrimRight(prog, "0123456789.")
+	switch base {
+	case "python", "pypy", "ruby", "perl", "php", "lua", "node":
+		return base
+	}
+	return ""
 }
+
+var interpreters = sync.OnceValue(func() map[string]interpSpec {
+	return map[string]interpSpec{
+		"python":     {optSpec{short: "WXQ", str: "c"}, "python"},
+		"pypy":       {optSpec{short: "WXQ", str: "c"}, "python"},
+		"node":       {optSpec{short: "r", long: []string{"require", "import", "loader", "input-type", "env-file"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+		"nodejs":     {optSpec{short: "r", long: []string{"require", "import", "loader"}, str: "ep", strLong: []string{"eval", "print"}}, "js"},
+		"bun":        {optSpec{str: "ep", strLong: []string{"eval", "print"}}, "js"},
+		"ruby":       {optSpec{short: "IrCEF", str: "e"}, "ruby"},
+		"perl":       {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
+		"php":        {optSpec{short: "dcz", str: "r"}, "php"},
+		"lua":        {optSpec{short: "l", str: "e"}, "other"},
+		"osascript":  {optSpec{short: "ls", str: "e"}, "applescript"},
+		"pwsh":       {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
+		"powershell": {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
+		"rscript":    {optSpec{str: "e"}, "other"},
+		"julia":      {optSpec{str: "e"}, "other"},
+		"expect":     {optSpec{str: "c"}, "tcl"},
+		"tclsh":      {optSpec{}, "tcl"},
+		"awk":        {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
+		"gawk":       {optSpec{short: "vFfWEil", long: []string{"assign", "field-separator", "file", "include", "load"}}, "awk"},
+		"mawk":       {optSpec{short: "vFfW"}, "awk"},
+		"nawk":       {optSpec{short: "vFf"}, "awk"},
+		"sed":        {optSpec{short: "lfs", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+		"gsed":       {optSpec{short: "lf", long: []string{"line-length", "file"}, str: "e", strLong: []string{"expression"}}, "sed"},
+	}
+})
 
 // interpreter handles interpreters with inline code; false when prog is not one.
 func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 	prog := inv.prog
 	key := prog
-	if m := reVersioned.FindStringSubmatch(prog); m != nil {
-		key = m[1]
+	if base := versionedBase(prog); base != "" {
+		key = base
 	}
 	if key == "python" || strings.HasPrefix(prog, "python") {
 		key = "python"
 	}
-	sp, ok := interpreters[key]
+	sp, ok := interpreters()[key]
 	if !ok {
 		if prog == "deno" && len(inv.args) > 2 && inv.args[1].val == "eval" {
 			a.record(inv)

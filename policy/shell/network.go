@@ -3,6 +3,7 @@ package shell
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/barry-rocks/sandbox/policy"
 )
@@ -102,50 +103,56 @@ func (c Classification) NetworkActionDenied(actions []string) (string, bool) {
 	return "", false
 }
 
-var ghWriteVerbs = setOf(`create edit merge close reopen delete comment review ready lock unlock transfer archive unarchive rename upload set remove add fork sync cancel rerun enable disable run develop pin unpin login logout refresh setup-git`)
+var ghWriteVerbs = sync.OnceValue(func() map[string]bool {
+	return setOf(`create edit merge close reopen delete comment review ready lock unlock transfer archive unarchive rename upload set remove add fork sync cancel rerun enable disable run develop pin unpin login logout refresh setup-git`)
+})
 
-var pkgRead = map[string]map[string]bool{
-	"npm":      setOf(`install i ci add update upgrade outdated view info show audit dlx exec create init x`),
-	"pnpm":     setOf(`install i add update up upgrade outdated view info audit dlx exec create`),
-	"yarn":     setOf(`install add upgrade up outdated info dlx create`),
-	"bun":      setOf(`install i add update upgrade x create outdated`),
-	"pip":      setOf(`install download index search wheel`),
-	"pip3":     setOf(`install download index search wheel`),
-	"pipx":     setOf(`install run upgrade inject`),
-	"uv":       setOf(`add sync lock pip tool run venv python`),
-	"poetry":   setOf(`add install update lock`),
-	"go":       setOf(`get install mod`),
-	"cargo":    setOf(`fetch install update add search`),
-	"gem":      setOf(`install update fetch`),
-	"bundle":   setOf(`install update`),
-	"docker":   setOf(`pull search login build`),
-	"podman":   setOf(`pull search login build`),
-	"brew":     setOf(`install update upgrade fetch tap reinstall`),
-	"apt":      setOf(`install update upgrade full-upgrade dist-upgrade download source`),
-	"apt-get":  setOf(`install update upgrade dist-upgrade download source`),
-	"helm":     setOf(`install pull upgrade repo dependency`),
-	"composer": setOf(`install require update`),
-	"npx":      {"": true},
-	"bunx":     {"": true},
-	"pnpx":     {"": true},
-}
+var pkgRead = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"npm":      setOf(`install i ci add update upgrade outdated view info show audit dlx exec create init x`),
+		"pnpm":     setOf(`install i add update up upgrade outdated view info audit dlx exec create`),
+		"yarn":     setOf(`install add upgrade up outdated info dlx create`),
+		"bun":      setOf(`install i add update upgrade x create outdated`),
+		"pip":      setOf(`install download index search wheel`),
+		"pip3":     setOf(`install download index search wheel`),
+		"pipx":     setOf(`install run upgrade inject`),
+		"uv":       setOf(`add sync lock pip tool run venv python`),
+		"poetry":   setOf(`add install update lock`),
+		"go":       setOf(`get install mod`),
+		"cargo":    setOf(`fetch install update add search`),
+		"gem":      setOf(`install update fetch`),
+		"bundle":   setOf(`install update`),
+		"docker":   setOf(`pull search login build`),
+		"podman":   setOf(`pull search login build`),
+		"brew":     setOf(`install update upgrade fetch tap reinstall`),
+		"apt":      setOf(`install update upgrade full-upgrade dist-upgrade download source`),
+		"apt-get":  setOf(`install update upgrade dist-upgrade download source`),
+		"helm":     setOf(`install pull upgrade repo dependency`),
+		"composer": setOf(`install require update`),
+		"npx":      {"": true},
+		"bunx":     {"": true},
+		"pnpx":     {"": true},
+	}
+})
 
-var pkgWrite = map[string]map[string]bool{
-	"npm":    setOf(`publish unpublish deprecate dist-tag owner`),
-	"pnpm":   setOf(`publish`),
-	"yarn":   setOf(`publish npm`),
-	"bun":    setOf(`publish`),
-	"twine":  setOf(`upload register`),
-	"uv":     setOf(`publish`),
-	"poetry": setOf(`publish`),
-	"cargo":  setOf(`publish yank owner`),
-	"gem":    setOf(`push yank owner`),
-	"docker": setOf(`push`),
-	"podman": setOf(`push`),
-	"helm":   setOf(`push`),
-	"flit":   setOf(`publish`),
-	"hatch":  setOf(`publish`),
-}
+var pkgWrite = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"npm":    setOf(`publish unpublish deprecate dist-tag owner`),
+		"pnpm":   setOf(`publish`),
+		"yarn":   setOf(`publish npm`),
+		"bun":    setOf(`publish`),
+		"twine":  setOf(`upload register`),
+		"uv":     setOf(`publish`),
+		"poetry": setOf(`publish`),
+		"cargo":  setOf(`publish yank owner`),
+		"gem":    setOf(`push yank owner`),
+		"docker": setOf(`push`),
+		"podman": setOf(`push`),
+		"helm":   setOf(`push`),
+		"flit":   setOf(`publish`),
+		"hatch":  setOf(`publish`),
+	}
+})
 
 // networkActions returns the tags one invocation performs.
 func networkActions(inv invocation) []string {
@@ -171,7 +178,7 @@ func networkActions(inv invocation) []string {
 			sub == "submodule" && (second == "update" || second == "add" || second == "sync"),
 			sub == "lfs" && (second == "fetch" || second == "pull" || second == "clone"):
 			return []string{policy.ActionGitFetch}
-		case !gitSubcommands[sub]:
+		case !gitSubcommands()[sub]:
 			return []string{policy.ActionGitFetch, policy.ActionGitPush}
 		}
 	case "gh":
@@ -184,7 +191,7 @@ func networkActions(inv invocation) []string {
 			}
 			return []string{policy.ActionHTTPRead}
 		}
-		if len(inv.chain) > 1 && ghWriteVerbs[inv.chain[1]] || !ghTop[sub] {
+		if len(inv.chain) > 1 && ghWriteVerbs()[inv.chain[1]] || !ghTop()[sub] {
 			return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
 		}
 		return []string{policy.ActionHTTPRead}
@@ -249,12 +256,12 @@ func networkActions(inv invocation) []string {
 	}
 	first := sub
 	if len(inv.chain) == 0 {
-		first = firstOperand(args, globalOpts[inv.prog])
+		first = firstOperand(args, globalOpts()[inv.prog])
 	}
-	if pkgWrite[inv.prog][first] {
+	if pkgWrite()[inv.prog][first] {
 		return []string{policy.ActionHTTPWrite}
 	}
-	if r := pkgRead[inv.prog]; r != nil && (r[first] || r[""] || inv.prog == "yarn" && first == "") {
+	if r := pkgRead()[inv.prog]; r != nil && (r[first] || r[""] || inv.prog == "yarn" && first == "") {
 		return []string{policy.ActionHTTPRead}
 	}
 	return nil
@@ -545,9 +552,11 @@ func (c Classification) Domains() []string {
 	return out
 }
 
-var rrTypes = setOf(`a aaaa mx ns txt cname soa ptr srv caa any axfr ixfr ds dnskey https svcb in ch hs`)
+var rrTypes = sync.OnceValue(func() map[string]bool {
+	return setOf(`a aaaa mx ns txt cname soa ptr srv caa any axfr ixfr ds dnskey https svcb in ch hs`)
+})
 
-func isRRType(s string) bool { return rrTypes[strings.ToLower(s)] && s == strings.ToUpper(s) }
+func isRRType(s string) bool { return rrTypes()[strings.ToLower(s)] && s == strings.ToUpper(s) }
 
 func isAlphaNum(s string) bool {
 	for _, c := range s {

@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
 
 // confusables maps lookalike letters to the ASCII letter they imitate.
-var confusables = strings.NewReplacer(
-	"а", "a", "е", "e", "і", "i", "о", "o", "р", "p", "с", "c", "у", "y", "х", "x", "ѕ", "s",
-	"ј", "j", "ԁ", "d", "ɡ", "g", "һ", "h", "ӏ", "l", "ո", "n", "ս", "u", "ν", "v", "ο", "o",
-	"α", "a", "ι", "i", "κ", "k", "τ", "t", "Ꭲ", "t", "ｇ", "g", "ｉ", "i", "ｔ", "t",
-)
+var confusables = sync.OnceValue(func() *strings.Replacer {
+	return strings.NewReplacer(
+		"а", "a", "е", "e", "і", "i", "о", "o", "р", "p", "с", "c", "у", "y", "х", "x", "ѕ", "s",
+		"ј", "j", "ԁ", "d", "ɡ", "g", "һ", "h", "ӏ", "l", "ո", "n", "ս", "u", "ν", "v", "ο", "o",
+		"α", "a", "ι", "i", "κ", "k", "τ", "t", "Ꭲ", "t", "ｇ", "g", "ｉ", "i", "ｔ", "t",
+	)
+})
 
 // normalizeProgram maps a program word to the basename rules match on, and
 // returns the subcommand a dashed form implies ("git-push" → "git", "push").
@@ -22,141 +25,158 @@ func normalizeProgram(p string) (string, string) {
 	p = path.Base(p)
 	p = strings.TrimPrefix(p, "=")
 	p = strings.ToLower(p)
-	p = confusables.Replace(p)
+	p = confusables().Replace(p)
 	p = strings.TrimSuffix(p, ".exe")
 	switch p {
 	case "hub", "yadm":
 		return "git", ""
 	}
-	if sub, ok := strings.CutPrefix(p, "git-"); ok && (gitSubcommands[sub] || strings.HasPrefix(sub, "credential-")) {
+	if sub, ok := strings.CutPrefix(p, "git-"); ok && (gitSubcommands()[sub] || strings.HasPrefix(sub, "credential-")) {
 		return "git", sub
 	}
 	return p, ""
 }
 
-var shells = map[string]syntax.LangVariant{
-	"bash": syntax.LangBash, "sh": syntax.LangBash, "dash": syntax.LangBash, "ash": syntax.LangBash,
-	"rbash": syntax.LangBash, "yash": syntax.LangBash, "posh": syntax.LangBash, "fish": syntax.LangBash,
-	"csh": syntax.LangBash, "tcsh": syntax.LangBash, "zsh": syntax.LangZsh,
-	"ksh": syntax.LangMirBSDKorn, "mksh": syntax.LangMirBSDKorn, "ksh93": syntax.LangMirBSDKorn,
-}
+var shells = sync.OnceValue(func() map[string]syntax.LangVariant {
+	return map[string]syntax.LangVariant{
+		"bash": syntax.LangBash, "sh": syntax.LangBash, "dash": syntax.LangBash, "ash": syntax.LangBash,
+		"rbash": syntax.LangBash, "yash": syntax.LangBash, "posh": syntax.LangBash, "fish": syntax.LangBash,
+		"csh": syntax.LangBash, "tcsh": syntax.LangBash, "zsh": syntax.LangZsh,
+		"ksh": syntax.LangMirBSDKorn, "mksh": syntax.LangMirBSDKorn, "ksh93": syntax.LangMirBSDKorn,
+	}
+})
 
 // lookups name programs without running them.
-var lookups = map[string]bool{
-	"which": true, "type": true, "whereis": true, "man": true, "help": true, "whatis": true,
-	"apropos": true, "tldr": true, "info": true,
-}
+var lookups = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"which": true, "type": true, "whereis": true, "man": true, "help": true, "whatis": true,
+		"apropos": true, "tldr": true, "info": true,
+	}
+})
 
 // Wrappers that run the rest of their argv as a command after their own
 // options and a fixed number of operands.
-var wrappers = map[string]struct {
+var wrappers = sync.OnceValue(func() map[string]struct {
 	optSpec
 	operands int
-}{
-	"nohup":            {},
-	"noglob":           {}, // zsh precommand modifiers
-	"-":                {},
-	"nocorrect":        {},
-	"repeat":           {optSpec{}, 1},
-	"setsid":           {},
-	"builtin":          {},
-	"unbuffer":         {},
-	"catchsegv":        {},
-	"time":             {optSpec{short: "fo", long: []string{"format", "output"}}, 0},
-	"nice":             {optSpec{short: "n", long: []string{"adjustment"}}, 0},
-	"timeout":          {optSpec{short: "ks", long: []string{"kill-after", "signal"}}, 1},
-	"stdbuf":           {optSpec{short: "ioe", long: []string{"input", "output", "error"}}, 0},
-	"ionice":           {optSpec{short: "cnp", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, 0},
-	"chrt":             {optSpec{short: "TPD", long: []string{"sched-runtime", "sched-period", "sched-deadline"}}, 1},
-	"taskset":          {optSpec{}, 1},
-	"chroot":           {optSpec{long: []string{"userspec", "groups"}}, 1},
-	"unshare":          {optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd"}}, 0},
-	"nsenter":          {optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}, 0},
-	"doas":             {optSpec{short: "uC"}, 0},
-	"caffeinate":       {optSpec{short: "tw"}, 0},
-	"torsocks":         {optSpec{short: "uapP"}, 0},
-	"proxychains":      {optSpec{short: "f"}, 0},
-	"proxychains4":     {optSpec{short: "f"}, 0},
-	"firejail":         {optSpec{}, 0},
-	"proot":            {optSpec{short: "rbwvkq", long: []string{"rootfs", "bind", "cwd", "verbose", "kernel-release", "qemu"}}, 0},
-	"systemd-run":      {optSpec{short: "upEMHs", long: []string{"unit", "property", "setenv", "machine", "host", "uid", "gid", "working-directory", "slice", "description", "nice", "service-type", "on-calendar", "on-active", "timer-property", "path-property", "socket-property"}}, 0},
-	"xvfb-run":         {optSpec{short: "nsfepw", long: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol", "wait"}}, 0},
-	"dbus-run-session": {optSpec{long: []string{"config-file", "dbus-daemon"}}, 0},
-	"sshpass":          {optSpec{short: "pfdP"}, 0},
-	"strace":           {optSpec{short: "oeEpsuabIXPSU", long: []string{"output", "trace", "signal", "attach", "string-limit", "user", "env"}}, 0},
-	"ltrace":           {optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, 0},
-	"exec":             {optSpec{short: "a"}, 0},
-}
+} {
+	return map[string]struct {
+		optSpec
+		operands int
+	}{
+		"nohup":            {},
+		"noglob":           {}, // zsh precommand modifiers
+		"-":                {},
+		"nocorrect":        {},
+		"repeat":           {optSpec{}, 1},
+		"setsid":           {},
+		"builtin":          {},
+		"unbuffer":         {},
+		"catchsegv":        {},
+		"time":             {optSpec{short: "fo", long: []string{"format", "output"}}, 0},
+		"nice":             {optSpec{short: "n", long: []string{"adjustment"}}, 0},
+		"timeout":          {optSpec{short: "ks", long: []string{"kill-after", "signal"}}, 1},
+		"stdbuf":           {optSpec{short: "ioe", long: []string{"input", "output", "error"}}, 0},
+		"ionice":           {optSpec{short: "cnp", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, 0},
+		"chrt":             {optSpec{short: "TPD", long: []string{"sched-runtime", "sched-period", "sched-deadline"}}, 1},
+		"taskset":          {optSpec{}, 1},
+		"chroot":           {optSpec{long: []string{"userspec", "groups"}}, 1},
+		"unshare":          {optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd"}}, 0},
+		"nsenter":          {optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}, 0},
+		"doas":             {optSpec{short: "uC"}, 0},
+		"caffeinate":       {optSpec{short: "tw"}, 0},
+		"torsocks":         {optSpec{short: "uapP"}, 0},
+		"proxychains":      {optSpec{short: "f"}, 0},
+		"proxychains4":     {optSpec{short: "f"}, 0},
+		"firejail":         {optSpec{}, 0},
+		"proot":            {optSpec{short: "rbwvkq", long: []string{"rootfs", "bind", "cwd", "verbose", "kernel-release", "qemu"}}, 0},
+		"systemd-run":      {optSpec{short: "upEMHs", long: []string{"unit", "property", "setenv", "machine", "host", "uid", "gid", "working-directory", "slice", "description", "nice", "service-type", "on-calendar", "on-active", "timer-property", "path-property", "socket-property"}}, 0},
+		"xvfb-run":         {optSpec{short: "nsfepw", long: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol", "wait"}}, 0},
+		"dbus-run-session": {optSpec{long: []string{"config-file", "dbus-daemon"}}, 0},
+		"sshpass":          {optSpec{short: "pfdP"}, 0},
+		"strace":           {optSpec{short: "oeEpsuabIXPSU", long: []string{"output", "trace", "signal", "attach", "string-limit", "user", "env"}}, 0},
+		"ltrace":           {optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, 0},
+		"exec":             {optSpec{short: "a"}, 0},
+	}
+})
 
 // opaqueExecutors run code the line does not show (build files, scripts).
-var opaqueExecutors = map[string]bool{
-	"make": true, "gmake": true, "just": true, "task": true, "cargo": true, "gradle": true, "gradlew": true,
-	"mvn": true, "mvnw": true, "pytest": true, "tox": true, "nox": true, "rake": true, "ant": true, "bazel": true,
-	"ninja": true, "cmake": true, "meson": true, "ctest": true, "jest": true, "vitest": true, "mocha": true,
-	"tsx": true, "ts-node": true, "phpunit": true, "rspec": true, "sbt": true, "dotnet": true, "swift": true,
-}
+var opaqueExecutors = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"make": true, "gmake": true, "just": true, "task": true, "cargo": true, "gradle": true, "gradlew": true,
+		"mvn": true, "mvnw": true, "pytest": true, "tox": true, "nox": true, "rake": true, "ant": true, "bazel": true,
+		"ninja": true, "cmake": true, "meson": true, "ctest": true, "jest": true, "vitest": true, "mocha": true,
+		"tsx": true, "ts-node": true, "phpunit": true, "rspec": true, "sbt": true, "dotnet": true, "swift": true,
+	}
+})
 
 // scriptRunners maps a program to its subcommands that run project scripts
 // (reported opaque); "" is the program run with no subcommand.
-var scriptRunners = map[string]map[string]bool{
-	"npm":  {"run": true, "run-script": true, "test": true, "start": true, "install": true, "i": true, "ci": true, "t": true, "restart": true, "stop": true},
-	"pnpm": {"run": true, "test": true, "start": true, "install": true, "i": true},
-	"yarn": {"run": true, "test": true, "start": true, "install": true, "": true},
-	"bun":  {"run": true, "test": true, "install": true},
-	"go":   {"run": true, "test": true, "generate": true},
-	"deno": {"run": true, "task": true, "test": true},
-	"uv":   {"run": true},
-}
+var scriptRunners = sync.OnceValue(func() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"npm":  {"run": true, "run-script": true, "test": true, "start": true, "install": true, "i": true, "ci": true, "t": true, "restart": true, "stop": true},
+		"pnpm": {"run": true, "test": true, "start": true, "install": true, "i": true},
+		"yarn": {"run": true, "test": true, "start": true, "install": true, "": true},
+		"bun":  {"run": true, "test": true, "install": true},
+		"go":   {"run": true, "test": true, "generate": true},
+		"deno": {"run": true, "task": true, "test": true},
+		"uv":   {"run": true},
+	}
+})
 
 // Global options (value-taking) of programs whose subcommands matter.
-var globalOpts = map[string]optSpec{
-	"docker":    {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
-	"podman":    {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
-	"kubectl":   {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
-	"helm":      {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
-	"npm":       {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
-	"pnpm":      {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
-	"yarn":      {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
-	"cargo":     {short: "ZC", long: []string{"config", "color", "manifest-path"}},
-	"go":        {short: "C"},
-	"pip":       {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
-	"aws":       {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
-	"gcloud":    {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
-	"az":        {long: []string{"subscription", "output", "query"}},
-	"brew":      {},
-	"apt":       {short: "ot", long: []string{"option", "target-release"}},
-	"apt-get":   {short: "ot", long: []string{"option", "target-release"}},
-	"gem":       {},
-	"uv":        {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
-	"poetry":    {short: "C", long: []string{"directory", "project"}},
-	"twine":     {},
-	"terraform": {},
-	"systemctl": {short: "HMt", long: []string{"host", "machine", "type", "state", "property"}},
-	"deno":      {},
-	"bun":       {},
-	"pip3":      {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
-}
+var globalOpts = sync.OnceValue(func() map[string]optSpec {
+	return map[string]optSpec{
+		"docker":    {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
+		"podman":    {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
+		"kubectl":   {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
+		"helm":      {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
+		"npm":       {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
+		"pnpm":      {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
+		"yarn":      {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
+		"cargo":     {short: "ZC", long: []string{"config", "color", "manifest-path"}},
+		"go":        {short: "C"},
+		"pip":       {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
+		"aws":       {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
+		"gcloud":    {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
+		"az":        {long: []string{"subscription", "output", "query"}},
+		"brew":      {},
+		"apt":       {short: "ot", long: []string{"option", "target-release"}},
+		"apt-get":   {short: "ot", long: []string{"option", "target-release"}},
+		"gem":       {},
+		"uv":        {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
+		"poetry":    {short: "C", long: []string{"directory", "project"}},
+		"twine":     {},
+		"terraform": {},
+		"systemctl": {short: "HMt", long: []string{"host", "machine", "type", "state", "property"}},
+		"deno":      {},
+		"bun":       {},
+		"pip3":      {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
+	}
+})
 
 // nonExec are common programs that never run their arguments as commands:
 // their arguments are not scanned for program names.
-var nonExec = map[string]bool{
-	"echo": true, "printf": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
-	"ls": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true, "cut": true, "tr": true,
-	"diff": true, "cd": true, "pwd": true, "mkdir": true, "rm": true, "rmdir": true, "cp": true, "mv": true,
-	"touch": true, "chmod": true, "chown": true, "ln": true, "test": true, "[": true, "true": true, "false": true,
-	"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "let": true, "set": true,
-	"unset": true, "shift": true, "read": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
-	"date": true, "basename": true, "dirname": true, "realpath": true, "readlink": true, "stat": true,
-	"file": true, "du": true, "df": true, "tee": true, "less": true, "more": true, "jq": true, "yq": true,
-	"base64": true, "sha256sum": true, "md5sum": true, "tar": true, "zip": true, "unzip": true, "gzip": true,
-	"gunzip": true, "ps": true, "env": true, "id": true, "whoami": true, "uname": true, "hostname": true,
-	"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
-	"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
-	"brew": true, "apt": true, "apt-get": true, "pip": true, "pip3": true, "npm": true, "pnpm": true,
-	"yarn": true, "gem": true, "curl": true, "wget": true, "git": true, "gh": true, "code": true, "open": true,
-	"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
-	"podman": true, "kubectl": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
-}
+var nonExec = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"echo": true, "printf": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
+		"ls": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true, "cut": true, "tr": true,
+		"diff": true, "cd": true, "pwd": true, "mkdir": true, "rm": true, "rmdir": true, "cp": true, "mv": true,
+		"touch": true, "chmod": true, "chown": true, "ln": true, "test": true, "[": true, "true": true, "false": true,
+		"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "let": true, "set": true,
+		"unset": true, "shift": true, "read": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
+		"date": true, "basename": true, "dirname": true, "realpath": true, "readlink": true, "stat": true,
+		"file": true, "du": true, "df": true, "tee": true, "less": true, "more": true, "jq": true, "yq": true,
+		"base64": true, "sha256sum": true, "md5sum": true, "tar": true, "zip": true, "unzip": true, "gzip": true,
+		"gunzip": true, "ps": true, "env": true, "id": true, "whoami": true, "uname": true, "hostname": true,
+		"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
+		"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
+		"brew": true, "apt": true, "apt-get": true, "pip": true, "pip3": true, "npm": true, "pnpm": true,
+		"yarn": true, "gem": true, "curl": true, "wget": true, "git": true, "gh": true, "code": true, "open": true,
+		"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
+		"podman": true, "kubectl": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
+	}
+})
 
 // command analyses one argv (args[0] is the program word).
 func (a *analyzer) command(args []word, in stdin, depth int) {
@@ -189,11 +209,11 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			a.command(args[i:], in, depth+1)
 		}
 	}
-	if lang, ok := shells[prog]; ok {
+	if lang, ok := shells()[prog]; ok {
 		a.shell(inv, in, lang, depth)
 		return
 	}
-	if w, ok := wrappers[prog]; ok {
+	if w, ok := wrappers()[prog]; ok {
 		a.record(inv)
 		o := scanOpts(args, 1, w.optSpec)
 		if o.bad != "" {
@@ -329,7 +349,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 					name = args[j+2].val
 				}
 			}
-			if _, ok := hijackVars[name]; ok || commandVars[name] {
+			if _, ok := hijackVars()[name]; ok || commandVars()[name] {
 				a.fail(prog + " assigns " + name + ", which changes what later commands run")
 				return
 			}
@@ -527,7 +547,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		a.tar(args, depth)
 		return
 	}
-	if lookups[prog] {
+	if lookups()[prog] {
 		a.record(inv)
 		return
 	}
@@ -544,7 +564,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 // first operands after its known global options.
 func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 	prog, args := inv.prog, inv.args
-	sp, hasSubs := globalOpts[prog]
+	sp, hasSubs := globalOpts()[prog]
 	i := 1
 	if prog == "cargo" && i < len(args) && strings.HasPrefix(args[i].val, "+") {
 		i++
@@ -567,10 +587,10 @@ func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 			if o2.next < len(args) && !args[o2.next].dyn {
 				inv.chain = append(inv.chain, args[o2.next].val)
 			}
-			if sub := scriptRunners[prog]; sub != nil && sub[inv.chain[0]] {
+			if sub := scriptRunners()[prog]; sub != nil && sub[inv.chain[0]] {
 				a.opaque(prog)
 			}
-		} else if sub := scriptRunners[prog]; sub != nil && sub[""] {
+		} else if sub := scriptRunners()[prog]; sub != nil && sub[""] {
 			a.opaque(prog)
 		}
 		if prog == "npm" || prog == "pnpm" || prog == "yarn" {
@@ -584,7 +604,7 @@ func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 		a.commandWrites(inv)
 		return
 	}
-	if opaqueExecutors[prog] || strings.Contains(args[0].val, "/") {
+	if opaqueExecutors()[prog] || strings.Contains(args[0].val, "/") {
 		a.opaque(prog)
 	}
 	a.record(inv)
@@ -615,35 +635,39 @@ func (a *analyzer) afterSub(prog string, args []word, i int, in stdin, depth int
 
 // Runners: program → subcommands that run the rest of argv, and how many
 // operands come before the command.
-var runners = map[string]map[string]int{
-	"uv": {"run": 0}, "poetry": {"run": 0}, "pipenv": {"run": 0}, "pdm": {"run": 0}, "hatch": {"run": 0},
-	"conda": {"run": 0}, "pixi": {"run": 0}, "mise": {"exec": 0, "x": 0}, "asdf": {"exec": 0},
-	"direnv": {"exec": 1}, "op": {"run": 0}, "doppler": {"run": 0}, "aws-vault": {"exec": 1},
-	"infisical": {"run": 0}, "bundle": {"exec": 0}, "nix": {"shell": -1, "develop": -1},
-	"bun": {"x": 0}, "docker": {"exec": 1, "run": 1}, "podman": {"exec": 1, "run": 1},
-	"kubectl": {"exec": -1, "run": -1, "debug": -1},
-}
+var runners = sync.OnceValue(func() map[string]map[string]int {
+	return map[string]map[string]int{
+		"uv": {"run": 0}, "poetry": {"run": 0}, "pipenv": {"run": 0}, "pdm": {"run": 0}, "hatch": {"run": 0},
+		"conda": {"run": 0}, "pixi": {"run": 0}, "mise": {"exec": 0, "x": 0}, "asdf": {"exec": 0},
+		"direnv": {"exec": 1}, "op": {"run": 0}, "doppler": {"run": 0}, "aws-vault": {"exec": 1},
+		"infisical": {"run": 0}, "bundle": {"exec": 0}, "nix": {"shell": -1, "develop": -1},
+		"bun": {"x": 0}, "docker": {"exec": 1, "run": 1}, "podman": {"exec": 1, "run": 1},
+		"kubectl": {"exec": -1, "run": -1, "debug": -1},
+	}
+})
 
 // Value-taking options of runners' run/exec subcommands.
-var runnerOpts = map[string]optSpec{
-	"uv":        {short: "pw", long: []string{"with", "with-requirements", "with-editable", "python", "package", "extra", "group", "only-group", "no-group", "env-file", "directory", "project", "index", "default-index", "index-url", "extra-index-url", "from", "find-links", "script"}},
-	"poetry":    {short: "CP", long: []string{"directory", "project"}},
-	"pdm":       {short: "p", long: []string{"project", "venv"}},
-	"hatch":     {short: "e", long: []string{"env"}},
-	"conda":     {short: "np", long: []string{"name", "prefix", "cwd"}},
-	"pixi":      {short: "e", long: []string{"environment", "manifest-path"}},
-	"mise":      {short: "C", long: []string{"cd", "jobs"}},
-	"op":        {long: []string{"env-file", "account"}},
-	"doppler":   {short: "pc", long: []string{"project", "config", "token"}},
-	"infisical": {long: []string{"env", "projectId", "path", "token"}},
-	"bundle":    {long: []string{"gemfile"}},
-}
+var runnerOpts = sync.OnceValue(func() map[string]optSpec {
+	return map[string]optSpec{
+		"uv":        {short: "pw", long: []string{"with", "with-requirements", "with-editable", "python", "package", "extra", "group", "only-group", "no-group", "env-file", "directory", "project", "index", "default-index", "index-url", "extra-index-url", "from", "find-links", "script"}},
+		"poetry":    {short: "CP", long: []string{"directory", "project"}},
+		"pdm":       {short: "p", long: []string{"project", "venv"}},
+		"hatch":     {short: "e", long: []string{"env"}},
+		"conda":     {short: "np", long: []string{"name", "prefix", "cwd"}},
+		"pixi":      {short: "e", long: []string{"environment", "manifest-path"}},
+		"mise":      {short: "C", long: []string{"cd", "jobs"}},
+		"op":        {long: []string{"env-file", "account"}},
+		"doppler":   {short: "pc", long: []string{"project", "config", "token"}},
+		"infisical": {long: []string{"env", "projectId", "path", "token"}},
+		"bundle":    {long: []string{"gemfile"}},
+	}
+})
 
 var dockerRunOpts = optSpec{short: "aecmpuvwhlI", long: []string{"env", "volume", "publish", "name", "workdir", "user", "network", "entrypoint", "mount", "label", "env-file", "hostname", "platform", "cpus", "memory", "add-host", "cap-add", "cap-drop", "device", "dns", "gpus", "ipc", "pid", "restart", "runtime", "security-opt", "shm-size", "tmpfs", "ulimit", "volumes-from", "log-driver", "log-opt", "detach-keys", "cidfile", "group-add", "link", "network-alias", "pull", "stop-signal", "stop-timeout", "userns", "uts", "cgroupns", "health-cmd"}}
 
 // runner handles "uv run CMD", "docker exec C CMD", "nix shell -c CMD"...
 func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
-	subs, ok := runners[inv.prog]
+	subs, ok := runners()[inv.prog]
 	if !ok {
 		if inv.prog == "npx" || inv.prog == "bunx" || inv.prog == "pnpx" {
 			a.record(inv)
@@ -653,7 +677,7 @@ func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
 		return false
 	}
 	args := inv.args
-	o := scanOpts(args, 1, globalOpts[inv.prog])
+	o := scanOpts(args, 1, globalOpts()[inv.prog])
 	if o.bad != "" || o.next >= len(args) || args[o.next].dyn {
 		return false
 	}
@@ -677,7 +701,7 @@ func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
 		}
 		return true
 	}
-	sp := runnerOpts[inv.prog]
+	sp := runnerOpts()[inv.prog]
 	if inv.prog == "docker" || inv.prog == "podman" {
 		sp = dockerRunOpts
 	}

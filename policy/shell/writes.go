@@ -3,6 +3,7 @@ package shell
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // FileWriteFinding says that a command line writes a file.
@@ -56,13 +57,19 @@ func (c Classification) FileWrite() *FileWriteFinding {
 }
 
 // writers whose operands are all written (path = first operand).
-var writeAll = setOf(`touch mkdir rm rmdir unlink shred mkfifo mknod gzip gunzip bzip2 xz unxz zstd`)
+var writeAll = sync.OnceValue(func() map[string]bool {
+	return setOf(`touch mkdir rm rmdir unlink shred mkfifo mknod gzip gunzip bzip2 xz unxz zstd`)
+})
 
 // writers whose first operand is not a path (mode, owner, size...).
-var writeAfterFirst = setOf(`chmod chown chgrp`)
+var writeAfterFirst = sync.OnceValue(func() map[string]bool {
+	return setOf(`chmod chown chgrp`)
+})
 
 // writers whose last operand is the destination.
-var writeLast = setOf(`cp mv install ln rsync scp`)
+var writeLast = sync.OnceValue(func() map[string]bool {
+	return setOf(`cp mv install ln rsync scp`)
+})
 
 // commandWrites records writes made by a command's own semantics.
 func (a *analyzer) commandWrites(inv invocation) {
@@ -80,15 +87,15 @@ func (a *analyzer) commandWrites(inv invocation) {
 		return ""
 	}
 	switch {
-	case writeAll[prog]:
+	case writeAll()[prog]:
 		if len(ops) > 0 {
 			a.write(first(), prog)
 		}
-	case writeAfterFirst[prog]:
+	case writeAfterFirst()[prog]:
 		if len(ops) > 1 {
 			a.write(ops[1].val, prog)
 		}
-	case writeLast[prog]:
+	case writeLast()[prog]:
 		if len(ops) > 1 {
 			dst := ops[len(ops)-1].val
 			if (prog == "scp" || prog == "rsync") && isRemote(dst) {
