@@ -188,7 +188,7 @@ func (s *Server) idle() time.Duration {
 }
 
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
-	r := bufio.NewReaderSize(conn, 64<<10)
+	r := bufio.NewReaderSize(conn, 4<<10) // readLine grows past it up to MaxRequestBytes
 	for ctx.Err() == nil {
 		conn.SetReadDeadline(time.Now().Add(s.idle()))
 		line, err := readLine(r, MaxRequestBytes)

@@ -327,3 +327,32 @@ func FuzzParseResponse(f *testing.F) {
 		}
 	})
 }
+
+// TestServerLargeRequest: a request far larger than the connection's read
+// buffer, but under MaxRequestBytes, is read whole and ruled on.
+func TestServerLargeRequest(t *testing.T) {
+	dir := privateDir(t)
+	sock := filepath.Join(dir, "s")
+	ln, err := ListenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, NewServer(engineFor(t, "guarded"), nil), ln)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := ClientSource{Addr: sock}.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.(*Client).Close()
+	long := "echo " + strings.Repeat("a", 60<<10) + " > /home/dev/acme-api/.env"
+	c := Call{Harness: ClaudeCode, Event: "PreToolUse", Kind: KindTool, Tool: "Bash",
+		Input: map[string]any{"command": long}, Cwd: "/home/dev/acme-api"}
+	d, err := r.Rule(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Verdict != policy.Deny || !strings.Contains(d.Reason, ".env") {
+		t.Errorf("60 KiB command writing .env: %+v; want a files.deny denial", d)
+	}
+}
