@@ -248,6 +248,9 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		if d, denied := r.checkAction(policy.ActionHTTPRead); denied {
 			return d
 		}
+		if len(urls) == 0 {
+			return policy.Denied(fmt.Sprintf("%s names no URL to check", c.Tool), "input")
+		}
 		return r.checkURLs(c.Tool, urls)
 	case CatWebSearch:
 		if d, denied := r.checkAction(policy.ActionHTTPRead); denied {
@@ -485,11 +488,85 @@ func barryNamespace(raw string) string {
 }
 
 // mcpURLKeys and mcpPathKeys are the MCP tool parameters the URL and file
-// guards read.
+// guards read at the top level, where a non-string value is an error.
+// Beyond them, scanMCPInput reads the whole input.
 var (
 	mcpURLKeys  = []string{"url", "uri", "href", "endpoint"}
 	mcpPathKeys = []string{"path", "file_path", "filePath", "filename", "file", "directory", "dir", "paths", "source", "destination"}
 )
+
+// maxScannedValues bounds scanMCPInput; a larger input is denied unread.
+const maxScannedValues = 10000
+
+// scanMCPInput reads an MCP tool's whole input the way the guards need it,
+// since servers name their parameters as they like ("target_url",
+// {"request": {"url": …}}): every http(s) URL inside any string, every
+// string under a key whose words name a host (host, hostname, domain), and
+// every string under a key whose words name a file (path, file, filename,
+// dir, directory, folder: "srcPath", "output_file", "workDir"). ok is false
+// when the input has more than maxScannedValues values.
+func scanMCPInput(v any) (urls, hosts, paths []string, ok bool) {
+	n := 0
+	var walk func(v any, key string) bool
+	walk = func(v any, key string) bool {
+		if n++; n > maxScannedValues {
+			return false
+		}
+		switch x := v.(type) {
+		case string:
+			urls = append(urls, urlPattern().FindAllString(x, -1)...)
+			switch keyKind(key) {
+			case "host":
+				hosts = append(hosts, x)
+			case "path":
+				paths = append(paths, x)
+			}
+		case []any:
+			for _, e := range x {
+				if !walk(e, key) {
+					return false
+				}
+			}
+		case map[string]any:
+			for k, e := range x {
+				if !walk(e, k) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	ok = walk(v, "")
+	return urls, hosts, paths, ok
+}
+
+// keyKind sorts a parameter name by its words (split at _, -, . and
+// lower-to-upper case changes): "host" for host, hostname or domain, "path"
+// for path, paths, file, files, filename, filepath, dir, dirs, directory,
+// folder; "" otherwise ("profile" is one word, not "file").
+func keyKind(key string) string {
+	var words []string
+	start := 0
+	for i := 1; i <= len(key); i++ {
+		if i == len(key) || strings.ContainsRune("_-. ", rune(key[i])) ||
+			(key[i] >= 'A' && key[i] <= 'Z' && key[i-1] >= 'a' && key[i-1] <= 'z') {
+			if w := strings.Trim(key[start:i], "_-. "); w != "" {
+				words = append(words, strings.ToLower(w))
+			}
+			start = i
+		}
+	}
+	kind := ""
+	for _, w := range words {
+		switch w {
+		case "host", "hostname", "domain":
+			return "host"
+		case "path", "paths", "file", "files", "filename", "filepath", "dir", "dirs", "directory", "folder":
+			kind = "path"
+		}
+	}
+	return kind
+}
 
 // ruleMCP allows an MCP call only when every reading of its name is a
 // granted qualified id that deniedTools does not name, and its URL and path
@@ -523,8 +600,22 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
-		if d := r.checkURLs(id, urls); !d.Allowed() {
+		deepURLs, hosts, deepPaths, ok := scanMCPInput(c.Input)
+		if !ok {
+			return policy.Denied(fmt.Sprintf("MCP tool %s input has more than %d values to check", id, maxScannedValues), "input")
+		}
+		pin := input{m: map[string]any{"paths": toAny(deepPaths)}}
+		paths = append(paths, pin.paths([]string{"paths"})...)
+		if pin.err != nil {
+			return policy.Denied(pin.err.Error(), "input")
+		}
+		if d := r.checkURLs(id, append(urls, deepURLs...)); !d.Allowed() {
 			return d
+		}
+		for _, h := range hosts {
+			if d := r.checkHost(id, h); !d.Allowed() {
+				return d
+			}
 		}
 		if r.fileRules() != nil && len(paths) > 0 {
 			cc := c
@@ -535,6 +626,14 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 		}
 	}
 	return policy.AllowedBy(fmt.Sprintf("MCP tool %s is in the session's tools", strings.Join(ids, ", ")), "mcpTools")
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // input reads typed values from a tool input, keeping the first error.
