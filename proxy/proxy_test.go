@@ -283,6 +283,28 @@ func TestSNI(t *testing.T) {
 			t.Fatalf("audit = %v", rec)
 		}
 	})
+	t.Run("alert record before the ClientHello", func(t *testing.T) {
+		// Go's TLS server skips a warning alert before the ClientHello, so
+		// an unchecked record there would let a hello for other.test
+		// through a tunnel opened for also.test.
+		c, resp := e.connect("also.test:"+e.port, true)
+		if resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %d", resp.StatusCode)
+		}
+		if _, err := c.Write([]byte{0x15, 3, 1, 0, 2, 1, 90}); err != nil {
+			t.Fatal(err)
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: "other.test", RootCAs: e.cert.Pool})
+		tc.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := tc.Handshake(); err == nil {
+			tc.Close()
+			t.Fatal("a ClientHello for other.test behind an alert record went through a tunnel to also.test")
+		}
+		rec := e.audit.waitAudit(t, "also.test")
+		if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != "sni mismatch: first TLS record (type 21) is not a ClientHello" {
+			t.Fatalf("audit = %v", rec)
+		}
+	})
 	t.Run("case and trailing dot match", func(t *testing.T) {
 		if err := dialTLS("ALSO.test.:"+e.port, &tls.Config{ServerName: "also.test", RootCAs: e.cert.Pool}); err != nil {
 			t.Fatal(err)

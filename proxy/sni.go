@@ -9,11 +9,12 @@ import (
 type helloState uint8
 
 const (
-	helloNeedMore  helloState = iota // not enough bytes yet
-	helloNotTLS                      // first byte is not a TLS handshake record
-	helloSNI                         // a ClientHello with a server name
-	helloNoSNI                       // a ClientHello without server name
-	helloMalformed                   // a handshake record that is not a valid ClientHello
+	helloNeedMore    helloState = iota // not enough bytes yet
+	helloNotTLS                        // first byte is not a TLS handshake record
+	helloSNI                           // a ClientHello with a server name
+	helloNoSNI                         // a ClientHello without server name
+	helloMalformed                     // a handshake record that is not a valid ClientHello
+	helloOtherRecord                   // a TLS record of another type (alert, …) before any ClientHello
 )
 
 // maxHelloBytes bounds how much of the client's first flight is held for the
@@ -31,6 +32,19 @@ func parseClientHello(buf []byte) (helloState, string) {
 		return helloNeedMore, ""
 	}
 	if buf[0] != 0x16 {
+		// Any other TLS record first (change_cipher_spec, alert,
+		// application_data, heartbeat: types 20-24, version 3.x) is
+		// refused, not passed as "not TLS": a TLS server that skips a
+		// warning alert would then read a ClientHello nobody checked.
+		if buf[0] < 0x14 || buf[0] > 0x18 {
+			return helloNotTLS, ""
+		}
+		if len(buf) < 2 {
+			return helloNeedMore, ""
+		}
+		if buf[1] == 3 {
+			return helloOtherRecord, ""
+		}
 		return helloNotTLS, ""
 	}
 	var hs []byte // handshake bytes gathered from consecutive records

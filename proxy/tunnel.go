@@ -243,6 +243,10 @@ func (t *tunnel) firstFlight(pending []byte) error {
 			rec.sni = "malformed"
 			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": first record is a malformed TLS ClientHello"
 			return errSNI
+		case helloOtherRecord:
+			rec.sni = "malformed"
+			rec.decision, rec.reason = "deny", fmt.Sprintf("%s: first TLS record (type %d) is not a ClientHello", ReasonSNIMismatch, buf[0])
+			return errSNI
 		case helloSNI:
 			rec.sni = name
 			sh, err := policy.ParseHost(name)
