@@ -78,6 +78,17 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 	}
 	s.inflight[f] = struct{}{}
 	s.mu.Unlock()
+	// A policy swap between decide and registration must not be missed:
+	// SetPolicy stores the new policy before it walks s.inflight.
+	if ok, why := s.stillAllowed(s.pol.Load(), h, ap); !ok {
+		s.mu.Lock()
+		delete(s.inflight, f)
+		s.mu.Unlock()
+		cancel()
+		rec.decision, rec.reason = "deny", ReasonPolicyChanged+": "+why
+		s.audit(rec)
+		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+	}
 	hostHdr := h.String()
 	if h.IP.Is6() {
 		hostHdr = "[" + hostHdr + "]"

@@ -845,3 +845,55 @@ func mustListen(t *testing.T, network, addr string) net.Listener {
 	}
 	return ln
 }
+
+// swapResolver resolves like the default resolver, but first swaps the
+// proxy's policy to one that no longer allows the name: the swap lands
+// after the name was decided and before the request or tunnel is
+// registered, the window a live policy change must not miss.
+type swapResolver struct {
+	inner proxy.Resolver
+	srv   **proxy.Server
+	to    proxy.Policy
+}
+
+func (r swapResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if err := (*r.srv).SetPolicy(r.to); err != nil {
+		return nil, err
+	}
+	return r.inner.LookupNetIP(ctx, network, host)
+}
+
+func TestPolicySwapDuringDecision(t *testing.T) {
+	var srv *proxy.Server
+	to := defaultPolicy()
+	to.Allow = []string{"also.test"}
+	e := newEnv(t, defaultPolicy(), func(c *proxy.Config) {
+		c.Resolver = swapResolver{inner: proxy.NewResolver(c.DNSUpstream), srv: &srv, to: to}
+		c.ResolveCacheTTL = -1 // every decision resolves, so every one swaps
+	})
+	srv = e.srv
+	want := "policy changed: not in allowlist: allowed.test"
+	t.Run("plain http", func(t *testing.T) {
+		resp, err := e.client().Get("http://allowed.test:" + e.hport + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 || resp.Header.Get("X-Proxy-Error") != want {
+			t.Fatalf("got %d %q, want 403 %q", resp.StatusCode, resp.Header.Get("X-Proxy-Error"), want)
+		}
+	})
+	if err := srv.SetPolicy(defaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("connect", func(t *testing.T) {
+		_, resp := e.connect("allowed.test:"+e.port, true)
+		if resp.StatusCode != 403 || resp.Header.Get("X-Proxy-Error") != want {
+			t.Fatalf("got %d %q, want 403 %q", resp.StatusCode, resp.Header.Get("X-Proxy-Error"), want)
+		}
+		rec := e.audit.waitAudit(t, "allowed.test")
+		if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+			t.Fatalf("audit = %v", rec)
+		}
+	})
+}

@@ -156,9 +156,20 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 	}
 	s.tunnels[t] = struct{}{}
 	s.mu.Unlock()
-	// A policy swap between decide and registration must not be missed.
+	// A policy swap between decide and registration must not be missed
+	// (SetPolicy stores the new policy before it walks s.tunnels). No 200
+	// has been sent, so the client gets the refusal and its reason.
 	if ok, why := s.stillAllowed(s.pol.Load(), h, ap); !ok {
-		t.close(ReasonPolicyChanged + ": " + why)
+		s.mu.Lock()
+		delete(s.tunnels, t)
+		s.mu.Unlock()
+		target.Close()
+		rec.decision, rec.reason = "deny", ReasonPolicyChanged+": "+why
+		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		writeDeny(client, http.StatusForbidden, rec.reason)
+		closeGently(client)
+		s.audit(rec)
+		return
 	}
 
 	t.run(pending)
