@@ -56,7 +56,7 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		s.audit(rec)
 		return r, denyResponse(r, http.StatusForbidden, rec.reason)
 	}
-	d, h, ap := s.decide(r.Context(), r.URL.Host, "80", rec)
+	d, h, ap := s.decide(r.Context(), rawAuthority(r), "80", rec)
 	if !d.Allowed() {
 		s.audit(rec)
 		return r, denyResponse(r, http.StatusForbidden, rec.reason)
@@ -112,6 +112,24 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		return resp, nil
 	})
 	return r, nil
+}
+
+// rawAuthority is the request target's host[:port] as the client sent it:
+// net/url decodes percent-escapes in a host ("caf%C3%A9.test" becomes
+// "café.test"), and a host with '%' is refused, not decoded. A CONNECT's
+// target is its whole request URI; an absolute-form target's is what sits
+// between "://" and the path. Anything else falls back to r.URL.Host.
+func rawAuthority(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		return r.RequestURI
+	}
+	if _, rest, ok := strings.Cut(r.RequestURI, "://"); ok {
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		return rest
+	}
+	return r.URL.Host
 }
 
 // handleResponse turns a failed round trip into a 502 with a one-line

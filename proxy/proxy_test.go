@@ -98,6 +98,7 @@ func TestHostHeader(t *testing.T) {
 		{"other port", "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test:1\r\nProxy-Authorization: %s\r\n\r\n", 403, "host header disagrees with the request target"},
 		{"missing port means 80", "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test\r\nProxy-Authorization: %s\r\n\r\n", 403, "host header disagrees with the request target"},
 		{"same host and port", "GET http://allowed.test:%[1]s/ HTTP/1.1\r\nHost: allowed.test:%[1]s\r\nProxy-Authorization: %[2]s\r\n\r\n", 200, ""},
+		{"percent-encoded target host", "GET http://caf%%C3%%A9.test:%[1]s/ HTTP/1.1\r\nHost: xn--caf-dma.test:%[1]s\r\nProxy-Authorization: %[2]s\r\n\r\n", 403, `invalid host: "caf%C3%A9.test"`},
 		{"case and trailing dot", "GET http://allowed.test:%[1]s/ HTTP/1.1\r\nhost: ALLOWED.test.:%[1]s\r\nProxy-Authorization: %[2]s\r\n\r\n", 200, ""},
 		{"no Host (HTTP/1.0)", "GET http://allowed.test:%s/ HTTP/1.0\r\nProxy-Authorization: %s\r\n\r\n", 200, ""},
 	}
@@ -153,8 +154,9 @@ func TestDenials(t *testing.T) {
 		{"allowed.test:99999", `invalid port: "99999"`, false},
 		{"allowed.test", `invalid port: ""`, false},
 		{"a..test:443", `invalid host: "a..test": empty label`, false},
-		{"exa%6dple.test:443", "", false}, // net/http answers 400 itself
-		{"[allowed.test]:443", "", false}, // net/http answers 400 itself
+		{"caf%C3%A9.test:443", `invalid host: "caf%C3%A9.test"`, false}, // net/url would decode it to café.test
+		{"exa%6dple.test:443", "", false},                               // net/http answers 400 itself
+		{"[allowed.test]:443", "", false},                               // net/http answers 400 itself
 	}
 	e := newEnv(t, defaultPolicy())
 	for _, tc := range cases {
@@ -179,7 +181,7 @@ func TestDenials(t *testing.T) {
 		})
 	}
 	for _, tc := range cases {
-		if tc.reason == "" || strings.Contains(tc.target, "..") || strings.HasSuffix(tc.target, ":0") || strings.HasSuffix(tc.target, "99999") || !strings.Contains(tc.target, ":") {
+		if tc.reason == "" || strings.Contains(tc.target, "%") || strings.Contains(tc.target, "..") || strings.HasSuffix(tc.target, ":0") || strings.HasSuffix(tc.target, "99999") || !strings.Contains(tc.target, ":") {
 			continue // not valid in a URL, or the default port applies
 		}
 		t.Run("http "+tc.target, func(t *testing.T) {

@@ -32,7 +32,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		return s.hijackDeny(rec), host
 	}
 	rec.start = holder.start
-	d, h, ap := s.decide(r.Context(), r.URL.Host, "", rec)
+	d, h, ap := s.decide(r.Context(), rawAuthority(r), "", rec)
 	if !d.Allowed() {
 		return s.hijackDeny(rec), host
 	}
