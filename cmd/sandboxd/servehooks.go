@@ -19,9 +19,10 @@ unix:PATH or tcp:127.0.0.1:PORT), for harnesses not launched under
 sandboxd run. The socket is created mode 0600 in a private directory and
 only this user or root may use it. FILE is watched: a change applies to the
 next call. An edit that does not decode or resolve, or a deleted file,
-denies every call until a good version (hookgate fails closed, unlike the
-proxy's keep-the-last-good). SIGHUP reloads FILE at once. Logs are JSON on
-stderr.`
+keeps the last good policy and logs the error with its field path, as
+sandboxd run does; to revoke, write a policy that denies, or stop the
+server (every hookgate call then denies: nothing answers). SIGHUP reloads
+FILE at once. Logs are JSON on stderr.`
 
 func serveHooksCommand() *cli.Command {
 	return &cli.Command{
