@@ -463,6 +463,18 @@ func (r *Ruler) mcpIDs(c Call) ([]string, bool) {
 		if ns := barryNamespace(c.MCPServerURL); ns != "" && len(ids) == 0 {
 			ids = append(ids, ns+":"+tool)
 		}
+		if len(ids) == 0 && c.Event == "preToolUse" && c.MCPServerURL == "" && c.MCPServerCommand == "" {
+			// Cursor's generic preToolUse names the tool but not its
+			// server. Rule on every granted tool of that name (all must
+			// pass the guards); beforeMCPExecution, which hookgate also
+			// gates, then checks the server itself.
+			for id := range r.mcp {
+				if _, t, ok := splitQualified(id); ok && t == tool {
+					ids = append(ids, id)
+				}
+			}
+			slices.Sort(ids)
+		}
 		return ids, len(ids) > 0
 	}
 	return MCPQualifiedIDs(c.Tool)
