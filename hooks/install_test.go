@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,4 +209,151 @@ func TestInstallPi(t *testing.T) {
 	if _, _, err := Uninstall(a); err == nil {
 		t.Error("Uninstall of someone else's extension must fail")
 	}
+}
+
+// ourCommands is the table for isOurs: which hook commands are hookgate's
+// (Install replaces and Uninstall removes them) and which are not. Every
+// command Install writes must be ours; TestIsOurs checks that too.
+var ourCommands = []struct {
+	cmd  string
+	ours bool
+}{
+	{"hookgate check", true},
+	{"hookgate check --protocol claude-code", true},
+	{"hookgate  check\t--protocol cursor", true},
+	{"/opt/barry/bin/hookgate check --harness codex", true},
+	{"'/tmp/x/my apps/hookgate' check --harness claude-code", true},
+	{`"/tmp/x/my apps/hookgate" check`, true},
+	{`/tmp/x/my\ apps/hookgate check`, true},
+	{`"/tmp/x/\"q\"/hookgate" check`, true},
+	{`'/tmp/it'\''s/hookgate' 'check' --harness gemini`, true},
+	{"/usr/local/bin/hookgate-linux-amd64 check --harness cursor", true},
+	{`C:/barry/hookgate.exe check`, true},
+	{"hookgate-faults check", true},
+	{"hook\\\ngate check", true},
+	{`/x/hook"gate" ch'eck'`, true},
+
+	{"", false},
+	{"hookgate", false},
+	{"hookgate status", false},
+	{"hookgate install --harness cursor", false},
+	{"/x/hookgate", false},
+	{"my-hookgate check", false},
+	{"hookgatex check", false},
+	{"/x/hookgate/guard check", false},
+	{"echo hookgate check", false},
+	{"FOO=1 hookgate check", false},
+	{"hookgate 'check --harness x'", false},
+	{"'/tmp/x/my apps/hookgate check", false},
+	{`"/tmp/x/my apps/hookgate check`, false},
+	{`hookgate check \`, false},
+	{"hookgate check --policy '/etc/p.yaml", false},
+	{`hookgate check --policy "/etc/p.yaml`, false},
+	{"'/tmp/x/my apps/hookgate'check", false},
+	{"/tmp/x/my apps/hookgate check", false},
+}
+
+func TestIsOurs(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tc := range ourCommands {
+		if seen[tc.cmd] {
+			t.Fatalf("duplicate case %q", tc.cmd)
+		}
+		seen[tc.cmd] = true
+		if got := isOurs(tc.cmd); got != tc.ours {
+			t.Errorf("isOurs(%q) = %v, want %v", tc.cmd, got, tc.ours)
+		}
+	}
+	for _, b := range []string{"/opt/barry/bin/hookgate", "/tmp/x/my apps/hookgate", "/tmp/it's here/hookgate-linux-amd64",
+		`/tmp/"dq"/hookgate.exe`, "/tmp/back\\slash $HOME/hookgate"} {
+		for _, h := range Harnesses {
+			a := InstallArgs{Harness: h, Binary: b, Policy: "/etc/barry/a policy.yaml"}
+			if cmd := a.command(); !isOurs(cmd) {
+				t.Errorf("Install writes %q, which isOurs does not recognise", cmd)
+			}
+		}
+	}
+}
+
+// TestInstallOddBinaryPaths: installing twice from a binary whose path has
+// a space, or whose name has a platform suffix, leaves one hookgate entry
+// per gated event and a byte-identical file; uninstall removes them all and
+// keeps the user's hooks.
+func TestInstallOddBinaryPaths(t *testing.T) {
+	for _, binary := range []string{"/tmp/x/my apps/hookgate", "/opt/barry/bin/hookgate-linux-amd64", "/opt/it's/hookgate.exe"} {
+		for h, original := range userConfigs {
+			t.Run(string(h)+"/"+filepath.Base(binary), func(t *testing.T) {
+				a := installArgs(h, t.TempDir())
+				a.Binary = binary
+				path, _ := ConfigPath(a)
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				if err := os.WriteFile(path, []byte(original), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if _, changed, err := Install(a); err != nil || !changed {
+					t.Fatalf("Install: changed=%v err=%v", changed, err)
+				}
+				first, _ := os.ReadFile(path)
+				if _, changed, err := Install(a); err != nil || changed {
+					t.Errorf("second Install: changed=%v err=%v", changed, err)
+				}
+				second, _ := os.ReadFile(path)
+				if string(second) != string(first) {
+					t.Errorf("second Install rewrote the file:\n%s", second)
+				}
+				counts := ourHandlers(t, h, second)
+				for _, ev := range gatedEvents[h] {
+					if counts[ev] != 1 {
+						t.Errorf("event %s has %d hookgate entries, want 1:\n%s", ev, counts[ev], second)
+					}
+				}
+				if _, changed, err := Uninstall(a); err != nil || !changed {
+					t.Fatalf("Uninstall: changed=%v err=%v", changed, err)
+				}
+				after, _ := os.ReadFile(path)
+				if want := string(encodeOrdered(mustParse(t, original))); string(after) != want {
+					t.Errorf("after uninstall:\n%s\nwant the original:\n%s", after, want)
+				}
+			})
+		}
+	}
+}
+
+// ourHandlers counts, per event, the handlers in a config file whose
+// command is exactly one a hookgate install could write or one of the
+// fixtures' "hookgate check --protocol X" lines: it reads the file's
+// structure itself rather than through the code under test.
+func ourHandlers(t *testing.T, h Harness, data []byte) map[string]int {
+	t.Helper()
+	var root struct {
+		Hooks map[string][]struct {
+			Command string `json:"command"`
+			Hooks   []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &root); err != nil {
+		t.Fatalf("config is not JSON: %v\n%s", err, data)
+	}
+	looksOurs := func(c string) bool {
+		return strings.Contains(c, "hookgate") && strings.Contains(c, " check")
+	}
+	counts := map[string]int{}
+	for ev, list := range root.Hooks {
+		for _, item := range list {
+			if h == Cursor {
+				if looksOurs(item.Command) {
+					counts[ev]++
+				}
+				continue
+			}
+			for _, hd := range item.Hooks {
+				if looksOurs(hd.Command) {
+					counts[ev]++
+				}
+			}
+		}
+	}
+	return counts
 }
