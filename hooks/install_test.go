@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -356,4 +357,189 @@ func ourHandlers(t *testing.T, h Harness, data []byte) map[string]int {
 		}
 	}
 	return counts
+}
+
+// exampleConfigs are the hook-protocol notes' example configurations, each
+// full of "hookgate check --protocol X" entries as a user would copy them.
+var exampleConfigs = map[Harness]string{
+	ClaudeCode: "claude-code/settings-example.json",
+	Codex:      "codex/hooks-example.json",
+	Cursor:     "cursor/hooks-example.json",
+	Gemini:     "gemini/settings-example.json",
+}
+
+// foreignHandler is a user's hook next to hookgate's: shaped like a Cursor
+// definition or a Claude-style handler, named after where it sits.
+func foreignHandler(where string) *object {
+	o := newObject()
+	o.set("type", "command")
+	o.set("command", "/opt/guard/bin/guard --"+where)
+	return o
+}
+
+func foreignGroup(h Harness, where string) *object {
+	if h == Cursor {
+		return foreignHandler(where)
+	}
+	g := newObject()
+	g.set("matcher", "Bash")
+	g.set("hooks", []any{foreignHandler(where)})
+	return g
+}
+
+// withForeignHooks returns the example with a user's hook added before and
+// after each event's entries and, in Claude-style groups, after the
+// hookgate handler in the same group, and an event of its own second in
+// the list; and what uninstall must leave of it:
+// the same with every hookgate handler gone (a group left empty goes too).
+func withForeignHooks(t *testing.T, h Harness, example []byte) (in, wantAfterUninstall []byte) {
+	t.Helper()
+	build := func(withOurs bool) []byte {
+		root := mustParse(t, string(example)).(*object)
+		hv, _ := root.get("hooks")
+		hooks := hv.(*object)
+		for _, ev := range hooks.keys {
+			list := []any{foreignGroup(h, ev+"-first")}
+			for i, item := range hooks.vals[ev].([]any) {
+				o := item.(*object)
+				if h == Cursor {
+					if withOurs {
+						list = append(list, o)
+					}
+					continue
+				}
+				hs, _ := o.get("hooks")
+				var handlers []any
+				if withOurs {
+					handlers = append(handlers, hs.([]any)...)
+				}
+				o.set("hooks", append(handlers, foreignHandler(fmt.Sprintf("%s-%d-in-group", ev, i))))
+				list = append(list, o)
+			}
+			hooks.set(ev, append(list, foreignGroup(h, ev+"-last")))
+		}
+		// An event hookgate does not gate, between the example's first
+		// event and the rest: install must not move events around it.
+		other := "Stop"
+		if h == Cursor {
+			other = "afterFileEdit"
+		}
+		hooks.set(other, []any{foreignGroup(h, other)})
+		hooks.keys = slices.Insert(hooks.keys[:len(hooks.keys)-1], 1, other)
+		return encodeOrdered(root)
+	}
+	return build(true), build(false)
+}
+
+// TestInstallOverFixtureExamples installs over each harness's example
+// config from the hook-protocol notes, as is and with a user's hooks
+// around hookgate's: every other setting and hook is kept in its order,
+// the "hookgate check --protocol X" entries are replaced (each gated event
+// ends with exactly one hookgate entry, Install's), a second install
+// changes nothing, and uninstall leaves no hookgate entry and the rest
+// exactly as it was.
+func TestInstallOverFixtureExamples(t *testing.T) {
+	for h, name := range exampleConfigs {
+		example, err := os.ReadFile(filepath.Join("testdata/fixtures", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(example), "hookgate check --protocol "+string(h)) {
+			t.Fatalf("%s no longer has a hookgate check --protocol entry", name)
+		}
+		withForeign, foreignOnly := withForeignHooks(t, h, example)
+		// What uninstall leaves of the plain example: its settings, and
+		// each of its events' lists without hookgate, here empty.
+		plainAfter := map[Harness]string{
+			ClaudeCode: `{"hooks": {}, "permissions": {"deny": ["Bash(git push *)", "Read(./.env)"]}}`,
+			Codex:      `{"description": "hookgate policy gate", "hooks": {}}`,
+			Cursor:     `{"version": 1, "hooks": {}}`,
+			Gemini:     `{"hooks": {}}`,
+		}[h]
+		for _, tc := range []struct {
+			name          string
+			config        []byte
+			wantUninstall []byte
+		}{
+			{"as-is", example, encodeOrdered(mustParse(t, plainAfter))},
+			{"with-user-hooks", withForeign, foreignOnly},
+		} {
+			t.Run(string(h)+"/"+tc.name, func(t *testing.T) {
+				a := installArgs(h, t.TempDir())
+				path, _ := ConfigPath(a)
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				if err := os.WriteFile(path, tc.config, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if _, changed, err := Install(a); err != nil || !changed {
+					t.Fatalf("Install: changed=%v err=%v", changed, err)
+				}
+				installed, _ := os.ReadFile(path)
+				if strings.Contains(string(installed), "--protocol") {
+					t.Errorf("the example's hookgate entries were kept:\n%s", installed)
+				}
+				counts := ourHandlers(t, h, installed)
+				wantCmd := "/opt/barry/bin/hookgate check --harness " + string(h) + ` --policy '/etc/barry/session policy.yaml'`
+				for _, ev := range gatedEvents[h] {
+					if counts[ev] != 1 || !strings.Contains(string(installed), strconvQuote(wantCmd)) {
+						t.Errorf("event %s: %d hookgate entries, want exactly one running %s:\n%s", ev, counts[ev], wantCmd, installed)
+					}
+				}
+				if n := strings.Count(string(installed), "hookgate check"); n != len(gatedEvents[h]) {
+					t.Errorf("%d hookgate entries in all, want %d", n, len(gatedEvents[h]))
+				}
+				// The rest, in order: everything uninstall must leave is
+				// in the installed file, in the same order, and installing
+				// only added hookgate's lines.
+				assertSubsequence(t, string(tc.wantUninstall), string(installed))
+
+				if _, changed, err := Install(a); err != nil || changed {
+					t.Errorf("second Install: changed=%v err=%v", changed, err)
+				}
+				if again, _ := os.ReadFile(path); string(again) != string(installed) {
+					t.Errorf("second Install rewrote the file:\n%s", again)
+				}
+
+				if _, changed, err := Uninstall(a); err != nil || !changed {
+					t.Fatalf("Uninstall: changed=%v err=%v", changed, err)
+				}
+				after, _ := os.ReadFile(path)
+				if strings.Contains(string(after), "hookgate check") {
+					t.Errorf("hookgate entry left after uninstall:\n%s", after)
+				}
+				if string(after) != string(tc.wantUninstall) {
+					t.Errorf("after uninstall:\n%s\nwant:\n%s", after, tc.wantUninstall)
+				}
+			})
+		}
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// assertSubsequence checks that the lines of want occur in got in the same
+// order (ignoring indentation, trailing commas, brackets and empty
+// objects).
+func assertSubsequence(t *testing.T, want, got string) {
+	t.Helper()
+	norm := func(s string) string { return strings.TrimSuffix(strings.TrimSpace(s), ",") }
+	gl := strings.Split(got, "\n")
+	j := 0
+	for _, w := range strings.Split(want, "\n") {
+		w = norm(w)
+		if w == "" || w == "{" || w == "}" || w == "[" || w == "]" || strings.HasSuffix(w, "{}") {
+			continue
+		}
+		for j < len(gl) && norm(gl[j]) != w {
+			j++
+		}
+		if j == len(gl) {
+			t.Errorf("line %q of the user's config is missing or out of order:\n%s", w, got)
+			return
+		}
+		j++
+	}
 }
