@@ -543,3 +543,61 @@ func assertSubsequence(t *testing.T, want, got string) {
 		j++
 	}
 }
+
+// TestMaxDeadlineUnderHookTimeout: hookgate's longest deadline is shorter
+// than the timeout Install gives the harness, in every harness's entries
+// (Gemini's in milliseconds), so hookgate always answers first.
+func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
+	if MaxDeadline >= hookTimeout*time.Second {
+		t.Fatalf("MaxDeadline %v is not under the harness timeout %ds", MaxDeadline, hookTimeout)
+	}
+	if DefaultDeadline > MaxDeadline {
+		t.Errorf("DefaultDeadline %v is over MaxDeadline %v", DefaultDeadline, MaxDeadline)
+	}
+	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini} {
+		a := installArgs(h, t.TempDir())
+		path, _, err := Install(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(path)
+		var root struct {
+			Hooks map[string][]struct {
+				Timeout *float64 `json:"timeout"`
+				Hooks   []struct {
+					Timeout *float64 `json:"timeout"`
+				} `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if err := json.Unmarshal(data, &root); err != nil {
+			t.Fatal(err)
+		}
+		unit := time.Second
+		if h == Gemini {
+			unit = time.Millisecond
+		}
+		n := 0
+		for ev, list := range root.Hooks {
+			for _, item := range list {
+				timeouts := []*float64{item.Timeout}
+				if h != Cursor {
+					timeouts = timeouts[:0]
+					for _, hd := range item.Hooks {
+						timeouts = append(timeouts, hd.Timeout)
+					}
+				}
+				for _, to := range timeouts {
+					n++
+					if to == nil {
+						t.Errorf("%s %s: entry without a timeout", h, ev)
+					} else if d := time.Duration(*to * float64(unit)); d <= MaxDeadline {
+						t.Errorf("%s %s: harness timeout %v is not above MaxDeadline %v", h, ev, d, MaxDeadline)
+					}
+				}
+			}
+		}
+		if n != len(gatedEvents[h]) {
+			t.Errorf("%s: %d entries, want %d", h, n, len(gatedEvents[h]))
+		}
+	}
+}
