@@ -136,13 +136,42 @@ type piReply struct {
 
 var emptyObject = []byte("{}\n")
 
+// askDenied is the reason of an ask sent as a deny because the event
+// cannot ask (or does not enforce an ask): it says approval was needed and
+// how to let the call through.
+func askDenied(c Call, reason string) string {
+	return reason + "; needs a person's approval, which " + string(c.Harness) + " cannot ask for in " + c.Event +
+		": denied (grant it in the session policy to allow it)"
+}
+
+// canAsk reports whether the tool event c enforces an ask: Claude Code's
+// PreToolUse and Cursor's beforeShellExecution and beforeMCPExecution.
+// Codex runs the tool when a hook answers ask; Cursor's preToolUse accepts
+// but does not enforce it; the others have no ask.
+func canAsk(c Call) bool {
+	switch c.Harness {
+	case ClaudeCode:
+		return c.Kind == KindTool
+	case Cursor:
+		return c.Event == "beforeShellExecution" || c.Event == "beforeMCPExecution"
+	}
+	return false
+}
+
 // Encode writes a for the event c in c.Harness's protocol. Events hookgate
-// does not gate get the harness's "no opinion" answer whatever a says.
+// does not gate get the harness's "no opinion" answer whatever a says. An
+// ask is an ask where the event enforces one (canAsk), no opinion on a
+// permission request (the harness then asks), and elsewhere a deny whose
+// reason says approval was needed.
 func Encode(c Call, a Answer) Output {
 	reason := clip(a.Reason)
 	agent := clip(a.AgentMessage)
 	if agent == "" {
 		agent = reason
+	}
+	if a.Reply == ReplyAsk && c.Kind == KindTool && !canAsk(c) {
+		a.Reply = ReplyDeny
+		reason, agent = askDenied(c, reason), askDenied(c, agent)
 	}
 	switch c.Harness {
 	case ClaudeCode, Codex:
@@ -156,12 +185,7 @@ func Encode(c Call, a Answer) Output {
 		case ReplyAllow, ReplyPass:
 			return Output{Stdout: encodeJSON(cursorReply{Permission: "allow"})}
 		case ReplyAsk:
-			// ask is enforced only by beforeShellExecution and beforeMCPExecution.
-			if c.Event == "beforeShellExecution" || c.Event == "beforeMCPExecution" {
-				r.Permission = "ask"
-			} else {
-				r.Permission = "deny"
-			}
+			r.Permission = "ask"
 		default:
 			r.Permission = "deny"
 		}
@@ -190,7 +214,7 @@ func Encode(c Call, a Answer) Output {
 
 // encodeClaudeLike writes Claude Code's answers and Codex's subset of them.
 // Codex has no allow without updatedInput and no ask: its allow is empty
-// stdout and its ask a deny.
+// stdout (Encode has already turned its ask into a deny).
 func encodeClaudeLike(c Call, r Reply, reason string) Output {
 	switch c.Kind {
 	case KindTool:
@@ -204,11 +228,7 @@ func encodeClaudeLike(c Call, r Reply, reason string) Output {
 			}
 			hs.PermissionDecision = "allow"
 		case ReplyAsk:
-			if c.Harness == Codex {
-				hs.PermissionDecision = "deny"
-			} else {
-				hs.PermissionDecision = "ask"
-			}
+			hs.PermissionDecision = "ask"
 		default:
 			hs.PermissionDecision = "deny"
 		}

@@ -32,9 +32,17 @@ type InstallArgs struct {
 	Now func() time.Time
 }
 
-// hookTimeout is the harness's timeout for hookgate in seconds: far above
-// hookgate's own deadline, which always answers first.
+// hookTimeout is the harness's timeout for hookgate in seconds, written
+// into every entry Install makes: above MaxDeadline, so hookgate always
+// answers (a deny, at worst) before the harness gives up on it and, for
+// most harnesses, runs the tool anyway.
 const hookTimeout = 10
+
+// MaxDeadline is the longest deadline hookgate check accepts: 2 s under
+// hookTimeout (the harness's timeout Install writes), leaving room for
+// process start and writing the answer. A deadline at or past the harness's
+// own timeout would let the harness time out first and fail open.
+const MaxDeadline = 8 * time.Second
 
 // ConfigPath returns the file Install edits for a harness and scope.
 func ConfigPath(a InstallArgs) (string, error) {
@@ -94,14 +102,83 @@ func (a InstallArgs) command() string {
 	return strings.Join(parts, " ")
 }
 
-// isOurs reports whether a hook command runs hookgate check: a first word
-// whose base name is hookgate, followed by "check".
+// isOurs reports whether a hook command runs hookgate check: split into
+// shell words (see shellWords), its first word's base name is "hookgate" or
+// starts with "hookgate-" or "hookgate." (hookgate-linux-amd64,
+// hookgate.exe) and its second word is "check". That covers the entries
+// Install writes (the binary's absolute path, shell-quoted when it holds a
+// space) and the ones users copy from the hook-protocol notes
+// ("hookgate check --protocol cursor"). A command that does not split (an
+// unterminated quote) is not ours.
 func isOurs(cmd string) bool {
-	f := strings.Fields(cmd)
-	if len(f) < 2 || f[1] != "check" {
+	w, ok := shellWords(cmd)
+	if !ok || len(w) < 2 || w[1] != "check" {
 		return false
 	}
-	return filepath.Base(strings.Trim(f[0], `'"`)) == "hookgate"
+	base := filepath.Base(w[0])
+	return base == "hookgate" || strings.HasPrefix(base, "hookgate-") || strings.HasPrefix(base, "hookgate.")
+}
+
+// shellWords splits a command line into words the way a POSIX shell
+// quotes them: blanks separate words; '…' is literal (shellQuote writes
+// that, closing, escaping and reopening around a quote); "…" is literal
+// except that a backslash escapes $, `, ", \ and newline; a backslash
+// outside quotes escapes the next character (a backslash-newline
+// disappears). Nothing else (no expansion, no operators) is interpreted. ok is false for an unterminated
+// quote or a trailing backslash.
+func shellWords(s string) (words []string, ok bool) {
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+					i++
+					if s[i] == '\n' {
+						continue
+					}
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, false
+			}
+			inWord = true
+		case c == '\\':
+			if i+1 >= len(s) {
+				return nil, false
+			}
+			i++
+			if s[i] != '\n' {
+				cur.WriteByte(s[i])
+				inWord = true
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, true
 }
 
 // gatedEvents lists, per harness, the events hookgate installs itself on.

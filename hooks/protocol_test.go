@@ -171,7 +171,7 @@ func TestEncodeExitCodeAnswers(t *testing.T) {
 		t.Errorf("codex allow: got %+v, want empty stdout exit 0", out)
 	}
 	out := Encode(codexTool, Answer{Reply: ReplyAsk, Reason: "hookgate: needs approval"})
-	if want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: needs approval"}}` + "\n"; string(out.Stdout) != want {
+	if want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: needs approval; needs a person's approval, which codex cannot ask for in PreToolUse: denied (grant it in the session policy to allow it)"}}` + "\n"; string(out.Stdout) != want {
 		t.Errorf("codex ask: got %q, want deny %q", out.Stdout, want)
 	}
 	if out := Encode(Call{Harness: ClaudeCode, Event: "PreToolUse", Kind: KindTool}, Answer{Reply: ReplyPass}); len(out.Stdout) != 0 || out.Code != 0 {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
@@ -46,7 +45,12 @@ code exactly as the harness expects. Policy: --policy (or BARRY_POLICY), a
 session policy file ruled on locally; or --socket (or BARRY_HOOK_SOCKET), a
 ruling server at PATH, unix:PATH or tcp:127.0.0.1:PORT. A flag beats the
 environment; both flags deny; with both variables set the socket is used.
-Neither, or any failure, is a deny.`
+Neither, or any failure, is a deny. --deadline must be positive and at most
+8s, under the 10 s hook timeout install writes, so hookgate answers before
+the harness gives up on it; a longer one is a deny.
+
+check --help prints this on stderr and exits 2: every harness reads exit 2
+as a deny (an exit 0 with nothing on stdout would be "no objection").`
 
 func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "check", checkUsage)
@@ -57,7 +61,9 @@ func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 	deadline := fs.Duration("deadline", hooks.DefaultDeadline, "deadline for the whole ruling")
 	if code, stop := cli.Parse(fs, args); stop {
 		if code == 0 {
-			return 0
+			// --help: the usage is on stderr; exit 2 so that a harness
+			// configured with it blocks instead of reading "no objection".
+			return 2
 		}
 		// A harness that runs hookgate with bad flags still gets a deny.
 		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: bad command line; denied"))
@@ -90,8 +96,9 @@ func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 	case *policyPath != "":
 		src = hooks.LocalSource{Path: *policyPath}
 	}
-	if *deadline <= 0 || *deadline > 10*time.Minute {
-		return write(io, hooks.Fail(hooks.Harness(*harness), "hookgate: --deadline must be in (0, 10m]; denied"))
+	if *deadline <= 0 || *deadline > hooks.MaxDeadline {
+		return write(io, hooks.Fail(hooks.Harness(*harness), fmt.Sprintf(
+			"hookgate: --deadline %s must be positive and at most %s, under the harness's hook timeout; denied", *deadline, hooks.MaxDeadline)))
 	}
 	out := hooks.Check(ctx, hooks.CheckArgs{
 		Harness: *harness, Payload: io.In, Source: src, Deadline: *deadline, Fault: hooks.FaultFromEnv(),
