@@ -129,6 +129,10 @@ func embeddedV4(a netip.Addr, bit int) netip.Addr {
 // every two seconds so a new interface is covered quickly. Safe for
 // concurrent use.
 type localAddrs struct {
+	// list returns the interface addresses; nil means net.InterfaceAddrs.
+	// Tests set it (export_test.go) to list a global address as the host's
+	// own, which no real interface of a test machine offers.
+	list  func() ([]net.Addr, error)
 	mu    sync.Mutex
 	at    time.Time
 	addrs map[netip.Addr]bool
@@ -139,7 +143,11 @@ func (l *localAddrs) has(a netip.Addr) bool {
 	defer l.mu.Unlock()
 	if l.addrs == nil || time.Since(l.at) > 2*time.Second {
 		m := map[netip.Addr]bool{}
-		if ifas, err := net.InterfaceAddrs(); err == nil {
+		list := l.list
+		if list == nil {
+			list = net.InterfaceAddrs
+		}
+		if ifas, err := list(); err == nil {
 			for _, ifa := range ifas {
 				if n, ok := ifa.(*net.IPNet); ok {
 					if x, ok := netip.AddrFromSlice(n.IP); ok {

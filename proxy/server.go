@@ -90,6 +90,10 @@ type Server struct {
 	local    localAddrs
 	auditLog *slog.Logger
 	authWant string
+	// relayHook, when set (tests, export_test.go), is called with the
+	// connections each tunnel direction hands to io.Copy, so a test can
+	// check they are the raw types Linux splices between.
+	relayHook func(dst, src net.Conn)
 
 	conns atomic.Int64
 	wg    sync.WaitGroup

@@ -327,6 +327,9 @@ func (t *tunnel) firstFlight(pending []byte) error {
 // read deadline, and the tunnel is idle when neither direction made progress
 // for IdleTimeout. It returns nil on a clean EOF from src.
 func (t *tunnel) copyLoop(dst, src net.Conn, mine, other *atomic.Int64) (int64, error) {
+	if h := t.s.relayHook; h != nil {
+		h(dst, src)
+	}
 	idle := t.s.cfg.IdleTimeout
 	slice := t.slice()
 	var total int64

@@ -1,0 +1,16 @@
+package proxy
+
+import "net"
+
+// SetInterfaceAddrs replaces the source of s's own interface addresses (the
+// dial guard's "address of this host" check). Call it before s serves.
+func SetInterfaceAddrs(s *Server, list func() ([]net.Addr, error)) {
+	s.local.list = list
+}
+
+// SetRelayHook makes every tunnel direction of s report the connections it
+// copies between (dst, src) before its first io.Copy. Call it before s
+// relays anything.
+func SetRelayHook(s *Server, f func(dst, src net.Conn)) {
+	s.relayHook = f
+}
