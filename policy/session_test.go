@@ -280,3 +280,24 @@ func FuzzDecodePolicyFile(f *testing.F) {
 		}
 	})
 }
+
+func TestDeniesAllActions(t *testing.T) {
+	cases := []struct {
+		actions []string
+		want    bool
+	}{
+		{nil, false},
+		{[]string{}, false},
+		{[]string{ActionAll}, true},
+		{[]string{ActionRead, ActionWrite}, true},
+		{[]string{ActionWrite, ActionRead, ActionGitPush}, true},
+		{[]string{ActionWrite}, false},
+		{[]string{ActionRead}, false},
+		{[]string{ActionGitPush, ActionHTTPRead}, false},
+	}
+	for _, c := range cases {
+		if got := DeniesAllActions(c.actions); got != c.want {
+			t.Errorf("DeniesAllActions(%q) = %v, want %v", c.actions, got, c.want)
+		}
+	}
+}

@@ -28,8 +28,8 @@ type Policy struct {
 
 // PolicyFromBound builds the proxy policy from a resolved bound's network
 // rules: network.allowDomains is the allowlist (absent means empty: no
-// egress), network.domains the deny list, and network.actions "all" denies
-// everything. allowPrivate comes from the operator (--allow-private).
+// egress), network.domains the deny list, and network.actions that cover
+// every action ("all", or "read" and "write") deny everything. allowPrivate comes from the operator (--allow-private).
 func PolicyFromBound(b *policy.Bound, allowPrivate []netip.Prefix) (Policy, error) {
 	p := Policy{AllowPrivate: slices.Clone(allowPrivate)}
 	if err := policy.CheckSandboxEnforceable(b); err != nil {
@@ -39,7 +39,7 @@ func PolicyFromBound(b *policy.Bound, allowPrivate []netip.Prefix) (Policy, erro
 		n := b.Network
 		p.Allow = slices.Clone(n.AllowDomains)
 		p.Deny = slices.Clone(n.Domains)
-		if slices.Contains(n.Actions, policy.ActionAll) {
+		if policy.DeniesAllActions(n.Actions) {
 			p.Allow = nil
 		}
 	}
