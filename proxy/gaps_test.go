@@ -179,9 +179,9 @@ func closedPort(t *testing.T) string {
 }
 
 // checkDialRefusal checks a 502 answer and its audit line: the reason in the
-// header and the body; for CONNECT the audit line says deny with that
-// reason; for plain HTTP (decided allow before the transport dialed) it
-// carries the reason as its close cause.
+// header and the body, and an audit line that says deny with that reason
+// (for plain HTTP, whose dial happens in the transport, also as its close
+// cause).
 func checkDialRefusal(t *testing.T, e *env, kind string, resp *http.Response, reason string) {
 	t.Helper()
 	if resp.StatusCode != http.StatusBadGateway {
@@ -197,15 +197,11 @@ func checkDialRefusal(t *testing.T, e *env, kind string, resp *http.Response, re
 	if rec[proxy.AttrKind] != kind {
 		t.Errorf("audit kind %v, want %s", rec[proxy.AttrKind], kind)
 	}
-	switch kind {
-	case "connect":
-		if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != reason {
-			t.Errorf("audit decision %v reason %v, want deny %q (line %v)", rec[proxy.AttrDecision], rec[proxy.AttrReason], reason, rec)
-		}
-	case "http":
-		if rec[proxy.AttrClose] != reason {
-			t.Errorf("audit close %v, want %q (line %v)", rec[proxy.AttrClose], reason, rec)
-		}
+	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != reason {
+		t.Errorf("audit decision %v reason %v, want deny %q (line %v)", rec[proxy.AttrDecision], rec[proxy.AttrReason], reason, rec)
+	}
+	if kind == "http" && rec[proxy.AttrClose] != reason {
+		t.Errorf("audit close %v, want %q (line %v)", rec[proxy.AttrClose], reason, rec)
 	}
 }
 
@@ -324,6 +320,8 @@ func TestPolicyFromBound(t *testing.T) {
 		{name: "allowDomains empty", b: sandbox(policy.NetworkRules{AllowDomains: []string{}}),
 			probes: []probe{{"a.test", false, noEgress}}},
 		{name: "actions all", b: sandbox(policy.NetworkRules{Actions: []string{policy.ActionAll}, AllowDomains: []string{"a.test"}}),
+			probes: []probe{{"a.test", false, noEgress}}},
+		{name: "actions read and write cover all", b: sandbox(policy.NetworkRules{Actions: []string{policy.ActionRead, policy.ActionWrite}, AllowDomains: []string{"a.test"}}),
 			probes: []probe{{"a.test", false, noEgress}}},
 		{name: "actions all under guard", b: &policy.Bound{Network: &policy.NetworkRules{Enforce: policy.EnforceGuard, Actions: []string{policy.ActionAll}, AllowDomains: []string{"a.test"}}},
 			probes: []probe{{"a.test", false, noEgress}}},

@@ -143,6 +143,9 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 	if ctx.Error != nil {
 		reason = fmt.Sprintf("%s: %s: %s", ReasonDialFailed, f.addr, dialErr(ctx.Error))
 	}
+	// The client gets no upstream answer, so the line says deny and why,
+	// as a CONNECT whose dial fails does.
+	f.rec.decision, f.rec.reason = "deny", reason
 	s.finish(f, reason)
 	return denyResponse(ctx.Req, http.StatusBadGateway, reason)
 }
