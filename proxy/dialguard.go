@@ -136,29 +136,36 @@ type localAddrs struct {
 	mu    sync.Mutex
 	at    time.Time
 	addrs map[netip.Addr]bool
+	err   error // the last listing's failure, if it failed
 }
 
-func (l *localAddrs) has(a netip.Addr) bool {
+// has reports whether a is one of the host's interface addresses, from a
+// listing at most two seconds old. When the host's addresses cannot be
+// listed, the error says so and callers refuse: an unknown own address is
+// not a global one.
+func (l *localAddrs) has(a netip.Addr) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.addrs == nil || time.Since(l.at) > 2*time.Second {
+	if (l.addrs == nil && l.err == nil) || time.Since(l.at) > 2*time.Second {
 		m := map[netip.Addr]bool{}
 		list := l.list
 		if list == nil {
 			list = net.InterfaceAddrs
 		}
-		if ifas, err := list(); err == nil {
-			for _, ifa := range ifas {
-				if n, ok := ifa.(*net.IPNet); ok {
-					if x, ok := netip.AddrFromSlice(n.IP); ok {
-						m[x.Unmap()] = true
-					}
+		ifas, err := list()
+		for _, ifa := range ifas {
+			if n, ok := ifa.(*net.IPNet); ok {
+				if x, ok := netip.AddrFromSlice(n.IP); ok {
+					m[x.Unmap()] = true
 				}
 			}
 		}
-		l.addrs, l.at = m, time.Now()
+		l.addrs, l.err, l.at = m, err, time.Now()
 	}
-	return l.addrs[a]
+	if l.err != nil {
+		return false, l.err
+	}
+	return l.addrs[a], nil
 }
 
 // checkAddr is the dial guard for one resolved address, in this order: an
@@ -176,16 +183,28 @@ func (c *compiled) checkAddr(a netip.Addr, local *localAddrs) (ok bool, reason s
 		// own non-loopback addresses (an allowed name resolving to one would
 		// reach sandboxd's host services); opening the address by itself
 		// does.
-		if local != nil && !a.IsLoopback() && local.has(a) && !c.openedExactly(a) {
-			return false, fmt.Sprintf("%s: %s is an address of this host (an opened range does not cover it; open it by itself)", ReasonPrivateAddress, a)
+		if local != nil && !a.IsLoopback() && !c.openedExactly(a) {
+			own, err := local.has(a)
+			if err != nil {
+				return false, fmt.Sprintf("%s: cannot tell whether %s is an address of this host (listing interfaces: %v)", ReasonPrivateAddress, a, err)
+			}
+			if own {
+				return false, fmt.Sprintf("%s: %s is an address of this host (an opened range does not cover it; open it by itself)", ReasonPrivateAddress, a)
+			}
 		}
 		return true, "address opened by " + why
 	}
 	if name := ClassifyAddr(a); name != "" {
 		return false, fmt.Sprintf("%s: %s is %s", ReasonPrivateAddress, a, name)
 	}
-	if local != nil && local.has(a) {
-		return false, fmt.Sprintf("%s: %s is an address of this host", ReasonPrivateAddress, a)
+	if local != nil {
+		own, err := local.has(a)
+		if err != nil {
+			return false, fmt.Sprintf("%s: cannot tell whether %s is an address of this host (listing interfaces: %v)", ReasonPrivateAddress, a, err)
+		}
+		if own {
+			return false, fmt.Sprintf("%s: %s is an address of this host", ReasonPrivateAddress, a)
+		}
 	}
 	return true, "global address"
 }

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -23,6 +24,13 @@ type dnsEnv struct {
 }
 
 func newDNSEnv(t testing.TB, mod ...func(*proxy.DNSConfig)) *dnsEnv {
+	t.Helper()
+	return newDNSEnvWith(t, nil, mod...)
+}
+
+// newDNSEnvWith is newDNSEnv with the host's interface addresses listed by
+// ifs (nil: the real ones).
+func newDNSEnvWith(t testing.TB, ifs func() ([]net.Addr, error), mod ...func(*proxy.DNSConfig)) *dnsEnv {
 	t.Helper()
 	up := proxytest.NewDNS(t)
 	up.Add(t,
@@ -51,6 +59,9 @@ func newDNSEnv(t testing.TB, mod ...func(*proxy.DNSConfig)) *dnsEnv {
 	srv, err := proxy.NewDNS(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ifs != nil {
+		proxy.SetDNSInterfaceAddrs(srv, ifs)
 	}
 	pc, ln := proxytest.ListenUDPTCP(t)
 	var wg sync.WaitGroup
@@ -225,4 +236,32 @@ func TestDNSSetPolicy(t *testing.T) {
 
 func newDNSEnvB(b *testing.B) *dnsEnv {
 	return newDNSEnv(b, func(c *proxy.DNSConfig) { c.Audit = discardLogger() })
+}
+
+// TestDNSStripsOwnAddresses: a global address that is one of this host's
+// own is removed from answers like a special-purpose one, and when the
+// host's addresses cannot be listed every global address is removed. The
+// interface list is injected: a test machine's real ones are all special.
+// 8.8.4.4 is data from the fake upstream; nothing is sent to it.
+func TestDNSStripsOwnAddresses(t *testing.T) {
+	own := func() ([]net.Addr, error) {
+		return []net.Addr{&net.IPNet{IP: net.ParseIP("8.8.4.4").To4(), Mask: net.CIDRMask(32, 32)}}, nil
+	}
+	e := newDNSEnvWith(t, own)
+	r := e.query(t, "udp", "allowed.test.", dns.TypeA)
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 {
+		t.Fatalf("the host's own address was answered: %v", r.Answer)
+	}
+	if _, text, ok := ede(r); !ok || !strings.Contains(text, "address of this host") {
+		t.Fatalf("EDE %q, want the reason", text)
+	}
+	r = e.query(t, "udp", "allowed.test.", dns.TypeAAAA)
+	if len(r.Answer) != 1 {
+		t.Fatalf("an address the host does not have was removed: %v", r.Answer)
+	}
+	failing := newDNSEnvWith(t, func() ([]net.Addr, error) { return nil, errors.New("netlink refused") })
+	r = failing.query(t, "udp", "allowed.test.", dns.TypeA)
+	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 {
+		t.Fatalf("with the host's addresses unknown, a global address was answered: %v", r.Answer)
+	}
 }

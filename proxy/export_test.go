@@ -14,3 +14,10 @@ func SetInterfaceAddrs(s *Server, list func() ([]net.Addr, error)) {
 func SetRelayHook(s *Server, f func(dst, src net.Conn)) {
 	s.relayHook = f
 }
+
+// SetDNSInterfaceAddrs is SetInterfaceAddrs for a DNS server: the source of
+// the host's own addresses its answer filter refuses. Call it before d
+// serves.
+func SetDNSInterfaceAddrs(d *DNSServer, list func() ([]net.Addr, error)) {
+	d.local.list = list
+}

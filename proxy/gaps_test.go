@@ -481,3 +481,17 @@ func proxyEnvChild(t *testing.T, trapURL string) {
 	}
 	roundTrip(t, c, "ssh-ish")
 }
+
+// TestInterfaceListingFailureRefuses: when the host's addresses cannot be
+// listed, a global address is refused (it may be the host's own), with the
+// listing error in the reason; it used to pass as "global address".
+func TestInterfaceListingFailureRefuses(t *testing.T) {
+	own := netip.MustParseAddr("8.8.8.8")
+	srv := decideOnly(t, proxy.Policy{Allow: []string{"own.test"}}, staticResolver{"own.test.": {own}})
+	proxy.SetInterfaceAddrs(srv, func() ([]net.Addr, error) { return nil, errors.New("netlink refused") })
+	d, _ := srv.Explain(ctxT(t), "own.test:443")
+	want := "private address: cannot tell whether 8.8.8.8 is an address of this host (listing interfaces: netlink refused)"
+	if d.Allowed() || d.Reason != want {
+		t.Errorf("Explain = %v %q, want deny %q", d.Allowed(), d.Reason, want)
+	}
+}

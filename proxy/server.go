@@ -593,8 +593,13 @@ func (s *Server) isSelf(ap netip.AddrPort) bool {
 		if l.Addr() == ap.Addr() {
 			return true
 		}
-		if l.Addr().IsUnspecified() && (ap.Addr().IsLoopback() || s.local.has(ap.Addr())) {
-			return true
+		if l.Addr().IsUnspecified() {
+			// Listening on every address: any address of this host is
+			// the proxy itself, and an unknown one may be.
+			own, err := s.local.has(ap.Addr())
+			if ap.Addr().IsLoopback() || own || err != nil {
+				return true
+			}
 		}
 	}
 	return false
