@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -553,6 +555,14 @@ func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
 	}
 	if DefaultDeadline > MaxDeadline {
 		t.Errorf("DefaultDeadline %v is over MaxDeadline %v", DefaultDeadline, MaxDeadline)
+	}
+	// The Pi extension kills hookgate itself after TIMEOUT_MS.
+	m := regexp.MustCompile(`(?m)^const TIMEOUT_MS = (\d+);`).FindStringSubmatch(piExtension)
+	if m == nil {
+		t.Fatal("the Pi extension has no TIMEOUT_MS")
+	}
+	if ms, _ := strconv.Atoi(m[1]); time.Duration(ms)*time.Millisecond <= MaxDeadline {
+		t.Errorf("the Pi extension's timeout %s ms is not over MaxDeadline %v", m[1], MaxDeadline)
 	}
 	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini} {
 		a := installArgs(h, t.TempDir())

@@ -9,7 +9,9 @@ import { spawnSync } from "node:child_process";
 
 const HOOKGATE = "hookgate"; // hookgate-install: binary
 const ARGS = ["check", "--harness", "pi"]; // hookgate-install: args
-const TIMEOUT_MS = 5000;
+// Above hookgate's longest deadline (hooks.MaxDeadline, 8 s), as every
+// harness timeout hookgate install writes is, so hookgate answers first.
+const TIMEOUT_MS = 10000;
 
 export function rule(toolName: string, toolCallId: string, input: unknown, cwd: string) {
 	const payload = JSON.stringify({
