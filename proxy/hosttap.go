@@ -22,9 +22,15 @@ import (
 const maxTapHead = 64 << 10
 
 // tapConn is a client connection that records its first request head.
+// Until a request reaches the proxy's handler, anything written to it is
+// net/http answering a request it refused to parse (a malformed request
+// line or target, oversized headers): the tap turns that answer into the
+// proxy's own refusal, with X-Proxy-Error and an audit line (refuse).
 type tapConn struct {
 	net.Conn
-	done     atomic.Bool // stopped recording: later reads cost one load
+	handled  atomic.Bool                     // a request reached the handler
+	refuse   func(c *tapConn, answer []byte) // writes the proxy's refusal for net/http's answer
+	done     atomic.Bool                     // stopped recording: later reads cost one load
 	mu       sync.Mutex
 	head     []byte
 	complete bool // the head ended ("\r\n\r\n") within maxTapHead
@@ -41,13 +47,33 @@ func (c *tapConn) Read(p []byte) (int, error) {
 			if i := bytes.Index(c.head, []byte("\r\n\r\n")); i >= 0 {
 				c.head, c.complete, c.full = c.head[:i+4], true, true
 			} else if len(c.head) > maxTapHead {
-				c.head, c.full = nil, true
+				// Keep only the request line, for the audit of the
+				// refusal that follows.
+				line, _, _ := bytes.Cut(c.head, []byte("\r\n"))
+				c.head, c.full = line[:min(len(line), 8<<10):min(len(line), 8<<10)], true
 			}
 			c.done.Store(c.full)
 		}
 		c.mu.Unlock()
 	}
 	return n, err
+}
+
+func (c *tapConn) Write(p []byte) (int, error) {
+	if !c.handled.Load() && c.refuse != nil && bytes.HasPrefix(p, []byte("HTTP/1.")) {
+		c.refuse(c, p)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// firstLine returns the first line of the kept request head, as far as it
+// was read.
+func (c *tapConn) firstLine() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	line, _, _ := strings.Cut(string(c.head), "\r\n")
+	return line
 }
 
 // nextRequest counts a request read on the connection and returns its

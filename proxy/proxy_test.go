@@ -156,20 +156,14 @@ func TestDenials(t *testing.T) {
 		{"allowed.test:99999", `invalid port: "99999"`, false},
 		{"allowed.test", `invalid port: ""`, false},
 		{"a..test:443", `invalid host: "a..test": empty label`, false},
-		{"caf%C3%A9.test:443", `invalid host: "caf%C3%A9.test"`, false}, // net/url would decode it to café.test
-		{"exa%6dple.test:443", "", false},                               // net/http answers 400 itself
-		{"[allowed.test]:443", "", false},                               // net/http answers 400 itself
+		{"caf%C3%A9.test:443", `invalid host: "caf%C3%A9.test"`, false},               // net/url would decode it to café.test
+		{"exa%6dple.test:443", "bad request: the request could not be parsed", false}, // net/http's own refusal, rewritten
+		{"[allowed.test]:443", "bad request: the request could not be parsed", false},
 	}
 	e := newEnv(t, defaultPolicy())
 	for _, tc := range cases {
 		t.Run("connect "+tc.target, func(t *testing.T) {
 			_, resp := e.connect(tc.target, true)
-			if tc.reason == "" {
-				if resp.StatusCode != http.StatusBadRequest {
-					t.Fatalf("status = %d, want 400 from net/http", resp.StatusCode)
-				}
-				return
-			}
 			if resp.StatusCode != http.StatusForbidden {
 				t.Fatalf("status = %d, want 403", resp.StatusCode)
 			}
@@ -183,7 +177,10 @@ func TestDenials(t *testing.T) {
 		})
 	}
 	for _, tc := range cases {
-		if tc.reason == "" || strings.Contains(tc.target, "%") || strings.Contains(tc.target, "..") || strings.HasSuffix(tc.target, ":0") || strings.HasSuffix(tc.target, "99999") || !strings.Contains(tc.target, ":") {
+		if _, err := url.Parse("http://" + tc.target + "/"); err != nil {
+			continue // not a URL a client could send
+		}
+		if strings.Contains(tc.target, "%") || strings.Contains(tc.target, "..") || strings.HasSuffix(tc.target, ":0") || strings.HasSuffix(tc.target, "99999") || !strings.Contains(tc.target, ":") {
 			continue // not valid in a URL, or the default port applies
 		}
 		t.Run("http "+tc.target, func(t *testing.T) {
@@ -915,4 +912,47 @@ func TestPolicySwapDuringDecision(t *testing.T) {
 			t.Fatalf("audit = %v", rec)
 		}
 	})
+}
+
+// TestUnparsedRequestsAreRefusedLikeDenials: requests net/http refuses to
+// parse before any handler runs (a bad target, a malformed header, a head
+// over the size cap) get the proxy's own refusal, 403 with the reason in
+// X-Proxy-Error and the body, and an audit line, instead of net/http's
+// bare 400/431.
+func TestUnparsedRequestsAreRefusedLikeDenials(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	cases := []struct {
+		name, head string
+		host       string
+	}{
+		{"bad connect target", "CONNECT exa%6dple.test:443 HTTP/1.1\r\nHost: x\r\n\r\n", "exa%6dple.test:443"},
+		{"malformed header", "GET http://one.test/ HTTP/1.1\r\nHost: one.test\r\nno colon here\r\n\r\n", "http://one.test/"},
+		{"head over the cap", "GET http://two.test/ HTTP/1.1\r\nHost: two.test\r\nX-Big: " + strings.Repeat("a", 2<<20) + "\r\n\r\n", "http://two.test/"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			go io.WriteString(conn, c.head) // the server may answer before reading it all
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reason := resp.Header.Get("X-Proxy-Error")
+			if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(reason, "bad request: the request could not be parsed (") {
+				t.Fatalf("got %d %q, want 403 and the reason", resp.StatusCode, reason)
+			}
+			if b := body(t, resp); b != reason+"\n" {
+				t.Fatalf("body %q, want the reason line", b)
+			}
+			rec := e.audit.waitAudit(t, c.host)
+			if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != reason {
+				t.Fatalf("audit = %v", rec)
+			}
+		})
+	}
 }

@@ -332,7 +332,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.s.conns.Add(1)
-		return &tapConn{Conn: c}, nil
+		return &tapConn{Conn: c, refuse: l.s.refuseUnparsed}, nil
 	}
 }
 
@@ -370,9 +370,46 @@ func (w *hijackCapture) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, rw, err
 }
 
+// refuseUnparsed replaces net/http's own answer to a request it could not
+// parse ("400 Bad Request: malformed Host header", "431 Request Header
+// Fields Too Large", ...) with the proxy's refusal: 403, the reason in
+// X-Proxy-Error and the body, and an audit line, like every other denial.
+func (s *Server) refuseUnparsed(c *tapConn, answer []byte) {
+	status, _, _ := strings.Cut(string(answer), "\r\n")
+	status = strings.TrimPrefix(strings.TrimPrefix(status, "HTTP/1.1 "), "HTTP/1.0 ")
+	why := status
+	if _, body, ok := strings.Cut(string(answer), "\r\n\r\n"); ok && strings.TrimSpace(body) != "" {
+		why = strings.TrimSpace(body)
+	}
+	if len(why) > 3 && why[3] == ' ' && strings.Trim(why[:3], "0123456789") == "" {
+		why = why[4:] // "400 Bad Request: x" → "Bad Request: x"
+	}
+	line := c.firstLine()
+	kind, target := "http", ""
+	if f := strings.Fields(line); len(f) >= 2 {
+		target = f[1]
+		if f[0] == http.MethodConnect {
+			kind = "connect"
+		}
+	}
+	rec := &record{kind: kind, client: c.RemoteAddr().String(), start: time.Now(), decision: "deny", host: oneLine(target)}
+	if why == "" {
+		why = "no reason given"
+	}
+	phrase, detail, _ := strings.Cut(why, ":") // "Bad Request: malformed Host header"
+	why = strings.ToLower(phrase) + detail
+	rec.reason = fmt.Sprintf("%s: the request could not be parsed (%s)", ReasonBadRequest, why)
+	c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	writeDeny(c.Conn, http.StatusForbidden, rec.reason)
+	s.audit(rec)
+}
+
 // ServeHTTP authenticates the request, then hands it to goproxy, whose
 // handlers are all ours.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tap, ok := r.Context().Value(tapKey{}).(*tapConn); ok {
+		tap.handled.Store(true)
+	}
 	if !s.authOK(r) {
 		rec := s.newRecord(kindOf(r), r)
 		rec.host = r.URL.Host
