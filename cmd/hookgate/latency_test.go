@@ -66,6 +66,32 @@ func TestLatencyReport(t *testing.T) {
 json.load(sys.stdin)
 print(json.dumps({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}))`
 
+	// The floor of any Go hook: a static binary that decodes the payload
+	// and answers allow (no output), built like hookgate.
+	goHook := filepath.Join(dir, "gohook")
+	src := filepath.Join(dir, "gohook.go")
+	if err := os.WriteFile(src, []byte(`package main
+
+import (
+	"encoding/json"
+	"os"
+)
+
+func main() {
+	var v map[string]any
+	if json.NewDecoder(os.Stdin).Decode(&v) != nil {
+		os.Exit(2)
+	}
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", goHook, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the minimal Go hook: %v\n%s", err, out)
+	}
+
 	variants := []struct {
 		name string
 		argv []string
@@ -73,6 +99,8 @@ print(json.dumps({"hookSpecificOutput":{"hookEventName":"PreToolUse","permission
 	}{
 		{"`true` (baseline)", []string{truePath}, ""},
 		{"python3 minimal hook (baseline)", []string{py, "-c", pyHook}, `"permissionDecision": "allow"`},
+		{"minimal Go hook: decodes the payload, answers allow (floor)", []string{goHook}, ""},
+		{"`hookgate --help`: start-up only, no work (floor)", []string{bin, "--help"}, ""},
 		{"hookgate check --policy (local)", []string{bin, "check", "--harness", "claude-code", "--policy", policy}, ""},
 		{"hookgate check --socket", []string{bin, "check", "--harness", "claude-code", "--socket", sock}, ""},
 	}
