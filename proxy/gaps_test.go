@@ -409,18 +409,7 @@ func TestProxyEnvironmentIgnoredPlainHTTP(t *testing.T) {
 		proxyEnvChild(t, os.Getenv("HTTP_PROXY"))
 		return
 	}
-	var hits atomic.Int64
-	trap := mustListen(t, "tcp", "127.0.0.1:0")
-	go func() {
-		for {
-			c, err := trap.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
+	trap, hits := countingTrap(t)
 	trapURL := "http://" + trap.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

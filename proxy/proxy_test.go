@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/proxy"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
@@ -544,22 +545,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 // TestProxyEnvironmentIgnored sets every proxy variable to a trap server
 // before the proxy is built, and proves the trap sees nothing.
 func TestProxyEnvironmentIgnored(t *testing.T) {
-	var hits atomic.Int64
-	trap, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer trap.Close()
-	go func() {
-		for {
-			c, err := trap.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
+	trap, hits := countingTrap(t)
 	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
 		t.Setenv(v, "http://"+trap.Addr().String())
 	}
@@ -955,4 +941,17 @@ func TestUnparsedRequestsAreRefusedLikeDenials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingTrap is a listener on loopback that counts and closes every
+// connection it gets, for tests proving that nothing reaches it.
+func countingTrap(t *testing.T) (net.Listener, *atomic.Int64) {
+	t.Helper()
+	var hits atomic.Int64
+	trap, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Serve(t, trap, func(net.Conn) { hits.Add(1) })
+	return trap, &hits
 }

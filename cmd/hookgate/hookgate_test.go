@@ -84,6 +84,14 @@ func runGate(t *testing.T, binary string, env []string, in []byte, args ...strin
 		defer r.Close()
 		cmd.Stdin = r
 	}
+	return runCmd(t, cmd, &stdout, &stderr)
+}
+
+// runCmd runs cmd, whose output goes to stdout and stderr, and returns the
+// result with its exit code and how long it took; a failure to run at all
+// fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd, stdout, stderr *bytes.Buffer) result {
+	t.Helper()
 	start := time.Now()
 	err := cmd.Run()
 	took := time.Since(start)

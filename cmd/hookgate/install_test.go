@@ -27,16 +27,7 @@ func runIn(t *testing.T, binary, home, dir string, args ...string) result {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("running hookgate: %v", err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	return runCmd(t, cmd, &stdout, &stderr)
 }
 
 // hookCommands reads a harness config file and returns, per event, the
