@@ -611,3 +611,24 @@ func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
 		}
 	}
 }
+
+// FuzzShellWords: splitting never panics, and words quoted the way Install
+// quotes them split back to themselves, so hookgate always recognises the
+// command it wrote.
+func FuzzShellWords(f *testing.F) {
+	for _, s := range []string{"hookgate check --harness claude-code", `'/my apps/hookgate' check`, `"a\"b" c\ d`, `'unterminated`, `a\`, `'it'\''s'`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		shellWords(s)
+		words := strings.Fields(s)
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = shellQuote(w)
+		}
+		got, ok := shellWords(strings.Join(quoted, " "))
+		if !ok || !slices.Equal(got, words) {
+			t.Fatalf("%q quoted as %q split to %q (ok %v)", words, strings.Join(quoted, " "), got, ok)
+		}
+	})
+}
