@@ -514,8 +514,8 @@ const maxScannedValues = 10000
 // since servers name their parameters as they like ("target_url",
 // {"request": {"url": …}}): every http(s) URL inside any string, every
 // string under a key whose words name a host (host, hostname, domain), and
-// every string under a key whose words name a file (path, file, filename,
-// dir, directory, folder: "srcPath", "output_file", "workDir"). ok is false
+// every string under a key whose words name a file (keyKind: "srcPath",
+// "output_file", "workDir", "target"). ok is false
 // when the input has more than maxScannedValues values.
 func scanMCPInput(v any) (urls, hosts, paths []string, ok bool) {
 	n := 0
@@ -555,7 +555,8 @@ func scanMCPInput(v any) (urls, hosts, paths []string, ok bool) {
 // keyKind sorts a parameter name by its words (split at _, -, . and
 // lower-to-upper case changes): "host" for host, hostname or domain, "path"
 // for path, paths, file, files, filename, filepath, dir, dirs, directory,
-// folder; "" otherwise ("profile" is one word, not "file").
+// folder, src, dst, dest, source, destination, target, root, cwd; ""
+// otherwise ("profile" is one word, not "file").
 func keyKind(key string) string {
 	var words []string
 	start := 0
@@ -573,7 +574,8 @@ func keyKind(key string) string {
 		switch w {
 		case "host", "hostname", "domain":
 			return "host"
-		case "path", "paths", "file", "files", "filename", "filepath", "dir", "dirs", "directory", "folder":
+		case "path", "paths", "file", "files", "filename", "filepath", "dir", "dirs", "directory", "folder",
+			"src", "dst", "dest", "source", "destination", "target", "root", "cwd":
 			kind = "path"
 		}
 	}

@@ -124,8 +124,8 @@ func isOurs(cmd string) bool {
 // that, closing, escaping and reopening around a quote); "…" is literal
 // except that a backslash escapes $, `, ", \ and newline; a backslash
 // outside quotes escapes the next character (a backslash-newline
-// disappears). Nothing else (no expansion, no operators) is interpreted. ok is false for an unterminated
-// quote or a trailing backslash.
+// disappears). Nothing else (no expansion, no operators) is interpreted.
+// ok is false for an unterminated quote or a trailing backslash.
 func shellWords(s string) (words []string, ok bool) {
 	var cur strings.Builder
 	inWord := false
