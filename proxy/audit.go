@@ -15,13 +15,13 @@ const (
 	AttrClient     = "client"      // client address
 	AttrHost       = "host"        // requested host, canonical when valid
 	AttrPort       = "port"        // requested port
-	AttrAddr       = "addr"        // resolved and dialed address
+	AttrAddr       = "addr"        // resolved and dialed address; DNS: the answered A/AAAA addresses, comma-separated
 	AttrDecision   = "decision"    // "allow" or "deny"
 	AttrReason     = "reason"      // one-line reason
 	AttrRule       = "rule"        // the policy entry that decided, if any
 	AttrSNI        = "sni"         // CONNECT: the ClientHello server name, "none" or "not-tls"
-	AttrBytesUp    = "bytes_up"    // client to server
-	AttrBytesDown  = "bytes_down"  // server to client
+	AttrBytesUp    = "bytes_up"    // client to server; DNS: the query's size
+	AttrBytesDown  = "bytes_down"  // server to client; DNS: the answer's size
 	AttrDurationMS = "duration_ms" // from request to close
 	AttrClose      = "close"       // why an allowed connection ended
 	AttrQType      = "qtype"       // DNS question type

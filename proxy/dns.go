@@ -180,6 +180,8 @@ type dnsVerdict struct {
 	host, qtype, decision, reason string
 	rcode                         int
 	stripped                      int
+	addrs                         []string // A and AAAA addresses answered
+	up, down                      int      // query and answer sizes in bytes
 }
 
 // ServeDNS answers one query, in this order: the concurrency cap; class IN;
@@ -199,16 +201,26 @@ func (d *DNSServer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		defer func() { <-d.sem }()
 	default:
 		v.reason = "too many concurrent queries"
-		d.reply(w, r, dns.RcodeServerFailure, dns.ExtendedErrorCodeOther, v.reason, nil)
+		v.up = r.Len()
+		v.down = d.reply(w, r, dns.RcodeServerFailure, dns.ExtendedErrorCodeOther, v.reason, nil)
 		v.rcode = dns.RcodeServerFailure
 		d.audit(w, pol, &v, start)
 		return
 	}
+	v.up = r.Len()
 	m, ede, edeText := d.answer(r, pol, &v)
 	if m == nil {
-		d.reply(w, r, v.rcode, ede, edeText, nil)
+		v.down = d.reply(w, r, v.rcode, ede, edeText, nil)
 	} else {
-		d.reply(w, r, m.Rcode, ede, edeText, m)
+		v.down = d.reply(w, r, m.Rcode, ede, edeText, m)
+		for _, rr := range m.Answer {
+			switch a := rr.(type) {
+			case *dns.A:
+				v.addrs = append(v.addrs, a.A.String())
+			case *dns.AAAA:
+				v.addrs = append(v.addrs, a.AAAA.String())
+			}
+		}
 	}
 	d.audit(w, pol, &v, start)
 }
@@ -318,8 +330,9 @@ func shortNetErr(err error) string {
 }
 
 // reply writes an answer to r: m's records (nil: none) with rcode, and an
-// Extended DNS Error when the query had EDNS0 and ede is set.
-func (d *DNSServer) reply(w dns.ResponseWriter, r *dns.Msg, rcode int, ede uint16, text string, m *dns.Msg) {
+// Extended DNS Error when the query had EDNS0 and ede is set. It returns the
+// answer's size in bytes.
+func (d *DNSServer) reply(w dns.ResponseWriter, r *dns.Msg, rcode int, ede uint16, text string, m *dns.Msg) int {
 	out := new(dns.Msg)
 	out.SetRcode(r, rcode)
 	out.RecursionAvailable = true
@@ -342,6 +355,7 @@ func (d *DNSServer) reply(w dns.ResponseWriter, r *dns.Msg, rcode int, ede uint1
 	}
 	out.Truncate(size)
 	w.WriteMsg(out)
+	return out.Len()
 }
 
 func (d *DNSServer) audit(w dns.ResponseWriter, pol *compiled, v *dnsVerdict, start time.Time) {
@@ -355,7 +369,10 @@ func (d *DNSServer) audit(w dns.ResponseWriter, pol *compiled, v *dnsVerdict, st
 		slog.String(AttrDecision, v.decision),
 		slog.String(AttrReason, v.reason),
 		slog.String(AttrRcode, dns.RcodeToString[v.rcode]),
+		slog.String(AttrAddr, strings.Join(v.addrs, ",")),
 		slog.Int(AttrStripped, v.stripped),
+		slog.Int(AttrBytesUp, v.up),
+		slog.Int(AttrBytesDown, v.down),
 		slog.Float64(AttrDurationMS, float64(time.Since(start).Microseconds())/1000),
 	)
 }

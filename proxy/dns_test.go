@@ -130,6 +130,10 @@ func TestDNSAllowed(t *testing.T) {
 	if rec[proxy.AttrKind] != "dns" || rec[proxy.AttrDecision] != "allow" || rec[proxy.AttrRcode] != "NOERROR" || rec[proxy.AttrSandbox] != "sbx-dns" {
 		t.Fatalf("audit = %v", rec)
 	}
+	// The answered address and the sizes each way, as in the proxy's lines.
+	if rec[proxy.AttrAddr] != "8.8.4.4" || rec[proxy.AttrBytesUp].(float64) < 17 || rec[proxy.AttrBytesDown].(float64) <= rec[proxy.AttrBytesUp].(float64) {
+		t.Fatalf("audit addr/bytes = %v", rec)
+	}
 }
 
 func TestDNSRefusedWithoutUpstreamQuery(t *testing.T) {
