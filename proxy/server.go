@@ -398,6 +398,9 @@ func (s *Server) refuseUnparsed(c *tapConn, answer []byte) {
 	}
 	phrase, detail, _ := strings.Cut(why, ":") // "Bad Request: malformed Host header"
 	why = strings.ToLower(phrase) + detail
+	if len(why) > 200 { // net/http may quote the offending header line
+		why = strings.ToValidUTF8(why[:200], "") + "…"
+	}
 	rec.reason = fmt.Sprintf("%s: the request could not be parsed (%s)", ReasonBadRequest, why)
 	c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	writeDeny(c.Conn, http.StatusForbidden, rec.reason)
