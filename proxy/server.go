@@ -396,8 +396,11 @@ func (s *Server) refuseUnparsed(c *tapConn, answer []byte) {
 	if why == "" {
 		why = "no reason given"
 	}
-	phrase, detail, _ := strings.Cut(why, ":") // "Bad Request: malformed Host header"
-	why = strings.ToLower(phrase) + detail
+	if phrase, detail, ok := strings.Cut(why, ":"); ok { // "Bad Request: malformed Host header"
+		why = strings.ToLower(phrase) + ":" + detail
+	} else {
+		why = strings.ToLower(why)
+	}
 	if len(why) > 200 { // net/http may quote the offending header line
 		why = strings.ToValidUTF8(why[:200], "") + "…"
 	}
