@@ -111,9 +111,17 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		return true
 	}
 	hasFile := o.has("-f", "--file", "-File", "--File")
+	fromStdin := false // "awk -f - <<< …", "perl /dev/stdin <<< …": the code is stdin
+	if f, ok := o.val("-f", "--file", "-File", "--File"); ok && !f.dyn && (f.val == "-" || isStdinPath(f.val)) {
+		hasFile, fromStdin = false, true
+	}
 	if sp.lang == "awk" || sp.lang == "sed" {
 		if hasFile {
 			a.opaque(prog)
+			return true
+		}
+		if fromStdin {
+			a.stdinCode(prog, sp.lang, in, depth)
 			return true
 		}
 		if o.next < len(args) {
@@ -125,7 +133,7 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		}
 		return true
 	}
-	if hasFile || (o.next < len(args) && args[o.next].val != "-") {
+	if hasFile || (o.next < len(args) && args[o.next].val != "-" && !isStdinPath(args[o.next].val)) {
 		if o.next < len(args) && args[o.next].dyn {
 			a.fail(fmt.Sprintf("%s runs a script whose path is not static: %s", prog, args[o.next].val))
 			return true
@@ -133,17 +141,28 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		a.opaque(prog)
 		return true
 	}
+	a.stdinCode(prog, sp.lang, in, depth)
+	return true
+}
+
+// stdinCode analyses code an interpreter reads from its standard input.
+func (a *analyzer) stdinCode(prog, lang string, in stdin, depth int) {
 	switch in.kind {
 	case "pipe":
 		a.fail(prog + " reads its code from a pipe")
 	case "dynamic":
 		a.fail(prog + " reads code with expansions from a here-document or here-string")
 	case "here":
-		a.inlineCode(prog, sp.lang, staticWord(in.body), depth)
+		if lang == "sed" {
+			a.sedScript(prog, staticWord(in.body))
+		} else {
+			a.inlineCode(prog, lang, staticWord(in.body), depth)
+		}
 	case "file":
 		a.opaque(prog)
+	case "dynfile":
+		a.fail(prog + " reads its code from a file whose name is not static")
 	}
-	return true
 }
 
 // inPlace reports a -i (or --in-place) flag in argv's option clusters;
@@ -188,7 +207,7 @@ var (
 )
 
 // Exec primitives: calls whose arguments are a command to run.
-var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|eval)\b`)
+var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|os\.execute|system2|eval)\b`)
 
 // Primitives whose target the heuristic cannot read at all.
 var reOpaquePrimitive = newLazyRegexp(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)

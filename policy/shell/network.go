@@ -253,6 +253,16 @@ func networkActions(inv invocation) []string {
 		}
 	case "nc", "ncat", "netcat", "socat", "telnet":
 		return allLeafActions
+	case "ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links", "elinks", "w3m", "whois":
+		// Raw or other-protocol clients (busybox applets among them): any
+		// leaf, so a domain rule cannot be passed by a tool the
+		// classifier does not read.
+		return allLeafActions
+	case "openssl":
+		// openssl s_client -connect HOST:PORT is a raw TLS socket.
+		if len(args) > 1 && (args[1].dyn || args[1].val == "s_client" || args[1].val == "s_time") {
+			return allLeafActions
+		}
 	}
 	first := sub
 	if len(inv.chain) == 0 {
@@ -538,6 +548,12 @@ func (c Classification) Domains() []string {
 			for _, w := range args[1:] {
 				if i := strings.Index(w.val, "://"); !w.dyn && i > 0 && !strings.HasPrefix(w.val, "-") {
 					add(w.val[strings.LastIndexAny(w.val[:i], "+=")+1:], false)
+				}
+			}
+		case "openssl":
+			for j := 2; j+1 < len(args); j++ {
+				if args[j].val == "-connect" && !args[j+1].dyn {
+					add(args[j+1].val, false)
 				}
 			}
 		case "socat":
