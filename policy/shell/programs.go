@@ -1166,6 +1166,14 @@ func (a *analyzer) tar(args []word, depth int) {
 	if o.has("-x", "--extract", "--get") {
 		extract = true
 	}
+	if tarCreates(args) {
+		// tar -c/-r/-u/-A writes the archive named by -f (stdout for -).
+		if f, ok := o.val("-f", "--file"); ok && !f.dyn && f.val != "-" && strings.HasPrefix(args[1].val, "-") {
+			a.write(f.val, "tar -c")
+		} else if !ok || f.val != "-" {
+			a.write("", "tar -c")
+		}
+	}
 	for _, s := range o.strs {
 		v := s
 		if strings.HasPrefix(v.val, "exec=") {
