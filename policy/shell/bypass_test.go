@@ -131,6 +131,21 @@ var bypassTable = []tcase{
 	{line: "node -e 'require(\"fs\").writeFileSync(\"f\",\"x\")'", progs: "node", write: "|code writes a file"},
 	{line: "perl -e 'open(F, \">f\"); print F 1'", progs: "perl", write: "|code writes a file"},
 	{line: "ruby -e 'File.write(\"f\",\"x\")'", progs: "ruby", write: "|code writes a file"},
+
+	// gh's built-in aliases of a denied chain (cobra Aliases: pr/issue/repo
+	// create have "new").
+	{line: "gh pr new --title x --body y", progs: "gh", deny: "gh:pr:create", subs: "gh=pr:create"},
+	{line: "gh -R o/r pr new", progs: "gh", deny: "gh:pr:create"},
+	{line: "gh pr ls", progs: "gh", subs: "gh=pr:list"},
+	// Recipes given in the line (make syntax is not parsed: fail closed),
+	// and a package script defined in the line, run by a later command.
+	{line: "make -f - <<< $'all:\n\tgit push'", progs: "make", unp: "makefile from standard input", deny: unp},
+	{line: "make --eval=$'all:\n\tgit push'", progs: "make", unp: "make --eval", deny: unp},
+	{line: "make -E 'x: ; git push' x", progs: "make", unp: "make --eval", deny: unp},
+	{line: "just --justfile /dev/stdin <<< $'x:\n\tgit push'", progs: "just", unp: "makefile from standard input", deny: unp},
+	{line: "make -f build.mk test", progs: "make", opaque: "make"},
+	{line: "npm pkg set scripts.x='git push' && npm run x", progs: "npm", unp: "defines a package script", deny: unp},
+	{line: "npm pkg set version=1.2.3", progs: "npm"},
 }
 
 func TestBypassTable(t *testing.T) {

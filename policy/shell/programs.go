@@ -632,6 +632,16 @@ func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 			a.opaque(prog)
 		}
 		if prog == "npm" || prog == "pnpm" || prog == "yarn" {
+			// "npm pkg set scripts.x='git push' && npm run x": like
+			// `git config alias.*`, a script defined in the line runs later.
+			if len(inv.chain) > 1 && inv.chain[0] == "pkg" && inv.chain[1] == "set" {
+				for _, w := range args {
+					if w.dyn || strings.HasPrefix(w.val, "scripts") {
+						a.fail(prog + " pkg set defines a package script, which changes what a later run executes")
+						return
+					}
+				}
+			}
 			if len(inv.chain) > 0 && (inv.chain[0] == "exec" || inv.chain[0] == "dlx" || inv.chain[0] == "x") {
 				a.record(inv)
 				a.afterSub(prog, args, i+1, in, depth)
@@ -645,9 +655,51 @@ func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 	if opaqueExecutors()[prog] || strings.Contains(args[0].val, "/") {
 		a.opaque(prog)
 	}
+	if prog == "make" || prog == "gmake" || prog == "just" {
+		if why := inlineMakefile(args, in); why != "" {
+			a.record(inv)
+			a.fail(why)
+			return
+		}
+	}
 	a.record(inv)
 	a.commandWrites(inv)
 	a.suspect(inv, depth)
+}
+
+// inlineMakefile reports make/just reading recipes from the line itself:
+// `make --eval=…`/`-E …`, or a makefile from stdin (`make -f - <<< …`,
+// `just --justfile /dev/stdin`). The recipes are shell commands in make's
+// syntax, which the classifier does not parse, so the line fails closed
+// (notes §1.8 lists `make -f -`/`--eval` with the inline interpreters).
+func inlineMakefile(args []word, in stdin) string {
+	prog := args[0].val
+	for j := 1; j < len(args); j++ {
+		v := args[j].val
+		if args[j].dyn {
+			continue
+		}
+		if v == "--eval" || strings.HasPrefix(v, "--eval=") || v == "-E" || strings.HasPrefix(v, "-E") && len(v) > 2 && !strings.HasPrefix(v, "--") {
+			if prog != "just" {
+				return "make --eval runs recipes given on the command line"
+			}
+		}
+		file := ""
+		switch {
+		case v == "-f" || v == "--file" || v == "--makefile" || v == "--justfile":
+			if j+1 < len(args) {
+				file = args[j+1].val
+			}
+		case strings.HasPrefix(v, "--file=") || strings.HasPrefix(v, "--makefile=") || strings.HasPrefix(v, "--justfile="):
+			_, file, _ = strings.Cut(v, "=")
+		case strings.HasPrefix(v, "-f") && len(v) > 2 && !strings.HasPrefix(v, "--"):
+			file = v[2:]
+		}
+		if file == "-" || isStdinPath(file) {
+			return prog + " reads a makefile from standard input"
+		}
+	}
+	return ""
 }
 
 // afterSub analyses the command a runner subcommand runs: after "--" when
