@@ -81,6 +81,10 @@ type analyzer struct {
 	progSet    map[string]bool
 	subSet     map[string]bool
 	copies     map[string]string // program name of a copy or link made earlier in the line → original program
+	// curIn is the stdin of the command being analysed; a code string it
+	// runs (`sh -c 'sh' <<< 'git push'`, `eval cat`) inherits it, so source
+	// starts its walk from it instead of from no stdin.
+	curIn stdin
 }
 
 // maxReason bounds a Reason's length; the dynamic word it quotes may be long.
@@ -112,7 +116,7 @@ func (a *analyzer) opaque(prog string) {
 
 // stdin is where a command's standard input comes from.
 type stdin struct {
-	kind string // "", "pipe", "here" (static text in body), "dynamic", "file"
+	kind string // "", "pipe", "here" (static text in body), "dynamic", "file", "dynfile" (a file named by an expansion)
 	body string
 }
 
@@ -130,6 +134,7 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 	}
 	defer func(old string) { a.src = old }(a.src)
 	a.src = src
+	outerIn := a.curIn // the stdin the nested code's commands inherit
 	f, err := syntax.NewParser(syntax.Variant(lang), syntax.KeepComments(false)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		a.fail("syntax error: " + oneLine(err.Error()))
@@ -163,6 +168,14 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 			in := stdinOf(n, piped, src)
 			if in.kind == "" && len(inStack) > 0 {
 				in = inStack[len(inStack)-1]
+			}
+			if in.kind == "" {
+				in = outerIn
+			}
+			if execRedirectsStdin(n, src) {
+				// "exec <<< 'git push'; bash": a bare exec's input redirection
+				// is every later command's stdin, which the walk does not follow.
+				a.fail("exec without a command redirects standard input for the rest of the line")
 			}
 			inStack = append(inStack, in)
 			if c, ok := n.Cmd.(*syntax.CallExpr); ok {
@@ -289,11 +302,46 @@ func stdinOf(s *syntax.Stmt, piped map[*syntax.Stmt]bool, src string) stdin {
 			}
 		case syntax.RdrIn, syntax.RdrInOut:
 			in = stdin{kind: "file"}
+			if w := resolveWord(r.Word, src); w.dyn {
+				// "sh < <(echo git push)": a process substitution is a pipe;
+				// another dynamic name is a file the line does not show.
+				in = stdin{kind: "pipe"}
+				if w.why != "process substitution" {
+					in = stdin{kind: "dynfile"}
+				}
+			}
 		case syntax.DplIn:
 			in = stdin{kind: "dynamic"}
 		}
 	}
 	return in
+}
+
+// execRedirectsStdin reports a bare "exec" (no command) that redirects
+// file descriptor 0.
+func execRedirectsStdin(s *syntax.Stmt, src string) bool {
+	c, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(c.Args) != 1 {
+		return false
+	}
+	if w := resolveWord(c.Args[0], src); w.dyn || w.val != "exec" {
+		return false
+	}
+	for _, r := range s.Redirs {
+		if r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.WordHdoc, syntax.Hdoc, syntax.DashHdoc:
+			return true
+		}
+	}
+	return false
+}
+
+// isStdinPath reports a path that names the reading process's stdin.
+func isStdinPath(p string) bool {
+	return p == "/dev/stdin" || p == "/dev/fd/0" || p == "/proc/self/fd/0"
 }
 
 func hdocQuoted(w *syntax.Word) bool {
@@ -312,6 +360,7 @@ func hdocQuoted(w *syntax.Word) bool {
 
 // redirect records file writes made by output redirections.
 func (a *analyzer) redirect(r *syntax.Redirect) {
+	a.netRedirect(r)
 	var op string
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
@@ -335,6 +384,37 @@ func (a *analyzer) redirect(r *syntax.Redirect) {
 		return
 	}
 	a.write(w.val, op+" "+w.val)
+}
+
+// netRedirect fails the line when a redirection may open a socket: bash
+// connects to HOST:PORT when a redirection's target is /dev/tcp/HOST/PORT
+// or /dev/udp/HOST/PORT, for input as well as output (`cat </dev/tcp/h/80`,
+// `exec 3<>/dev/tcp/h/80`), so the line contacts the network with no
+// network program in it. A target whose static start could still become
+// such a path (`cat <$F` after `F=/dev/tcp/h/80`) fails too. Heredocs and a
+// bare process substitution (/dev/fd/N) open no file.
+func (a *analyzer) netRedirect(r *syntax.Redirect) {
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return
+	}
+	if r.Word == nil {
+		return
+	}
+	w := resolveWord(r.Word, a.src)
+	if w.dyn && w.why == "process substitution" && w.lead == "" {
+		return
+	}
+	for _, dev := range []string{"/dev/tcp/", "/dev/udp/"} {
+		if w.dyn && (strings.HasPrefix(w.lead, dev) || strings.HasPrefix(dev, w.lead)) {
+			a.fail("redirection target " + w.val + " is not static and may be " + dev + "HOST/PORT, a network connection")
+			return
+		}
+		if !w.dyn && strings.HasPrefix(w.val, dev) {
+			a.fail("redirection to " + w.val + " opens a network connection")
+			return
+		}
+	}
 }
 
 func harmlessSink(p string) bool {
@@ -400,6 +480,13 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 	}
 	if why, ok := hijackVars()[name]; ok {
 		a.fail(name + " assignment changes what later commands run" + why)
+		return
+	}
+	switch strings.ToLower(name) {
+	case "http_proxy", "https_proxy", "all_proxy", "ftp_proxy", "rsync_proxy":
+		// "HTTPS_PROXY=http://evil.example curl https://good.example": the
+		// request goes to the proxy, a host the domain check never sees.
+		a.fail(name + " assignment sends network traffic through a proxy the classifier does not check")
 		return
 	}
 	if strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {

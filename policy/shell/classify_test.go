@@ -27,7 +27,12 @@ func TestTableHasNoDuplicates(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
-	for _, tc := range table {
+	runTable(t, table)
+}
+
+// runTable checks every row of rows as a subtest.
+func runTable(t *testing.T, rows []tcase) {
+	for _, tc := range rows {
 		t.Run(tc.line, func(t *testing.T) {
 			c := Classify(tc.line)
 			if tc.unp == "" {

@@ -288,6 +288,20 @@ func (a *analyzer) gh(inv invocation, depth int) {
 			break
 		}
 	}
+	if len(chain) == 2 {
+		// gh's built-in command aliases: "gh pr new" is "gh pr create"
+		// (cobra Aliases), so a rule on the real name must match them.
+		switch {
+		case chain[1] == "new":
+			chain[1] = "create"
+		case chain[1] == "ls":
+			chain[1] = "list"
+		case chain[1] == "remove" && (chain[0] == "secret" || chain[0] == "variable"):
+			chain[1] = "delete"
+		case chain[1] == "rm" && chain[0] == "extension":
+			chain[1] = "remove"
+		}
+	}
 	inv.chain = chain
 	a.record(inv)
 	if len(chain) == 2 && (chain[0] == "alias" && (chain[1] == "set" || chain[1] == "import")) {

@@ -111,9 +111,17 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		return true
 	}
 	hasFile := o.has("-f", "--file", "-File", "--File")
+	fromStdin := false // "awk -f - <<< …", "perl /dev/stdin <<< …": the code is stdin
+	if f, ok := o.val("-f", "--file", "-File", "--File"); ok && !f.dyn && (f.val == "-" || isStdinPath(f.val)) {
+		hasFile, fromStdin = false, true
+	}
 	if sp.lang == "awk" || sp.lang == "sed" {
 		if hasFile {
 			a.opaque(prog)
+			return true
+		}
+		if fromStdin {
+			a.stdinCode(prog, sp.lang, in, depth)
 			return true
 		}
 		if o.next < len(args) {
@@ -125,7 +133,7 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		}
 		return true
 	}
-	if hasFile || (o.next < len(args) && args[o.next].val != "-") {
+	if hasFile || (o.next < len(args) && args[o.next].val != "-" && !isStdinPath(args[o.next].val)) {
 		if o.next < len(args) && args[o.next].dyn {
 			a.fail(fmt.Sprintf("%s runs a script whose path is not static: %s", prog, args[o.next].val))
 			return true
@@ -133,17 +141,28 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		a.opaque(prog)
 		return true
 	}
+	a.stdinCode(prog, sp.lang, in, depth)
+	return true
+}
+
+// stdinCode analyses code an interpreter reads from its standard input.
+func (a *analyzer) stdinCode(prog, lang string, in stdin, depth int) {
 	switch in.kind {
 	case "pipe":
 		a.fail(prog + " reads its code from a pipe")
 	case "dynamic":
 		a.fail(prog + " reads code with expansions from a here-document or here-string")
 	case "here":
-		a.inlineCode(prog, sp.lang, staticWord(in.body), depth)
+		if lang == "sed" {
+			a.sedScript(prog, staticWord(in.body))
+		} else {
+			a.inlineCode(prog, lang, staticWord(in.body), depth)
+		}
 	case "file":
 		a.opaque(prog)
+	case "dynfile":
+		a.fail(prog + " reads its code from a file whose name is not static")
 	}
-	return true
 }
 
 // inPlace reports a -i (or --in-place) flag in argv's option clusters;
@@ -180,6 +199,103 @@ func (a *analyzer) sedScript(prog string, w word) {
 	if reSedExecCmd.MatchString(w.val) || reSedSubstE.MatchString(w.val) {
 		a.fail(prog + " script runs a command (e)")
 	}
+	if f, ok := sedWriteFile(w.val); ok && !harmlessSink(f) {
+		// "sed -n 'w out' f", "sed 's/a/b/w out' f": the w command and the
+		// s///w flag write a file.
+		a.write(f, prog+" w")
+	}
+}
+
+// sedWriteFile finds a w/W command or an s///w flag in a sed script and
+// returns the file it writes. It walks commands, addresses and s/y
+// sections; the file name runs to the end of the line.
+func sedWriteFile(sc string) (string, bool) {
+	i := 0
+	n := len(sc)
+	toEOL := func() string {
+		j := strings.IndexByte(sc[i:], '\n')
+		if j < 0 {
+			j = n - i
+		}
+		v := strings.TrimSpace(sc[i : i+j])
+		i += j
+		return v
+	}
+	// section skips a delimited section starting after its opening delimiter.
+	section := func(d byte) {
+		for i < n && sc[i] != d {
+			if sc[i] == '\\' {
+				i++
+			}
+			i++
+		}
+		i++ // the closing delimiter
+	}
+	address := func() {
+		switch {
+		case i < n && sc[i] >= '0' && sc[i] <= '9':
+			for i < n && (sc[i] >= '0' && sc[i] <= '9' || sc[i] == '~') {
+				i++
+			}
+		case i < n && sc[i] == '$':
+			i++
+		case i < n && sc[i] == '/':
+			i++
+			section('/')
+		case i+1 < n && sc[i] == '\\':
+			d := sc[i+1]
+			i += 2
+			section(d)
+		}
+		for i < n && (sc[i] == 'I' || sc[i] == 'M') {
+			i++
+		}
+	}
+	for i < n {
+		c := sc[i]
+		if strings.IndexByte(" \t\n;{}!", c) >= 0 {
+			i++
+			continue
+		}
+		address()
+		for i < n && (sc[i] == ' ' || sc[i] == ',' || sc[i] == '!' || sc[i] == '+' || sc[i] == '~') {
+			i++
+			address()
+		}
+		if i >= n {
+			break
+		}
+		c = sc[i]
+		i++
+		switch c {
+		case 'w', 'W':
+			return toEOL(), true
+		case 's', 'y':
+			if i >= n {
+				return "", false
+			}
+			d := sc[i]
+			i++
+			section(d)
+			section(d)
+			for i < n && strings.IndexByte(";\n}", sc[i]) < 0 {
+				if sc[i] == 'w' && c == 's' {
+					i++
+					return toEOL(), true
+				}
+				i++
+			}
+		case 'a', 'i', 'c', 'r', 'R', 'e', 'q', 'Q', 'l', 'L':
+			toEOL()
+		case 'b', 't', 'T', ':', 'v':
+			for i < n && strings.IndexByte(";\n", sc[i]) < 0 {
+				i++
+			}
+		case '#':
+			toEOL()
+		}
+	}
+	return "", false
 }
 
 var (
@@ -188,7 +304,7 @@ var (
 )
 
 // Exec primitives: calls whose arguments are a command to run.
-var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|eval)\b`)
+var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|os\.execute|system2|eval)\b`)
 
 // Primitives whose target the heuristic cannot read at all.
 var reOpaquePrimitive = newLazyRegexp(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
@@ -199,6 +315,14 @@ var (
 	reQx            = newLazyRegexp(`\bqx\s*[^\s\w]|%x\s*[^\s\w]`)
 	reAwkLiteralCmd = newLazyRegexp(`system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`)
 )
+
+// reAwkRedirect finds awk output redirection to a file: print > "f",
+// printf(…) >> f.
+var reAwkRedirect = newLazyRegexp(`\bprintf?\b[^;}|\n]*>`)
+
+// reCodeWrite finds file-writing calls in inline interpreter code
+// (heuristic, fail closed: the path is not read).
+var reCodeWrite = newLazyRegexp(`\bopen\s*\([^)]*['"][rbtU]*[wax+]|\bopen\s*\(?\s*(my\s+)?[$\w]+\s*,\s*['"]?\s*(\+?[>|]|>>)|\b(write_text|write_bytes|writeFile|writeFileSync|appendFile|appendFileSync|createWriteStream|copyFile|copyFileSync|file_put_contents|fopen|fwrite|unlink|unlinkSync|rmSync|rmdir|rmtree|remove|rename|renameSync|makedirs|mkdir|mkdirSync|symlink|truncate|chmod|copyfile|copy2|copytree|move|writelines|savetxt|to_csv|to_json|dump)\s*\(|\bFile\.(write|open\s*\([^)]*['"][wa])|\bIO\.write|Deno\.write\w*|Bun\.write`)
 
 var reAwkPipe = newLazyRegexp(`\|\s*getline|\|&|print[^;|}]*\|`)
 
@@ -267,7 +391,15 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 		return
 	}
 	if lang == "awk" || lang == "sed" {
+		if lang == "awk" && reAwkRedirect.MatchString(bare) {
+			a.write("", prog+" print > file") // awk '{print > "out"}'
+		}
 		return
+	}
+	if reCodeWrite.MatchString(code) {
+		// python -c 'open("f","w")', node -e 'fs.writeFileSync(…)': the
+		// notes' §1.8 "interpreter code with open(…, 'w')" write.
+		a.write("", prog+" code writes a file")
 	}
 	locs := rePrimitive.FindAllStringIndex(bare, -1)
 	if len(locs) == 0 {

@@ -253,6 +253,18 @@ func networkActions(inv invocation) []string {
 		}
 	case "nc", "ncat", "netcat", "socat", "telnet":
 		return allLeafActions
+	case "ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links", "elinks", "w3m", "whois",
+		"ping", "ping6", "fping", "arping", "traceroute", "traceroute6", "tracepath", "mtr", "nmap", "hping3",
+		"rclone", "s3cmd", "gsutil":
+		// Raw or other-protocol clients (busybox applets among them): any
+		// leaf, so a domain rule cannot be passed by a tool the
+		// classifier does not read.
+		return allLeafActions
+	case "openssl":
+		// openssl s_client -connect HOST:PORT is a raw TLS socket.
+		if len(args) > 1 && (args[1].dyn || args[1].val == "s_client" || args[1].val == "s_time") {
+			return allLeafActions
+		}
 	}
 	first := sub
 	if len(inv.chain) == 0 {
@@ -485,6 +497,14 @@ func (c Classification) Domains() []string {
 			for _, w := range all.seen["--url"] {
 				add(w.val, false)
 			}
+			// The proxy is the host curl connects to.
+			for _, f := range []string{"-x", "--proxy", "--preproxy"} {
+				for _, w := range all.seen[f] {
+					if !w.dyn {
+						add(w.val, false)
+					}
+				}
+			}
 			for _, w := range append(all.seen["--resolve"], all.seen["--connect-to"]...) {
 				parts := strings.Split(w.val, ":")
 				if len(parts) >= 1 {
@@ -508,11 +528,40 @@ func (c Classification) Domains() []string {
 				add(w.val, false)
 				break
 			}
-		case "ssh":
-			if d := sshDest(args); d != "" {
-				add(d, false)
+		case "ssh", "scp", "sftp", "rsync":
+			if inv.prog == "ssh" {
+				if d := sshDest(args); d != "" {
+					add(d, false)
+				}
 			}
-		case "scp", "rsync", "sftp":
+			// Jump hosts and a HostName override are where ssh connects:
+			// "ssh -J evil.example good.example",
+			// "ssh -o HostName=evil.example good.example".
+			if inv.prog != "rsync" {
+				o := scanAll(args, 1, optSpec{short: sshValueShort})
+				for _, w := range o.seen["-J"] {
+					for _, h := range strings.Split(w.val, ",") {
+						add(jumpHost(h), false)
+					}
+				}
+				for _, w := range o.seen["-o"] {
+					k, v, ok := strings.Cut(w.val, "=")
+					if !ok {
+						k, v, _ = strings.Cut(strings.TrimSpace(w.val), " ")
+					}
+					switch strings.ToLower(strings.TrimSpace(k)) {
+					case "hostname":
+						add(strings.TrimSpace(v), false)
+					case "proxyjump":
+						for _, h := range strings.Split(strings.TrimSpace(v), ",") {
+							add(jumpHost(h), false)
+						}
+					}
+				}
+			}
+			if inv.prog == "ssh" {
+				continue
+			}
 			for _, w := range operands(args, scpRsyncOpts(inv.prog)) {
 				if !w.dyn && (isRemote(w.val) || inv.prog == "sftp") {
 					add(w.val, true)
@@ -538,6 +587,12 @@ func (c Classification) Domains() []string {
 			for _, w := range args[1:] {
 				if i := strings.Index(w.val, "://"); !w.dyn && i > 0 && !strings.HasPrefix(w.val, "-") {
 					add(w.val[strings.LastIndexAny(w.val[:i], "+=")+1:], false)
+				}
+			}
+		case "openssl":
+			for j := 2; j+1 < len(args); j++ {
+				if args[j].val == "-connect" && !args[j+1].dyn {
+					add(args[j+1].val, false)
 				}
 			}
 		case "socat":
@@ -626,4 +681,22 @@ func urlHost(s string, scp bool) string {
 		return ""
 	}
 	return h
+}
+
+// jumpHost returns the host of an ssh jump spec: [user@]host[:port] or
+// ssh://[user@]host[:port].
+func jumpHost(s string) string {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "ssh://")
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if strings.HasPrefix(s, "[") {
+		if i := strings.IndexByte(s, ']'); i > 0 {
+			return s[1:i]
+		}
+	}
+	if i := strings.IndexByte(s, ':'); i >= 0 && strings.Count(s, ":") == 1 {
+		s = s[:i]
+	}
+	return s
 }

@@ -58,6 +58,7 @@ func scanOpts(args []word, i int, sp optSpec) opts {
 		}
 		if strings.HasPrefix(v, "--") {
 			name, val, hasEq := strings.Cut(v, "=")
+			name = "--" + sp.longName(name[2:])
 			takes := contains(sp.long, name[2:])
 			isStr := contains(sp.strLong, name[2:])
 			if (takes || isStr) && !hasEq {
@@ -141,4 +142,27 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// longName resolves an abbreviated long option the way getopt_long does:
+// "--comm" is "--command" when no listed option is named exactly "comm".
+// Without this, `su --comm='git push'` and `chroot --user u / git push`
+// hid their command (the abbreviation trap). A prefix of a command-string
+// option wins over a prefix of a value option (fail closed: the string is
+// analysed as code); a name that prefixes no listed option is kept as is.
+func (sp optSpec) longName(n string) string {
+	if n == "" || contains(sp.long, n) || contains(sp.strLong, n) {
+		return n
+	}
+	for _, l := range sp.strLong {
+		if strings.HasPrefix(l, n) {
+			return l
+		}
+	}
+	for _, l := range sp.long {
+		if strings.HasPrefix(l, n) {
+			return l
+		}
+	}
+	return n
 }

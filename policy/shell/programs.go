@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -98,6 +99,12 @@ var wrappers = sync.OnceValue(func() map[string]struct {
 		"ltrace":           {optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, 0},
 		"exec":             {optSpec{short: "a"}, 0},
 	}
+})
+
+// startsShell lists wrappers that start an interactive shell when given no
+// command; the shell then reads its script from stdin.
+var startsShell = sync.OnceValue(func() map[string]bool {
+	return setOf(`doas chroot unshare nsenter firejail`)
 })
 
 // opaqueExecutors run code the line does not show (build files, scripts).
@@ -204,6 +211,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		a.opaque(prog)
 	}
 	inv := invocation{prog: prog, args: args}
+	a.curIn = in
 	rest := func(i int) {
 		if i < len(args) {
 			a.command(args[i:], in, depth+1)
@@ -236,12 +244,28 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			}
 			i++
 		}
+		if i >= len(args) && startsShell()[prog] {
+			// "chroot / <<< 'git push'", "doas -s <<< …": with no command
+			// these start a shell, which reads its script from stdin.
+			a.stdinScript(prog, in, syntax.LangBash, depth)
+			return
+		}
 		rest(i)
 		return
 	}
 	switch prog {
 	case "env":
 		a.env(inv, in, depth)
+		return
+	case "vim", "vi", "nvim", "gvim", "view", "vimdiff", "ex", "rvim", "rview", "evim", "vimx":
+		a.vim(inv, in)
+		return
+	case "ed", "red":
+		a.record(inv)
+		a.edStdin(prog, in)
+		return
+	case "gdb":
+		a.gdb(inv, depth)
 		return
 	case "sudo":
 		a.sudo(inv, in, depth)
@@ -386,7 +410,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		a.xargs(inv, in, depth)
 		return
 	case "find":
-		a.find(inv, depth)
+		a.find(inv, in, depth)
 		return
 	case "fd", "fdfind":
 		a.fd(inv, depth)
@@ -415,8 +439,13 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		}
 		if len(args) > i {
 			a.joinedString("sg", args[i:], depth)
+		} else {
+			a.stdinScript("sg", in, syntax.LangBash, depth) // a shell reading stdin
 		}
 		return
+	case "newgrp":
+		a.record(inv)
+		a.stdinScript("newgrp", in, syntax.LangBash, depth) // a shell reading stdin
 	case "su", "runuser":
 		a.record(inv)
 		sp := optSpec{short: "ugGsw", long: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}, str: "c", strLong: []string{"command", "session-command"}}
@@ -431,6 +460,10 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		}
 		for _, s := range o.strs {
 			a.codeString(prog+" -c", s, syntax.LangBash, depth)
+		}
+		if len(o.strs) == 0 {
+			// "su <<< 'git push'": without -c, the login shell reads stdin.
+			a.stdinScript(prog, in, syntax.LangBash, depth)
 		}
 		return
 	case "flock":
@@ -462,6 +495,11 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		o := scanOpts(args, 1, optSpec{short: "TIOBEm", long: []string{"log-timing", "log-in", "log-out", "log-io", "echo", "logging-format"}, str: "c", strLong: []string{"command"}})
 		for _, s := range o.strs {
 			a.codeString("script -c", s, syntax.LangBash, depth)
+		}
+		if len(o.strs) == 0 {
+			// "script -q /dev/null <<< 'git push'": without -c, script runs
+			// a shell that reads stdin.
+			a.stdinScript("script", in, syntax.LangBash, depth)
 		}
 		if o.next < len(args) {
 			a.write(args[o.next].val, "script typescript")
@@ -594,6 +632,16 @@ func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 			a.opaque(prog)
 		}
 		if prog == "npm" || prog == "pnpm" || prog == "yarn" {
+			// "npm pkg set scripts.x='git push' && npm run x": like
+			// `git config alias.*`, a script defined in the line runs later.
+			if len(inv.chain) > 1 && inv.chain[0] == "pkg" && inv.chain[1] == "set" {
+				for _, w := range args {
+					if w.dyn || strings.HasPrefix(w.val, "scripts") {
+						a.fail(prog + " pkg set defines a package script, which changes what a later run executes")
+						return
+					}
+				}
+			}
 			if len(inv.chain) > 0 && (inv.chain[0] == "exec" || inv.chain[0] == "dlx" || inv.chain[0] == "x") {
 				a.record(inv)
 				a.afterSub(prog, args, i+1, in, depth)
@@ -607,9 +655,51 @@ func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 	if opaqueExecutors()[prog] || strings.Contains(args[0].val, "/") {
 		a.opaque(prog)
 	}
+	if prog == "make" || prog == "gmake" || prog == "just" {
+		if why := inlineMakefile(args, in); why != "" {
+			a.record(inv)
+			a.fail(why)
+			return
+		}
+	}
 	a.record(inv)
 	a.commandWrites(inv)
 	a.suspect(inv, depth)
+}
+
+// inlineMakefile reports make/just reading recipes from the line itself:
+// `make --eval=…`/`-E …`, or a makefile from stdin (`make -f - <<< …`,
+// `just --justfile /dev/stdin`). The recipes are shell commands in make's
+// syntax, which the classifier does not parse, so the line fails closed
+// (notes §1.8 lists `make -f -`/`--eval` with the inline interpreters).
+func inlineMakefile(args []word, in stdin) string {
+	prog := args[0].val
+	for j := 1; j < len(args); j++ {
+		v := args[j].val
+		if args[j].dyn {
+			continue
+		}
+		if v == "--eval" || strings.HasPrefix(v, "--eval=") || v == "-E" || strings.HasPrefix(v, "-E") && len(v) > 2 && !strings.HasPrefix(v, "--") {
+			if prog != "just" {
+				return "make --eval runs recipes given on the command line"
+			}
+		}
+		file := ""
+		switch {
+		case v == "-f" || v == "--file" || v == "--makefile" || v == "--justfile":
+			if j+1 < len(args) {
+				file = args[j+1].val
+			}
+		case strings.HasPrefix(v, "--file=") || strings.HasPrefix(v, "--makefile=") || strings.HasPrefix(v, "--justfile="):
+			_, file, _ = strings.Cut(v, "=")
+		case strings.HasPrefix(v, "-f") && len(v) > 2 && !strings.HasPrefix(v, "--"):
+			file = v[2:]
+		}
+		if file == "-" || isStdinPath(file) {
+			return prog + " reads a makefile from standard input"
+		}
+	}
+	return ""
 }
 
 // afterSub analyses the command a runner subcommand runs: after "--" when
@@ -773,7 +863,7 @@ loop:
 		a.codeString(inv.prog+" -c", args[i], lang, depth)
 		return
 	}
-	if !hasS && i < len(args) && args[i].val != "/dev/stdin" {
+	if !hasS && i < len(args) && !isStdinPath(args[i].val) {
 		if args[i].dyn {
 			a.fail(fmt.Sprintf("%s runs a script whose path is not static: %s", inv.prog, args[i].val))
 			return
@@ -792,9 +882,13 @@ func (a *analyzer) stdinScript(prog string, in stdin, lang syntax.LangVariant, d
 	case "dynamic":
 		a.fail(prog + " reads a script with expansions from a here-document or here-string")
 	case "here":
+		// The script's own commands read what is left of it, already parsed.
+		a.curIn = stdin{}
 		a.source(in.body, lang, depth+1)
 	case "file":
 		a.opaque(prog)
+	case "dynfile":
+		a.fail(prog + " reads its script from a file whose name is not static")
 	}
 }
 
@@ -836,12 +930,12 @@ func (a *analyzer) env(inv invocation, in stdin, depth int) {
 			}
 			break
 		}
-		v := w.val
+		v := envOption(w.val)
 		switch {
 		case v == "--":
 			i++
 			goto cmd
-		case v == "-u" || v == "-C" || v == "-P" || v == "--unset" || v == "--chdir":
+		case v == "-u" || v == "-C" || v == "-P" || v == "-a" || v == "--unset" || v == "--chdir" || v == "--argv0":
 			i += 2
 		case v == "-S" || v == "--split-string" || strings.HasPrefix(v, "--split-string=") || (strings.HasPrefix(v, "-S") && len(v) > 2):
 			var s word
@@ -894,6 +988,33 @@ cmd:
 	}
 }
 
+// envOption rewrites one env option word to the form env's own option
+// loop reads: an abbreviated long option becomes its full name
+// ("--spl=x" → "--split-string=x", getopt_long accepts unique prefixes),
+// and a cluster of flags ending in a value letter loses the flags
+// ("-iS x" → "-S x", "-0iu" → "-u"). Without this `env -iS 'git push'`
+// and `env --s 'git push'` ran git push unseen (the cluster and
+// abbreviation traps).
+func envOption(v string) string {
+	if strings.HasPrefix(v, "--") && len(v) > 2 {
+		name, val, hasEq := strings.Cut(v[2:], "=")
+		name = optSpec{long: []string{"unset", "chdir", "argv0"}, strLong: []string{"split-string"}}.longName(name)
+		if hasEq {
+			return "--" + name + "=" + val
+		}
+		return "--" + name
+	}
+	if len(v) < 2 || v[0] != '-' {
+		return v
+	}
+	for j := 1; j < len(v); j++ {
+		if strings.IndexByte("uCPaS", v[j]) >= 0 {
+			return "-" + v[j:] // the value letter and its glued value
+		}
+	}
+	return v
+}
+
 var reAssign = newLazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func isAssignment(s string) bool { return reAssign.MatchString(s) }
@@ -922,6 +1043,8 @@ func (a *analyzer) sudo(inv invocation, in stdin, depth int) {
 	if o.has("-s", "--shell", "-i", "--login") {
 		if i < len(args) {
 			a.joinedString("sudo -s", args[i:], depth)
+		} else {
+			a.stdinScript("sudo -s", in, syntax.LangBash, depth) // the shell reads stdin
 		}
 		return
 	}
@@ -982,7 +1105,7 @@ func (a *analyzer) xargs(inv invocation, in stdin, depth int) {
 	a.command(cmd, stdin{kind: "dynamic"}, depth+1)
 }
 
-func (a *analyzer) find(inv invocation, depth int) {
+func (a *analyzer) find(inv invocation, in stdin, depth int) {
 	a.record(inv)
 	args := inv.args
 	for i := 1; i < len(args); i++ {
@@ -1012,7 +1135,9 @@ func (a *analyzer) find(inv invocation, depth int) {
 					a.fail("find " + v + " runs the files it finds")
 					return
 				}
-				a.command(cmd, stdin{}, depth+1)
+				// The command inherits find's stdin (-ok/-okdir read the
+				// answer from it, but a shell given no tty still reads it).
+				a.command(cmd, in, depth+1)
 			}
 			i = j
 		}
@@ -1093,6 +1218,14 @@ func (a *analyzer) tar(args []word, depth int) {
 	if o.has("-x", "--extract", "--get") {
 		extract = true
 	}
+	if tarCreates(args) {
+		// tar -c/-r/-u/-A writes the archive named by -f (stdout for -).
+		if f, ok := o.val("-f", "--file"); ok && !f.dyn && f.val != "-" && strings.HasPrefix(args[1].val, "-") {
+			a.write(f.val, "tar -c")
+		} else if !ok || f.val != "-" {
+			a.write("", "tar -c")
+		}
+	}
 	for _, s := range o.strs {
 		v := s
 		if strings.HasPrefix(v.val, "exec=") {
@@ -1111,5 +1244,130 @@ func (a *analyzer) tar(args []word, depth int) {
 			dir = v.val
 		}
 		a.write(dir, "tar -x")
+	}
+}
+
+// vim fails the line when vim runs Ex commands the line gives it: -c,
+// --cmd, +CMD (`vim -c '!git push' -c q` runs git push), or keys and Ex
+// commands read from a non-terminal stdin (`vim -es <<< '!git push'`).
+// Ex commands run shell commands in too many ways (!, :r !, system(),
+// :py, :lua, :terminal…) to read, so this fails closed. +N and +/pattern
+// only move the cursor; -S and -s read a file (opaque).
+func (a *analyzer) vim(inv invocation, in stdin) {
+	a.record(inv)
+	args := inv.args
+	for i := 1; i < len(args); i++ {
+		w := args[i]
+		v := w.val
+		switch {
+		case w.dyn && w.mayBeOption() || w.dyn && strings.HasPrefix(w.lead, "+"):
+			a.fail("option of " + inv.prog + " is not static: " + v)
+			return
+		case v == "-c" || v == "--cmd" || strings.HasPrefix(v, "-c") && len(v) > 2 && !strings.HasPrefix(v, "--"):
+			a.fail(inv.prog + " " + v + " runs Ex commands, which can run shell commands")
+			return
+		case strings.HasPrefix(v, "+") && len(v) > 1 && !isDigits(v[1:]) && v[1] != '/':
+			a.fail(inv.prog + " " + v + " runs an Ex command, which can run shell commands")
+			return
+		case v == "-S" || v == "-s" || v == "-u" || v == "-W" || v == "-w" || v == "-i" || v == "-T" || v == "-U":
+			if v == "-S" || v == "-s" || v == "-u" {
+				a.opaque(inv.prog)
+			}
+			i++
+		}
+	}
+	switch in.kind {
+	case "", "file":
+	default:
+		a.fail(inv.prog + " reads keys or Ex commands from standard input, which can run shell commands")
+	}
+}
+
+// edStdin fails the line when ed reads commands that may run a shell
+// command: `ed <<< '!git push'` (also `r !cmd`, `w !cmd`).
+func (a *analyzer) edStdin(prog string, in stdin) {
+	switch in.kind {
+	case "here":
+		if strings.Contains(in.body, "!") {
+			a.fail(prog + " commands from standard input hold !, which runs a shell command")
+		}
+	case "pipe", "dynamic", "dynfile":
+		a.fail(prog + " reads commands it may run a shell with from standard input the classifier cannot read")
+	case "file":
+		a.opaque(prog)
+	}
+}
+
+// gdbSafe are gdb commands that run nothing outside gdb and the debugged
+// program.
+var gdbSafe = sync.OnceValue(func() map[string]bool {
+	return setOf(`bt backtrace where info i thread frame f up down list l disassemble disas x quit q set show p print ptype whatis continue c next n step s finish break b tbreak delete watch kill detach core-file file symbol-file directory dir`)
+})
+
+// gdb analyses gdb's command-line commands: `-ex 'shell git push'` and
+// `-ex '!git push'` run a shell command; `--args PROG…` (and a positional
+// PROG with run/start) is a program gdb runs. Commands outside a short
+// safe list (python, pipe, source, define, call, print with calls…) fail
+// closed; `print`/`call` of a function runs code in the debuggee only,
+// but `call`/`print system(…)` would run a shell: the safe list excludes
+// call, and print is safe only without "(".
+func (a *analyzer) gdb(inv invocation, depth int) {
+	a.record(inv)
+	args := inv.args
+	var prog []word
+	for i := 1; i < len(args); i++ {
+		w := args[i]
+		v := w.val
+		if w.dyn {
+			a.fail("argument of gdb is not static: " + v)
+			return
+		}
+		name, val, hasEq := strings.Cut(strings.TrimLeft(v, "-"), "=")
+		switch {
+		case v == "--args" || v == "-args":
+			prog = args[i+1:]
+			i = len(args)
+		case strings.HasPrefix(v, "-") && (name == "ex" || name == "iex" || name == "eval-command" || name == "init-eval-command"):
+			if !hasEq {
+				if i+1 >= len(args) {
+					return
+				}
+				i++
+				if args[i].dyn {
+					a.fail("gdb command is not static: " + args[i].val)
+					return
+				}
+				val = args[i].val
+			}
+			cmd := strings.TrimSpace(val)
+			first, restCmd, _ := strings.Cut(cmd, " ")
+			switch {
+			case strings.HasPrefix(cmd, "!"):
+				a.source(cmd[1:], syntax.LangBash, depth+1)
+			case first == "shell":
+				a.source(restCmd, syntax.LangBash, depth+1)
+			case (first == "run" || first == "r" || first == "start") && strings.TrimSpace(restCmd) == "":
+				// runs PROG with --args' arguments, analysed below
+			case gdbSafe()[first] && !strings.ContainsAny(cmd, "(|$`"):
+			default:
+				a.fail("gdb command " + strconv.Quote(cmd) + " may run code the classifier cannot read")
+				return
+			}
+		case strings.HasPrefix(v, "-") && (name == "x" || name == "command" || name == "ix" || name == "init-command" || name == "cd" || name == "p" || name == "pid" || name == "core" || name == "c" || name == "s" || name == "symbols" || name == "e" || name == "exec" || name == "se" || name == "d" || name == "directory" || name == "tty" || name == "data-directory"):
+			if name == "x" || name == "command" || name == "ix" || name == "init-command" {
+				a.opaque("gdb")
+			}
+			if !hasEq {
+				i++
+			}
+		case strings.HasPrefix(v, "-"):
+		default:
+			if prog == nil {
+				prog = args[i : i+1]
+			}
+		}
+	}
+	if len(prog) > 0 {
+		a.command(prog, stdin{}, depth+1)
 	}
 }

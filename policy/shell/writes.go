@@ -95,6 +95,9 @@ func (a *analyzer) commandWrites(inv invocation) {
 		if len(ops) > 1 {
 			a.write(ops[1].val, prog)
 		}
+	case writeLast()[prog] && prog != "rsync" && prog != "scp" && targetDir(args) != nil:
+		// "cp -t /dir a": the destination is -t's value, not the last word.
+		a.write(targetDir(args).val, prog+" -t")
 	case writeLast()[prog]:
 		if len(ops) > 1 {
 			dst := ops[len(ops)-1].val
@@ -145,8 +148,34 @@ func (a *analyzer) commandWrites(inv invocation) {
 			}
 		}
 		a.write("", "git apply")
+	case prog == "uniq":
+		// uniq INPUT OUTPUT writes OUTPUT.
+		if o := scanAll(args, 1, optSpec{short: "fsw", long: []string{"skip-fields", "skip-chars", "check-chars", "group", "all-repeated"}}); len(o.ops) > 1 && o.ops[1].val != "-" {
+			a.write(o.ops[1].val, "uniq OUTPUT")
+		}
+	case prog == "sponge":
+		if len(ops) > 0 {
+			a.write(first(), "sponge")
+		}
+	case prog == "split" || prog == "csplit":
+		a.write("", prog+" writes pieces") // files named from a prefix
+	case prog == "zip" || prog == "7z" || prog == "7za" || prog == "rar" || prog == "ar":
+		if len(ops) > 0 {
+			a.write("", prog) // 7z/rar/ar: the archive follows a subcommand letter
+		}
+	case prog == "git" && len(inv.chain) > 0 && inv.chain[0] == "archive":
+		for j, w := range args {
+			if w.val == "-o" && j+1 < len(args) {
+				a.write(args[j+1].val, "git archive -o")
+			} else if v, ok := strings.CutPrefix(w.val, "--output="); ok {
+				a.write(v, "git archive -o")
+			} else if w.val == "--output" && j+1 < len(args) {
+				a.write(args[j+1].val, "git archive -o")
+			}
+		}
 	case prog == "curl":
-		o := scanOpts(args, 1, curlOpts)
+		// Options may follow the URL: "curl URL --output out".
+		o := curlAllOpts(args)
 		for _, f := range []string{"-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace", "--trace-ascii", "--output-dir", "--etag-save"} {
 			if v, ok := o.val(f); ok && !harmlessSink(v.val) {
 				a.write(v.val, "curl "+f)
@@ -215,4 +244,58 @@ func (a *analyzer) noteCopy(src, dst word) {
 		a.copies = map[string]string{}
 	}
 	a.copies[copyName] = orig
+}
+
+// targetDir returns the value of cp/mv/install/ln -t DIR,
+// --target-directory DIR or --target-directory=DIR, or nil.
+func targetDir(args []word) *word {
+	for j := 1; j < len(args); j++ {
+		v := args[j].val
+		switch {
+		case v == "--":
+			return nil
+		case v == "-t" || v == "--target-directory":
+			if j+1 < len(args) {
+				return &args[j+1]
+			}
+		case strings.HasPrefix(v, "--target-directory="):
+			w := staticWord(strings.TrimPrefix(v, "--target-directory="))
+			return &w
+		case strings.HasPrefix(v, "-t") && !strings.HasPrefix(v, "--"):
+			w := staticWord(v[2:])
+			return &w
+		}
+	}
+	return nil
+}
+
+// tarCreates reports tar's -c/-r/-u/-A modes (also old-style "tar cf"),
+// which write the archive.
+func tarCreates(args []word) bool {
+	for j := 1; j < len(args); j++ {
+		v := args[j].val
+		cluster := ""
+		switch {
+		case v == "--":
+			return false
+		case strings.HasPrefix(v, "--"):
+			switch strings.SplitN(v, "=", 2)[0] {
+			case "--create", "--append", "--update", "--concatenate", "--catenate":
+				return true
+			}
+		case strings.HasPrefix(v, "-"):
+			cluster = v[1:]
+		case j == 1:
+			cluster = v // old style: tar cf out.tar d
+		}
+		for _, c := range cluster {
+			if strings.ContainsRune("fCTXbgKLNV", c) {
+				break // the rest is this option's value
+			}
+			if strings.ContainsRune("cruA", c) {
+				return true
+			}
+		}
+	}
+	return false
 }
