@@ -42,10 +42,14 @@ func PatchPaths(text string) ([]string, error) {
 			}
 			continue
 		}
+		// Codex trims a hunk header before reading it, so " *** Add
+		// File: .env" after an Add hunk's last "+" line is a header too.
+		padded := l
+		l = strings.TrimSpace(l)
 		if !strings.HasPrefix(l, "*** ") {
 			continue
 		}
-		if l == "*** End Patch" || strings.TrimSpace(l) == "*** End Patch" {
+		if l == "*** End Patch" {
 			ended = true
 			continue
 		}
@@ -54,14 +58,18 @@ func PatchPaths(text string) ([]string, error) {
 		}
 		var p string
 		switch {
-		case strings.HasPrefix(l, "*** Add File: "):
-			p = strings.TrimPrefix(l, "*** Add File: ")
-		case strings.HasPrefix(l, "*** Update File: "):
-			p = strings.TrimPrefix(l, "*** Update File: ")
-		case strings.HasPrefix(l, "*** Delete File: "):
-			p = strings.TrimPrefix(l, "*** Delete File: ")
-		case strings.HasPrefix(l, "*** Move to: "):
-			p = strings.TrimPrefix(l, "*** Move to: ")
+		case strings.HasPrefix(l, "*** Add File:"):
+			p = strings.TrimPrefix(l, "*** Add File:")
+		case strings.HasPrefix(l, "*** Update File:"):
+			p = strings.TrimPrefix(l, "*** Update File:")
+		case strings.HasPrefix(l, "*** Delete File:"):
+			p = strings.TrimPrefix(l, "*** Delete File:")
+		case strings.HasPrefix(l, "*** Move to:"):
+			p = strings.TrimPrefix(l, "*** Move to:")
+		case padded != l:
+			// A padded line that is no header is a context line of an
+			// Update hunk (" *** note").
+			continue
 		default:
 			return nil, fmt.Errorf("apply_patch: unknown header %q", clipField(l))
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +60,10 @@ func ShellRuleIn(b *policy.Bound) string {
 	return ""
 }
 
+// caseInsensitiveFS is whether the platform's usual filesystem ignores case
+// (macOS's default APFS volume), so deny patterns must too.
+const caseInsensitiveFS = runtime.GOOS == "darwin"
+
 // Ruler is the Engine for one resolved Session. It is immutable after
 // NewEngine and safe for concurrent use.
 type Ruler struct {
@@ -87,7 +92,7 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 		}
 		home = h
 	}
-	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home},
+	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS},
 		mcp: map[string]bool{}, native: map[string]bool{}, denied: map[string]bool{}}
 	r.s.Bound = s.Bound.Clone()
 	for _, id := range s.MCPTools {
@@ -196,7 +201,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
 	case CatFileRead, CatFileWrite:
-		paths := append(in.paths(t.PathKeys), t.FixedPaths...)
+		paths := append(harnessPaths(c.Harness, in.paths(t.PathKeys)), t.FixedPaths...)
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
@@ -216,11 +221,12 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		return r.checkPaths(c, paths, true)
 	case CatSearch:
 		var roots []string
-		for _, r := range in.paths(t.DirKeys) {
+		for _, r := range harnessPaths(c.Harness, in.paths(t.DirKeys)) {
 			// A root given as a glob (read_many_files paths) is searched
-			// from its literal prefix.
-			roots = append(roots, literalPrefix(r))
+			// from the directory the glob cannot climb above.
+			roots = append(roots, globRoot(r))
 		}
+		globs := in.paths(t.GlobKeys)
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
@@ -236,11 +242,20 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		if p, ok := c.Input["pattern"].(string); ok && (strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || slices.Contains(strings.Split(p, "/"), "..")) {
 			roots = append(roots, r.abs(literalPrefix(p), roots[0]))
 		}
+		for _, g := range globs {
+			// A glob resolved from the root ("*/../../etc/*",
+			// "{/etc,x}/*") reaches what it can climb to.
+			roots = append(roots, r.abs(globRoot(g), roots[0]))
+		}
 		return r.checkSearch(c, roots)
 	case CatFetch:
 		urls := in.all(t.URLKeys)
 		for _, k := range t.TextURLKeys {
-			urls = append(urls, urlsIn(in.str(k, false))...)
+			text := in.str(k, false)
+			urls = append(urls, urlsIn(text)...)
+			// The harness takes a URL up to the next white space
+			// ("https://ok.example\"@evil.net/"): check that reading too.
+			urls = append(urls, urlTokenPattern().FindAllString(text, 64)...)
 		}
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
@@ -353,7 +368,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 // root: a pattern without "/" matches at any depth; otherwise the pattern's
 // literal directory prefix and root must lie on one line.
 func reachesBelow(m policy.FileMatcher, root, pat string) bool {
-	if !strings.Contains(pat, "/") {
+	if !strings.Contains(pat, "/") || (m.DenyAnywhere && strings.HasPrefix(pat, "**/")) {
 		return true
 	}
 	switch {
@@ -363,13 +378,68 @@ func reachesBelow(m policy.FileMatcher, root, pat string) bool {
 		pat = m.Cwd + "/" + pat
 	}
 	prefix := m.Canonicalize(literalPrefix(pat))
+	if m.FoldCase {
+		prefix, root = strings.ToLower(prefix), strings.ToLower(root)
+	}
 	return within(prefix, root) || within(root, prefix)
+}
+
+// globChars start the glob part of a path pattern: wildcards, classes,
+// brace alternatives and extglobs ("@(a|b)"), which node's glob (Gemini CLI)
+// expands.
+const globChars = "*?[{("
+
+// globRoot is the directory a glob pattern cannot reach above: its literal
+// prefix, or "/" when the glob part may climb ("*/../..", "{..,x}") or hold
+// an absolute alternative ("{/etc,x}/passwd"). A pattern without glob
+// characters is itself.
+func globRoot(p string) string {
+	i := strings.IndexAny(p, globChars)
+	if i < 0 {
+		return p
+	}
+	rest := p[i:]
+	if strings.Contains(rest, "..") || strings.ContainsAny(rest, "/~") && absAlternative(rest) {
+		return "/"
+	}
+	return literalPrefix(p)
+}
+
+// absAlternative reports whether a brace or extglob alternative in glob
+// starts with "/" or "~".
+func absAlternative(glob string) bool {
+	for i := 0; i+1 < len(glob); i++ {
+		if strings.ContainsRune("{,|(", rune(glob[i])) && (glob[i+1] == '/' || glob[i+1] == '~') {
+			return true
+		}
+	}
+	return false
+}
+
+// harnessPaths rewrites paths the way the harness reads them before use.
+// Pi strips one leading "@" (a file mention) and reads Unicode spaces as
+// spaces.
+func harnessPaths(h Harness, paths []string) []string {
+	if h != Pi {
+		return paths
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		p = strings.TrimPrefix(p, "@")
+		out[i] = strings.Map(func(r rune) rune {
+			if r == '\u00a0' || (r >= '\u2000' && r <= '\u200a') || r == '\u202f' || r == '\u205f' || r == '\u3000' {
+				return ' '
+			}
+			return r
+		}, p)
+	}
+	return out
 }
 
 // literalPrefix is the part of a glob before its first glob character,
 // cut back to a whole path segment.
 func literalPrefix(p string) string {
-	i := strings.IndexAny(p, "*?[")
+	i := strings.IndexAny(p, globChars)
 	if i < 0 {
 		return p
 	}
@@ -403,6 +473,12 @@ func (r *Ruler) checkAction(action string) (policy.Decision, bool) {
 // scan, and hookgate starts once per call.
 var urlPattern = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'` + "`" + `]+`)
+})
+
+// urlTokenPattern reads a URL in free text the way Gemini CLI's web_fetch
+// does: from http(s):// to the next white space.
+var urlTokenPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\bhttps?://\S+`)
 })
 
 func urlsIn(text string) []string { return urlPattern().FindAllString(text, 64) }

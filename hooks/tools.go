@@ -45,6 +45,10 @@ type NativeTool struct {
 	// whose input shape is undocumented (a root read under a key this
 	// table does not know must not fall back to the cwd).
 	RequireDir bool
+	// GlobKeys hold glob patterns resolved from the search root (Glob's
+	// pattern, Grep's glob filter, Gemini's include): the root the glob
+	// can climb to is searched too.
+	GlobKeys []string
 	// FixedPaths are paths the tool always writes (Gemini's save_memory).
 	FixedPaths []string
 	// URLKeys hold URLs; TextURLKeys hold free text whose URLs are fetched.
@@ -76,8 +80,8 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"Edit":         writeTool("file_path"),
 		"MultiEdit":    writeTool("file_path"),
 		"NotebookEdit": writeTool("notebook_path"),
-		"Glob":         searchTool("path"),
-		"Grep":         searchTool("path"),
+		"Glob":         {Category: CatSearch, DirKeys: []string{"path"}, GlobKeys: []string{"pattern"}},
+		"Grep":         {Category: CatSearch, DirKeys: []string{"path"}, GlobKeys: []string{"glob"}},
 		"LS":           searchTool("path"),
 		"WebFetch":     {Category: CatFetch, URLKeys: []string{"url"}},
 		"WebSearch":    {Category: CatWebSearch},
@@ -112,9 +116,9 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"replace":             writeTool("file_path", "absolute_path", "path"),
 		"save_memory":         {Category: CatFileWrite, FixedPaths: []string{"~/.gemini/GEMINI.md"}},
 		"list_directory":      searchTool("dir_path", "path"),
-		"glob":                searchTool("dir_path", "path"),
-		"search_file_content": searchTool("dir_path", "path"),
-		"grep_search":         searchTool("dir_path", "path"),
+		"glob":                {Category: CatSearch, DirKeys: []string{"dir_path", "path"}, GlobKeys: []string{"pattern"}},
+		"search_file_content": {Category: CatSearch, DirKeys: []string{"dir_path", "path"}, GlobKeys: []string{"include"}},
+		"grep_search":         {Category: CatSearch, DirKeys: []string{"dir_path", "path"}, GlobKeys: []string{"include"}},
 		"web_fetch":           {Category: CatFetch, TextURLKeys: []string{"prompt"}, URLKeys: []string{"url"}},
 		"google_web_search":   {Category: CatWebSearch},
 	},
@@ -123,8 +127,8 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"read":  readTool("path"),
 		"write": writeTool("path"),
 		"edit":  writeTool("path"),
-		"grep":  searchTool("path"),
-		"find":  searchTool("path"),
+		"grep":  {Category: CatSearch, DirKeys: []string{"path"}, GlobKeys: []string{"glob"}},
+		"find":  {Category: CatSearch, DirKeys: []string{"path"}, GlobKeys: []string{"pattern"}},
 		"ls":    searchTool("path"),
 	},
 }

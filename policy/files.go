@@ -58,6 +58,16 @@ func ValidateFileGlob(p string) error {
 type FileMatcher struct {
 	Home string
 	Cwd  string
+	// DenyAnywhere makes a relative deny pattern that starts with "**/"
+	// match at any depth of any path, not only below Cwd. A hook's Cwd is
+	// the harness's current directory, which follows "cd": anchored there,
+	// "**/.env*" would stop covering the project after "cd /tmp".
+	DenyAnywhere bool
+	// FoldCase matches deny patterns without regard to ASCII or Unicode
+	// case, for case-insensitive filesystems (macOS's default APFS), where
+	// "~/.SSH/id_rsa" opens "~/.ssh/id_rsa". Allow patterns stay exact, so
+	// a path spelled in another case is outside them (fail closed).
+	FoldCase bool
 
 	memo *linkMemo
 }
@@ -147,7 +157,11 @@ func (m FileMatcher) Canonicalize(p string) string {
 // path: a deny list that cannot be read denies.
 func (m FileMatcher) Denied(canonical string, deny []string) string {
 	for _, pat := range deny {
-		if ValidateFileGlob(pat) != nil || m.match(pat, canonical) {
+		p := pat
+		if m.DenyAnywhere && strings.HasPrefix(p, "**/") {
+			p = "/" + p
+		}
+		if ValidateFileGlob(pat) != nil || m.matchCase(p, canonical, m.FoldCase) {
 			return pat
 		}
 	}
@@ -186,14 +200,23 @@ func (m FileMatcher) Check(p string, rules *FileRules) Decision {
 	return AllowedBy("path "+c+" is not denied", "")
 }
 
-func (m FileMatcher) match(pat, canonical string) bool {
+func (m FileMatcher) match(pat, canonical string) bool { return m.matchCase(pat, canonical, false) }
+
+// matchCase is match, with case folded when fold is set.
+func (m FileMatcher) matchCase(pat, canonical string, fold bool) bool {
 	if pat == "" || canonical == "" {
 		return false
 	}
 	segs := splitPath(canonical)
+	if fold {
+		segs = lowerAll(segs)
+	}
 	if !strings.Contains(pat, "/") {
 		if pat == "~" {
-			return matchPrefix(m.patternSegments(m.Home), segs)
+			return matchPrefix(m.foldSegments(m.patternSegments(m.Home), fold), segs)
+		}
+		if fold {
+			pat = strings.ToLower(pat)
 		}
 		for _, s := range segs {
 			if ok, _ := path.Match(pat, s); ok {
@@ -208,7 +231,24 @@ func (m FileMatcher) match(pat, canonical string) bool {
 	case !strings.HasPrefix(pat, "/"):
 		pat = m.Cwd + "/" + pat
 	}
-	return matchPrefix(m.patternSegments(pat), segs)
+	return matchPrefix(m.foldSegments(m.patternSegments(pat), fold), segs)
+}
+
+// foldSegments lowers pattern segments when fold is set, leaving the
+// memoized slice untouched.
+func (m FileMatcher) foldSegments(segs []string, fold bool) []string {
+	if !fold {
+		return segs
+	}
+	return lowerAll(segs)
+}
+
+func lowerAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
 }
 
 func splitPath(p string) []string {
