@@ -255,7 +255,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 			urls = append(urls, urlsIn(text)...)
 			// The harness takes a URL up to the next white space
 			// ("https://ok.example\"@evil.net/"): check that reading too.
-			urls = append(urls, urlTokenPattern().FindAllString(text, 64)...)
+			urls = append(urls, urlTokens(text)...)
 		}
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
@@ -265,6 +265,9 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		}
 		if len(urls) == 0 {
 			return policy.Denied(fmt.Sprintf("%s names no URL to check", c.Tool), "input")
+		}
+		if c.Harness == Gemini {
+			urls = append(urls, geminiRawGitHub(urls)...)
 		}
 		return r.checkURLs(c.Tool, urls)
 	case CatWebSearch:
@@ -475,11 +478,48 @@ var urlPattern = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'` + "`" + `]+`)
 })
 
-// urlTokenPattern reads a URL in free text the way Gemini CLI's web_fetch
-// does: from http(s):// to the next white space.
-var urlTokenPattern = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)\bhttps?://\S+`)
-})
+// urlTokens reads URLs in free text the way Gemini CLI's web_fetch does:
+// the text split at JavaScript's white space (\s), every token that holds
+// "://" parsed as a whole URL ("https:\\evil.net/?://" is a URL to
+// evil.net for it). At most 64 tokens are returned; more are one token that
+// fails to parse, so the call is denied.
+func urlTokens(text string) []string {
+	var out []string
+	for _, t := range strings.FieldsFunc(text, jsSpace) {
+		if !strings.Contains(t, "://") {
+			continue
+		}
+		if len(out) == 64 {
+			return append(out, "too many URLs")
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// geminiRawGitHub returns the hosts Gemini CLI's web_fetch fetches instead
+// of the URLs given: it rewrites a github.com URL whose path holds "/blob/"
+// to raw.githubusercontent.com before fetching it itself.
+func geminiRawGitHub(urls []string) []string {
+	var out []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err == nil && strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), "github.com") && strings.Contains(u.EscapedPath(), "/blob/") {
+			out = append(out, "https://raw.githubusercontent.com/")
+		}
+	}
+	return out
+}
+
+// jsSpace is JavaScript's \s, which is not Go's unicode.IsSpace: it has
+// U+FEFF and not U+0085.
+func jsSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
+		return true
+	}
+	return r >= '\u2000' && r <= '\u200a'
+}
 
 func urlsIn(text string) []string { return urlPattern().FindAllString(text, 64) }
 
