@@ -333,6 +333,9 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 		if ap == "" {
 			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", p), "input")
 		}
+		if d, denied := r.processView(m, c.Tool, ap); denied {
+			return d
+		}
 		d := m.Check(ap, r.fileRules())
 		if !d.Allowed() {
 			return d
@@ -342,6 +345,17 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 	return last
 }
 
+// processView denies, under files rules, a path that goes through
+// /proc/self, /proc/<pid> or /dev/fd: hookgate (or a ruling server outside
+// the sandbox's PID namespace) would resolve it as itself, not as the
+// harness that opens it.
+func (r *Ruler) processView(m policy.FileMatcher, tool, p string) (policy.Decision, bool) {
+	if r.fileRules() == nil || !m.ThroughProcessView(p) {
+		return policy.Decision{}, false
+	}
+	return policy.Denied(fmt.Sprintf("%s path %s goes through another process's view of the filesystem (/proc/<pid>, /proc/self, /dev/fd) and the bound has files rules", tool, clipField(p)), "files"), true
+}
+
 func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 	fr := r.fileRules()
 	m := r.matcher(c.Cwd)
@@ -349,6 +363,9 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 		ar := r.abs(root, c.Cwd)
 		if ar == "" {
 			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", root), "input")
+		}
+		if d, denied := r.processView(m, c.Tool, ar); denied {
+			return d
 		}
 		d := m.Check(ar, fr)
 		if !d.Allowed() {

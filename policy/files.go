@@ -333,7 +333,42 @@ const maxSymlinks = 40
 // Symlink loops stop resolution at the loop, leaving the rest lexical.
 func Canonicalize(p, cwd string) string { return canonicalize(p, cwd, nil) }
 
-func canonicalize(p, cwd string, memo *linkMemo) string {
+// ThroughProcessView reports whether resolving p (as Canonicalize does)
+// goes through a path whose meaning depends on the process that opens it:
+// /proc/self, /proc/thread-self, /proc/<pid>, /dev/fd, /dev/stdin,
+// /dev/stdout, /dev/stderr. The matcher resolves those as its own process
+// (a hook, or a ruling server in another PID namespace), not as the process
+// that will open the path.
+func (m FileMatcher) ThroughProcessView(p string) bool {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		p = m.Home + p[1:]
+	}
+	found := false
+	canonicalizeVisit(p, m.Cwd, m.memo, func(visited string) {
+		if !found && processView(visited) {
+			found = true
+		}
+	})
+	return found
+}
+
+func processView(p string) bool {
+	switch p {
+	case "/proc/self", "/proc/thread-self", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return false
+	}
+	return strings.Trim(rest, "0123456789") == ""
+}
+
+func canonicalize(p, cwd string, memo *linkMemo) string { return canonicalizeVisit(p, cwd, memo, nil) }
+
+// canonicalizeVisit is canonicalize, calling visit (when not nil) with each
+// absolute path it looks up.
+func canonicalizeVisit(p, cwd string, memo *linkMemo, visit func(string)) string {
 	if p == "" {
 		p = "."
 	}
@@ -354,6 +389,9 @@ func canonicalize(p, cwd string, memo *linkMemo) string {
 			continue
 		}
 		next := filepath.Join(resolved, c)
+		if visit != nil {
+			visit(next)
+		}
 		li := memo.lookup(next)
 		if !li.ok {
 			// Missing, unreadable or not a directory, or a link that
