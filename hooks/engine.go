@@ -814,14 +814,23 @@ func (in *input) str(key string, required bool) string {
 	return s
 }
 
-// first returns the first present string among keys.
+// first returns the string present under keys. Two keys with different
+// values are an error: the harness may read either (Gemini CLI's
+// run_shell_command took "directory", then "dir_path").
 func (in *input) first(keys []string) string {
+	found, key := "", ""
 	for _, k := range keys {
-		if s := in.str(k, false); s != "" {
-			return s
+		s := in.str(k, false)
+		if s == "" {
+			continue
 		}
+		if found != "" && s != found {
+			in.fail("tool input %s and %s disagree", key, k)
+			return ""
+		}
+		found, key = s, k
 	}
-	return ""
+	return found
 }
 
 // all returns every string (or list of strings) found under keys.
