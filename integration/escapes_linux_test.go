@@ -256,3 +256,46 @@ func TestOtherSandboxCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelStateReadOnly: the sandbox cannot change the host kernel's
+// global state through /proc/sys or /sys. As root, the sandbox's uid 0 is
+// the host's uid 0 (without capabilities), and sysctl and sysfs writes are
+// checked only against the file's owner: kernel.core_pattern = "|prog"
+// would run prog as host root outside every namespace on the next crash,
+// /sys/kernel/uevent_helper likewise on the next uevent, /sys/power/state
+// suspends the machine. Each file is only opened for writing, never
+// written, and the host (the test, as root) must be able to open it, so the
+// test cannot pass by finding nothing to try.
+func TestKernelStateReadOnly(t *testing.T) {
+	w := newWorld(t)
+	candidates := []string{
+		"/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/sys/vm/drop_caches",
+		"/proc/sys/kernel/sysrq", "/proc/sysrq-trigger",
+		"/sys/kernel/uevent_helper", "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/power/state",
+		"/sys/module/printk/parameters/time",
+	}
+	var files []string
+	var procSys, sys bool
+	for _, f := range candidates {
+		h, err := os.OpenFile(f, os.O_WRONLY, 0)
+		if err != nil {
+			continue
+		}
+		h.Close()
+		files = append(files, f)
+		procSys = procSys || strings.HasPrefix(f, "/proc/")
+		sys = sys || strings.HasPrefix(f, "/sys/")
+	}
+	if !procSys || !sys {
+		t.Fatalf("the host has no writable file to try under /proc and /sys (have %v)", files)
+	}
+	script := `for f in "$@"; do if ( exec 3>>"$f" ) 2>/dev/null; then echo "WRITABLE $f"; else echo "refused $f"; fi; done`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: append([]string{"sh", "-c", script, "sh"}, files...)})
+			if r.code != 0 || strings.Contains(r.stdout, "WRITABLE") || strings.Count(r.stdout, "refused ") != len(files) {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
