@@ -299,3 +299,50 @@ func TestKernelStateReadOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestHostsFileRedirect: a sandbox started by root cannot point an allowed
+// name at another address through the host's /etc/hosts, which the proxy's
+// resolver (outside the sandbox) reads. Without that, "allowed.test" would
+// lead to any address the agent chose. sandboxd runs in a private mount
+// namespace where /etc/hosts is a scratch copy, so the host's own file is
+// never touched.
+func TestHostsFileRedirect(t *testing.T) {
+	w := newWorld(t)
+	testenv.NeedCommand(t, "curl")
+	testenv.NeedCommand(t, "unshare")
+	const elsewhere = "192.0.2.77" // inside the range the test opens, like any address would be
+	sh(t, "ip", "-n", w.world, "addr", "add", elsewhere+"/32", "dev", "lo")
+	var ln net.Listener
+	inNetns(t, w.world, func() (err error) { ln, err = net.Listen("tcp", elsewhere+":80"); return err })
+	defer ln.Close()
+	reached := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			c.Close()
+		}
+	}()
+	hosts := filepath.Join(sharedDir(t), "hosts")
+	if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wrap := []string{"unshare", "-m", "--propagation", "private", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts}
+	script := `echo "` + elsewhere + ` allowed.test" >> /etc/hosts && echo "WROTE hosts"; curl -sS --max-time 10 http://allowed.test/; echo; echo code=$?`
+	r := w.sandboxd(t, runOpts{argv: []string{"sh", "-c", script}, wrap: wrap})
+	b, _ := os.ReadFile(hosts)
+	select {
+	case <-reached:
+		t.Fatalf("the proxy connected allowed.test to %s from the sandbox's /etc/hosts entry\nstdout %s\nstderr %s", elsewhere, r.stdout, r.stderr)
+	default:
+	}
+	if strings.Contains(r.stdout, "WROTE") || strings.Contains(string(b), elsewhere) || !strings.Contains(r.stdout, "hello from allowed.test") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s\nhosts file now %q", r.code, r.stdout, r.stderr, b)
+	}
+}
