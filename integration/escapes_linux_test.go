@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -344,5 +345,84 @@ func TestHostsFileRedirect(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, "WROTE") || strings.Contains(string(b), elsewhere) || !strings.Contains(r.stdout, "hello from allowed.test") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s\nhosts file now %q", r.code, r.stdout, r.stderr, b)
+	}
+}
+
+// TestOtherSandboxForwardTarget: a sandbox cannot redirect another
+// sandbox's forwarders. Sandbox A's runtime directory is read-only inside A
+// only; sandbox B (same user) can replace A's proxy.sock with a symlink to
+// any host Unix socket. A's forwarder must still reach A's own proxy, never
+// the host socket (Docker's would be root on the host).
+func TestOtherSandboxForwardTarget(t *testing.T) {
+	w := newWorld(t)
+	testenv.NeedCommand(t, "curl")
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			hostSock := filepath.Join(sharedDir(t), "service.sock")
+			ln, err := net.Listen("unix", hostSock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			os.Chmod(hostSock, 0o777)
+			reached := make(chan struct{}, 1)
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					select {
+					case reached <- struct{}{}:
+					default:
+					}
+					c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nHOST SERVICE\n"))
+					c.Close()
+				}
+			}()
+
+			args := []string{"netns", "exec", w.host}
+			if u.uid != 0 {
+				args = append(args, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
+			}
+			args = append(args, sandboxdBin, "run", "--dns-upstream", dnsAddr+":53",
+				"--allow-private", "192.0.2.0/24", "--allow-domain", "allowed.test", "--",
+				"sh", "-c", `echo "$BARRY_SANDBOX_ID"; read go; curl -sS --max-time 10 http://allowed.test/; echo; echo code=$?`)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := exec.CommandContext(ctx, "ip", args...)
+			a.Dir = sharedDir(t)
+			a.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.Dir, "LANG=C"}
+			a.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			in, _ := a.StdinPipe()
+			outPipe, _ := a.StdoutPipe()
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { a.Process.Kill(); a.Wait() }()
+			out := bufio.NewReader(outPipe)
+			id, _ := out.ReadString('\n')
+			id = strings.TrimSpace(id)
+			if !strings.HasPrefix(id, "sandboxd-") || strings.ContainsAny(id, "/ *?") {
+				t.Fatalf("sandbox A's id %q", id)
+			}
+			// B replaces exactly A's proxy socket (found by A's id under
+			// the runtime bases of both users), nothing else.
+			script := `for d in /run/"$1" /tmp/"$1"; do [ -S "$d/proxy.sock" ] || continue; rm -f "$d/proxy.sock" && ln -s "$2" "$d/proxy.sock" && echo "replaced $d/proxy.sock"; done`
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script, "sh", id, hostSock}})
+			if !strings.Contains(r.stdout, "replaced") {
+				t.Fatalf("sandbox B could not replace A's socket (the test needs it to):\nstdout %s\nstderr %s", r.stdout, r.stderr)
+			}
+			in.Write([]byte("go\n"))
+			rest, _ := io.ReadAll(out)
+			select {
+			case <-reached:
+				t.Fatalf("sandbox A's forwarder relayed to the host socket B linked in:\n%s", rest)
+			default:
+			}
+			if !strings.Contains(string(rest), "hello from allowed.test") {
+				t.Fatalf("sandbox A no longer reached its own proxy:\n%s", rest)
+			}
+		})
 	}
 }

@@ -158,12 +158,45 @@ func setupInside(s *initSpec) error {
 		}
 		return stepErr("working directory", err)
 	}
-	for _, f := range s.Forwards {
+	if len(s.ForwardIDs) != len(s.Forwards) {
+		return stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
+	}
+	for i, f := range s.Forwards {
+		step := fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort)
+		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
+		if err != nil {
+			return stepErr(step, err)
+		}
+		f.Target = pinned
 		if err := startForward(f); err != nil {
-			return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+			return stepErr(step, err)
 		}
 	}
 	return nil
+}
+
+// pinSocket opens the socket at path (O_PATH), checks that it is the one
+// Start checked (want), and returns a name that reaches that socket
+// whatever happens to path later. The host directory that holds the
+// targets is read-only inside this sandbox but not inside another one of
+// the same user, which could otherwise replace a target with a symlink to
+// any host socket (Docker's, an SSH agent's) and have this sandbox's
+// forwarder relay there.
+func pinSocket(path string, want fileID) (string, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || uint64(st.Dev) != want.Dev || st.Ino != want.Ino {
+		unix.Close(fd)
+		return "", fmt.Errorf("%s is no longer the socket sandboxd created", path)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(fd), nil
 }
 
 // bindReadOnly bind-mounts path over itself read-only, with every mount
