@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -252,6 +253,175 @@ func TestOtherSandboxCredentials(t *testing.T) {
 			}
 			if last := lines[len(lines)-1]; last == "200" {
 				t.Fatalf("sandbox B used A's credentials successfully:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestKernelStateReadOnly: the sandbox cannot change the host kernel's
+// global state through /proc/sys or /sys. As root, the sandbox's uid 0 is
+// the host's uid 0 (without capabilities), and sysctl and sysfs writes are
+// checked only against the file's owner: kernel.core_pattern = "|prog"
+// would run prog as host root outside every namespace on the next crash,
+// /sys/kernel/uevent_helper likewise on the next uevent, /sys/power/state
+// suspends the machine. Each file is only opened for writing, never
+// written, and the host (the test, as root) must be able to open it, so the
+// test cannot pass by finding nothing to try.
+func TestKernelStateReadOnly(t *testing.T) {
+	w := newWorld(t)
+	candidates := []string{
+		"/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/sys/vm/drop_caches",
+		"/proc/sys/kernel/sysrq", "/proc/sysrq-trigger",
+		"/sys/kernel/uevent_helper", "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/power/state",
+		"/sys/module/printk/parameters/time",
+	}
+	var files []string
+	var procSys, sys bool
+	for _, f := range candidates {
+		h, err := os.OpenFile(f, os.O_WRONLY, 0)
+		if err != nil {
+			continue
+		}
+		h.Close()
+		files = append(files, f)
+		procSys = procSys || strings.HasPrefix(f, "/proc/")
+		sys = sys || strings.HasPrefix(f, "/sys/")
+	}
+	if !procSys || !sys {
+		t.Fatalf("the host has no writable file to try under /proc and /sys (have %v)", files)
+	}
+	script := `for f in "$@"; do if ( exec 3>>"$f" ) 2>/dev/null; then echo "WRITABLE $f"; else echo "refused $f"; fi; done`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: append([]string{"sh", "-c", script, "sh"}, files...)})
+			if r.code != 0 || strings.Contains(r.stdout, "WRITABLE") || strings.Count(r.stdout, "refused ") != len(files) {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestHostsFileRedirect: a sandbox started by root cannot point an allowed
+// name at another address through the host's /etc/hosts, which the proxy's
+// resolver (outside the sandbox) reads. Without that, "allowed.test" would
+// lead to any address the agent chose. sandboxd runs in a private mount
+// namespace where /etc/hosts is a scratch copy, so the host's own file is
+// never touched.
+func TestHostsFileRedirect(t *testing.T) {
+	w := newWorld(t)
+	testenv.NeedCommand(t, "curl")
+	testenv.NeedCommand(t, "unshare")
+	const elsewhere = "192.0.2.77" // inside the range the test opens, like any address would be
+	sh(t, "ip", "-n", w.world, "addr", "add", elsewhere+"/32", "dev", "lo")
+	var ln net.Listener
+	inNetns(t, w.world, func() (err error) { ln, err = net.Listen("tcp", elsewhere+":80"); return err })
+	defer ln.Close()
+	reached := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			c.Close()
+		}
+	}()
+	hosts := filepath.Join(sharedDir(t), "hosts")
+	if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wrap := []string{"unshare", "-m", "--propagation", "private", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts}
+	script := `echo "` + elsewhere + ` allowed.test" >> /etc/hosts && echo "WROTE hosts"; curl -sS --max-time 10 http://allowed.test/; echo; echo code=$?`
+	r := w.sandboxd(t, runOpts{argv: []string{"sh", "-c", script}, wrap: wrap})
+	b, _ := os.ReadFile(hosts)
+	select {
+	case <-reached:
+		t.Fatalf("the proxy connected allowed.test to %s from the sandbox's /etc/hosts entry\nstdout %s\nstderr %s", elsewhere, r.stdout, r.stderr)
+	default:
+	}
+	if strings.Contains(r.stdout, "WROTE") || strings.Contains(string(b), elsewhere) || !strings.Contains(r.stdout, "hello from allowed.test") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s\nhosts file now %q", r.code, r.stdout, r.stderr, b)
+	}
+}
+
+// TestOtherSandboxForwardTarget: a sandbox cannot redirect another
+// sandbox's forwarders. Sandbox A's runtime directory is read-only inside A
+// only; sandbox B (same user) can replace A's proxy.sock with a symlink to
+// any host Unix socket. A's forwarder must still reach A's own proxy, never
+// the host socket (Docker's would be root on the host).
+func TestOtherSandboxForwardTarget(t *testing.T) {
+	w := newWorld(t)
+	testenv.NeedCommand(t, "curl")
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			hostSock := filepath.Join(sharedDir(t), "service.sock")
+			ln, err := net.Listen("unix", hostSock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			os.Chmod(hostSock, 0o777)
+			reached := make(chan struct{}, 1)
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					select {
+					case reached <- struct{}{}:
+					default:
+					}
+					c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nHOST SERVICE\n"))
+					c.Close()
+				}
+			}()
+
+			args := []string{"netns", "exec", w.host}
+			if u.uid != 0 {
+				args = append(args, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
+			}
+			args = append(args, sandboxdBin, "run", "--dns-upstream", dnsAddr+":53",
+				"--allow-private", "192.0.2.0/24", "--allow-domain", "allowed.test", "--",
+				"sh", "-c", `echo "$BARRY_SANDBOX_ID"; read go; curl -sS --max-time 10 http://allowed.test/; echo; echo code=$?`)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := exec.CommandContext(ctx, "ip", args...)
+			a.Dir = sharedDir(t)
+			a.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.Dir, "LANG=C"}
+			a.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			in, _ := a.StdinPipe()
+			outPipe, _ := a.StdoutPipe()
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { a.Process.Kill(); a.Wait() }()
+			out := bufio.NewReader(outPipe)
+			id, _ := out.ReadString('\n')
+			id = strings.TrimSpace(id)
+			if !strings.HasPrefix(id, "sandboxd-") || strings.ContainsAny(id, "/ *?") {
+				t.Fatalf("sandbox A's id %q", id)
+			}
+			// B replaces exactly A's proxy socket (found by A's id under
+			// the runtime bases of both users), nothing else.
+			script := `for d in /run/"$1" /tmp/"$1"; do [ -S "$d/proxy.sock" ] || continue; rm -f "$d/proxy.sock" && ln -s "$2" "$d/proxy.sock" && echo "replaced $d/proxy.sock"; done`
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script, "sh", id, hostSock}})
+			if !strings.Contains(r.stdout, "replaced") {
+				t.Fatalf("sandbox B could not replace A's socket (the test needs it to):\nstdout %s\nstderr %s", r.stdout, r.stderr)
+			}
+			in.Write([]byte("go\n"))
+			rest, _ := io.ReadAll(out)
+			select {
+			case <-reached:
+				t.Fatalf("sandbox A's forwarder relayed to the host socket B linked in:\n%s", rest)
+			default:
+			}
+			if !strings.Contains(string(rest), "hello from allowed.test") {
+				t.Fatalf("sandbox A no longer reached its own proxy:\n%s", rest)
 			}
 		})
 	}

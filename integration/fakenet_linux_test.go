@@ -336,7 +336,8 @@ type runOpts struct {
 	timeout  time.Duration
 	stdin    string
 	extraEnv []string
-	audit    string // audit file (default: a new one per run)
+	wrap     []string // a command sandboxd's "ip netns exec" runs under (it execs its arguments)
+	audit    string   // audit file (default: a new one per run)
 }
 
 type runResult struct {
@@ -368,7 +369,8 @@ func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
 	args = append(args, o.argv...)
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", args...)
+	argv := append(append(append([]string(nil), o.wrap...), "ip"), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	dir := o.dir
 	if dir == "" {
 		dir = sharedDir(t)

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -132,6 +133,14 @@ func setupInside(s *initSpec) error {
 			return err
 		}
 	}
+	for _, p := range kernelStatePaths {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := bindReadOnly(p); err != nil {
+			return err
+		}
+	}
 	for _, p := range s.ReadOnlyPaths {
 		if err := bindReadOnly(p); err != nil {
 			return err
@@ -149,32 +158,159 @@ func setupInside(s *initSpec) error {
 		}
 		return stepErr("working directory", err)
 	}
-	for _, f := range s.Forwards {
+	if len(s.ForwardIDs) != len(s.Forwards) {
+		return stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
+	}
+	for i, f := range s.Forwards {
+		step := fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort)
+		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
+		if err != nil {
+			return stepErr(step, err)
+		}
+		f.Target = pinned
 		if err := startForward(f); err != nil {
-			return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+			return stepErr(step, err)
 		}
 	}
 	return nil
 }
 
-// bindReadOnly bind-mounts path over itself read-only (recursively, so
-// mounts below it are covered too) and checks from the inside that it is.
+// pinSocket opens the socket at path (O_PATH), checks that it is the one
+// Start checked (want), and returns a name that reaches that socket
+// whatever happens to path later. The host directory that holds the
+// targets is read-only inside this sandbox but not inside another one of
+// the same user, which could otherwise replace a target with a symlink to
+// any host socket (Docker's, an SSH agent's) and have this sandbox's
+// forwarder relay there.
+func pinSocket(path string, want fileID) (string, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || uint64(st.Dev) != want.Dev || st.Ino != want.Ino {
+		unix.Close(fd)
+		return "", fmt.Errorf("%s is no longer the socket sandboxd created", path)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(fd), nil
+}
+
+// bindReadOnly bind-mounts path over itself read-only, with every mount
+// below it, and checks from the inside that the whole new tree is.
 func bindReadOnly(path string) error {
 	step := "read-only " + path
 	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return stepErr(step, err)
 	}
-	if err := unix.Mount("", path, "", remountFlags(path), ""); err != nil {
+	err := unix.MountSetattr(unix.AT_FDCWD, path, unix.AT_RECURSIVE|unix.AT_NO_AUTOMOUNT,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	tree, terr := mountTree(path)
+	if terr != nil {
+		return stepErr(step, terr)
+	}
+	if err == unix.ENOSYS {
+		// Before Linux 5.12: remount each mount of the tree, top first.
+		err = nil
+		for _, m := range tree {
+			if err = unix.Mount("", m.point, "", remountFlags(m.point), ""); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			tree, err = mountTree(path)
+		}
+	}
+	if err != nil {
 		return stepErr(step, err)
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return stepErr(step, err)
-	}
-	if st.Flags&unix.ST_RDONLY == 0 {
-		return stepErrf(step, "still writable after the remount")
+	for _, m := range tree {
+		if !m.readOnly {
+			return stepErrf(step, "%s still writable after the remount", m.point)
+		}
 	}
 	return nil
+}
+
+// kernelStatePaths hold the host kernel's global settings. They are made
+// read-only inside (those that exist): a sandbox started by root runs as
+// the host's uid 0 without capabilities, and sysctl and sysfs writes are
+// checked only against the file's owner, so kernel.core_pattern = "|prog"
+// or /sys/kernel/uevent_helper would run a program as host root outside
+// every namespace, and /sys/power/state would suspend the machine.
+var kernelStatePaths = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/sys"}
+
+// mountEntry is one line of /proc/self/mountinfo.
+type mountEntry struct {
+	id, parent int
+	point      string
+	readOnly   bool
+}
+
+// mountTree returns the mount visible at path (the last one mounted
+// there) and every mount below it, from /proc/self/mountinfo, parents
+// before children.
+func mountTree(path string) ([]mountEntry, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var all []mountEntry
+	top := -1
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		var m mountEntry
+		if _, err := fmt.Sscan(f[0], &m.id); err != nil {
+			return nil, fmt.Errorf("mountinfo: %q", line)
+		}
+		if _, err := fmt.Sscan(f[1], &m.parent); err != nil {
+			return nil, fmt.Errorf("mountinfo: %q", line)
+		}
+		m.point = unescapeMountinfo(f[4])
+		m.readOnly = f[5] == "ro" || strings.HasPrefix(f[5], "ro,")
+		if m.point == path {
+			top = len(all)
+		}
+		all = append(all, m)
+	}
+	if top < 0 {
+		return nil, fmt.Errorf("%s is not a mount point", path)
+	}
+	tree := []mountEntry{all[top]}
+	in := map[int]bool{all[top].id: true}
+	for grew := true; grew; {
+		grew = false
+		for _, m := range all {
+			if !in[m.id] && in[m.parent] {
+				in[m.id], grew = true, true
+				tree = append(tree, m)
+			}
+		}
+	}
+	return tree, nil
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 ...) of a mountinfo
+// path.
+func unescapeMountinfo(s string) string {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out = append(out, byte(v))
+				i += 3
+				continue
+			}
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
 }
 
 // remountFlags are the flags of a read-only bind remount of path that keep

@@ -112,10 +112,13 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	if err := spec.Validate(); err != nil {
 		return nil, cleanup, stepErr("spec", err)
 	}
+	var forwardIDs []fileID
 	for _, f := range spec.Forwards {
-		if err := checkSocket(f.Target); err != nil {
+		id, err := checkSocket(f.Target)
+		if err != nil {
 			return nil, cleanup, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
 		}
+		forwardIDs = append(forwardIDs, id)
 	}
 	is := initSpec{
 		Command:          spec.Command,
@@ -123,6 +126,7 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		Env:              spec.Env,
 		Dir:              spec.Dir,
 		Forwards:         spec.Forwards,
+		ForwardIDs:       forwardIDs,
 		AllowUnixSockets: spec.AllowUnixSockets,
 		Hostname:         spec.Hostname,
 	}
@@ -368,15 +372,16 @@ func readSysctl(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func checkSocket(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
+// checkSocket checks that path is a socket and returns its identity.
+func checkSocket(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if fi.Mode()&os.ModeSocket == 0 {
-		return fmt.Errorf("%s is not a socket", path)
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fileID{}, fmt.Errorf("%s is not a socket", path)
 	}
-	return nil
+	return fileID{Dev: uint64(st.Dev), Ino: st.Ino}, nil
 }
 
 // isForegroundTerminal reports whether f is the caller's controlling

@@ -40,11 +40,18 @@ type initSpec struct {
 	Env              []string  `json:"env"`
 	Dir              string    `json:"dir"`
 	Forwards         []Forward `json:"forwards"`
+	ForwardIDs       []fileID  `json:"forwardIDs"` // the socket each Forwards[i].Target named when Start checked it
 	ResolvConfPath   string    `json:"resolvConfPath,omitempty"`
 	ReadOnlyPaths    []string  `json:"readOnlyPaths,omitempty"`
 	AllowUnixSockets []string  `json:"allowUnixSockets,omitempty"`
 	Hostname         string    `json:"hostname"`
 	Foreground       bool      `json:"foreground"` // stdin is a terminal
+}
+
+// fileID identifies a file: its device and inode numbers.
+type fileID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
 }
 
 // maxSpec bounds message 1.

@@ -19,7 +19,8 @@ import "fmt"
 //  4. io_uring_setup, io_uring_enter, io_uring_register fail with EPERM
 //     (IORING_OP_SOCKET would bypass check 2);
 //  5. ioctl TIOCSTI and TIOCLINUX fail with EPERM (typing into the
-//     caller's terminal would run commands outside after sandboxd exits);
+//     caller's terminal would run commands outside after sandboxd exits),
+//     and so do the virtual console's keymap ioctls (vtKeymapIoctls);
 //  6. add_key, request_key and keyctl fail with EPERM (the session
 //     keyring is shared with the host, and request_key runs a host-side
 //     upcall with arguments from the caller);
@@ -65,6 +66,14 @@ const (
 	ioctlTIOCSTI   = 0x5412
 	ioctlTIOCLINUX = 0x541C
 )
+
+// Virtual-console keyboard ioctls that change what keys type (KDSKBENT,
+// KDSKBSENT, KDSETKEYCODE, KDSKBDIACR, KDSKBDIACRUC). The owner of a VT
+// (a command run from a Linux console has it as its controlling terminal)
+// needs no capability for some of them, and the keymap is global and
+// outlives the sandbox: a key could be made to type a command, or to
+// reboot.
+var vtKeymapIoctls = []uint32{0x4B47, 0x4B49, 0x4B4D, 0x4B4B, 0x4BFB}
 
 // seccompArch is what the filter needs to know about one architecture.
 type seccompArch struct {
@@ -215,6 +224,9 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.label("ioctl")
 	a.ld(offArg(1))
 	a.jeq(ioctlTIOCSTI, "deny", "")
+	for _, req := range vtKeymapIoctls {
+		a.jeq(req, "deny", "")
+	}
 	a.jeq(ioctlTIOCLINUX, "deny", "allow")
 
 	a.label("allow")

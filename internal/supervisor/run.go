@@ -29,6 +29,10 @@ const (
 	HookInsidePort  = 3129 // the hook ruling server forwarder
 )
 
+// hostsFile is read by the proxy's resolver on the host; it is read-only
+// inside the sandbox.
+const hostsFile = "/etc/hosts"
+
 // Options are what "sandboxd run" was asked to do.
 type Options struct {
 	// PolicyFile is the session policy; "" means none (flags only).
@@ -237,6 +241,14 @@ func Run(opts Options) (int, error) {
 	// The runtime directory and the policy file's directory are read-only
 	// inside: an agent cannot grant itself a domain by editing them.
 	readOnly := []string{dir}
+	// The proxy's resolver runs out here and reads the host's /etc/hosts:
+	// a sandbox started by root could otherwise add "ADDR allowed.name"
+	// and have the proxy take an allowed name to any address. (A file
+	// bind is detached when the host renames a new /etc/hosts over it;
+	// a filesystem policy is what closes that for good.)
+	if fi, err := os.Stat(hostsFile); err == nil && fi.Mode().IsRegular() {
+		readOnly = append(readOnly, hostsFile)
+	}
 	// With a session policy, hookgate inside the sandbox asks sandboxd for
 	// rulings (a policy edit applies to the next call); a host socket named
 	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
