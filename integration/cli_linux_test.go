@@ -152,14 +152,15 @@ func TestSignalsForwarded(t *testing.T) {
 }
 
 // TestTerminalPassesThrough: under a real pseudo-terminal the command sees
-// it as its terminal, in the foreground, with its window size.
+// it as its terminal, in the foreground, with its window size. Inside the
+// private /dev the terminal is named /dev/console.
 func TestTerminalPassesThrough(t *testing.T) {
 	testenv.NeedCommand(t, "script")
 	cmd := exec.Command("script", "-qec", "stty rows 33 cols 99; "+sandboxdBin+" run -- sh -c 'tty; stty size; test -t 0 && echo interactive'", "/dev/null")
 	cmd.Dir = sharedDir(t)
 	out, err := cmd.CombinedOutput()
 	s := strings.ReplaceAll(string(out), "\r", "")
-	if err != nil || !strings.Contains(s, "/dev/pts/") || !strings.Contains(s, "33 99\n") || !strings.Contains(s, "interactive") {
+	if err != nil || !strings.Contains(s, "/dev/console\n") || !strings.Contains(s, "33 99\n") || !strings.Contains(s, "interactive") {
 		t.Fatalf("err %v, output %q", err, s)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // TestEscapes: every attempt to reach the world around the proxy stays
@@ -422,6 +423,70 @@ func TestOtherSandboxForwardTarget(t *testing.T) {
 			}
 			if !strings.Contains(string(rest), "hello from allowed.test") {
 				t.Fatalf("sandbox A no longer reached its own proxy:\n%s", rest)
+			}
+		})
+	}
+}
+
+// TestPrivateDev: the sandbox's /dev is its own, not the host's. A pty the
+// test opens on the host (mode 0666, so that both users can open it from
+// outside, which the test checks) is neither listed nor openable inside;
+// the block devices and /dev/kmsg are not there at all; the basic nodes
+// work, and a new pty can be opened inside (script) in its own devpts.
+func TestPrivateDev(t *testing.T) {
+	testenv.NeedCommand(t, "script")
+	w := newWorld(t)
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostPty := fmt.Sprintf("/dev/pts/%d", n)
+	if err := os.Chmod(hostPty, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	try := `if ( exec 3<>"$1" ) 2>/dev/null; then echo "OPENED $1"; else echo "refused $1"; fi`
+	script := `export LC_ALL=C
+echo "dev: $(ls -A /dev | tr '\n' ' ')"
+echo "pts: $(ls -A /dev/pts | tr '\n' ' ')"
+` + try + `
+head -c 8 /dev/zero | od -An -tx1 | tr -d ' \n'; echo " zero"
+echo "urandom $(head -c 16 /dev/urandom | wc -c)"
+echo discarded >/dev/null && echo "null ok"
+if echo x >/dev/full 2>/dev/null; then echo "full wrote"; else echo "full ENOSPC"; fi
+echo "inner pty: $(script -qc tty /dev/null | tr -d '\r')"
+touch /dev/shm/x && echo "shm ok"
+echo "fd: $(readlink /dev/fd) $(readlink /dev/stdin) $(readlink /dev/stdout) $(readlink /dev/stderr)"
+echo "stdin: $(echo piped | cat /dev/stdin)"
+`
+	const wantDev = "dev: fd full null ptmx pts random shm stderr stdin stdout tty urandom zero \n"
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			// Outside, the same user can open the host's pty: the hole.
+			out, err := exec.Command("setpriv", fmt.Sprintf("--reuid=%d", u.uid), fmt.Sprintf("--regid=%d", u.uid),
+				"--clear-groups", "--", "sh", "-c", try, "sh", hostPty).CombinedOutput()
+			if err != nil || string(out) != "OPENED "+hostPty+"\n" {
+				t.Fatalf("outside the sandbox, uid %d could not open %s (%v): %s", u.uid, hostPty, err, out)
+			}
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script, "sh", hostPty}})
+			for _, want := range []string{
+				wantDev, "pts: ptmx \n", "refused " + hostPty + "\n", "0000000000000000 zero\n", "urandom 16\n",
+				"null ok\n", "full ENOSPC\n", "inner pty: /dev/pts/0\n", "shm ok\n",
+				"fd: /proc/self/fd /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2\n", "stdin: piped\n",
+			} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("missing %q", want)
+				}
+			}
+			if r.code != 0 || t.Failed() {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 			}
 		})
 	}

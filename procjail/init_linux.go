@@ -128,6 +128,9 @@ func setupInside(s *initSpec) error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return stepErr("mount /proc", err)
 	}
+	if err := setupDev(); err != nil {
+		return err
+	}
 	if s.ResolvConfPath != "" {
 		if err := bindResolvConf(s.ResolvConfPath); err != nil {
 			return err

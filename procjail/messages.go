@@ -15,7 +15,8 @@ import (
 //     sandboxed tree can read /proc/1/cmdline and its own environment.
 //  2. child: sets up, in this order, each step named in its error:
 //     "read spec", "init not dumpable", "hostname", "private mounts",
-//     "mount /proc", "mount /etc/resolv.conf", "loopback up", "check
+//     "mount /proc", "private /dev" (and "mount /dev", "mount /dev/pts", ...,
+//     "check /dev"), "mount /etc/resolv.conf", "loopback up", "check
 //     interfaces", "working directory", "forward <net>/<port>", "unix socket gate".
 //  3. child → parent: "ready\n", or "error <step>: <reason>\n" after which
 //     the child exits 125.
