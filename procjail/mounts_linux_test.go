@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestUnescapeMountinfo(t *testing.T) {
@@ -95,5 +97,26 @@ func TestPinSocket(t *testing.T) {
 	}
 	if _, err := pinSocket(other, id); err == nil {
 		t.Fatal("another socket in place of the checked one was accepted")
+	}
+}
+
+// TestCheckDevNode: a host node is bound into the private /dev only when it
+// is the character device it must be (not another device, not a file).
+func TestCheckDevNode(t *testing.T) {
+	null := devNode{"null", 1, 3}
+	f := filepath.Join(t.TempDir(), "null")
+	if err := os.WriteFile(f, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for path, ok := range map[string]bool{"/dev/null": true, "/dev/zero": false, f: false} {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkDevNode(fd, null)
+		unix.Close(fd)
+		if (err == nil) != ok {
+			t.Errorf("%s as /dev/null: %v", path, err)
+		}
 	}
 }
