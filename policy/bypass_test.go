@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -51,5 +52,43 @@ func TestResolveNeverWeakerThanSources(t *testing.T) {
 				t.Fatalf("effective bound\n got %s\nwant %s", got, c.want)
 			}
 		})
+	}
+}
+
+// Seed (resolution): "<bag>:read includes <bag> and carries the readonly
+// bound. Because a bound applies to the whole session, selecting <bag>:read
+// makes the entire session read-only", and "github:read carries readonly,
+// which denies the Bash, Write, and Edit tools, denies write access, and
+// denies network writes". A document's bound named readonly must not take
+// those denials away, whether selected by name or through <bag>:read.
+func TestDocumentBoundCannotWeakenBuiltin(t *testing.T) {
+	const head = "version: 1\nharness: claude-code\nbags: {github: {namespaces: [github]}}\n" +
+		"tools:\n  - {namespace: github, toolName: list_issues, access: read}\n  - {namespace: github, toolName: create_issue, access: write}\n" +
+		"bounds:\n  readonly: {description: nothing denied, deniedTools: [WebFetch]}\n"
+	builtin := BuiltinBounds()["readonly"]
+	for _, sel := range []string{
+		"identity: {name: i, bags: [github]}\nsession: {traits: [github], bounds: [readonly]}\n",
+		"identity: {name: i, bags: [github]}\nsession: {traits: [\"github:read\"]}\n",
+	} {
+		pf, err := DecodePolicyFile([]byte(head+sel), FormatYAML)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		r, err := ResolveSession(pf)
+		if err != nil {
+			t.Fatalf("resolve: %v", err)
+		}
+		got, _ := json.Marshal(r.Bound)
+		for _, tool := range append(builtin.DeniedTools, "WebFetch") {
+			if !slices.Contains(r.Bound.DeniedTools, tool) {
+				t.Errorf("%s: bound %s does not deny %s", sel, got, tool)
+			}
+		}
+		if !slices.Contains(r.Bound.DeniedAccess, "write") || r.Bound.Network == nil || !slices.Contains(r.Bound.Network.Actions, ActionWrite) {
+			t.Errorf("%s: bound %s lost readonly's write or network-write denial", sel, got)
+		}
+		if slices.ContainsFunc(r.Tools, func(a ToolAccess) bool { return a.ID == "github:create_issue" }) {
+			t.Errorf("%s: write tool granted under readonly: %v", sel, r.Tools)
+		}
 	}
 }
