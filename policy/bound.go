@@ -198,8 +198,13 @@ func MergeNetwork(base, override *NetworkRules) *NetworkRules {
 	if b.Enforce.rank() > out.Enforce.rank() {
 		out.Enforce = b.Enforce
 	}
+	// A side without the list imposes none, unless it is under enforce:
+	// sandbox, where an absent allowlist is the empty one (no egress): it
+	// permits nothing, so the intersection is empty.
 	switch {
 	case a.AllowDomains == nil && b.AllowDomains == nil:
+	case a.AllowDomains == nil && a.Enforce == EnforceSandbox, b.AllowDomains == nil && b.Enforce == EnforceSandbox:
+		out.AllowDomains = []string{}
 	case a.AllowDomains == nil:
 		out.AllowDomains = canonicalPatterns(b.AllowDomains)
 	case b.AllowDomains == nil:

@@ -62,9 +62,12 @@ func TestMergeBounds(t *testing.T) {
 		{"allowDomains patterns intersect", &Bound{Network: &NetworkRules{AllowDomains: []string{"*.a.com", "b.com"}, Enforce: EnforceSandbox}},
 			&Bound{Network: &NetworkRules{AllowDomains: []string{"api.a.com", "c.com"}, Enforce: EnforceSandbox}},
 			`{"network":{"allowDomains":["api.a.com"],"enforce":"sandbox"}}`},
-		{"allowDomains side without list imposes none", &Bound{Network: &NetworkRules{Enforce: EnforceSandbox}},
+		{"allowDomains side without list imposes none", &Bound{Network: &NetworkRules{Domains: []string{"b.com"}, Enforce: EnforceGuard}},
 			&Bound{Network: &NetworkRules{AllowDomains: []string{"API.A.COM."}, Enforce: EnforceSandbox}},
-			`{"network":{"allowDomains":["api.a.com"],"enforce":"sandbox"}}`},
+			`{"network":{"allowDomains":["api.a.com"],"domains":["b.com"],"enforce":"sandbox"}}`},
+		{"allowDomains absent under sandbox is empty, so intersects to empty", &Bound{Network: &NetworkRules{Enforce: EnforceSandbox}},
+			&Bound{Network: &NetworkRules{AllowDomains: []string{"API.A.COM."}, Enforce: EnforceSandbox}},
+			`{"network":{"allowDomains":[],"enforce":"sandbox"}}`},
 		{"strictest enforce", &Bound{Network: &NetworkRules{Enforce: EnforceGuard}}, &Bound{Network: &NetworkRules{Enforce: EnforceSandbox}},
 			`{"network":{"enforce":"sandbox"}}`},
 		{"strictest enforce reversed", &Bound{Network: &NetworkRules{Enforce: EnforceSandbox}}, &Bound{Network: &NetworkRules{Enforce: EnforceGuard}},
@@ -152,8 +155,9 @@ func decide(b *Bound) decisions {
 			if r, _ := IsDomainDenied(h, b.Network.Domains); r != "" {
 				denied = true
 			}
-			if b.Network.AllowDomains != nil {
-				if r, _ := IsDomainAllowed(h, b.Network.AllowDomains); r == "" {
+			// Under the sandbox an absent allowlist is the empty one.
+			if allow := b.Network.AllowDomains; allow != nil || b.Network.Enforce == EnforceSandbox {
+				if r, _ := IsDomainAllowed(h, allow); r == "" {
 					denied = true
 				}
 			}

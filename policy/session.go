@@ -486,12 +486,19 @@ func ResolveSession(pf *PolicyFile) (*Resolved, error) {
 	warnings = append(warnings, tw...)
 	bounds := BuiltinBounds()
 	for name, b := range pf.Bounds {
-		if old, ok := bounds[name]; ok && restrictionJSON(old) != restrictionJSON(b) {
-			warnings = append(warnings, fmt.Sprintf("bound %q in bounds replaces the built-in bound of that name", name))
-		}
 		c := b.Clone()
 		if c.Name == "" {
 			c.Name = name
+		}
+		// A bound named like a built-in adds to it and never takes its
+		// restrictions away: <bag>:read carries readonly by name, and the
+		// seed says selecting it makes the whole session read-only.
+		if old, ok := bounds[name]; ok {
+			if merged := MergeBounds(old, c); restrictionJSON(merged) != restrictionJSON(normalizeBound(c.Clone())) {
+				warnings = append(warnings, fmt.Sprintf("bound %q in bounds adds to the built-in bound of that name, which keeps its own restrictions", name))
+				merged.Name, merged.Description = c.Name, c.Description
+				c = merged
+			}
 		}
 		bounds[name] = c
 	}

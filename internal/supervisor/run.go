@@ -75,9 +75,13 @@ func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 		}
 	}
 	if len(o.AllowDomains) > 0 || len(o.DenyDomains) > 0 {
-		nr := &policy.NetworkRules{Domains: o.DenyDomains, Enforce: policy.EnforceSandbox}
+		// Only --allow-domain makes an allowlist. A deny-only flag set must
+		// not say enforce: sandbox, under which an absent allowlist is the
+		// empty one and would intersect the policy's allowlist to nothing.
+		nr := &policy.NetworkRules{Domains: o.DenyDomains}
 		if len(o.AllowDomains) > 0 {
 			nr.AllowDomains = o.AllowDomains
+			nr.Enforce = policy.EnforceSandbox
 		}
 		b = policy.MergeBounds(b, &policy.Bound{Network: nr})
 	}
