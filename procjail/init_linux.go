@@ -269,10 +269,10 @@ func mountTree(path string) ([]mountEntry, error) {
 			continue
 		}
 		var m mountEntry
-		if _, err := fmt.Sscan(f[0], &m.id); err != nil {
-			return nil, fmt.Errorf("mountinfo: %q", line)
-		}
-		if _, err := fmt.Sscan(f[1], &m.parent); err != nil {
+		var err1, err2 error
+		m.id, err1 = strconv.Atoi(f[0])
+		m.parent, err2 = strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("mountinfo: %q", line)
 		}
 		m.point = unescapeMountinfo(f[4])
