@@ -254,6 +254,10 @@ func (t *tunnel) firstFlight(pending []byte) error {
 			rec.sni = "malformed"
 			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": first record is a malformed TLS ClientHello"
 			return errSNI
+		case helloECH:
+			rec.sni = "ech"
+			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": ClientHello carries encrypted_client_hello (the server name the server sees is hidden)"
+			return errSNI
 		case helloOtherRecord:
 			rec.sni = "malformed"
 			rec.decision, rec.reason = "deny", fmt.Sprintf("%s: first TLS record (type %d) is not a ClientHello", ReasonSNIMismatch, buf[0])

@@ -1,0 +1,98 @@
+package proxy_test
+
+import (
+	"crypto/ecdh"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/barry-rocks/sandbox/proxy"
+)
+
+// echKeys builds one X25519 / HKDF-SHA256 / AES-128-GCM ECHConfig (RFC 9849
+// draft-25 wire form, version 0xfe0d) with the given public name, and
+// returns the server key and the client's ECHConfigList.
+func echKeys(t *testing.T, publicName string) (tls.EncryptedClientHelloKey, []byte) {
+	t.Helper()
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := k.PublicKey().Bytes()
+	var c []byte
+	c = append(c, 7)                           // config_id
+	c = binary.BigEndian.AppendUint16(c, 0x20) // DHKEM(X25519, HKDF-SHA256)
+	c = binary.BigEndian.AppendUint16(c, uint16(len(pub)))
+	c = append(c, pub...)
+	c = binary.BigEndian.AppendUint16(c, 4) // cipher suites
+	c = binary.BigEndian.AppendUint16(c, 1) // HKDF-SHA256
+	c = binary.BigEndian.AppendUint16(c, 1) // AES-128-GCM
+	c = append(c, 0)                        // maximum_name_length
+	c = append(c, byte(len(publicName)))
+	c = append(c, publicName...)
+	c = binary.BigEndian.AppendUint16(c, 0) // extensions
+	var cfg []byte
+	cfg = binary.BigEndian.AppendUint16(cfg, 0xfe0d)
+	cfg = binary.BigEndian.AppendUint16(cfg, uint16(len(c)))
+	cfg = append(cfg, c...)
+	list := binary.BigEndian.AppendUint16(nil, uint16(len(cfg)))
+	list = append(list, cfg...)
+	return tls.EncryptedClientHelloKey{Config: cfg, PrivateKey: k.Bytes()}, list
+}
+
+// TestECHFrontingRefused: a ClientHello with an encrypted_client_hello
+// extension shows the proxy only its outer name; a shared server (a CDN's
+// client-facing server) decrypts the inner one and serves that host. An
+// outer name equal to the CONNECT host must not carry the tunnel to another
+// host: the proxy refuses a ClientHello that carries ECH.
+func TestECHFrontingRefused(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	key, list := echKeys(t, "allowed.test")
+	// A "CDN" on loopback that serves allowed.test and other.test and
+	// accepts ECH, like a client-facing server.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCfg := &tls.Config{
+		Certificates:             []tls.Certificate{e.cert.TLS},
+		EncryptedClientHelloKeys: []tls.EncryptedClientHelloKey{key},
+		MinVersion:               tls.VersionTLS13,
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "served %s", r.TLS.ServerName)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(tls.NewListener(ln, srvCfg))
+	t.Cleanup(func() { hs.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+
+	c, resp := e.connect("allowed.test:"+port, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d %s", resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
+	}
+	tc := tls.Client(c, &tls.Config{
+		ServerName:                     "other.test",
+		RootCAs:                        e.cert.Pool,
+		EncryptedClientHelloConfigList: list,
+		MinVersion:                     tls.VersionTLS13,
+	})
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := tc.Handshake(); err == nil {
+		fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n")
+		got, _ := io.ReadAll(tc)
+		tc.Close()
+		t.Fatalf("an ECH ClientHello (outer allowed.test, inner other.test) went through; ECH accepted=%v; server said %q",
+			tc.ConnectionState().ECHAccepted, got)
+	}
+	rec := e.audit.waitAudit(t, "allowed.test")
+	want := "sni mismatch: ClientHello carries encrypted_client_hello (the server name the server sees is hidden)"
+	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+		t.Fatalf("audit = %v\nwant reason %q", rec, want)
+	}
+}
