@@ -96,3 +96,90 @@ func TestECHFrontingRefused(t *testing.T) {
 		t.Fatalf("audit = %v\nwant reason %q", rec, want)
 	}
 }
+
+// pgSSLRequest is PostgreSQL's SSLRequest: length 8, code 80877103.
+var pgSSLRequest = []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}
+
+// pgServer is a PostgreSQL-style front end on loopback that routes by SNI,
+// as multi-tenant poolers do: it answers an SSLRequest with 'S' and then
+// serves the TLS handshake for whichever name the ClientHello asks for,
+// writing that name back.
+func pgServer(t *testing.T, e *env) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for i := 0; i < 8; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				req := make([]byte, 8)
+				if _, err := io.ReadFull(c, req); err != nil || string(req) != string(pgSSLRequest) {
+					return
+				}
+				c.Write([]byte{'S'})
+				tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{e.cert.TLS}})
+				if tc.Handshake() != nil {
+					return
+				}
+				io.WriteString(tc, "tenant "+tc.ConnectionState().ServerName)
+				tc.Close()
+			}()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// pgTLS opens a tunnel to target, sends an SSLRequest, and on 'S' does a
+// TLS handshake for serverName; it returns what the server wrote.
+func pgTLS(t *testing.T, e *env, target, serverName string) (string, error) {
+	t.Helper()
+	c, resp := e.connect(target, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT %s: %d %s", target, resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(pgSSLRequest); err != nil {
+		return "", err
+	}
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(c, b); err != nil || b[0] != 'S' {
+		return "", fmt.Errorf("SSLRequest answer %q: %v", b, err)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: serverName, RootCAs: e.cert.Pool})
+	if err := tc.Handshake(); err != nil {
+		return "", err
+	}
+	got, err := io.ReadAll(tc)
+	return string(got), err
+}
+
+// TestPostgresSSLRequestThenMismatchedSNIRefused: PostgreSQL clients send
+// an 8-byte SSLRequest in clear and only then the ClientHello. The first
+// flight is not TLS, so the SNI check used to pass the tunnel and never see
+// the ClientHello; a front end that routes by SNI then served another
+// tenant than the CONNECT host. The ClientHello behind an SSLRequest is now
+// checked like a first one.
+func TestPostgresSSLRequestThenMismatchedSNIRefused(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	port := pgServer(t, e)
+	if got, err := pgTLS(t, e, "also.test:"+port, "also.test"); err != nil || got != "tenant also.test" {
+		t.Fatalf("matching SNI behind an SSLRequest: %q, %v", got, err)
+	}
+	if got, err := pgTLS(t, e, "allowed.test:"+port, "other.test"); err == nil {
+		t.Fatalf("a ClientHello for other.test behind an SSLRequest went through a tunnel to allowed.test: server said %q", got)
+	}
+	rec := e.audit.waitAudit(t, "allowed.test")
+	want := "sni mismatch: ClientHello names other.test but CONNECT named allowed.test"
+	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+		t.Fatalf("audit = %v\nwant reason %q", rec, want)
+	}
+}
