@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"crypto/ecdh"
 	"crypto/rand"
 	"crypto/tls"
@@ -181,5 +182,59 @@ func TestPostgresSSLRequestThenMismatchedSNIRefused(t *testing.T) {
 	want := "sni mismatch: ClientHello names other.test but CONNECT named allowed.test"
 	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
 		t.Fatalf("audit = %v\nwant reason %q", rec, want)
+	}
+}
+
+// TestUnrequestedSwitchingProtocolsRefused: an upstream that answers a
+// plain request with 101 and websocket headers made goproxy hijack the
+// client connection and leave it hanging, outside the connection count,
+// SetPolicy and Close. The proxy now answers 502 with the reason and closes.
+func TestUnrequestedSwitchingProtocolsRefused(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil || l == "\r\n" {
+				break
+			}
+		}
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nFROM-UPSTREAM")
+		io.Copy(io.Discard, c)
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test:%s\r\nProxy-Authorization: %s\r\n\r\n", port, port, basic(e.srv.User(), e.srv.Secret()))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	want := "upstream failure: 127.0.0.1:" + port + ": answered 101 Switching Protocols to a request without an upgrade"
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("X-Proxy-Error") != want {
+		t.Fatalf("answer %d %q body %q, want 502 %q", resp.StatusCode, resp.Header.Get("X-Proxy-Error"), got, want)
+	}
+	rec := e.audit.waitAudit(t, "allowed.test")
+	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+		t.Fatalf("audit = %v", rec)
 	}
 }
