@@ -136,6 +136,16 @@ func rawAuthority(r *http.Request) string {
 // reason that does not echo the dial error, and closes the audit record.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	f, _ := ctx.UserData.(*inflight)
+	if resp != nil && f != nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		// Upgrades are refused before the round trip, so a 101 is the
+		// upstream switching on its own; goproxy would hijack the client
+		// connection for it and leave it outside every count and close.
+		reason := fmt.Sprintf("%s: %s: answered 101 Switching Protocols to a request without an upgrade", ReasonUpstreamFailure, f.addr)
+		f.rec.decision, f.rec.reason = "deny", reason
+		s.finish(f, reason)
+		resp.Body.Close()
+		return denyResponse(ctx.Req, http.StatusBadGateway, reason)
+	}
 	if resp != nil || f == nil {
 		return resp
 	}

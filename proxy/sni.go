@@ -15,6 +15,15 @@ const (
 	helloNoSNI                         // a ClientHello without server name
 	helloMalformed                     // a handshake record that is not a valid ClientHello
 	helloOtherRecord                   // a TLS record of another type (alert, …) before any ClientHello
+	helloECH                           // a ClientHello with encrypted_client_hello (or draft ESNI): the real name is hidden
+)
+
+// Extensions that hide the server name the server will act on behind an
+// encrypted inner ClientHello: a client-facing server that decrypts it
+// serves the inner name, whatever the outer SNI says.
+const (
+	extEncryptedClientHello = 0xfe0d // draft-ietf-tls-esni-13 and later
+	extEncryptedServerName  = 0xffce // draft-ietf-tls-esni-00..02 (ESNI)
 )
 
 // maxHelloBytes bounds how much of the client's first flight is held for the
@@ -73,10 +82,12 @@ func parseClientHello(buf []byte) (helloState, string) {
 				return helloMalformed, ""
 			}
 			if len(hs) >= total {
-				sni, found, err := helloServerName(hs[4:total])
+				sni, found, ech, err := helloServerName(hs[4:total])
 				switch {
 				case err != nil:
 					return helloMalformed, ""
+				case ech:
+					return helloECH, ""
 				case !found:
 					return helloNoSNI, ""
 				default:
@@ -88,62 +99,66 @@ func parseClientHello(buf []byte) (helloState, string) {
 }
 
 // helloServerName extracts the host_name of the server_name extension from
-// a ClientHello body.
-func helloServerName(b []byte) (string, bool, error) {
+// a ClientHello body, and reports whether the hello carries an encrypted
+// inner hello (ECH or ESNI).
+func helloServerName(b []byte) (string, bool, bool, error) {
 	r := reader(b)
 	if !r.skip(2 + 32) { // legacy_version, random
-		return "", false, errHello
+		return "", false, false, errHello
 	}
 	if !r.skipVec8() || !r.skipVec16() || !r.skipVec8() { // session id, cipher suites, compression
-		return "", false, errHello
+		return "", false, false, errHello
 	}
 	if len(r) == 0 {
-		return "", false, nil // no extensions
+		return "", false, false, nil // no extensions
 	}
 	ext, ok := r.vec16()
 	if !ok || len(r) != 0 {
-		return "", false, errHello
+		return "", false, false, errHello
 	}
 	var name string
-	var found bool
+	var found, ech bool
 	for len(ext) > 0 {
 		typ, ok1 := ext.u16()
 		data, ok2 := ext.vec16()
 		if !ok1 || !ok2 {
-			return "", false, errHello
+			return "", false, false, errHello
+		}
+		if typ == extEncryptedClientHello || typ == extEncryptedServerName {
+			ech = true
 		}
 		if typ != 0 { // server_name
 			continue
 		}
 		if found {
-			return "", false, errHello // duplicate extension
+			return "", false, false, errHello // duplicate extension
 		}
 		list, ok := data.vec16()
 		if !ok || len(data) != 0 {
-			return "", false, errHello
+			return "", false, false, errHello
 		}
 		for len(list) > 0 {
 			if len(list) < 1 {
-				return "", false, errHello
+				return "", false, false, errHello
 			}
 			nt := list[0]
 			list = list[1:]
 			v, ok := list.vec16()
 			if !ok {
-				return "", false, errHello
+				return "", false, false, errHello
 			}
 			if nt == 0 {
 				if found || len(v) == 0 {
-					return "", false, errHello // two host names is ambiguous
+					return "", false, false, errHello // two host names is ambiguous
 				}
 				name, found = string(v), true
 			}
 		}
 		if !found {
-			return "", false, errHello
+			return "", false, false, errHello
 		}
 	}
-	return name, found, nil
+	return name, found, ech, nil
 }
 
 type reader []byte

@@ -44,6 +44,26 @@ func splitRecords(rec []byte, size int) []byte {
 	return out
 }
 
+// withExtension appends an extension of type typ (4 bytes of data) to a
+// one-record ClientHello, fixing the three lengths that cover it.
+func withExtension(t testing.TB, rec []byte, typ uint16) []byte {
+	t.Helper()
+	out := append([]byte(nil), rec...)
+	off := 5 + 4 + 2 + 32
+	off += 1 + int(out[off])                                   // session id
+	off += 2 + int(binary.BigEndian.Uint16(out[off:]))         // cipher suites
+	off += 1 + int(out[off])                                   // compression
+	ext := []byte{byte(typ >> 8), byte(typ), 0, 4, 1, 2, 3, 4} // type, length, data
+	binary.BigEndian.PutUint16(out[off:], binary.BigEndian.Uint16(out[off:])+uint16(len(ext)))
+	binary.BigEndian.PutUint16(out[3:], binary.BigEndian.Uint16(out[3:])+uint16(len(ext)))
+	hl := int(out[6])<<16 | int(out[7])<<8 | int(out[8]) + len(ext)
+	out[6], out[7], out[8] = byte(hl>>16), byte(hl>>8), byte(hl)
+	if 5+int(binary.BigEndian.Uint16(out[3:])) != len(out)+len(ext) {
+		t.Fatal("withExtension: not a one-record ClientHello")
+	}
+	return append(out, ext...)
+}
+
 func TestParseClientHello(t *testing.T) {
 	withSNI := clientHello(t, "api.example.com")
 	noSNI := clientHello(t, "")
@@ -74,6 +94,10 @@ func TestParseClientHello(t *testing.T) {
 		{"server hello", []byte{0x16, 3, 3, 0, 4, 2, 0, 0, 0}, helloMalformed, ""},
 		{"truncated body", append([]byte{0x16, 3, 1, 0, 6, 1, 0, 0, 2}, 3, 3), helloMalformed, ""},
 		{"empty", nil, helloNeedMore, ""},
+		{"encrypted_client_hello", withExtension(t, withSNI, 0xfe0d), helloECH, ""},
+		{"draft esni", withExtension(t, withSNI, 0xffce), helloECH, ""},
+		{"encrypted_client_hello, no sni", withExtension(t, noSNI, 0xfe0d), helloECH, ""},
+		{"other extension appended", withExtension(t, withSNI, 0xfe0c), helloSNI, "api.example.com"},
 	}
 	for _, tc := range cases {
 		st, sni := parseClientHello(tc.in)
@@ -97,6 +121,7 @@ func FuzzParseClientHello(f *testing.F) {
 	f.Add(clientHello(f, ""))
 	f.Add([]byte("SSH-2.0-x\r\n"))
 	f.Add([]byte{0x16, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3})
+	f.Add(withExtension(f, clientHello(f, "a.test"), 0xfe0d))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, sni := parseClientHello(b)
 		// Property: a decision made on b stands when more bytes follow.

@@ -221,6 +221,30 @@ func (t *tunnel) run(pending []byte) {
 	target.Close()
 }
 
+// maxPreambles bounds the PostgreSQL requests passed before the first
+// flight that is checked (a GSSENCRequest refused with 'N', then an
+// SSLRequest).
+const maxPreambles = 2
+
+// pgPreamble reports whether buf starts with a PostgreSQL SSLRequest or
+// GSSENCRequest (length 8, code 80877103 or 80877104): n is its length when
+// it is all there, partial is true when buf is a strict prefix of one.
+func pgPreamble(buf []byte) (n int, partial bool) {
+	const (
+		sslRequest    = "\x00\x00\x00\x08\x04\xd2\x16\x2f"
+		gssencRequest = "\x00\x00\x00\x08\x04\xd2\x16\x30"
+	)
+	for _, p := range []string{sslRequest, gssencRequest} {
+		if len(buf) >= len(p) && string(buf[:len(p)]) == p {
+			return len(p), false
+		}
+		if len(buf) < len(p) && string(buf) == p[:len(buf)] {
+			partial = true
+		}
+	}
+	return 0, partial
+}
+
 func closeWhy(err error) string {
 	switch {
 	case errors.Is(err, errIdle):
@@ -238,13 +262,34 @@ var errSNI = errors.New("sni check refused the tunnel")
 // firstFlight holds the client's first bytes until they show whether this
 // is TLS and, if so, which server name the ClientHello asks for; a name other
 // than the CONNECT host refuses the tunnel. The held bytes are then sent on.
-// A client that half-closes before sending anything is fine (nil).
+// A PostgreSQL SSLRequest/GSSENCRequest in front is passed on and the check
+// applies to what follows it (pgPreamble). A client that half-closes before
+// sending anything is fine (nil).
 func (t *tunnel) firstFlight(pending []byte) error {
 	buf := make([]byte, 0, 4096)
 	buf = append(buf, pending...)
 	rec := t.rec
+	preambles := 0
 	for {
-		st, name := parseClientHello(buf)
+		// A PostgreSQL SSLRequest or GSSENCRequest goes on at once (the
+		// client waits for the server's answer) and the hold starts over:
+		// the ClientHello that follows it is the one to check, since
+		// PostgreSQL front ends route tenants by its SNI.
+		st, name := helloNeedMore, ""
+		n, partial := pgPreamble(buf)
+		switch {
+		case n > 0 && preambles < maxPreambles:
+			preambles++
+			t.target.SetWriteDeadline(time.Now().Add(t.s.cfg.IdleTimeout))
+			if _, err := t.target.Write(buf[:n]); err != nil {
+				return err
+			}
+			t.rec.up += int64(n)
+			buf = append(buf[:0], buf[n:]...)
+			continue
+		case !partial || preambles >= maxPreambles:
+			st, name = parseClientHello(buf)
+		}
 		switch st {
 		case helloNotTLS:
 			rec.sni = "not-tls"
@@ -253,6 +298,10 @@ func (t *tunnel) firstFlight(pending []byte) error {
 		case helloMalformed:
 			rec.sni = "malformed"
 			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": first record is a malformed TLS ClientHello"
+			return errSNI
+		case helloECH:
+			rec.sni = "ech"
+			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": ClientHello carries encrypted_client_hello (the server name the server sees is hidden)"
 			return errSNI
 		case helloOtherRecord:
 			rec.sni = "malformed"
