@@ -67,6 +67,8 @@ func TestRunCLI(t *testing.T) {
 			{"missing policy file", "--policy", "/nonexistent/policy.yaml", "sandboxd: sandbox could not start: "},
 			{"bad private range", "--allow-private", "10.0.0.0/33", "sandboxd: sandbox could not start: --allow-private"},
 			{"missing working directory", "--cwd", "/nonexistent/dir", "sandboxd: sandbox could not start: working directory: stat /nonexistent/dir: no such file or directory"},
+			{"audit file on a full disk", "--audit", "/dev/full", "sandboxd: sandbox could not start: audit file /dev/full: write /dev/full: no space left on device"},
+			{"audit file is a directory", "--audit", "/", "sandboxd: sandbox could not start: audit file: open /: is a directory"},
 			{"allowed unix socket missing", "--allow-unix-socket", "/nonexistent/docker.sock", "sandboxd: sandbox could not start: unix socket gate: /nonexistent/docker.sock: no such file or directory"},
 		} {
 			t.Run(u.name+"/refuse "+c.name, func(t *testing.T) {

@@ -50,7 +50,7 @@ type Audit struct {
 	policy  atomic.Pointer[string]
 	counts  map[string]*[2]int64 // kind -> allowed, denied
 	onErr   func(error)
-	failed  bool
+	werr    error // the first write error
 }
 
 // OnWriteError sets a function called (once) when a line cannot be written,
@@ -81,6 +81,13 @@ func OpenAudit(path, sandbox string) (*Audit, error) {
 		a.w, a.closer = f, f
 	}
 	return a, nil
+}
+
+// Err returns the first error writing a line, or nil.
+func (a *Audit) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.werr
 }
 
 // SetPolicy sets the fingerprint added to lines that carry none.
@@ -140,8 +147,8 @@ func (a *Audit) write(line []byte, kind, decision string) {
 			c[1]++
 		}
 	}
-	if _, err := a.w.Write(line); err != nil && !a.failed {
-		a.failed = true
+	if _, err := a.w.Write(line); err != nil && a.werr == nil {
+		a.werr = err
 		if a.onErr != nil {
 			a.onErr(err)
 		}

@@ -165,9 +165,6 @@ func Run(opts Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	audit.OnWriteError(func(err error) {
-		fmt.Fprintf(stderr, "sandboxd: audit %s: %v; audit lines are being lost\n", opts.AuditPath, err)
-	})
 	defer audit.Close()
 	audit.SetPolicy(cur.fingerprint)
 	auditLog := audit.Logger()
@@ -412,6 +409,18 @@ func Run(opts Options) (int, error) {
 		if err := awaitProxies(); err != nil {
 			return err
 		}
+		// The session's first audit line is written before the command
+		// starts: an audit file that cannot take it (a full disk) refuses
+		// the session rather than run it unaudited.
+		auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionStart,
+			slog.String(proxy.AttrKind, KindSession), slog.Any(AttrCommand, opts.Command), slog.String(AttrPolicyFile, status.PolicyFile))
+		if err := audit.Err(); err != nil {
+			return fmt.Errorf("audit file %s: %w", opts.AuditPath, err)
+		}
+		// From here on a lost line is reported once and the session goes on.
+		audit.OnWriteError(func(err error) {
+			fmt.Fprintf(stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", opts.AuditPath, oneLine(err.Error()))
+		})
 		sigMu.Lock()
 		defer sigMu.Unlock()
 		if aborted != nil {
@@ -450,8 +459,6 @@ func Run(opts Options) (int, error) {
 		}
 		return 0, err
 	}
-	auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionStart,
-		slog.String(proxy.AttrKind, KindSession), slog.Any(AttrCommand, opts.Command), slog.String(AttrPolicyFile, status.PolicyFile))
 	sigMu.Lock()
 	running = sb
 	held := pending
