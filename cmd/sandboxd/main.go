@@ -40,14 +40,7 @@ func run(args []string) int {
 		Summary: "run an agent's process tree behind Barry's egress sandbox",
 		Commands: []*cli.Command{
 			serveHooksCommand(),
-			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
-				if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-					fmt.Fprintln(io.Out, "usage: sandboxd version\n\nPrint sandboxd's version.")
-					return 0
-				}
-				fmt.Fprintf(io.Out, "sandboxd %s\n", version)
-				return 0
-			}},
+			versionCommand(),
 			policyCommand(classifyCommand()),
 			proxyCommand(),
 			runCommand(),
@@ -56,4 +49,19 @@ func run(args []string) int {
 		},
 	}
 	return app.Main(ctx, cli.StdIO(), args)
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(io.Out, "usage: sandboxd version\n\nPrint sandboxd's version.")
+			return 0
+		}
+		if len(args) > 0 {
+			fmt.Fprintf(io.Err, "sandboxd version: unexpected argument %q (see sandboxd version --help)\n", args[0])
+			return 2
+		}
+		fmt.Fprintf(io.Out, "sandboxd %s\n", version)
+		return 0
+	}}
 }

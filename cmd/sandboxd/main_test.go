@@ -82,3 +82,17 @@ func TestPolicyCheck(t *testing.T) {
 		t.Errorf("refused native: %d %s", code, stderr)
 	}
 }
+
+// An extra argument is a usage error (exit 2, one line naming it), never
+// silently ignored.
+func TestExtraArgumentRefused(t *testing.T) {
+	for _, args := range [][]string{{"status", "extra"}, {"status", "--json", "extra"}, {"version", "extra"}} {
+		var out, errb bytes.Buffer
+		app := &cli.App{Name: "sandboxd", Commands: []*cli.Command{statusCommand(), versionCommand()}}
+		code := app.Main(context.Background(), cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb}, args)
+		want := "sandboxd " + args[0] + ": unexpected argument \"extra\" (see sandboxd " + args[0] + " --help)\n"
+		if code != 2 || out.Len() != 0 || errb.String() != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing, %q", args, code, out.String(), errb.String(), want)
+		}
+	}
+}

@@ -23,6 +23,10 @@ func statusMain(ctx context.Context, io cli.IO, args []string) int {
 	if code, done := cli.Parse(fs, args); done {
 		return code
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(io.Err, "sandboxd status: unexpected argument %q (see sandboxd status --help)\n", fs.Arg(0))
+		return 2
+	}
 	list, err := supervisor.ListStatuses(supervisor.RuntimeBase())
 	if err != nil {
 		fmt.Fprintf(io.Err, "sandboxd: %v\n", err)
