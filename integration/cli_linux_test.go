@@ -85,6 +85,27 @@ func TestRunCLI(t *testing.T) {
 	}
 }
 
+// TestStatusFileUnwritable: a sandbox whose status file cannot be written
+// (here a file size limit that lets the 99-byte resolv.conf through but not
+// the status) does not start: "sandboxd status" would not show it.
+func TestStatusFileUnwritable(t *testing.T) {
+	testenv.NeedCommand(t, "prlimit")
+	w := newWorld(t)
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			ran := filepath.Join(sharedDir(t), "ran")
+			r := w.sandboxd(t, runOpts{uid: u.uid, wrap: []string{"prlimit", "--fsize=120"}, argv: []string{"touch", ran}})
+			const want = "sandboxd: sandbox could not start: status file: write "
+			if r.code != 125 || !strings.HasPrefix(r.stderr, want) || !strings.HasSuffix(r.stderr, ": file too large\n") || strings.Count(r.stderr, "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q: want 125 and one line starting %q", r.code, r.stderr, want)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Fatal("the command ran")
+			}
+		})
+	}
+}
+
 // TestUserNamespacesUnavailable: where the kernel refuses user namespaces
 // sandboxd refuses to run and names the setting.
 func TestUserNamespacesUnavailable(t *testing.T) {

@@ -305,15 +305,27 @@ func Run(opts Options) (int, error) {
 	if watcher != nil {
 		status.PolicyFile = watcher.Path()
 	}
-	saveStatus := func() {
+	// The first status is written before the sandbox starts: a sandbox that
+	// "sandboxd status" cannot show (and PruneStale cannot find) does not
+	// start. A later refresh that fails is reported once on stderr.
+	statusFailed := false
+	writeCurrent := func() error {
 		curMu.Lock()
 		s := status
 		s.Fingerprint = cur.fingerprint
 		curMu.Unlock()
 		s.Counters, s.Updated = audit.Counts(), time.Now().UTC()
-		writeStatus(dir, s)
+		return writeStatus(dir, s)
 	}
-	saveStatus()
+	saveStatus := func() {
+		if err := writeCurrent(); err != nil && !statusFailed {
+			statusFailed = true
+			fmt.Fprintf(stderr, "sandboxd: status file: %s; sandboxd status shows a stale state\n", oneLine(err.Error()))
+		}
+	}
+	if err := writeCurrent(); err != nil {
+		return 0, fmt.Errorf("status file: %w", err)
+	}
 	refuse := func(err error) {
 		curMu.Lock()
 		fp := cur.fingerprint
