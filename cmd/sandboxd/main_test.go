@@ -96,3 +96,26 @@ func TestExtraArgumentRefused(t *testing.T) {
 		}
 	}
 }
+
+// A policy with several errors is refused on one stderr line by every
+// subcommand that serves it (policy check alone lists one error a line).
+func TestPolicyErrorsOneLine(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("version: 1\nharness: claude-code\nbounds:\n  readonly:\n    network: {actoins: [write], enforce: strict}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "h.sock")
+	for _, args := range [][]string{
+		{"serve-hooks", "--policy", bad, "--socket", sock},
+		{"proxy", "--listen", "127.0.0.1:0", "--policy", bad},
+	} {
+		var out, errb bytes.Buffer
+		app := &cli.App{Name: "sandboxd", Commands: []*cli.Command{serveHooksCommand(), proxyCommand()}}
+		code := app.Main(context.Background(), cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb}, args)
+		want := "sandboxd " + args[0] + ": "
+		if code != 1 || !strings.HasPrefix(errb.String(), want) || strings.Count(errb.String(), "\n") != 1 ||
+			!strings.Contains(errb.String(), "actoins: unknown field") || !strings.Contains(errb.String(), `"strict" is not an enforcement level`) {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and one line starting %q naming both errors", args[0], code, errb.String(), want)
+		}
+	}
+}

@@ -45,12 +45,12 @@ func serveHooksCommand() *cli.Command {
 			srv := hooks.NewServer(nil, log)
 			reload, err := hooks.ServePolicyFile(ctx, srv, *policyPath, log)
 			if err != nil {
-				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
+				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", oneLine(err.Error()))
 				return 1
 			}
 			ln, err := hooks.Listen(*addr)
 			if err != nil {
-				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
+				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", oneLine(err.Error()))
 				return 1
 			}
 			hup := make(chan os.Signal, 1)
@@ -68,7 +68,7 @@ func serveHooksCommand() *cli.Command {
 			}()
 			log.Info("hooks: serving", "addr", ln.Addr().String(), "policy", *policyPath)
 			if err := srv.Serve(ctx, ln); err != nil {
-				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %v\n", err)
+				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", oneLine(err.Error()))
 				return 1
 			}
 			return 0

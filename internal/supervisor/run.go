@@ -503,7 +503,7 @@ func Run(opts Options) (int, error) {
 	<-loopDone
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
-		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		fmt.Fprintf(stderr, "sandboxd: %s\n", oneLine(err.Error()))
 	}
 	auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionExit,
 		slog.String(proxy.AttrKind, KindSession), slog.Int(AttrExitStatus, code))
