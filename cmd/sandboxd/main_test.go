@@ -119,3 +119,23 @@ func TestPolicyErrorsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// --policy given twice is a usage error in every subcommand that takes it:
+// the second would otherwise silently replace the first.
+func TestPolicyFlagOnce(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--policy", "a.yaml", "--policy", "b.yaml", "--", "true"},
+		{"explain", "--policy", "a.yaml", "--policy", "b.yaml", "example.test"},
+		{"proxy", "--listen", "127.0.0.1:0", "--policy", "a.yaml", "--policy", "b.yaml"},
+		{"serve-hooks", "--socket", "x.sock", "--policy", "a.yaml", "--policy", "b.yaml"},
+	} {
+		var out, errb bytes.Buffer
+		app := &cli.App{Name: "sandboxd", Commands: []*cli.Command{runCommand(), explainCommand(), proxyCommand(), serveHooksCommand()}}
+		code := app.Main(context.Background(), cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb}, args)
+		first, _, _ := strings.Cut(errb.String(), "\n")
+		const want = `invalid value "b.yaml" for flag -policy: given more than once (policy files do not merge on the command line)`
+		if code != 2 || first != want {
+			t.Errorf("%q: exit %d, first stderr line %q; want 2, %q", args[0], code, first, want)
+		}
+	}
+}

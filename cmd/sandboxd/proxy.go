@@ -36,7 +36,8 @@ func runProxy(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "proxy", proxyUsage)
 	listen := fs.String("listen", "", "proxy listen address: host:port or unix:PATH (required)")
 	dnsListen := fs.String("dns-listen", "", "DNS proxy listen address host:port (UDP and TCP)")
-	policyFile := fs.String("policy", "", "policy file; its resolved effective bound's network rules apply")
+	policyFile := new(string)
+	fs.Var(&onceString{p: policyFile}, "policy", "policy file; its resolved effective bound's network rules apply")
 	var allow, deny, private cli.Strings
 	fs.Var(&allow, "allow-domain", "allowlist entry (repeatable)")
 	fs.Var(&deny, "deny-domain", "deny list entry (repeatable)")

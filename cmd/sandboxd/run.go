@@ -39,7 +39,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 		allow, deny, priv, unixS cli.Strings
 	)
 	fs := cli.NewFlagSet(io, "run", runUsage)
-	fs.StringVar(&opts.PolicyFile, "policy", "", "policy `FILE` whose effective bound applies (watched for changes)")
+	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "policy `FILE` whose effective bound applies (watched for changes)")
 	fs.Var(&allow, "allow-domain", "allow egress to domain pattern `D` (repeatable)")
 	fs.Var(&deny, "deny-domain", "deny egress to domain pattern `D` (repeatable)")
 	fs.StringVar(&opts.DNSUpstream, "dns-upstream", "", "upstream DNS server `ADDR` (host:port; default: the first of /etc/resolv.conf)")
@@ -78,4 +78,29 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 
 func oneLine(s string) string {
 	return strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
+}
+
+// onceString is a string flag that refuses to be given twice: a second
+// --policy would otherwise silently replace the first, dropping whatever the
+// first one restricts.
+type onceString struct {
+	p   *string
+	set bool
+}
+
+// String implements flag.Value.
+func (o *onceString) String() string {
+	if o.p == nil {
+		return ""
+	}
+	return *o.p
+}
+
+// Set implements flag.Value.
+func (o *onceString) Set(v string) error {
+	if o.set {
+		return errors.New("given more than once (policy files do not merge on the command line)")
+	}
+	o.set, *o.p = true, v
+	return nil
 }

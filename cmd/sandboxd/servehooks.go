@@ -30,7 +30,8 @@ func serveHooksCommand() *cli.Command {
 		Summary: "serve hookgate rulings for a session policy on a socket",
 		Run: func(ctx context.Context, io cli.IO, args []string) int {
 			fs := cli.NewFlagSet(io, "serve-hooks", serveHooksUsage)
-			policyPath := fs.String("policy", "", "session policy file")
+			policyPath := new(string)
+			fs.Var(&onceString{p: policyPath}, "policy", "session policy file")
 			addr := fs.String("socket", "", "listen address: PATH, unix:PATH or tcp:127.0.0.1:PORT")
 			if code, stop := cli.Parse(fs, args); stop {
 				return code

@@ -89,7 +89,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 		harness           string
 	)
 	fs := cli.NewFlagSet(io, "explain", explainUsage)
-	fs.StringVar(&opts.PolicyFile, "policy", "", "session policy `FILE`")
+	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "session policy `FILE`")
 	fs.Var(&allow, "allow-domain", "as for sandboxd run (repeatable)")
 	fs.Var(&deny, "deny-domain", "as for sandboxd run (repeatable)")
 	fs.StringVar(&opts.DNSUpstream, "dns-upstream", "", "upstream DNS server `ADDR` for resolving an allowed name")
