@@ -45,6 +45,8 @@ func TestRunCLI(t *testing.T) {
 			argv:  []string{"curl", "-sS", "--max-time", "10", "http://allowed.test/"}}, wantOut: "not in allowlist"},
 		{name: "command not found", o: runOpts{argv: []string{"no-such-command-barry"}}, wantCode: 127,
 			wantErr: "sandboxd: cannot run no-such-command-barry"},
+		{name: "command not executable", o: runOpts{argv: []string{"/"}}, wantCode: 126,
+			wantErr: "sandboxd: cannot run /: \"/\": permission denied\n"},
 	}
 	for _, u := range users {
 		for _, c := range cases {
