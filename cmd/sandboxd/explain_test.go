@@ -91,3 +91,28 @@ func TestStatusEmpty(t *testing.T) {
 		t.Errorf("status --json: %d %q", code, out)
 	}
 }
+
+// explain --harness rules with the policy file alone, while "sandboxd run"
+// merges the network flags into its ruling server's bound: a flag given with
+// --harness is refused rather than ignored, so explain cannot answer "allow"
+// for a WebFetch that run with --deny-domain would deny.
+func TestExplainCallRefusesNetworkFlags(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(pol, []byte("version: 1\nharness: claude-code\nsession: {traits: [web], bound: {network: {enforce: sandbox, allowDomains: ['*.example.test']}}}\n"), 0o644)
+	payload := `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"WebFetch","tool_input":{"url":"https://x.example.test/","prompt":"p"},"cwd":"/tmp"}`
+	if code, out, _ := runApp(t, payload, "explain", "--policy", pol, "--harness", "claude-code"); code != 0 || !strings.Contains(out, ": allow") {
+		t.Fatalf("without flags: exit %d %s", code, out)
+	}
+	const want = "sandboxd explain: --harness rules with the policy file alone; --allow-domain, --deny-domain, --allow-private and --dns-upstream do not apply to it\n"
+	for _, flags := range [][]string{
+		{"--deny-domain", "x.example.test"},
+		{"--allow-domain", "y.example.test"},
+		{"--allow-private", "10.0.0.0/8"},
+		{"--dns-upstream", "127.0.0.1:53"},
+	} {
+		args := append([]string{"explain", "--policy", pol, "--harness", "claude-code"}, flags...)
+		if code, out, stderr := runApp(t, payload, args...); code != 2 || out != "" || stderr != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing, %q", flags, code, out, stderr, want)
+		}
+	}
+}

@@ -79,7 +79,8 @@ With HOST: decide a connection to HOST the way "sandboxd run" with the same
 flags would (the policy resolution, then the proxy's own decision code: the
 name, resolution of an allowed name, the address checks), without connecting.
 With --harness: rule on a hook payload the way "hookgate check --policy FILE"
-would, and show the decision and the exact answer. Exit 0 when allowed, 1 when
+would, and show the decision and the exact answer (the network flags do not
+apply to it and are refused). Exit 0 when allowed, 1 when
 denied, 2 on bad usage.`
 
 func explainMain(ctx context.Context, io cli.IO, args []string) int {
@@ -124,6 +125,13 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	if harness != "" {
 		if opts.PolicyFile == "" || fs.NArg() != 0 {
 			fmt.Fprintln(io.Err, "sandboxd explain: --harness needs --policy FILE and the payload on stdin")
+			return 2
+		}
+		// The ruling is the policy file's alone ("hookgate check --policy
+		// FILE"); a network flag would be silently ignored here while
+		// "sandboxd run" with it merges it into its rulings' bound.
+		if len(allow) > 0 || len(deny) > 0 || len(priv) > 0 || opts.DNSUpstream != "" {
+			fmt.Fprintln(io.Err, "sandboxd explain: --harness rules with the policy file alone; --allow-domain, --deny-domain, --allow-private and --dns-upstream do not apply to it")
 			return 2
 		}
 		e := supervisor.ExplainCall(ctx, opts.PolicyFile, harness, io.In)

@@ -1,9 +1,11 @@
 package supervisor
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/policy"
 )
 
@@ -50,5 +52,31 @@ func TestDomainFlagsMergeWithPolicy(t *testing.T) {
 	}
 	if len(sp.proxy.Allow) != 0 {
 		t.Fatalf("deny flag alone opened %q", sp.proxy.Allow)
+	}
+}
+
+// The ruling server of "sandboxd run" rules under the flags merged into the
+// policy's bound: --deny-domain denies a WebFetch the policy alone allows.
+// (This is why "sandboxd explain --harness", which rules with the policy
+// file alone, refuses the network flags.)
+func TestDomainFlagsReachRulings(t *testing.T) {
+	r := resolveDoc(t, "version: 1\nharness: claude-code\nsession: {traits: [web], bound: {network: {enforce: sandbox, allowDomains: ['*.example.test']}}}\n")
+	c := hooks.Call{Harness: hooks.ClaudeCode, Event: "PreToolUse", Kind: hooks.KindTool, Tool: "WebFetch",
+		Input: map[string]any{"url": "https://x.example.test/"}, Cwd: "/w"}
+	for _, tc := range []struct {
+		deny  []string
+		allow bool
+	}{{nil, true}, {[]string{"x.example.test"}, false}} {
+		sp, err := (&Options{DenyDomains: tc.deny}).compute(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := sp.engine()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := e.Rule(context.Background(), c); d.Allowed() != tc.allow {
+			t.Errorf("--deny-domain %q: %+v, want allowed=%v", tc.deny, d, tc.allow)
+		}
 	}
 }
