@@ -82,6 +82,10 @@ func TestRunCLI(t *testing.T) {
 				if _, err := os.Stat(ran); err == nil {
 					t.Fatal("the command ran")
 				}
+				// A session whose start is audited has its end audited too.
+				if n := strings.Count(r.audit, `"msg":"session start"`); n != strings.Count(r.audit, `"msg":"session exit"`) || n > 0 && !strings.Contains(r.audit, `"status":125`) {
+					t.Fatalf("audit has %d session start lines and no matching exit with status 125:\n%s", n, r.audit)
+				}
 			})
 		}
 	}

@@ -417,6 +417,7 @@ func Run(opts Options) (int, error) {
 			}
 		}
 	}()
+	startLogged := false // set by ready, read after Start returns
 	ready := func() error {
 		if err := awaitProxies(); err != nil {
 			return err
@@ -429,6 +430,7 @@ func Run(opts Options) (int, error) {
 		if err := audit.Err(); err != nil {
 			return fmt.Errorf("audit file %s: %w", opts.AuditPath, err)
 		}
+		startLogged = true
 		// From here on a lost line is reported once and the session goes on.
 		audit.OnWriteError(func(err error) {
 			fmt.Fprintf(stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", opts.AuditPath, oneLine(err.Error()))
@@ -461,13 +463,25 @@ func Run(opts Options) (int, error) {
 	})
 	if err != nil {
 		sigMu.Lock()
-		defer sigMu.Unlock()
-		if aborted != nil {
-			return 0, fmt.Errorf("interrupted by %v before the command started", aborted)
-		}
+		interrupted := aborted
+		sigMu.Unlock()
 		var se *procjail.SetupError
-		if errors.As(err, &se) && se.Step == "ready" {
-			return 0, se.Err
+		switch {
+		case interrupted != nil:
+			err = fmt.Errorf("interrupted by %v before the command started", interrupted)
+		case errors.As(err, &se) && se.Step == "ready":
+			err = se.Err
+		}
+		if startLogged {
+			// The start line is written; the audit says the session ended
+			// without the command, and why.
+			code := 125
+			var ce *procjail.CommandError
+			if errors.As(err, &ce) {
+				code = ce.ExitCode
+			}
+			auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionExit,
+				slog.String(proxy.AttrKind, KindSession), slog.Int(AttrExitStatus, code), slog.String(proxy.AttrReason, oneLine(err.Error())))
 		}
 		return 0, err
 	}
