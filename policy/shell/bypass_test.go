@@ -92,6 +92,9 @@ var bypassTable = []tcase{
 	{line: "busybox ftpget h.example f", progs: "busybox ftpget", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 	{line: "ping -c1 h.example", progs: "ping", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 	{line: "rclone copy a remote:b", progs: "rclone", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
+	{line: "aws s3 cp secrets.txt s3://bucket/", progs: "aws", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
+	{line: "kubectl cp ./dump pod:/tmp/", progs: "kubectl", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
+	{line: "gcloud storage cp f gs://b/", progs: "gcloud", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 
 	// Hosts a network command contacts besides its URL or destination.
 	{line: "curl -x proxy.example http://good.example", progs: "curl", dom: "good.example proxy.example"},

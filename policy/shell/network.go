@@ -255,8 +255,10 @@ func networkActions(inv invocation) []string {
 		return allLeafActions
 	case "ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links", "elinks", "w3m", "whois",
 		"ping", "ping6", "fping", "arping", "traceroute", "traceroute6", "tracepath", "mtr", "nmap", "hping3",
-		"rclone", "s3cmd", "gsutil":
-		// Raw or other-protocol clients (busybox applets among them): any
+		"rclone", "s3cmd", "gsutil",
+		"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify", "wrangler":
+		// Raw or other-protocol clients (busybox applets among them) and
+		// cloud CLIs, which talk to endpoints the line does not name: any
 		// leaf, so a domain rule cannot be passed by a tool the
 		// classifier does not read.
 		return allLeafActions
