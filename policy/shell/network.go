@@ -173,6 +173,10 @@ func networkActions(inv invocation) []string {
 		switch {
 		case sub == "push" || sub == "send-pack" || sub == "http-push" || sub == "lfs" && second == "push":
 			return []string{policy.ActionGitPush}
+		case sub == "send-email" || sub == "imap-send" || sub == "request-pull":
+			// Mail out (SMTP/IMAP) and request-pull's check of the remote:
+			// other protocols than git's, to hosts the line may not name.
+			return allLeafActions
 		case sub == "fetch" || sub == "pull" || sub == "clone" || sub == "ls-remote" || sub == "fetch-pack",
 			sub == "remote" && (second == "update" || second == "show" || second == "prune"),
 			sub == "submodule" && (second == "update" || second == "add" || second == "sync"),
