@@ -318,19 +318,12 @@ func TestHostsFileRedirect(t *testing.T) {
 	inNetns(t, w.world, func() (err error) { ln, err = net.Listen("tcp", elsewhere+":80"); return err })
 	defer ln.Close()
 	reached := make(chan struct{}, 1)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case reached <- struct{}{}:
-			default:
-			}
-			c.Close()
+	testenv.Serve(t, ln, func(net.Conn) {
+		select {
+		case reached <- struct{}{}:
+		default:
 		}
-	}()
+	})
 	hosts := filepath.Join(sharedDir(t), "hosts")
 	if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -367,20 +360,13 @@ func TestOtherSandboxForwardTarget(t *testing.T) {
 			defer ln.Close()
 			os.Chmod(hostSock, 0o777)
 			reached := make(chan struct{}, 1)
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					select {
-					case reached <- struct{}{}:
-					default:
-					}
-					c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nHOST SERVICE\n"))
-					c.Close()
+			testenv.Serve(t, ln, func(c net.Conn) {
+				select {
+				case reached <- struct{}{}:
+				default:
 				}
-			}()
+				c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nHOST SERVICE\n"))
+			})
 
 			args := []string{"netns", "exec", w.host}
 			if u.uid != 0 {
