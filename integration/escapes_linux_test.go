@@ -302,6 +302,33 @@ func TestKernelStateReadOnly(t *testing.T) {
 	}
 }
 
+// TestResolverFilesReadOnly: the host files the proxy's resolver reads
+// (/etc/hosts, /etc/nsswitch.conf) cannot be opened for writing inside, as
+// root or as 65534. Opening for append writes nothing, so the host's files
+// are never changed.
+func TestResolverFilesReadOnly(t *testing.T) {
+	w := newWorld(t)
+	var files []string
+	for _, f := range []string{"/etc/hosts", "/etc/nsswitch.conf"} {
+		if h, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			h.Close()
+			files = append(files, f)
+		}
+	}
+	if len(files) != 2 {
+		t.Fatalf("the test, as root, should be able to open both files for writing outside (have %v)", files)
+	}
+	script := `for f in "$@"; do if ( exec 3>>"$f" ) 2>/dev/null; then echo "WRITABLE $f"; else echo "refused $f"; fi; done`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: append([]string{"sh", "-c", script, "sh"}, files...)})
+			if r.code != 0 || strings.Contains(r.stdout, "WRITABLE") || strings.Count(r.stdout, "refused ") != len(files) {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
 // TestHostsFileRedirect: a sandbox started by root cannot point an allowed
 // name at another address through the host's /etc/hosts, which the proxy's
 // resolver (outside the sandbox) reads. Without that, "allowed.test" would

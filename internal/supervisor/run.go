@@ -29,9 +29,11 @@ const (
 	HookInsidePort  = 3129 // the hook ruling server forwarder
 )
 
-// hostsFile is read by the proxy's resolver on the host; it is read-only
-// inside the sandbox.
-const hostsFile = "/etc/hosts"
+// resolverFiles are read by the proxy's resolver on the host (Go's
+// resolver: the hosts table, and nsswitch.conf for the order of files and
+// DNS); they are read-only inside the sandbox. /etc/resolv.conf is already
+// covered by the sandbox's own.
+var resolverFiles = []string{"/etc/hosts", "/etc/nsswitch.conf"}
 
 // Options are what "sandboxd run" was asked to do.
 type Options struct {
@@ -242,13 +244,16 @@ func Run(opts Options) (int, error) {
 	// The runtime directory and the policy file's directory are read-only
 	// inside: an agent cannot grant itself a domain by editing them.
 	readOnly := []string{dir}
-	// The proxy's resolver runs out here and reads the host's /etc/hosts:
-	// a sandbox started by root could otherwise add "ADDR allowed.name"
-	// and have the proxy take an allowed name to any address. (A file
-	// bind is detached when the host renames a new /etc/hosts over it;
+	// The proxy's resolver runs out here and reads the host's /etc/hosts
+	// and nsswitch.conf: a sandbox started by root could otherwise add
+	// "ADDR allowed.name" and have the proxy take an allowed name to any
+	// address, or turn its DNS off. (A file bind is detached when the host
+	// renames a new file over it, and a missing /etc/hosts cannot be bound;
 	// a filesystem policy is what closes that for good.)
-	if fi, err := os.Stat(hostsFile); err == nil && fi.Mode().IsRegular() {
-		readOnly = append(readOnly, hostsFile)
+	for _, f := range resolverFiles {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			readOnly = append(readOnly, f)
+		}
 	}
 	// With a session policy, hookgate inside the sandbox asks sandboxd for
 	// rulings (a policy edit applies to the next call); a host socket named
