@@ -57,16 +57,23 @@ func (s *syncBuffer) lines(t testing.TB) []map[string]any {
 // waitAudit waits (bounded) for an audit record about host and returns it.
 func (s *syncBuffer) waitAudit(t testing.TB, host string) map[string]any {
 	t.Helper()
+	return s.waitAuditKind(t, host, "")
+}
+
+// waitAuditKind is waitAudit for the first record of one kind ("connect",
+// "http", "dns"; "" for any).
+func (s *syncBuffer) waitAuditKind(t testing.TB, host, kind string) map[string]any {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, m := range s.lines(t) {
-			if m[proxy.AttrHost] == host {
+			if m[proxy.AttrHost] == host && (kind == "" || m[proxy.AttrKind] == kind) {
 				return m
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no audit line for %s; have %v", host, s.lines(t))
+	t.Fatalf("no %s audit line for %s; have %v", kind, host, s.lines(t))
 	return nil
 }
 
