@@ -423,7 +423,19 @@ func TestOtherSandboxForwardTarget(t *testing.T) {
 			// B replaces exactly A's proxy socket (found by A's id under
 			// the runtime bases of both users), nothing else.
 			script := `for d in /run/"$1" /tmp/"$1"; do [ -S "$d/proxy.sock" ] || continue; rm -f "$d/proxy.sock" && ln -s "$2" "$d/proxy.sock" && echo "replaced $d/proxy.sock"; done`
+			// First lock: B's filesystem is read-only there (root) or does
+			// not show it at all (a private /tmp, for 65534).
 			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script, "sh", id, hostSock}})
+			if strings.Contains(r.stdout, "replaced") {
+				t.Fatalf("sandbox B replaced A's socket through the filesystem layer:\n%s", r.stdout)
+			}
+			// Second lock: B given the runtime base as a write root does
+			// replace it, and A's forwarder still reaches only its own.
+			base := "/run"
+			if u.uid != 0 {
+				base = "/tmp"
+			}
+			r = w.sandboxd(t, runOpts{uid: u.uid, flags: []string{"--write", base}, argv: []string{"sh", "-c", script, "sh", id, hostSock}})
 			if !strings.Contains(r.stdout, "replaced") {
 				t.Fatalf("sandbox B could not replace A's socket (the test needs it to):\nstdout %s\nstderr %s", r.stdout, r.stderr)
 			}

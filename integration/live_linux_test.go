@@ -134,7 +134,7 @@ func TestLivePolicy(t *testing.T) {
 	done := make(chan runResult, 1)
 	go func() {
 		done <- w.sandboxd(t, runOpts{noAllow: true, timeout: 120 * time.Second, audit: auditPath,
-			flags:    []string{"--policy", pol},
+			flags:    []string{"--policy", pol, "--write", dir}, // D: the test's signalling directory
 			extraEnv: []string{"D=" + dir, "P=" + pol},
 			argv:     []string{"sh", "-c", `RT=/run/$BARRY_SANDBOX_ID; [ -d "$RT" ] || RT=/tmp/$BARRY_SANDBOX_ID; ` + script}})
 	}()
@@ -266,7 +266,7 @@ print("done")
 	done := make(chan runResult, 1)
 	go func() {
 		done <- w.sandboxd(t, runOpts{noAllow: true, timeout: 120 * time.Second, audit: auditPath,
-			flags: []string{"--policy", pol}, extraEnv: []string{"D=" + dir},
+			flags: []string{"--policy", pol, "--write", dir}, extraEnv: []string{"D=" + dir},
 			argv: []string{"python3", "-c", py}})
 	}()
 	waitFor(t, "the load to finish", 90*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "loaded")); return err == nil })
@@ -347,7 +347,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	done := make(chan runResult, 1)
 	go func() {
 		done <- w.sandboxd(t, runOpts{noAllow: true, timeout: 60 * time.Second, audit: auditPath,
-			flags: []string{"--policy", pol}, extraEnv: []string{"D=" + dir},
+			flags: []string{"--policy", pol, "--write", dir}, extraEnv: []string{"D=" + dir},
 			argv: []string{"sh", "-c", `trap 'echo got-hup' HUP; touch "$D/ready"; i=0; while [ ! -e "$D/stop" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo done`}})
 	}()
 	waitFor(t, "the command to start", 30*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil })

@@ -22,7 +22,13 @@ func TestMain(m *testing.M) {
 }
 
 func mainWithBuild(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "barry-integration-")
+	// Not under /tmp: the sandbox's /tmp is its own, and the tests' files
+	// (binaries, certificates, scripts) must be visible inside.
+	base := ""
+	if fi, err := os.Stat("/run"); err == nil && fi.IsDir() && os.Geteuid() == 0 {
+		base = "/run"
+	}
+	dir, err := os.MkdirTemp(base, "barry-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

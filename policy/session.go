@@ -26,6 +26,9 @@ type PolicyFile struct {
 	Bounds   map[string]*Bound
 	Identity *Identity
 	Session  *SessionSelection
+	// Filesystem is the sandbox's filesystem section (outside the SDK's
+	// Bound, which keeps its wire format): nil when absent.
+	Filesystem *FilesystemSection
 }
 
 // Bag is a packed bag: what it provides, and the traits it defines.
@@ -162,6 +165,12 @@ func DecodePolicyFile(data []byte, format Format) (*PolicyFile, error) {
 		},
 		"identity": func(v *yaml.Node, p string) { nodes[p] = v; pf.Identity = d.identity(v, p) },
 		"session":  func(v *yaml.Node, p string) { pf.Session = d.session(v, p) },
+		"filesystem": func(v *yaml.Node, p string) {
+			pf.Filesystem = &FilesystemSection{}
+			d.fields(v, p, map[string]func(*yaml.Node, string){
+				"write": func(v *yaml.Node, p string) { pf.Filesystem.Write = d.writeRoots(v, p) },
+			})
+		},
 	})
 	if !versionSeen && resolveAlias(root).Kind == yaml.MappingNode {
 		d.errf(root, "version", "missing required field (version: %d)", PolicyFileVersion)
@@ -421,6 +430,9 @@ type Resolved struct {
 	Warnings []string      `json:"warnings"`
 	// Fingerprint is the ScopeFingerprint of Scope.
 	Fingerprint string `json:"fingerprint"`
+	// Filesystem is the policy file's filesystem section (the sandbox's
+	// extra write roots); absent when the file has none.
+	Filesystem *FilesystemSection `json:"filesystem,omitempty"`
 
 	// Scope is the approved execution scope this resolution amounts to.
 	Scope *ExecutionScope `json:"-"`
@@ -594,7 +606,7 @@ func ResolveSession(pf *PolicyFile) (*Resolved, error) {
 	r := &Resolved{
 		Identity: id.Name, Harness: pf.Harness, Mode: mode,
 		Traits: slices.Sorted(slices.Values(expanded)), Tools: []ToolAccess{}, Withheld: []WithheldTool{},
-		Bound: bound, Sources: sources,
+		Bound: bound, Sources: sources, Filesystem: pf.Filesystem,
 	}
 	for _, d := range DecideTools(pf.Tools, grants, bound, sources, traits, pf.Harness) {
 		if d.Allowed {

@@ -246,7 +246,7 @@ func TestUnprivileged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "-test.count=1", "-test.v",
-		"-test.run", "^(TestExitStatus|TestOnlyLoopback|TestForwardTCP|TestForwardUDP|TestResolvConf|TestHostUnixSocketsUnreachable|TestContainment|TestPosture|TestSetupFailureInside|TestAllowUnixSocket|TestAllowUnixSocketMissing|TestSpecNotVisible)$")
+		"-test.run", "^(TestExitStatus|TestOnlyLoopback|TestForwardTCP|TestForwardUDP|TestResolvConf|TestHostUnixSocketsUnreachable|TestContainment|TestPosture|TestSetupFailureInside|TestAllowUnixSocket|TestAllowUnixSocketMissing|TestSpecNotVisible|TestFileSystemLayer)$")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp,
 		"PROCJAIL_UNPRIVILEGED_CHILD=1", testenv.RequirePrivilegedEnv + "=1"}

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,12 +44,9 @@ func RunInit() int {
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		return fail(stepErr("read spec", err))
 	}
-	if err := setupInside(&spec); err != nil {
-		return fail(err)
-	}
-	gate, err := startUnixGate(&spec)
+	gate, err := setupInside(&spec)
 	if err != nil {
-		return fail(stepErr("unix socket gate", err))
+		return fail(err)
 	}
 
 	// Message 3, then wait for "go" (message 4); anything else aborts.
@@ -114,26 +110,62 @@ func superviseInit(mainPID int, sigs <-chan os.Signal) int {
 	return 125
 }
 
-// setupInside runs the setup steps that need no command, in order.
-func setupInside(s *initSpec) error {
+// setupInside runs the setup steps that need no command, in order, and
+// returns the Unix socket gate (nil when no host socket is allowed). What
+// the filesystem layer may cover (a private /tmp, a mask) is opened before
+// it: the forward targets, the allowed sockets, the resolv.conf source.
+func setupInside(s *initSpec) (*unixGate, error) {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return stepErr("init not dumpable", err)
+		return nil, stepErr("init not dumpable", err)
 	}
 	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
-		return stepErr("hostname", err)
+		return nil, stepErr("hostname", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return stepErr("private mounts", err)
+		return nil, stepErr("private mounts", err)
+	}
+	if len(s.ForwardIDs) != len(s.Forwards) {
+		return nil, stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
+	}
+	for i, f := range s.Forwards {
+		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
+		if err != nil {
+			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+		}
+		s.Forwards[i].Target = pinned
+	}
+	gate, err := startUnixGate(s)
+	if err != nil {
+		return nil, stepErr("unix socket gate", err)
+	}
+	resolvConf := ""
+	if s.ResolvConfPath != "" {
+		want, err := os.ReadFile(s.ResolvConfPath)
+		if err != nil {
+			return nil, stepErr("mount /etc/resolv.conf", err)
+		}
+		fd, err := unix.Open(s.ResolvConfPath, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil, stepErr("mount /etc/resolv.conf", err)
+		}
+		defer unix.Close(fd)
+		resolvConf = "/proc/self/fd/" + strconv.Itoa(fd)
+		s.resolvConf = want
+	}
+	if !s.SkipMountLayer {
+		if err := setupFileSystem(&s.FileSystem); err != nil {
+			return nil, err
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return stepErr("mount /proc", err)
+		return nil, stepErr("mount /proc", err)
 	}
 	if err := setupDev(); err != nil {
-		return err
+		return nil, err
 	}
-	if s.ResolvConfPath != "" {
-		if err := bindResolvConf(s.ResolvConfPath); err != nil {
-			return err
+	if resolvConf != "" {
+		if err := bindResolvConf(resolvConf, s.resolvConf); err != nil {
+			return nil, err
 		}
 	}
 	for _, p := range kernelStatePaths {
@@ -141,41 +173,35 @@ func setupInside(s *initSpec) error {
 			continue
 		}
 		if err := bindReadOnly(p); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, p := range s.ReadOnlyPaths {
+		if _, err := os.Lstat(p); err != nil && s.FileSystem.Confine {
+			continue // out of sight inside (a private /tmp covers it)
+		}
 		if err := bindReadOnly(p); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := loopbackUp(); err != nil {
-		return stepErr("loopback up", err)
+		return nil, stepErr("loopback up", err)
 	}
 	if err := checkInterfaces(); err != nil {
-		return stepErr("check interfaces", err)
+		return nil, stepErr("check interfaces", err)
 	}
 	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a directory", s.Dir)
 		}
-		return stepErr("working directory", err)
+		return nil, stepErr("working directory", err)
 	}
-	if len(s.ForwardIDs) != len(s.Forwards) {
-		return stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
-	}
-	for i, f := range s.Forwards {
-		step := fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort)
-		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
-		if err != nil {
-			return stepErr(step, err)
-		}
-		f.Target = pinned
+	for _, f := range s.Forwards {
 		if err := startForward(f); err != nil {
-			return stepErr(step, err)
+			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
 		}
 	}
-	return nil
+	return gate, nil
 }
 
 // pinSocket opens the socket at path (O_PATH), checks that it is the one
@@ -335,29 +361,16 @@ func remountFlags(path string) uintptr {
 	return flags
 }
 
-func bindResolvConf(src string) error {
+// bindResolvConf binds src (the generated file, through the init's
+// descriptor) over /etc/resolv.conf read-only and checks that it reads
+// want.
+func bindResolvConf(src string, want []byte) error {
 	const dst = "/etc/resolv.conf"
-	want, err := os.ReadFile(src)
-	if err != nil {
-		return stepErr("mount /etc/resolv.conf", err)
-	}
 	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
 		return stepErr("mount /etc/resolv.conf", err)
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(dst, &st); err != nil {
-		return stepErr("mount /etc/resolv.conf", err)
-	}
 	// A remount must keep the flags the kernel locked on the source mount.
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-	for _, f := range []struct{ st, ms int64 }{
-		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
-		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
-	} {
-		if st.Flags&f.st != 0 {
-			flags |= uintptr(f.ms)
-		}
-	}
+	flags := remountFlags(dst)
 	if err := unix.Mount("", dst, "", flags, ""); err != nil {
 		return stepErr("remount /etc/resolv.conf read-only", err)
 	}
@@ -417,9 +430,10 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 		return 0, stepErr("close descriptors", err)
 	}
 	resc := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := hardenThread(seccompOptions{AllowUnix: gate != nil}, gate); err != nil {
+	// Not the main thread: a Landlock domain there would put the init
+	// itself in the command's domain (see offMainThread).
+	go offMainThread(func() {
+		if err := hardenThread(seccompOptions{AllowUnix: gate != nil}, gate, landlockFor(&s.FileSystem)); err != nil {
 			resc <- result{err: err}
 			return
 		}
@@ -443,7 +457,7 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 			return
 		}
 		resc <- result{pid: pid}
-	}()
+	})
 	r := <-resc
 	return r.pid, r.err
 }

@@ -9,16 +9,28 @@ package procjail
 // forwards are not used: Seatbelt denies mDNSResponder, so names are
 // resolved only by the proxy. Seatbelt offers no containment of processes
 // that leave the process group (setsid), unlike the Linux PID namespace.
+//
+// With Spec.FileSystem.Confine the profile enforces the filesystem model
+// (see seatbeltFileSystem): the command gets a fresh temporary directory
+// of its own under os.TempDir() (the per-user $TMPDIR) as its TMPDIR,
+// removed when the sandbox ends; /tmp itself is not writable. There is no
+// overlay: HomeOverlay only makes the usual cache directories below it
+// writable, and what is written there lands on the host, where Linux
+// discards it.
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Sandbox is a running sandboxed command. Its methods are safe for
@@ -26,6 +38,7 @@ import (
 type Sandbox struct {
 	cmd       *exec.Cmd
 	listeners []net.Listener
+	tempDir   string // the command's TMPDIR, removed at the end; "" for none
 	done      chan struct{}
 	code      int
 	err       error
@@ -42,6 +55,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		for _, l := range sb.listeners {
 			l.Close()
 		}
+		removeTempDir(sb.tempDir)
 		return nil, err
 	}
 	dnsPorts := map[uint16]bool{}
@@ -92,7 +106,27 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		}
 		readOnly = append(readOnly, abs)
 	}
-	profile, err := SeatbeltProfile(SeatbeltArgs{ProxyPorts: ports, AllowUnixSockets: spec.AllowUnixSockets, ReadOnlyPaths: readOnly})
+	env := spec.Env
+	if spec.FileSystem.Confine {
+		// Seatbelt matches resolved paths: /private/var/folders/..., not
+		// /var/folders/....
+		dir, err := os.MkdirTemp("", "sandboxd-tmp-")
+		if err != nil {
+			return fail(stepErr("temporary directory", err))
+		}
+		sb.tempDir = dir
+		if sb.tempDir, err = filepath.EvalSymlinks(dir); err != nil {
+			sb.tempDir = dir
+			return fail(stepErr("temporary directory", err))
+		}
+		env = withTMPDIR(env, sb.tempDir)
+	}
+	// As on Linux, protected and hidden paths that do not exist are left
+	// out: their parents stay creatable (git init makes .git/hooks).
+	fsys := spec.FileSystem
+	fsys.Protected, fsys.Hidden = existing(fsys.Protected), existing(fsys.Hidden)
+	profile, err := SeatbeltProfile(SeatbeltArgs{ProxyPorts: ports, AllowUnixSockets: spec.AllowUnixSockets, ReadOnlyPaths: readOnly,
+		FileSystem: fsys, TempDir: sb.tempDir})
 	if err != nil {
 		return fail(stepErr("seatbelt profile", err))
 	}
@@ -100,7 +134,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return fail(stepErr("sandbox-exec", err))
 	}
 	args := append([]string{"sandbox-exec", "-p", profile, "--", spec.Command}, spec.Args...)
-	cmd := &exec.Cmd{Path: "/usr/bin/sandbox-exec", Args: args, Env: spec.Env, Dir: spec.Dir,
+	cmd := &exec.Cmd{Path: "/usr/bin/sandbox-exec", Args: args, Env: env, Dir: spec.Dir,
 		Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if err := cmd.Start(); err != nil {
@@ -113,6 +147,7 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		for _, l := range sb.listeners {
 			l.Close()
 		}
+		removeTempDir(sb.tempDir)
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 			if ws.Signaled() {
 				sb.code = 128 + int(ws.Signal())
@@ -134,6 +169,40 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	return sb, nil
 }
 
+// withTMPDIR returns env (nil: this process's environment) with TMPDIR
+// set to dir, any other TMPDIR removed.
+func withTMPDIR(env []string, dir string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR="+dir)
+}
+
+// removeTempDir removes the command's temporary directory, making the
+// directories the command left unwritable or unreadable writable again
+// first if it has to. Processes that left the process group may still be
+// writing there; what they write afterwards stays.
+func removeTempDir(dir string) {
+	if dir == "" || os.RemoveAll(dir) == nil {
+		return
+	}
+	// WalkDir visits a directory before it reads it, so the chmod comes
+	// first.
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			unix.Fchmodat(unix.AT_FDCWD, p, 0o700, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
+}
+
 // Wait waits for the command and returns its exit status (128+N for a
 // signal); the process group has been killed when it returns.
 func (s *Sandbox) Wait() (int, error) { <-s.done; return s.code, s.err }
@@ -147,4 +216,15 @@ func (s *Sandbox) Signal(sig os.Signal) error {
 func RunInit() int {
 	fmt.Fprintln(os.Stderr, "sandboxd: internal command; not for direct use")
 	return 125
+}
+
+// existing returns the paths of l that exist.
+func existing(l []string) []string {
+	var out []string
+	for _, p := range l {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -129,6 +129,8 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		ForwardIDs:       forwardIDs,
 		AllowUnixSockets: spec.AllowUnixSockets,
 		Hostname:         spec.Hostname,
+		FileSystem:       spec.FileSystem,
+		SkipMountLayer:   spec.skipMountLayer,
 	}
 	if is.Hostname == "" {
 		is.Hostname = "sandbox"
@@ -346,10 +348,12 @@ func namespaceAttr() *syscall.SysProcAttr {
 	}
 	// An unprivileged caller maps only its own ids, to themselves; the init
 	// gets the capabilities it needs inside through the ambient set, and
-	// the command gets none.
+	// the command gets none. CAP_DAC_OVERRIDE is for the home overlay, whose
+	// mount creates a mode-0 work directory (it reaches only files of the
+	// caller's own uid, the only one mapped).
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_SYS_PTRACE}
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_SYS_PTRACE}
 	return attr
 }
 

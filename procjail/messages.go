@@ -36,17 +36,21 @@ const controlFD = 3
 
 // initSpec is what the child needs, sent as message 1.
 type initSpec struct {
-	Command          string    `json:"command"`
-	Args             []string  `json:"args"`
-	Env              []string  `json:"env"`
-	Dir              string    `json:"dir"`
-	Forwards         []Forward `json:"forwards"`
-	ForwardIDs       []fileID  `json:"forwardIDs"` // the socket each Forwards[i].Target named when Start checked it
-	ResolvConfPath   string    `json:"resolvConfPath,omitempty"`
-	ReadOnlyPaths    []string  `json:"readOnlyPaths,omitempty"`
-	AllowUnixSockets []string  `json:"allowUnixSockets,omitempty"`
-	Hostname         string    `json:"hostname"`
-	Foreground       bool      `json:"foreground"` // stdin is a terminal
+	Command          string     `json:"command"`
+	Args             []string   `json:"args"`
+	Env              []string   `json:"env"`
+	Dir              string     `json:"dir"`
+	Forwards         []Forward  `json:"forwards"`
+	ForwardIDs       []fileID   `json:"forwardIDs"` // the socket each Forwards[i].Target named when Start checked it
+	ResolvConfPath   string     `json:"resolvConfPath,omitempty"`
+	ReadOnlyPaths    []string   `json:"readOnlyPaths,omitempty"`
+	AllowUnixSockets []string   `json:"allowUnixSockets,omitempty"`
+	Hostname         string     `json:"hostname"`
+	Foreground       bool       `json:"foreground"` // stdin is a terminal
+	FileSystem       FileSystem `json:"fileSystem"`
+	SkipMountLayer   bool       `json:"skipMountLayer,omitempty"` // tests only: Landlock alone
+
+	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
 }
 
 // fileID identifies a file: its device and inode numbers.

@@ -2,6 +2,8 @@ package procjail
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +22,54 @@ type SeatbeltArgs struct {
 	// the command may not write, rename, remove or create in (sandboxd's
 	// policy directory and runtime directory).
 	ReadOnlyPaths []string
+	// FileSystem, with Confine set, is enforced by the profile (see
+	// seatbeltFileSystem); without it the host's filesystem stays
+	// writable as it is, but for ReadOnlyPaths. Its paths must be clean,
+	// absolute and already canonical (/private/var, not /var): Seatbelt
+	// matches the resolved path. HomeOverlay cannot be an overlay here:
+	// it makes the usual cache directories below it writable, on the
+	// host.
+	FileSystem FileSystem
+	// TempDir is the sandbox's own temporary directory (its TMPDIR),
+	// writable when FileSystem.Confine is set; "" means none.
+	TempDir string
+}
+
+// seatbeltMaxPath is the longest path accepted in the FileSystem lists:
+// macOS's PATH_MAX (sandbox-exec cannot read a string much longer).
+const seatbeltMaxPath = 1024
+
+// homeCaches are the directories below FileSystem.HomeOverlay that a
+// confined profile leaves writable, macOS having no overlay: what is
+// written there lands on the host's caches (Linux discards it). Not
+// .local/bin (on the host's PATH); the paths inside them that the host
+// runs stay read-only (homeCacheProtected).
+var homeCaches = []string{"Library/Caches", ".cache", ".npm", "go", ".cargo", ".gradle", ".m2", ".local/share", ".local/state"}
+
+// homeCacheProtected are the paths inside homeCaches that the host runs or
+// reads as configuration (programs on PATH, sourced scripts, build
+// init scripts, repository settings): they stay read-only, like
+// FileSystem.Protected.
+var homeCacheProtected = []string{
+	"go/bin",
+	".cargo/bin", ".cargo/env", ".cargo/env.fish", ".cargo/config", ".cargo/config.toml",
+	".gradle/init.d", ".gradle/init.gradle", ".gradle/init.gradle.kts", ".gradle/gradle.properties",
+	".m2/settings.xml", ".m2/settings-security.xml", ".m2/toolchains.xml",
+}
+
+// seatbeltDevices are the device files a confined command may still open
+// for writing (file-write-data only: not create, remove or chmod them), as
+// Apple's, Chromium's and Codex's profiles allow: the bit bucket, dtrace's
+// helper (dyld opens it), the controlling terminal, pseudo-terminals
+// (openpty) and /dev/fd/N (/dev/stdout, bash's process substitution).
+var seatbeltDevices = []string{
+	`(literal "/dev/null")`,
+	`(literal "/dev/zero")`,
+	`(literal "/dev/dtracehelper")`,
+	`(literal "/dev/tty")`,
+	`(literal "/dev/ptmx")`,
+	`(regex #"^/dev/ttys[0-9]+$")`,
+	`(subpath "/dev/fd")`,
 }
 
 // SeatbeltProfile returns the Seatbelt (SBPL) profile for sandbox-exec: the
@@ -29,6 +79,11 @@ type SeatbeltArgs struct {
 // connecting only to the listed Unix sockets. Seatbelt is last-match-wins,
 // so the allows come after the deny. It refuses ports of 0 and paths that
 // are not absolute or that contain a quote or a backslash.
+//
+// With FileSystem.Confine set, the filesystem rules follow (see
+// seatbeltFileSystem), and the FileSystem lists and TempDir must moreover
+// be clean and at most 1024 bytes long. Without it the profile is what it
+// always was: ReadOnlyPaths denied writes, nothing else.
 func SeatbeltProfile(a SeatbeltArgs) (string, error) {
 	if len(a.ProxyPorts) == 0 {
 		return "", fmt.Errorf("seatbelt profile: no proxy port")
@@ -49,16 +104,200 @@ func SeatbeltProfile(a SeatbeltArgs) (string, error) {
 	b.WriteString("(allow network-bind (local ip \"localhost:*\"))\n")
 	b.WriteString("(allow network-inbound (local ip \"localhost:*\"))\n")
 	for i, s := range a.AllowUnixSockets {
-		if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\"\\\x00\n") {
+		if !plainPath(s) {
 			return "", fmt.Errorf("seatbelt profile: allowUnixSockets[%d]: %q is not a plain absolute path", i, s)
 		}
 		fmt.Fprintf(&b, "(allow network-outbound (remote unix-socket (path-literal \"%s\")))\n", s)
 	}
 	for i, s := range a.ReadOnlyPaths {
-		if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\"\\\x00\n") {
+		if !plainPath(s) {
 			return "", fmt.Errorf("seatbelt profile: readOnlyPaths[%d]: %q is not a plain absolute path", i, s)
 		}
-		fmt.Fprintf(&b, "(deny file-write* (subpath \"%s\"))\n", s)
+		if !a.FileSystem.Confine {
+			fmt.Fprintf(&b, "(deny file-write* (subpath \"%s\"))\n", s)
+		}
+	}
+	if a.FileSystem.Confine {
+		if err := seatbeltFileSystem(&b, a); err != nil {
+			return "", err
+		}
 	}
 	return b.String(), nil
+}
+
+// plainPath reports whether s is absolute and can be written between
+// double quotes as it is: no quote, backslash, NUL or newline.
+func plainPath(s string) bool {
+	return strings.HasPrefix(s, "/") && !strings.ContainsAny(s, "\"\\\x00\n")
+}
+
+// checkFSPath is plainPath plus what the FileSystem lists need: clean, not
+// longer than seatbeltMaxPath.
+func checkFSPath(list string, i int, p string) error {
+	if !plainPath(p) || path.Clean(p) != p || len(p) > seatbeltMaxPath {
+		return fmt.Errorf("seatbelt profile: %s[%d]: %q is not a plain, clean absolute path of at most %d bytes", list, i, p, seatbeltMaxPath)
+	}
+	return nil
+}
+
+// seatbeltFileSystem writes the rules of a confined FileSystem. Seatbelt
+// is last-match-wins, so the order is the policy:
+//
+//  1. every file write denied;
+//  2. writes allowed below each write root, the sandbox's TempDir, the
+//     usual cache directories of HomeOverlay (homeCaches), and, as data
+//     only, to the terminal devices (seatbeltDevices);
+//  3. each Hidden path denied reading and writing, and denied as the
+//     source of a hard link or a clone (a second, readable name);
+//  4. below a hidden directory, each Revealed path readable again (not
+//     writable, not linkable), each write root readable, writable and
+//     linkable again, and the directories between them and the hidden
+//     one readable as metadata only (stat, so that realpath and getcwd
+//     work; not listing), the nearest thing to Linux's skeleton;
+//  5. the hidden paths nested inside one of those denied again;
+//  6. each Protected path, the homeCacheProtected paths and each
+//     ReadOnlyPath denied writing and linking, after every allow, so
+//     inside write roots too (a hard link would be a writable name);
+//  7. the ancestors of every hidden, protected and read-only path
+//     denied removal, renaming and creation (file-write-unlink and
+//     file-write-create on the directory itself, not on its contents),
+//     as sandbox-runtime does: renaming a parent would carry the path out
+//     from under its rule, and a missing parent could otherwise be
+//     created as a symlink to elsewhere.
+//
+// The generator cannot stat, so every path is a subpath (which matches the
+// path itself too: right for files as well as directories).
+//
+// Unlike Linux, where the home overlay's writes are discarded and /tmp is
+// private, here a write to a home cache lands on the host's cache, and
+// /tmp and /private/tmp are not writable at all (TempDir, the command's
+// TMPDIR, is). A protected or hidden path that does not exist cannot be
+// created, nor can a missing parent of it (Linux ignores missing ones).
+func seatbeltFileSystem(b *strings.Builder, a SeatbeltArgs) error {
+	fs := &a.FileSystem
+	lists := []struct {
+		name  string
+		paths []string
+	}{{"writeRoots", fs.WriteRoots}, {"protected", fs.Protected}, {"hidden", fs.Hidden}, {"revealed", fs.Revealed}, {"homeOverlay", nonEmpty(fs.HomeOverlay)}, {"tempDir", nonEmpty(a.TempDir)}}
+	for _, l := range lists {
+		for i, p := range l.paths {
+			if err := checkFSPath(l.name, i, p); err != nil {
+				return err
+			}
+		}
+	}
+	var caches, cacheProtected []string
+	if h := fs.HomeOverlay; h != "" {
+		for _, c := range homeCaches {
+			caches = append(caches, path.Join(h, c))
+		}
+		for _, c := range homeCacheProtected {
+			cacheProtected = append(cacheProtected, path.Join(h, c))
+		}
+		for i, p := range append(append([]string(nil), caches...), cacheProtected...) {
+			if err := checkFSPath("homeOverlay caches", i, p); err != nil {
+				return err
+			}
+		}
+	}
+	rule := func(format string, p string) { fmt.Fprintf(b, format+"\n", p) }
+	hide := func(h string) {
+		rule(`(deny file-read* file-write* (subpath "%s"))`, h)
+		rule(`(deny file-link file-clone (subpath "%s"))`, h)
+	}
+
+	b.WriteString(";; filesystem: writes only to the write roots, the sandbox's temporary directory, the home caches and the terminal\n")
+	b.WriteString("(deny file-write*)\n")
+	for _, w := range fs.WriteRoots {
+		rule(`(allow file-write* (subpath "%s"))`, w)
+	}
+	if a.TempDir != "" {
+		rule(`(allow file-write* (subpath "%s"))`, a.TempDir)
+	}
+	for _, c := range caches {
+		rule(`(allow file-write* (subpath "%s"))`, c)
+	}
+	for _, d := range seatbeltDevices {
+		fmt.Fprintf(b, "(allow file-write-data %s)\n", d)
+	}
+
+	if len(fs.Hidden) > 0 {
+		b.WriteString(";; hidden paths, and what stays visible below them\n")
+	}
+	for _, h := range fs.Hidden {
+		hide(h)
+	}
+	// hiddenAbove returns a hidden path p is strictly below.
+	hiddenAbove := func(p string) (string, bool) {
+		for _, h := range fs.Hidden {
+			if p != h && seatbeltUnder(p, h) {
+				return h, true
+			}
+		}
+		return "", false
+	}
+	var reopened []string
+	metadata := map[string]bool{}
+	for _, l := range []struct {
+		paths    []string
+		writable bool
+	}{{fs.Revealed, false}, {fs.WriteRoots, true}} {
+		for _, p := range l.paths {
+			h, ok := hiddenAbove(p)
+			if !ok || !l.writable && slices.Contains(fs.WriteRoots, p) {
+				continue
+			}
+			for d := path.Dir(p); seatbeltUnder(d, h); d = path.Dir(d) {
+				if !metadata[d] {
+					metadata[d] = true
+					rule(`(allow file-read-metadata (literal "%s"))`, d)
+				}
+				if d == h || d == "/" {
+					break
+				}
+			}
+			if l.writable {
+				rule(`(allow file-read* file-write* (subpath "%s"))`, p)
+				rule(`(allow file-link file-clone (subpath "%s"))`, p)
+			} else {
+				rule(`(allow file-read* (subpath "%s"))`, p)
+			}
+			reopened = append(reopened, p)
+		}
+	}
+	for _, h := range fs.Hidden {
+		for _, r := range reopened {
+			if h != r && seatbeltUnder(h, r) {
+				hide(h)
+				break
+			}
+		}
+	}
+
+	readOnly := append(append(append([]string(nil), fs.Protected...), cacheProtected...), a.ReadOnlyPaths...)
+	if len(readOnly) > 0 {
+		b.WriteString(";; read-only paths, inside the write roots too\n")
+	}
+	for _, p := range readOnly {
+		rule(`(deny file-write* (subpath "%s"))`, p)
+		rule(`(deny file-link (subpath "%s"))`, p)
+	}
+	if len(readOnly)+len(fs.Hidden) > 0 {
+		b.WriteString(";; their parents cannot be renamed, removed or created\n")
+	}
+	seen := map[string]bool{}
+	// Not the home caches' protected paths: a missing ~/go or ~/.cargo
+	// must stay creatable (their bin directories are still read-only).
+	for _, p := range append(append(append([]string(nil), fs.Hidden...), fs.Protected...), a.ReadOnlyPaths...) {
+		for d := path.Dir(path.Clean(p)); d != "/" && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			rule(`(deny file-write-unlink file-write-create (literal "%s"))`, d)
+		}
+	}
+	return nil
+}
+
+// seatbeltUnder reports whether p is q or below it (both clean).
+func seatbeltUnder(p, q string) bool {
+	return p == q || q == "/" || strings.HasPrefix(p, q+"/")
 }

@@ -24,23 +24,45 @@ import "fmt"
 //  6. add_key, request_key and keyctl fail with EPERM (the session
 //     keyring is shared with the host, and request_key runs a host-side
 //     upcall with arguments from the caller);
-//  7. when Unix sockets are allowed by path, connect goes to the init's
+//  7. mount, umount2, pivot_root, the new mount API (open_tree,
+//     open_tree_attr, move_mount, fsopen, fsconfig, fsmount, fspick,
+//     mount_setattr) and setns fail with EPERM. The command has no
+//     capability, so the kernel refuses them already; the filter keeps
+//     them refused should the command ever get capabilities in a
+//     namespace of its own (checks 8 to 10 are there to prevent that);
+//  8. unshare(flags) fails with EPERM when flags has a namespace flag
+//     (namespaceFlags): a new user namespace would give the command every
+//     capability inside it, and with them the kernel code behind mounts,
+//     network configuration and the like, reachable otherwise only by
+//     root. CLONE_FILES, CLONE_FS and CLONE_SYSVSEM stay allowed;
+//  9. clone(flags, ...) fails with EPERM when flags has a namespace flag
+//     above the low byte (cloneNamespaceFlags: the low byte is the exit
+//     signal, where CLONE_NEWTIME would be, and clone cannot create a time
+//     namespace). fork, vfork and thread creation do not set any;
+// 10. clone3 fails with ENOSYS: its flags are in memory, which a seccomp
+//     filter cannot read, and on ENOSYS glibc (posix_spawn, pthread_create)
+//     falls back to clone(2), which check 9 sees (Docker and Flatpak do
+//     the same). Go's syscall package uses clone(2) except with
+//     SysProcAttr.UseCgroupFD or a CLONE_NEWTIME clone flag, where it
+//     uses clone3 only and gets ENOSYS;
+// 11. when Unix sockets are allowed by path, connect goes to the init's
 //     Unix socket gate (SECCOMP_RET_USER_NOTIF; see unixgate_linux.go);
-//  8. everything else is allowed.
+// 12. everything else is allowed.
 
 // Classic BPF opcodes used by the filter.
 const (
-	bpfLD  = 0x00
-	bpfW   = 0x00
-	bpfABS = 0x20
-	bpfALU = 0x04
-	bpfAND = 0x50
-	bpfJMP = 0x05
-	bpfJA  = 0x00
-	bpfJEQ = 0x10
-	bpfJGE = 0x30
-	bpfK   = 0x00
-	bpfRET = 0x06
+	bpfLD   = 0x00
+	bpfW    = 0x00
+	bpfABS  = 0x20
+	bpfALU  = 0x04
+	bpfAND  = 0x50
+	bpfJMP  = 0x05
+	bpfJA   = 0x00
+	bpfJEQ  = 0x10
+	bpfJGE  = 0x30
+	bpfJSET = 0x40
+	bpfK    = 0x00
+	bpfRET  = 0x06
 )
 
 // Seccomp return values and errno values (Linux ABI, the same on every
@@ -51,6 +73,7 @@ const (
 	seccompRetAllow       = 0x7fff0000
 	seccompRetUserNotif   = 0x7fc00000
 	errnoEPERM            = 1
+	errnoENOSYS           = 38
 )
 
 // Socket ABI constants (Linux, architecture independent).
@@ -75,6 +98,26 @@ const (
 // reboot.
 var vtKeymapIoctls = []uint32{0x4B47, 0x4B49, 0x4B4D, 0x4B4B, 0x4BFB}
 
+// Namespace flags of clone, unshare and clone3 (Linux, architecture
+// independent).
+const (
+	cloneNewTime   = 0x00000080
+	cloneNewNS     = 0x00020000
+	cloneNewCgroup = 0x02000000
+	cloneNewUTS    = 0x04000000
+	cloneNewIPC    = 0x08000000
+	cloneNewUser   = 0x10000000
+	cloneNewPID    = 0x20000000
+	cloneNewNet    = 0x40000000
+
+	namespaceFlags = cloneNewTime | cloneNewNS | cloneNewCgroup | cloneNewUTS |
+		cloneNewIPC | cloneNewUser | cloneNewPID | cloneNewNet
+	// cloneNamespaceFlags leaves out the low byte (CSIGNAL), where clone
+	// takes the child's exit signal: bit 0x80 there is part of the signal
+	// number, not CLONE_NEWTIME (clone cannot create a time namespace).
+	cloneNamespaceFlags = namespaceFlags &^ 0xff
+)
+
 // seccompArch is what the filter needs to know about one architecture.
 type seccompArch struct {
 	Name        string
@@ -86,12 +129,36 @@ type seccompArch struct {
 	Connect     uint32
 	AddKey      uint32 // add_key; request_key and keyctl follow
 	IoUringBase uint32 // io_uring_setup; enter and register follow
+	Mount       uint32
+	Umount2     uint32
+	PivotRoot   uint32
+	Setns       uint32
+	Unshare     uint32
+	Clone       uint32
+	// The numbers from 424 on are the same on every architecture.
+	OpenTree     uint32 // open_tree; move_mount, fsopen, fsconfig, fsmount and fspick follow
+	Clone3       uint32
+	MountSetattr uint32
+	OpenTreeAttr uint32
+}
+
+// mountSyscalls are the syscalls of check 7.
+func (a seccompArch) mountSyscalls() []uint32 {
+	nrs := []uint32{a.Mount, a.Umount2, a.PivotRoot, a.Setns, a.MountSetattr, a.OpenTreeAttr}
+	for i := uint32(0); i < 6; i++ {
+		nrs = append(nrs, a.OpenTree+i)
+	}
+	return nrs
 }
 
 // seccompArches are the supported architectures, by GOARCH.
 var seccompArches = map[string]seccompArch{
-	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, AddKey: 248, IoUringBase: 425},
-	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, AddKey: 217, IoUringBase: 425},
+	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, AddKey: 248, IoUringBase: 425,
+		Mount: 165, Umount2: 166, PivotRoot: 155, Setns: 308, Unshare: 272, Clone: 56,
+		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467},
+	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, AddKey: 217, IoUringBase: 425,
+		Mount: 40, Umount2: 39, PivotRoot: 41, Setns: 268, Unshare: 97, Clone: 220,
+		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467},
 }
 
 // sockFilter is one classic BPF instruction.
@@ -132,6 +199,9 @@ func (a *asm) ret(k uint32)      { a.ins = append(a.ins, sockFilter{Code: bpfRET
 // instruction).
 func (a *asm) jeq(k uint32, jt, jf string) { a.jump(bpfJEQ, k, jt, jf) }
 func (a *asm) jge(k uint32, jt, jf string) { a.jump(bpfJGE, k, jt, jf) }
+
+// jset jumps to jt when A&k != 0 and to jf otherwise.
+func (a *asm) jset(k uint32, jt, jf string) { a.jump(bpfJSET, k, jt, jf) }
 
 func (a *asm) jump(op uint16, k uint32, jt, jf string) {
 	a.fixups = append(a.fixups, fixup{at: len(a.ins), jt: jt, jf: jf})
@@ -189,6 +259,12 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.jeq(arch.AddKey, "deny", "")
 	a.jeq(arch.AddKey+1, "deny", "")
 	a.jeq(arch.AddKey+2, "deny", "")
+	for _, nr := range arch.mountSyscalls() {
+		a.jeq(nr, "deny", "")
+	}
+	a.jeq(arch.Unshare, "unshare", "")
+	a.jeq(arch.Clone, "clone", "")
+	a.jeq(arch.Clone3, "enosys", "")
 	if o.AllowUnix {
 		a.jeq(arch.Connect, "notify", "")
 	}
@@ -229,12 +305,26 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	}
 	a.jeq(ioctlTIOCLINUX, "deny", "allow")
 
+	// 8. unshare(flags).
+	a.label("unshare")
+	a.ld(offArg(0))
+	a.jset(namespaceFlags, "deny", "allow")
+
+	// 9. clone(flags, ...): flags is the first argument on amd64 and arm64
+	// (not on s390x).
+	a.label("clone")
+	a.ld(offArg(0))
+	a.jset(cloneNamespaceFlags, "deny", "allow")
+
 	a.label("allow")
 	a.ret(seccompRetAllow)
 	a.label("deny")
 	a.ret(uint32(deny))
 	a.label("kill")
 	a.ret(seccompRetKillProcess)
+	// 10. clone3.
+	a.label("enosys")
+	a.ret(seccompRetErrno | errnoENOSYS)
 	if o.AllowUnix {
 		a.label("notify")
 		a.ret(seccompRetUserNotif)

@@ -29,6 +29,12 @@ func runBPF(t *testing.T, prog []sockFilter, data []byte) uint32 {
 			} else {
 				pc += int(in.Jf)
 			}
+		case bpfJMP | bpfJSET | bpfK:
+			if acc&in.K != 0 {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
 		case bpfRET | bpfK:
 			return in.K
 		default:
@@ -50,9 +56,10 @@ func seccompData(auditArch, nr uint32, args ...uint64) []byte {
 }
 
 const (
-	allow = seccompRetAllow
-	eperm = seccompRetErrno | errnoEPERM
-	kill  = seccompRetKillProcess
+	allow  = seccompRetAllow
+	eperm  = seccompRetErrno | errnoEPERM
+	enosys = seccompRetErrno | errnoENOSYS
+	kill   = seccompRetKillProcess
 )
 
 // TestSeccompProgram is the filter's specification, run for every
@@ -73,7 +80,40 @@ func TestSeccompProgram(t *testing.T) {
 	uring := func(off uint32) func(seccompArch) uint32 {
 		return func(a seccompArch) uint32 { return a.IoUringBase + off }
 	}
+	// perArch is a syscall number from the kernel's tables
+	// (arch/x86/entry/syscalls/syscall_64.tbl, and
+	// include/uapi/asm-generic/unistd.h for arm64), written out here
+	// rather than read from seccompArches so that a wrong number there
+	// fails.
+	perArch := func(amd64, arm64 uint32) func(seccompArch) uint32 {
+		return func(a seccompArch) uint32 {
+			switch a.Name {
+			case "amd64":
+				return amd64
+			case "arm64":
+				return arm64
+			}
+			panic("no syscall number for " + a.Name)
+		}
+	}
+	unshare, clone, clone3 := perArch(272, 97), perArch(56, 220), perArch(435, 435)
 	const cloexec, nonblock = 0x80000, 0x800
+	const (
+		sigchld       = 0x11
+		cloneVM       = 0x100
+		cloneFS       = 0x200
+		cloneFiles    = 0x400
+		cloneSighand  = 0x800
+		clonePidfd    = 0x1000
+		cloneVfork    = 0x4000
+		cloneThread   = 0x10000
+		cloneSysvsem  = 0x40000
+		cloneSettls   = 0x80000
+		cloneParentST = 0x100000
+		cloneChildCT  = 0x200000
+		// What Go's runtime and glibc's pthread_create pass for a thread.
+		threadFlags = cloneVM | cloneFS | cloneFiles | cloneSighand | cloneThread | cloneSysvsem | cloneSettls | cloneParentST | cloneChildCT
+	)
 	table := []call{
 		{name: "socket inet stream", nr: sock, args: []uint64{afInet, sockStream, 0}, want: allow},
 		{name: "socket inet6 dgram", nr: sock, args: []uint64{afInet6, 2, 0}, want: allow},
@@ -95,7 +135,54 @@ func TestSeccompProgram(t *testing.T) {
 		{name: "io_uring_setup", nr: uring(0), want: eperm},
 		{name: "io_uring_enter", nr: uring(1), want: eperm},
 		{name: "io_uring_register", nr: uring(2), want: eperm},
-		{name: "syscall after io_uring", nr: uring(3), want: allow},
+		{name: "open_tree after io_uring", nr: uring(3), want: eperm},
+		{name: "mount", nr: perArch(165, 40), args: []uint64{0, 0, 0, 0, 0}, want: eperm},
+		{name: "umount2", nr: perArch(166, 39), args: []uint64{0, 2}, want: eperm},
+		{name: "pivot_root", nr: perArch(155, 41), want: eperm},
+		{name: "setns", nr: perArch(308, 268), args: []uint64{3, cloneNewUser}, want: eperm},
+		{name: "setns any type", nr: perArch(308, 268), args: []uint64{3, 0}, want: eperm},
+		{name: "open_tree", nr: perArch(428, 428), want: eperm},
+		{name: "move_mount", nr: perArch(429, 429), want: eperm},
+		{name: "fsopen", nr: perArch(430, 430), want: eperm},
+		{name: "fsconfig", nr: perArch(431, 431), want: eperm},
+		{name: "fsmount", nr: perArch(432, 432), want: eperm},
+		{name: "fspick", nr: perArch(433, 433), want: eperm},
+		{name: "mount_setattr", nr: perArch(442, 442), want: eperm},
+		{name: "open_tree_attr", nr: perArch(467, 467), want: eperm},
+		{name: "pidfd_open (after fspick)", nr: perArch(434, 434), want: allow},
+		{name: "close_range (after clone3)", nr: perArch(436, 436), want: allow},
+		{name: "quotactl_fd (after mount_setattr)", nr: perArch(443, 443), want: allow},
+		{name: "chroot", nr: perArch(161, 51), want: allow},
+		{name: "fork (amd64), clone (arm64)", nr: perArch(57, 220), args: []uint64{sigchld}, want: allow},
+		{name: "vfork (amd64), clone (arm64)", nr: perArch(58, 220), args: []uint64{cloneVM | cloneVfork | sigchld}, want: allow},
+		{name: "unshare CLONE_FILES", nr: unshare, args: []uint64{cloneFiles}, want: allow},
+		{name: "unshare CLONE_FS|CLONE_FILES|CLONE_SYSVSEM", nr: unshare, args: []uint64{cloneFS | cloneFiles | cloneSysvsem}, want: allow},
+		{name: "unshare nothing", nr: unshare, args: []uint64{0}, want: allow},
+		{name: "unshare CLONE_NEWUSER|CLONE_NEWNS", nr: unshare, args: []uint64{cloneNewUser | cloneNewNS}, want: eperm},
+		{name: "unshare CLONE_NEWUSER", nr: unshare, args: []uint64{cloneNewUser}, want: eperm},
+		{name: "unshare CLONE_NEWNS", nr: unshare, args: []uint64{cloneNewNS}, want: eperm},
+		{name: "unshare CLONE_NEWCGROUP", nr: unshare, args: []uint64{cloneNewCgroup}, want: eperm},
+		{name: "unshare CLONE_NEWUTS", nr: unshare, args: []uint64{cloneNewUTS}, want: eperm},
+		{name: "unshare CLONE_NEWIPC", nr: unshare, args: []uint64{cloneNewIPC}, want: eperm},
+		{name: "unshare CLONE_NEWPID", nr: unshare, args: []uint64{cloneNewPID}, want: eperm},
+		{name: "unshare CLONE_NEWNET", nr: unshare, args: []uint64{cloneNewNet}, want: eperm},
+		{name: "unshare CLONE_NEWTIME", nr: unshare, args: []uint64{cloneNewTime}, want: eperm},
+		{name: "unshare CLONE_FILES|CLONE_NEWNET", nr: unshare, args: []uint64{cloneFiles | cloneNewNet}, want: eperm},
+		{name: "clone SIGCHLD (fork)", nr: clone, args: []uint64{sigchld}, want: allow},
+		{name: "clone CLONE_VM|CLONE_VFORK|SIGCHLD (Go's os/exec, posix_spawn)", nr: clone, args: []uint64{cloneVM | cloneVfork | sigchld}, want: allow},
+		{name: "clone with CLONE_PIDFD", nr: clone, args: []uint64{cloneVM | cloneVfork | clonePidfd | sigchld}, want: allow},
+		{name: "clone thread", nr: clone, args: []uint64{threadFlags}, want: allow},
+		{name: "clone exit signal with bit 0x80", nr: clone, args: []uint64{cloneNewTime | 0x1}, want: allow},
+		{name: "clone CLONE_NEWUSER", nr: clone, args: []uint64{cloneNewUser | sigchld}, want: eperm},
+		{name: "clone CLONE_NEWNS", nr: clone, args: []uint64{cloneNewNS | sigchld}, want: eperm},
+		{name: "clone CLONE_NEWCGROUP", nr: clone, args: []uint64{cloneNewCgroup | sigchld}, want: eperm},
+		{name: "clone CLONE_NEWUTS", nr: clone, args: []uint64{cloneNewUTS | sigchld}, want: eperm},
+		{name: "clone CLONE_NEWIPC", nr: clone, args: []uint64{cloneNewIPC | sigchld}, want: eperm},
+		{name: "clone CLONE_NEWPID", nr: clone, args: []uint64{cloneNewPID | sigchld}, want: eperm},
+		{name: "clone CLONE_NEWNET", nr: clone, args: []uint64{cloneNewNet | sigchld}, want: eperm},
+		{name: "clone vfork with CLONE_NEWUSER|CLONE_NEWNET", nr: clone, args: []uint64{cloneVM | cloneVfork | cloneNewUser | cloneNewNet | sigchld}, want: eperm},
+		{name: "clone3", nr: clone3, args: []uint64{0x1000, 88}, want: enosys},
+		{name: "clone3 no arguments", nr: clone3, want: enosys},
 		{name: "ioctl TIOCSTI", nr: ioctl, args: []uint64{0, ioctlTIOCSTI}, want: eperm},
 		{name: "ioctl TIOCLINUX", nr: ioctl, args: []uint64{0, ioctlTIOCLINUX}, want: eperm},
 		{name: "ioctl KDSKBENT", nr: ioctl, args: []uint64{0, 0x4B47}, want: eperm},

@@ -13,11 +13,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hardenThread prepares the calling OS thread (locked by the caller) so
-// that a child forked from it runs with no new privileges, no capabilities
-// and the seccomp filter of seccomp_bpf.go. Each step names itself in its
-// error.
-func hardenThread(o seccompOptions, gate *unixGate) error {
+// hardenThread prepares the calling OS thread (locked by the caller, not
+// the main thread) so that a child forked from it runs with no new
+// privileges, no capabilities, the Landlock domain ll (when not nil; a
+// kernel without Landlock leaves the mount layer alone, and the session
+// start line says so) and the seccomp filter of seccomp_bpf.go. Each step
+// names itself in its error.
+func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return stepErr("no new privileges", err)
 	}
@@ -37,6 +39,11 @@ func hardenThread(o seccompOptions, gate *unixGate) error {
 	var data [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return stepErr("drop capabilities", fmt.Errorf("capset: %w", err))
+	}
+	if ll != nil {
+		if _, err := restrictLandlock(*ll); err != nil {
+			return stepErr("landlock", err)
+		}
 	}
 	arch, ok := seccompArches[runtime.GOARCH]
 	if !ok {

@@ -41,6 +41,9 @@ type Spec struct {
 	// directory). Each must exist; a mount point cannot be renamed or
 	// removed either, and the command has no capability to unmount it.
 	ReadOnlyPaths []string
+	// FileSystem is the command's view of the host filesystem; the zero
+	// value leaves it as the host's (see FileSystem).
+	FileSystem FileSystem
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
 	// Ready, when set, is called while the sandbox is being set up, and
@@ -48,6 +51,10 @@ type Spec struct {
 	// finish its own setup (the proxies) meanwhile. An error aborts: the
 	// command never starts and Start returns a *SetupError at step "ready".
 	Ready func() error `json:"-"`
+	// skipMountLayer (tests only) leaves out the filesystem's mount layer
+	// and keeps its Landlock domain, to show that Landlock alone holds
+	// the writes.
+	skipMountLayer bool
 	// InitPath is the binary re-executed as the sandbox's init; it must
 	// dispatch InitCommand to RunInit before parsing flags. Empty means
 	// /proc/self/exe.
@@ -101,6 +108,9 @@ func (s *Spec) Validate() error {
 		if !filepath.IsAbs(u) || filepath.Clean(u) != u {
 			return fmt.Errorf("allowUnixSockets[%d]: %q is not a clean absolute path", i, u)
 		}
+	}
+	if err := s.FileSystem.Validate(); err != nil {
+		return err
 	}
 	if strings.ContainsAny(s.Hostname, "\x00/") {
 		return fmt.Errorf("hostname: %q is not a valid host name", s.Hostname)

@@ -35,8 +35,8 @@ func runCommand() *cli.Command {
 
 func runMain(ctx context.Context, io cli.IO, args []string) int {
 	var (
-		opts                     supervisor.Options
-		allow, deny, priv, unixS cli.Strings
+		opts                            supervisor.Options
+		allow, deny, priv, unixS, write cli.Strings
 	)
 	fs := cli.NewFlagSet(io, "run", runUsage)
 	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "policy `FILE` whose effective bound applies (watched for changes)")
@@ -46,6 +46,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 	fs.Var(&priv, "allow-private", "let allowed names resolve into `CIDR` (repeatable)")
 	fs.Var(&unixS, "allow-unix-socket", "let the command connect to the host Unix socket `PATH` (repeatable)")
 	fs.StringVar(&opts.AuditPath, "audit", "", "append JSON audit lines to `FILE` (\"-\": stderr; default: none)")
+	fs.Var(&write, "write", "make `PATH` writable inside (repeatable; \"/\": the whole host)")
 	fs.StringVar(&opts.Dir, "cwd", "", "working `DIR`ectory of COMMAND (default: the current one)")
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
@@ -54,7 +55,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 		fmt.Fprintln(io.Err, "sandboxd run: COMMAND is required (see sandboxd run --help)")
 		return 2
 	}
-	opts.AllowDomains, opts.DenyDomains, opts.AllowUnixSockets, opts.Command = allow, deny, unixS, fs.Args()
+	opts.AllowDomains, opts.DenyDomains, opts.AllowUnixSockets, opts.Write, opts.Command = allow, deny, unixS, write, fs.Args()
 	for _, c := range priv {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

@@ -74,20 +74,25 @@ func explainCommand() *cli.Command {
 const explainUsage = `sandboxd explain [--policy FILE] [--allow-domain D]... [--deny-domain D]... [--dns-upstream ADDR]
                  [--allow-private CIDR]... [--json] HOST[:PORT]
 sandboxd explain --policy FILE --harness H [--json] < payload.json
+sandboxd explain [--policy FILE] [--write PATH]... [--cwd DIR] --path PATH [--for-write] [--json]
 
 With HOST: decide a connection to HOST the way "sandboxd run" with the same
 flags would (the policy resolution, then the proxy's own decision code: the
 name, resolution of an allowed name, the address checks), without connecting.
 With --harness: rule on a hook payload the way "hookgate check --policy FILE"
 would, and show the decision and the exact answer (the network flags do not
-apply to it and are refused). Exit 0 when allowed, 1 when
+apply to it and are refused). With --path: what the sandbox's filesystem
+layer would do with PATH (read, or with --for-write a write) in a sandbox
+started now with the same policy, write roots and working directory, and
+which rule decides it. Exit 0 when allowed, 1 when
 denied, 2 on bad usage.`
 
 func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	var (
 		opts              supervisor.Options
 		allow, deny, priv cli.Strings
-		harness           string
+		harness, path     string
+		write             cli.Strings
 	)
 	fs := cli.NewFlagSet(io, "explain", explainUsage)
 	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "session policy `FILE`")
@@ -95,6 +100,10 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	fs.Var(&deny, "deny-domain", "as for sandboxd run (repeatable)")
 	fs.StringVar(&opts.DNSUpstream, "dns-upstream", "", "upstream DNS server `ADDR` for resolving an allowed name")
 	fs.Var(&priv, "allow-private", "as for sandboxd run (repeatable)")
+	fs.StringVar(&path, "path", "", "say what the sandbox's filesystem layer does with `PATH`")
+	forWrite := fs.Bool("for-write", false, "with --path: for a write (default: a read)")
+	fs.Var(&write, "write", "with --path: a write root, as for sandboxd run (repeatable)")
+	fs.StringVar(&opts.Dir, "cwd", "", "with --path: the working `DIR`ectory, as for sandboxd run")
 	fs.StringVar(&harness, "harness", "", "rule on a payload from stdin for harness `H` (claude-code, codex, cursor, gemini, pi)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code, done := cli.Parse(fs, args); done {
@@ -147,6 +156,23 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 			line += ", stderr " + strings.TrimSpace(e.Stderr)
 		}
 		return print(e, line+"\n", e.Verdict == "allow" || e.Verdict == "pass")
+	}
+	if path != "" {
+		if fs.NArg() != 0 || harness != "" || len(allow) > 0 || len(deny) > 0 || len(priv) > 0 || opts.DNSUpstream != "" {
+			fmt.Fprintln(io.Err, "sandboxd explain: --path takes no HOST, --harness or network flags")
+			return 2
+		}
+		opts.Write = write
+		e, err := supervisor.ExplainPath(opts, path, *forWrite)
+		if err != nil {
+			fmt.Fprintf(io.Err, "sandboxd explain: %s\n", oneLine(err.Error()))
+			return 1
+		}
+		return print(e, fmt.Sprintf("%s: %s: %s\n", e.Path, e.Verdict, e.Reason), e.Decision.Allowed())
+	}
+	if len(write) > 0 || opts.Dir != "" || *forWrite {
+		fmt.Fprintln(io.Err, "sandboxd explain: --write, --cwd and --for-write go with --path")
+		return 2
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

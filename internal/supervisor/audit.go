@@ -26,14 +26,19 @@ const (
 	AttrExitStatus  = "status"
 	AttrVerdict     = "verdict" // hook rulings
 	MsgSessionStart = "session start"
-	MsgSessionExit  = "session exit"
-	MsgPolicyReload = "policy reload"
-	MsgHookRuling   = "hooks: ruling"
-	KindReload      = "reload"
-	KindHook        = "hook"
-	KindSession     = "session"
-	decisionAllow   = "allow"
-	decisionDeny    = "deny"
+	// MsgFileLayerFixed: a reload changed file rules the kernel layer
+	// keeps as they were at start.
+	MsgFileLayerFixed = "file layer fixed"
+	// MsgProtectedCreated: a protected path appeared during the session.
+	MsgProtectedCreated = "protected path created"
+	MsgSessionExit      = "session exit"
+	MsgPolicyReload     = "policy reload"
+	MsgHookRuling       = "hooks: ruling"
+	KindReload          = "reload"
+	KindHook            = "hook"
+	KindSession         = "session"
+	decisionAllow       = "allow"
+	decisionDeny        = "deny"
 )
 
 // Audit is a session's one JSON-lines audit stream. Every line carries the

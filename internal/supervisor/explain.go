@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/policy"
@@ -50,6 +51,47 @@ func ExplainHost(ctx context.Context, opts Options, target string) (*HostExplana
 		e.Addr = ap.String()
 	}
 	return e, nil
+}
+
+// PathExplanation is what the sandbox's filesystem layer would do with a
+// path.
+type PathExplanation struct {
+	Path     string          `json:"path"`
+	Write    bool            `json:"write"`
+	Decision policy.Decision `json:"-"`
+	Verdict  string          `json:"verdict"`
+	Reason   string          `json:"reason"`
+	Rule     string          `json:"rule,omitempty"`
+	Plan     *policy.FSPlan  `json:"plan"`
+}
+
+// ExplainPath plans the filesystem the way "sandboxd run" with the same
+// options would (the same policy resolution and policy.PlanFilesystem) and
+// decides path with the plan.
+func ExplainPath(opts Options, path string, write bool) (*PathExplanation, error) {
+	var r *policy.Resolved
+	if opts.PolicyFile != "" {
+		var err error
+		if r, err = policy.ResolveFile(opts.PolicyFile); err != nil {
+			return nil, err
+		}
+	}
+	sp, err := opts.compute(r)
+	if err != nil {
+		return nil, err
+	}
+	var always []string
+	if opts.PolicyFile != "" {
+		if abs, err := filepath.Abs(opts.PolicyFile); err == nil {
+			always = append(always, filepath.Dir(abs))
+		}
+	}
+	fs, err := planFilesystem(&opts, sp, append(always, resolverFiles...))
+	if err != nil {
+		return nil, err
+	}
+	d := fs.Explain(path, write)
+	return &PathExplanation{Path: path, Write: write, Decision: d, Verdict: d.Verdict.String(), Reason: d.Reason, Rule: d.Rule, Plan: fs.FSPlan}, nil
 }
 
 // CallExplanation is what hookgate would answer for a tool call.

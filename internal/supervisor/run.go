@@ -45,6 +45,9 @@ type Options struct {
 	DNSUpstream               string
 	AllowPrivate              []netip.Prefix
 	AllowUnixSockets          []string
+	// Write are extra write roots (--write), before the policy file's
+	// filesystem.write.
+	Write []string
 	// AuditPath: "" none, "-" standard error, else a file appended to.
 	AuditPath string
 	Dir       string
@@ -95,7 +98,7 @@ func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 		return nil, err
 	}
 	sp := &sessionPolicy{resolved: r, bound: b, proxy: pp}
-	sp.fingerprint = policy.ScopeFingerprint(map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate)})
+	sp.fingerprint = policy.ScopeFingerprint(map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate), "write": o.writeRoots(r)})
 	sp.proxy.Fingerprint = sp.fingerprint
 	return sp, nil
 }
@@ -302,6 +305,15 @@ func Run(opts Options) (int, error) {
 		env = append(env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", HookInsidePort))
 	}
 
+	fsPlan, err := planFilesystem(&opts, cur, readOnly)
+	if err != nil {
+		return 0, err
+	}
+	if fsPlan.AllWritable {
+		fmt.Fprintln(stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
+	}
+	landlockABI := procjail.LandlockABI()
+
 	// The live policy: every change that resolves is applied to the proxy,
 	// the DNS proxy and the ruling server at once; one that does not keeps
 	// the last good policy. Both are audited.
@@ -363,6 +375,11 @@ func Run(opts Options) (int, error) {
 			return
 		}
 		hsrv.SetPolicy(e)
+		if note := fsPlan.reloadNote(next); note != "" {
+			auditLog.LogAttrs(context.Background(), slog.LevelWarn, MsgFileLayerFixed,
+				slog.String(proxy.AttrKind, KindSession), slog.String(proxy.AttrReason, note), slog.String(AttrPolicyFile, status.PolicyFile))
+			fmt.Fprintf(stderr, "sandboxd: policy %s: %s\n", status.PolicyFile, note)
+		}
 		curMu.Lock()
 		old := cur
 		cur = next
@@ -431,7 +448,8 @@ func Run(opts Options) (int, error) {
 		// starts: an audit file that cannot take it (a full disk) refuses
 		// the session rather than run it unaudited.
 		auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionStart,
-			slog.String(proxy.AttrKind, KindSession), slog.Any(AttrCommand, opts.Command), slog.String(AttrPolicyFile, status.PolicyFile))
+			append([]slog.Attr{slog.String(proxy.AttrKind, KindSession), slog.Any(AttrCommand, opts.Command), slog.String(AttrPolicyFile, status.PolicyFile)},
+				fsPlan.auditAttrs(landlockABI)...)...)
 		if err := audit.Err(); err != nil {
 			return fmt.Errorf("audit file %s: %w", opts.AuditPath, err)
 		}
@@ -464,6 +482,7 @@ func Run(opts Options) (int, error) {
 		RuntimeDir:       dir,
 		ReadOnlyPaths:    readOnly,
 		AllowUnixSockets: allowUnix,
+		FileSystem:       fsPlan.jail(),
 		Ready:            ready,
 	})
 	if err != nil {
@@ -523,6 +542,12 @@ func Run(opts Options) (int, error) {
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
 		fmt.Fprintf(stderr, "sandboxd: %s\n", oneLine(err.Error()))
+	}
+	for _, p := range fsPlan.createdProtected() {
+		msg := fmt.Sprintf("%s was created during the session (a protected path that did not exist at start, so the sandbox could not make it read-only); review it before running anything there outside the sandbox", p)
+		auditLog.LogAttrs(context.Background(), slog.LevelWarn, MsgProtectedCreated,
+			slog.String(proxy.AttrKind, KindSession), slog.String(proxy.AttrReason, msg))
+		fmt.Fprintf(stderr, "sandboxd: %s\n", msg)
 	}
 	auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionExit,
 		slog.String(proxy.AttrKind, KindSession), slog.Int(AttrExitStatus, code))

@@ -1,0 +1,147 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/procjail"
+)
+
+// Audit keys of the session start line's filesystem part.
+const (
+	AttrWriteRoots  = "write_roots"
+	AttrProtected   = "protected"
+	AttrHidden      = "hidden"
+	AttrHomeOverlay = "home_overlay"
+	AttrLandlock    = "landlock_abi"
+	AttrNotCovered  = "not_covered"
+)
+
+// fsState is the session's filesystem plan, fixed at start.
+type fsState struct {
+	*policy.FSPlan
+	files   string          // the file rules it was planned from (JSON)
+	write   string          // the policy file's filesystem section (JSON)
+	missing map[string]bool // protected paths that did not exist at start
+}
+
+// writeRoots are the operator's write roots: --write, then the policy
+// file's filesystem.write.
+func (o *Options) writeRoots(r *policy.Resolved) []string {
+	w := append([]string{}, o.Write...)
+	if r != nil && r.Filesystem != nil {
+		w = append(w, r.Filesystem.Write...)
+	}
+	return w
+}
+
+// planFilesystem decides the sandbox's filesystem for the session's
+// policy at start (policy.PlanFilesystem owns every rule of it).
+func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*fsState, error) {
+	ws := o.Dir
+	if ws == "" {
+		var err error
+		if ws, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a directory", ws)
+		}
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	home, _ := os.UserHomeDir()
+	var files *policy.FileRules
+	if sp.bound != nil {
+		files = sp.bound.Files
+	}
+	plan, err := policy.PlanFilesystem(policy.FSInput{
+		Workspace: ws, Home: home, Write: o.writeRoots(sp.resolved), Files: files, AlwaysProtected: alwaysProtected,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// sandboxd itself runs inside as the ssh ProxyCommand helper
+	// (GIT_SSH_COMMAND): keep it visible when a private /tmp or a mask
+	// would cover it.
+	if self, err := os.Executable(); err == nil {
+		plan.Reveal(self)
+	}
+	st := &fsState{FSPlan: plan, files: jsonString(files), write: jsonString(filesystemSection(sp)), missing: map[string]bool{}}
+	for _, p := range plan.Protected {
+		if _, err := os.Lstat(p); err != nil {
+			st.missing[p] = true
+		}
+	}
+	return st, nil
+}
+
+func filesystemSection(sp *sessionPolicy) *policy.FilesystemSection {
+	if sp.resolved == nil {
+		return nil
+	}
+	return sp.resolved.Filesystem
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// jail is the plan in procjail's terms.
+func (f *fsState) jail() procjail.FileSystem {
+	return procjail.FileSystem{
+		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
+		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay,
+	}
+}
+
+// auditAttrs describe the filesystem layer in the session start line.
+func (f *fsState) auditAttrs(landlockABI int) []slog.Attr {
+	attrs := []slog.Attr{
+		slog.Any(AttrWriteRoots, f.WriteRoots), slog.Any(AttrProtected, f.Protected), slog.Any(AttrHidden, f.Hidden),
+		slog.String(AttrHomeOverlay, f.HomeOverlay), slog.Int(AttrLandlock, landlockABI),
+	}
+	notCovered := append([]string{}, f.NotCovered...)
+	if landlockABI == 0 {
+		notCovered = append(notCovered, "the kernel has no Landlock: the mount namespace alone holds the file rules")
+	}
+	if len(notCovered) > 0 {
+		attrs = append(attrs, slog.Any(AttrNotCovered, notCovered))
+	}
+	return attrs
+}
+
+// reloadNote says, for a reload whose file rules or filesystem section
+// differ from those the sandbox started with, that the kernel layer keeps
+// the start's; "" when they are the same.
+func (f *fsState) reloadNote(next *sessionPolicy) string {
+	var files *policy.FileRules
+	if next.bound != nil {
+		files = next.bound.Files
+	}
+	if jsonString(files) == f.files && jsonString(filesystemSection(next)) == f.write {
+		return ""
+	}
+	return "file rules changed: hook rulings apply the new ones now, but the kernel file layer keeps the rules the sandbox started with (restart the sandbox to change it)"
+}
+
+// createdProtected lists the protected paths that did not exist at start
+// and exist now: the sandbox could not bind them read-only, so the command
+// may have written them.
+func (f *fsState) createdProtected() []string {
+	var out []string
+	for _, p := range f.Protected {
+		if !f.missing[p] {
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

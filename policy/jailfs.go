@@ -1,0 +1,568 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FilesystemSection is the policy file's top-level "filesystem" section:
+// what the sandbox (sandboxd run) makes writable beyond the workspace. It
+// lives outside Bound so that the bound keeps the SDK's wire format.
+type FilesystemSection struct {
+	// Write are extra write roots: absolute paths, "~/..." (the home
+	// directory) or paths relative to the working directory. "/" makes the
+	// whole host writable (an explicit choice, audited).
+	Write []string `json:"write,omitempty"`
+}
+
+// writeRoots decodes filesystem.write: exact paths, never globs.
+func (d *decoder) writeRoots(n *yaml.Node, p string) []string {
+	l := d.strList(n, p)
+	for i, w := range l {
+		if err := ValidateWriteRoot(w); err != nil {
+			d.errf(n, index(p, i), "%v", err)
+		}
+	}
+	return l
+}
+
+// ValidateWriteRoot checks one write root as given (--write or
+// filesystem.write): a path, not a pattern.
+func ValidateWriteRoot(w string) error {
+	switch {
+	case w == "":
+		return errors.New("empty path")
+	case strings.ContainsAny(w, "\x00\r\n"):
+		return fmt.Errorf("%q: control character in path", w)
+	case strings.ContainsAny(w, "*?["):
+		return fmt.Errorf("%q: a write root is a path, not a pattern", w)
+	case strings.HasPrefix(w, "~") && w != "~" && !strings.HasPrefix(w, "~/"):
+		return fmt.Errorf("%q: only ~/ (the current user's home) is supported", w)
+	}
+	return nil
+}
+
+// ProtectedInHome are the home directory's start-up and configuration
+// files: read-only inside the sandbox, inside write roots too, unless a
+// write root names the exact path. Code planted there runs later outside
+// the sandbox (a shell start-up file, a systemd unit, an ssh key) or turns
+// off the harness's own hook gate.
+var ProtectedInHome = []string{
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+	".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout",
+	".gitconfig", ".config/git", ".ssh", ".config/systemd", ".config/autostart",
+	".claude/settings.json", ".claude/settings.local.json", ".claude.json",
+	".codex", ".gemini/settings.json", ".cursor/hooks.json", ".mcp.json",
+}
+
+// ProtectedInRoot are protected in the workspace and every write root:
+// git runs hooks and configured programs (core.fsmonitor, core.hooksPath)
+// from them, and the harnesses read their project settings there.
+var ProtectedInRoot = []string{
+	".git/hooks", ".git/config", ".gitmodules",
+	".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json",
+	".cursor/hooks.json", ".mcp.json",
+}
+
+// UserDataDirs hold user data: hidden under files.allowOnly, except the
+// paths the session needs (the workspace, write roots, allowOnly paths).
+var UserDataDirs = []string{"/home", "/root", "/srv", "/mnt", "/media"}
+
+// SystemSecrets are hidden under files.allowOnly (globs over /etc); the
+// rest of the system stays readable so programs run.
+var SystemSecrets = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key", "/etc/sudoers", "/etc/sudoers.d"}
+
+// FSInput is what the sandbox's filesystem plan depends on. Paths are taken
+// as given and canonicalized here.
+type FSInput struct {
+	// Workspace is the working directory (always a write root unless a
+	// file rule denies it).
+	Workspace string
+	// Home is the user's home directory ("" none).
+	Home string
+	// Write are the operator's extra write roots (--write, then the policy
+	// file's filesystem.write), relative to Workspace or "~/".
+	Write []string
+	// Files are the session's effective file rules (nil: none).
+	Files *FileRules
+	// AlwaysProtected are read-only whatever the write roots (the policy
+	// file's directory, sandboxd's runtime directory, the resolver files).
+	AlwaysProtected []string
+	// ScanLimit bounds the entries the deny-pattern scan may look at
+	// (0: DefaultScanLimit); past it the plan is refused.
+	ScanLimit int
+}
+
+// DefaultScanLimit bounds the files.deny scan.
+const DefaultScanLimit = 200000
+
+// FSPlan is the sandbox's filesystem: what the kernel layer enforces for
+// the whole session (see procjail.FileSystem).
+type FSPlan struct {
+	Workspace   string   `json:"workspace"`
+	Home        string   `json:"home,omitempty"`
+	WriteRoots  []string `json:"writeRoots"`
+	Protected   []string `json:"protected"`
+	Hidden      []string `json:"hidden"`
+	Revealed    []string `json:"revealed,omitempty"`
+	HomeOverlay string   `json:"homeOverlay,omitempty"`
+	// AllWritable: "/" is a write root.
+	AllWritable bool `json:"allWritable,omitempty"`
+	// NotCovered are the file rules the kernel layer does not hold, each
+	// with why (a pattern that matched nothing present at start).
+	NotCovered []string `json:"notCovered,omitempty"`
+	// Scanned counts the entries the deny-pattern scan looked at.
+	Scanned int `json:"scanned"`
+
+	denyWrite map[string]string // write root refused -> the deny pattern
+	matcher   FileMatcher
+	files     *FileRules
+}
+
+// PlanFilesystem decides the sandbox's filesystem: the write roots (the
+// workspace and the operator's, narrowed by files.allowOnly, less those
+// files.deny covers), the protected paths (ProtectedInHome,
+// ProtectedInRoot, in.AlwaysProtected), the hidden ones (what files.deny
+// matches now, found by a bounded scan; under files.allowOnly also
+// UserDataDirs and SystemSecrets, revealing what the session needs) and
+// the home overlay (home's changes discarded; not under allowOnly).
+func PlanFilesystem(in FSInput) (*FSPlan, error) {
+	if in.Workspace == "" {
+		return nil, errors.New("filesystem plan: no working directory")
+	}
+	ws := Canonicalize(in.Workspace, "/")
+	home := ""
+	if in.Home != "" {
+		home = Canonicalize(in.Home, "/")
+	}
+	m := FileMatcher{Home: home, Cwd: ws, DenyAnywhere: true}
+	p := &FSPlan{Workspace: ws, Home: home, matcher: m, files: in.Files, denyWrite: map[string]string{}}
+	var deny []string
+	var allowOnly []string
+	restricted := false
+	if in.Files != nil {
+		deny, allowOnly, restricted = in.Files.Deny, in.Files.AllowOnly, in.Files.AllowOnly != nil
+	}
+
+	// Write roots.
+	roots := []string{ws}
+	for _, w := range in.Write {
+		if err := ValidateWriteRoot(w); err != nil {
+			return nil, fmt.Errorf("write root: %w", err)
+		}
+		c := m.Canonicalize(w)
+		if _, err := os.Stat(c); err != nil {
+			return nil, fmt.Errorf("write root %s: %w", w, errors.Unwrap(err))
+		}
+		roots = append(roots, c)
+	}
+	if restricted {
+		roots = narrowToAllowOnly(roots, allowOnly, m)
+	}
+	for _, r := range dedupe(roots) {
+		if pat := m.Denied(r, deny); pat != "" {
+			p.denyWrite[r] = pat
+			continue
+		}
+		if r == "/" {
+			p.AllWritable = true
+		}
+		p.WriteRoots = append(p.WriteRoots, r)
+	}
+
+	// Protected paths: exact paths, those a write root names exactly are
+	// left writable (the operator chose them).
+	var prot []string
+	if home != "" {
+		for _, f := range ProtectedInHome {
+			prot = append(prot, home+"/"+f)
+		}
+	}
+	for _, r := range append([]string{ws}, p.WriteRoots...) {
+		for _, f := range ProtectedInRoot {
+			prot = append(prot, strings.TrimSuffix(r, "/")+"/"+f)
+		}
+	}
+	for _, a := range in.AlwaysProtected {
+		p.Protected = append(p.Protected, Canonicalize(a, ws))
+	}
+	for _, c := range prot {
+		c = Canonicalize(c, "/")
+		if !hasPath(p.WriteRoots, c) {
+			p.Protected = append(p.Protected, c)
+		}
+	}
+	p.Protected = dedupe(p.Protected)
+
+	// Hidden: what files.deny matches now.
+	limit := in.ScanLimit
+	if limit <= 0 {
+		limit = DefaultScanLimit
+	}
+	hidden, err := p.scanDenied(deny, limit)
+	if err != nil {
+		return nil, err
+	}
+	for r := range p.denyWrite {
+		hidden = append(hidden, r)
+	}
+	if restricted {
+		for _, d := range UserDataDirs {
+			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+				hidden = append(hidden, Canonicalize(d, "/"))
+			}
+		}
+		if parent := filepath.Dir(ws); parent != ws {
+			hidden = append(hidden, parent)
+		}
+		for _, g := range SystemSecrets {
+			matches, _ := filepath.Glob(g)
+			for _, f := range matches {
+				hidden = append(hidden, Canonicalize(f, "/"))
+			}
+		}
+		reveal := append([]string{}, p.WriteRoots...)
+		if _, denied := p.denyWrite[ws]; !denied {
+			reveal = append(reveal, ws)
+		}
+		for _, pat := range allowOnly {
+			if lit := literalDir(pat, m); lit != "" {
+				if _, err := os.Lstat(lit); err == nil && m.Denied(lit, deny) == "" {
+					reveal = append(reveal, lit)
+				}
+			}
+		}
+		for _, r := range dedupe(reveal) {
+			if !hasPath(p.WriteRoots, r) {
+				p.Revealed = append(p.Revealed, r)
+			}
+		}
+	}
+	p.Hidden = outermost(dedupe(hidden))
+	// A hidden path wins over a protected or revealed one below it.
+	p.Protected = notBelow(p.Protected, p.Hidden, p.Revealed, p.WriteRoots)
+	p.Revealed = notDenied(p.Revealed, deny, m)
+
+	if home != "" && !restricted && !p.AllWritable && !p.coveredByWriteRoot(home) && !hasPath(p.Hidden, home) {
+		p.HomeOverlay = home
+	}
+	return p, nil
+}
+
+// narrowToAllowOnly intersects the write roots with the allowOnly patterns
+// the kernel can express: a path, or a path followed by "/**". A pattern
+// with a glob before its end ("src/*.go", "*.go") cannot be a write root:
+// writes it would allow are refused (the result denies more, never less).
+func narrowToAllowOnly(roots, allowOnly []string, m FileMatcher) []string {
+	var out []string
+	for _, pat := range allowOnly {
+		lit := literalDir(pat, m)
+		if lit == "" || !subtreePattern(pat) {
+			continue
+		}
+		for _, r := range roots {
+			switch {
+			case under(lit, r):
+				out = append(out, lit)
+			case under(r, lit):
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// subtreePattern reports whether pat is a literal path or a literal path
+// followed by "/**".
+func subtreePattern(pat string) bool {
+	pat = strings.TrimSuffix(pat, "/**")
+	return !strings.ContainsAny(pat, "*?[")
+}
+
+// literalDir is the canonical literal directory prefix of a pattern that
+// has a "/" (relative ones anchored at m.Cwd), or "" for a bare name.
+func literalDir(pat string, m FileMatcher) string {
+	if !strings.Contains(pat, "/") && pat != "~" {
+		return ""
+	}
+	segs := strings.Split(pat, "/")
+	i := 0
+	for ; i < len(segs); i++ {
+		if strings.ContainsAny(segs[i], "*?[") {
+			break
+		}
+	}
+	lit := strings.Join(segs[:i], "/")
+	if lit == "" {
+		if strings.HasPrefix(pat, "/") {
+			return "/"
+		}
+		lit = "."
+	}
+	return m.Canonicalize(lit)
+}
+
+// scanDenied finds the existing paths that the deny patterns match. A
+// literal pattern is looked up; a glob is matched against every entry of
+// the trees it can reach (below its literal prefix; a bare name or "**/"
+// pattern: the workspace, the write roots and home), at most limit entries
+// in all. A directory that matches is hidden whole and not entered.
+func (p *FSPlan) scanDenied(deny []string, limit int) ([]string, error) {
+	if len(deny) == 0 {
+		return nil, nil
+	}
+	var hidden []string
+	var roots []string
+	for _, pat := range deny {
+		if !strings.ContainsAny(pat, "*?[") && strings.Contains(pat, "/") || pat == "~" {
+			c := p.matcher.Canonicalize(pat)
+			if _, err := os.Lstat(c); err == nil {
+				hidden = append(hidden, c)
+			} else {
+				p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: %s does not exist at start; a file created there later is not hidden by the kernel", pat, c))
+			}
+			continue
+		}
+		lit := literalDir(pat, p.matcher)
+		if lit == "" || strings.HasPrefix(pat, "**/") {
+			roots = append(roots, p.Workspace)
+			roots = append(roots, p.WriteRoots...)
+			if p.Home != "" {
+				roots = append(roots, p.Home)
+			}
+			p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: matched in the workspace, the write roots and home at start; elsewhere, and files created later, are not hidden by the kernel", pat))
+		} else {
+			roots = append(roots, lit)
+			p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: matched below %s at start; files created later are not hidden by the kernel", pat, lit))
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	seen := map[string]bool{}
+	for _, r := range outermost(dedupe(roots)) {
+		if r == "/" {
+			return nil, fmt.Errorf("files.deny: a pattern over the whole filesystem cannot be scanned; anchor it (~/…, a path, or a relative pattern)")
+		}
+		err := filepath.WalkDir(r, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // unreadable: the sandbox cannot read it either
+			}
+			if seen[path] {
+				return fs.SkipDir
+			}
+			seen[path] = true
+			p.Scanned++
+			if p.Scanned > limit || time.Now().After(deadline) {
+				return fmt.Errorf("files.deny: the scan for hidden paths looked at more than %d entries under %s; narrow the patterns or the write roots", limit, r)
+			}
+			c := path
+			if d.Type()&fs.ModeSymlink != 0 {
+				c = p.matcher.Canonicalize(path)
+			}
+			if p.matcher.Denied(c, deny) != "" {
+				if _, err := os.Lstat(c); err == nil {
+					hidden = append(hidden, c)
+				}
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return hidden, nil
+}
+
+// Reveal keeps path (a program the sandbox runs, say) visible and
+// read-only when a private tmp directory or a hidden path would cover it;
+// a path that files.deny matches stays hidden.
+func (p *FSPlan) Reveal(path string) {
+	c := Canonicalize(path, p.Workspace)
+	if p.files != nil && p.matcher.Denied(c, p.files.Deny) != "" {
+		return
+	}
+	covered := false
+	for _, d := range append(append([]string{}, PrivateTmpDirs...), p.Hidden...) {
+		if under(c, d) {
+			covered = true
+		}
+	}
+	if covered && !p.coveredByWriteRoot(c) && !hasPath(p.Revealed, c) {
+		p.Revealed = append(p.Revealed, c)
+	}
+}
+
+func (p *FSPlan) coveredByWriteRoot(path string) bool {
+	for _, r := range p.WriteRoots {
+		if under(path, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Explain says what the sandbox does with path (write: for a write), and
+// which rule decides it.
+func (p *FSPlan) Explain(path string, write bool) Decision {
+	c := p.matcher.Canonicalize(path)
+	for _, h := range p.Hidden {
+		if !under(c, h) {
+			continue
+		}
+		revealed := false
+		for _, r := range append(append([]string{}, p.Revealed...), p.WriteRoots...) {
+			if under(c, r) && len(r) > len(h) {
+				revealed = true
+			}
+		}
+		if revealed {
+			break
+		}
+		why := "files.deny"
+		if p.files != nil {
+			if pat := p.matcher.Denied(c, p.files.Deny); pat != "" {
+				return Denied(fmt.Sprintf("path %s is hidden in the sandbox (files.deny %q)", c, pat), "files.deny:"+pat)
+			}
+			if p.files.AllowOnly != nil {
+				why = "files.allowOnly"
+				return Denied(fmt.Sprintf("path %s is hidden in the sandbox (outside files.allowOnly)", c), why)
+			}
+		}
+		return Denied(fmt.Sprintf("path %s is hidden in the sandbox (%s)", c, h), why)
+	}
+	// The most specific of the places the jail mounts decides.
+	type place struct {
+		root  string
+		write bool
+		d     Decision
+	}
+	var places []place
+	for _, r := range p.WriteRoots {
+		places = append(places, place{r, true, AllowedBy(fmt.Sprintf("path %s is writable in the sandbox: write root %s (lands on the host)", c, r), "filesystem.write:"+r)})
+	}
+	for _, r := range p.Revealed {
+		places = append(places, place{r, false, Denied(fmt.Sprintf("path %s is read-only in the sandbox (files.allowOnly: not a write root)", c), "files.allowOnly")})
+	}
+	if p.HomeOverlay != "" {
+		places = append(places, place{p.HomeOverlay, true, AllowedBy(fmt.Sprintf("path %s is writable in the sandbox's home overlay (discarded at exit)", c), "filesystem.home")})
+	}
+	for _, t := range PrivateTmpDirs {
+		places = append(places, place{t, true, AllowedBy(fmt.Sprintf("path %s is in the sandbox's private %s (the host's is not visible; writes are discarded at exit)", c, t), "filesystem.tmp")})
+	}
+	best := -1
+	for i, pl := range places {
+		if under(c, pl.root) && (best < 0 || len(pl.root) > len(places[best].root)) {
+			best = i
+		}
+	}
+	if !write {
+		if best >= 0 && places[best].d.Rule == "filesystem.tmp" {
+			if _, err := os.Lstat(c); err == nil {
+				return Denied(fmt.Sprintf("path %s is not visible in the sandbox: its %s is private", c, places[best].root), "filesystem.tmp")
+			}
+		}
+		return AllowedBy("path "+c+" is readable in the sandbox", "")
+	}
+	for _, pr := range p.Protected {
+		if under(c, pr) {
+			return Denied(fmt.Sprintf("path %s is read-only in the sandbox: %s is protected", c, pr), "filesystem.protected:"+pr)
+		}
+	}
+	if best >= 0 {
+		return places[best].d
+	}
+	for r, pat := range p.denyWrite {
+		if under(c, r) {
+			return Denied(fmt.Sprintf("path %s is not writable: write root %s is denied by files.deny %q", c, r, pat), "files.deny:"+pat)
+		}
+	}
+	return Denied(fmt.Sprintf("path %s is read-only in the sandbox (not under a write root)", c), "filesystem.readonly")
+}
+
+// PrivateTmpDirs are fresh in every sandbox (tmpfs, discarded at exit).
+var PrivateTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+func under(p, q string) bool { return p == q || q == "/" || strings.HasPrefix(p, q+"/") }
+
+func hasPath(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(l []string) []string {
+	out := []string{}
+	for _, x := range l {
+		x = path.Clean(x)
+		if !hasPath(out, x) {
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// outermost drops every path below another one of the list.
+func outermost(l []string) []string {
+	out := []string{}
+	for _, x := range l {
+		inner := false
+		for _, y := range l {
+			if x != y && under(x, y) {
+				inner = true
+			}
+		}
+		if !inner {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// notBelow drops the protected paths inside a hidden path (the mask covers
+// them), unless a revealed path or write root between brings them back.
+func notBelow(prot, hidden, revealed, roots []string) []string {
+	out := []string{}
+	for _, x := range prot {
+		masked := false
+		for _, h := range hidden {
+			if under(x, h) {
+				masked = true
+				for _, r := range append(append([]string{}, revealed...), roots...) {
+					if under(x, r) && len(r) > len(h) {
+						masked = false
+					}
+				}
+			}
+		}
+		if !masked {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// notDenied drops revealed paths that a deny pattern covers.
+func notDenied(revealed, deny []string, m FileMatcher) []string {
+	out := []string{}
+	for _, r := range revealed {
+		if m.Denied(r, deny) == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}

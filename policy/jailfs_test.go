@@ -1,0 +1,239 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fsFixture makes home/{.ssh/id_rsa,.bashrc,ws/{.env,src/a.go,sub/.env,.git/hooks}}.
+func fsFixture(t testing.TB) (home, ws string) {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home = filepath.Join(base, "home")
+	ws = filepath.Join(home, "ws")
+	for _, d := range []string{home + "/.ssh", ws + "/src", ws + "/sub", ws + "/.git/hooks", base + "/other"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{home + "/.ssh/id_rsa", home + "/.bashrc", ws + "/.env", ws + "/src/a.go", ws + "/sub/.env", ws + "/key.pem"} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home, ws
+}
+
+func TestPlanFilesystemDefault(t *testing.T) {
+	home, ws := fsFixture(t)
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, AlwaysProtected: []string{"/etc/hosts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(p.WriteRoots) != fmt.Sprint([]string{ws}) {
+		t.Errorf("write roots %v, want the workspace", p.WriteRoots)
+	}
+	if p.HomeOverlay != home {
+		t.Errorf("home overlay %q, want %q", p.HomeOverlay, home)
+	}
+	if len(p.Hidden) != 0 {
+		t.Errorf("hidden %v without file rules", p.Hidden)
+	}
+	for _, want := range []string{home + "/.bashrc", home + "/.ssh", ws + "/.git/hooks", ws + "/.git/config", "/etc/hosts"} {
+		if !hasPath(p.Protected, want) {
+			t.Errorf("%s not protected: %v", want, p.Protected)
+		}
+	}
+	for _, c := range []struct {
+		path  string
+		write bool
+		allow bool
+		rule  string
+	}{
+		{ws + "/new", true, true, "filesystem.write:" + ws},
+		{ws + "/.git/hooks/pre-commit", true, false, "filesystem.protected:" + ws + "/.git/hooks"},
+		{home + "/.bashrc", true, false, "filesystem.protected:" + home + "/.bashrc"},
+		{home + "/.cache/x", true, true, "filesystem.home"},
+		{"/tmp/x", true, true, "filesystem.tmp"},
+		{"/var/tmp/x", true, true, "filesystem.tmp"},
+		{"/etc/passwd", true, false, "filesystem.readonly"},
+		{"/etc/passwd", false, true, ""},
+	} {
+		d := p.Explain(c.path, c.write)
+		if d.Allowed() != c.allow || d.Rule != c.rule {
+			t.Errorf("Explain(%s, write=%v) = %v %q (%s), want allow=%v %q", c.path, c.write, d.Verdict, d.Rule, d.Reason, c.allow, c.rule)
+		}
+	}
+}
+
+func TestPlanFilesystemDeny(t *testing.T) {
+	home, ws := fsFixture(t)
+	files := &FileRules{Deny: []string{"~/.ssh", "**/.env", "*.pem", "/nonexistent/secret"}}
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{home + "/.ssh", ws + "/.env", ws + "/key.pem", ws + "/sub/.env"}
+	if fmt.Sprint(p.Hidden) != fmt.Sprint(want) {
+		t.Errorf("hidden %v, want %v", p.Hidden, want)
+	}
+	// ~/.ssh is hidden, so it is not also bound read-only.
+	if hasPath(p.Protected, home+"/.ssh") {
+		t.Errorf("hidden ~/.ssh also protected")
+	}
+	if len(p.NotCovered) != 3 || !strings.Contains(strings.Join(p.NotCovered, "\n"), "/nonexistent/secret does not exist at start") {
+		t.Errorf("not covered: %q", p.NotCovered)
+	}
+	for _, c := range []struct{ path, rule string }{
+		{ws + "/sub/../.env", "files.deny:**/.env"},
+		{home + "/.ssh/id_rsa", "files.deny:~/.ssh"},
+		{ws + "/key.pem", "files.deny:*.pem"},
+	} {
+		if d := p.Explain(c.path, false); d.Allowed() || d.Rule != c.rule {
+			t.Errorf("Explain(%s) = %v %q, want deny %q", c.path, d.Verdict, d.Rule, c.rule)
+		}
+	}
+	// A symlink in the workspace to a denied file is hidden by its target.
+	if err := os.Symlink(home+"/.ssh/id_rsa", ws+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Explain(ws+"/link", false); d.Allowed() {
+		t.Errorf("symlink to a hidden file: %v", d)
+	}
+}
+
+func TestPlanFilesystemDenyCoversWriteRoot(t *testing.T) {
+	home, ws := fsFixture(t)
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{"~/.ssh"}, Files: &FileRules{Deny: []string{"~/.ssh"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasPath(p.WriteRoots, home+"/.ssh") || !hasPath(p.Hidden, home+"/.ssh") {
+		t.Errorf("a denied write root: roots %v hidden %v", p.WriteRoots, p.Hidden)
+	}
+}
+
+func TestPlanFilesystemExactWriteRootUnprotects(t *testing.T) {
+	home, ws := fsFixture(t)
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{"~/.bashrc", ".git/hooks"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []string{home + "/.bashrc", ws + "/.git/hooks"} {
+		if hasPath(p.Protected, x) || !hasPath(p.WriteRoots, x) {
+			t.Errorf("%s named exactly: roots %v protected has it %v", x, p.WriteRoots, hasPath(p.Protected, x))
+		}
+	}
+	// The workspace's .git/config stays protected.
+	if !hasPath(p.Protected, ws+"/.git/config") {
+		t.Errorf(".git/config lost its protection")
+	}
+}
+
+func TestPlanFilesystemAllowOnly(t *testing.T) {
+	home, ws := fsFixture(t)
+	files := &FileRules{AllowOnly: []string{"src/**", "*.go"}}
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(p.WriteRoots) != fmt.Sprint([]string{ws + "/src"}) {
+		t.Errorf("write roots %v, want only src", p.WriteRoots)
+	}
+	if p.HomeOverlay != "" {
+		t.Errorf("home overlay under allowOnly: %q", p.HomeOverlay)
+	}
+	if !hasPath(p.Hidden, filepath.Dir(home)) && !hasPath(p.Hidden, home) {
+		t.Errorf("home not hidden: %v", p.Hidden)
+	}
+	if !hasPath(p.Revealed, ws) {
+		t.Errorf("workspace not revealed: %v", p.Revealed)
+	}
+	for _, c := range []struct {
+		path  string
+		write bool
+		allow bool
+	}{
+		{ws + "/src/b.go", true, true},
+		{ws + "/README", true, false},
+		{ws + "/README", false, true},
+		{home + "/.bashrc", false, false},
+		{filepath.Dir(home) + "/other", false, false},
+		{"/usr/bin/env", false, true},
+	} {
+		if d := p.Explain(c.path, c.write); d.Allowed() != c.allow {
+			t.Errorf("Explain(%s, write=%v) = %v (%s), want allow=%v", c.path, c.write, d.Verdict, d.Reason, c.allow)
+		}
+	}
+}
+
+func TestPlanFilesystemScanLimit(t *testing.T) {
+	home, ws := fsFixture(t)
+	for i := range 50 {
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d", i)), nil, 0o644)
+	}
+	_, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}, ScanLimit: 20})
+	if err == nil || !strings.Contains(err.Error(), "more than 20 entries") {
+		t.Fatalf("err = %v, want the scan limit", err)
+	}
+	// A pattern over the whole filesystem cannot be scanned: refused.
+	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"/*/secret"}}}); err == nil {
+		t.Fatal("a pattern below / was planned")
+	}
+}
+
+func TestPlanFilesystemRefuses(t *testing.T) {
+	home, ws := fsFixture(t)
+	for _, w := range []string{"", "src/*.go", "/does/not/exist", "~other/x"} {
+		if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{w}}); err == nil {
+			t.Errorf("write root %q accepted", w)
+		}
+	}
+}
+
+func TestDecodeFilesystemSection(t *testing.T) {
+	doc := "version: 1\nharness: claude-code\nfilesystem:\n  write: [\"~/.npm\", /srv/data]\n"
+	pf, err := DecodePolicyFile([]byte(doc), FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.Filesystem == nil || fmt.Sprint(pf.Filesystem.Write) != "[~/.npm /srv/data]" {
+		t.Fatalf("filesystem = %+v", pf.Filesystem)
+	}
+	for bad, want := range map[string]string{
+		"filesystem:\n  write: [\"src/*\"]\n": "filesystem.write[0]",
+		"filesystem:\n  writ: [x]\n":          "filesystem.writ",
+		"filesystem:\n  write: x\n":           "filesystem.write",
+	} {
+		_, err := DecodePolicyFile([]byte("version: 1\nharness: claude-code\n"+bad), FormatYAML)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want one naming %s", bad, err, want)
+		}
+	}
+}
+
+// BenchmarkPlanFilesystem10k plans a "**/" deny pattern over a 10,000-file
+// workspace (the start-up budget of docs/benchmarks.md).
+func BenchmarkPlanFilesystem10k(b *testing.B) {
+	home, ws := fsFixture(b)
+	for d := range 100 {
+		dir := filepath.Join(ws, "pkg", fmt.Sprint(d))
+		os.MkdirAll(dir, 0o755)
+		for f := range 100 {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", f)), nil, 0o644)
+		}
+	}
+	files := &FileRules{Deny: []string{"**/.env", "**/*.pem", "~/.ssh"}}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: files}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package procjail
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// FileSystem is the command's view of the host filesystem. The zero value
+// (with Confine unset) leaves the host's filesystem as it is; sandboxd
+// always sets Confine.
+//
+// With Confine set, on Linux, the init builds the view in the sandbox's
+// mount namespace and Landlock holds the writes a second time:
+//
+//   - every host mount is read-only inside;
+//   - /tmp, /var/tmp and /dev/shm are fresh, private tmpfs (gone with the
+//     sandbox);
+//   - HomeOverlay, when set, gets a writable layer whose changes are
+//     discarded when the sandbox ends (caches: ~/.npm, ~/.cache, ~/go, ...);
+//   - WriteRoots are bound writable, as the host has them (a write there
+//     lands on the host);
+//   - Protected paths are bound read-only over themselves, inside write
+//     roots too (those that do not exist are reported, not created);
+//   - Hidden paths are masked by an empty, unreadable, read-only directory
+//     or file of the same kind.
+//
+// Every path must be absolute and clean, with its symlinks resolved (the
+// caller canonicalizes them: a symlink would be followed by the mount).
+type FileSystem struct {
+	// Confine turns the filesystem layer on.
+	Confine bool `json:"confine"`
+	// WriteRoots are directories (or files) writable inside.
+	WriteRoots []string `json:"writeRoots,omitempty"`
+	// Protected are read-only even inside a write root.
+	Protected []string `json:"protected,omitempty"`
+	// Hidden are masked: neither readable nor writable.
+	Hidden []string `json:"hidden,omitempty"`
+	// HomeOverlay is the home directory given a discarded writable layer;
+	// "" leaves home read-only (unless a write root holds it).
+	HomeOverlay string `json:"homeOverlay,omitempty"`
+	// Revealed are paths inside Hidden directories that stay visible (the
+	// allowOnly paths and the workspace under a hidden home): their
+	// hidden ancestors become empty directories that hold only them.
+	Revealed []string `json:"revealed,omitempty"`
+}
+
+// Validate reports the first path that is not absolute and clean.
+func (f *FileSystem) Validate() error {
+	for _, l := range []struct {
+		name  string
+		paths []string
+	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"homeOverlay", nonEmpty(f.HomeOverlay)}} {
+		for i, p := range l.paths {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
+				return fmt.Errorf("filesystem.%s[%d]: %q is not a clean absolute path", l.name, i, p)
+			}
+		}
+	}
+	return nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}

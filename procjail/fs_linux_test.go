@@ -1,0 +1,157 @@
+//go:build linux
+
+package procjail
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
+)
+
+// fsTree makes a throwaway host tree: a home with start-up files and a
+// secret, a workspace with a .git and a secret, and a sibling.
+func fsTree(t *testing.T) (home, ws, sibling string) { return fsTreeIn(t, "") }
+
+// fsTreeIn is fsTree under dir ("": the temporary directory).
+func fsTreeIn(t *testing.T, dir string) (home, ws, sibling string) {
+	t.Helper()
+	base, err := os.MkdirTemp(dir, "procjail-fs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	home = filepath.Join(base, "home")
+	ws = filepath.Join(home, "ws")
+	sibling = filepath.Join(base, "other")
+	for _, d := range []string{home, ws, sibling, filepath.Join(home, ".ssh"), filepath.Join(ws, ".git", "hooks"), filepath.Join(home, ".cache")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f, c := range map[string]string{
+		filepath.Join(home, ".bashrc"):        "rc\n",
+		filepath.Join(home, ".ssh", "id_rsa"): "KEY\n",
+		filepath.Join(ws, ".env"):             "TOKEN=1\n",
+		filepath.Join(ws, "main.c"):           "int main(){}\n",
+		filepath.Join(ws, ".git", "config"):   "[core]\n",
+		filepath.Join(sibling, "notes"):       "n\n",
+	} {
+		if err := os.WriteFile(f, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home, ws, sibling
+}
+
+func TestFileSystemLayer(t *testing.T) {
+	home, ws, sibling := fsTree(t)
+	hostTmp, err := os.MkdirTemp("", "procjail-hosttmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(hostTmp)
+	spec := sh(strings.Join([]string{
+		// The workspace is writable, on the host.
+		`echo new > ws-file && mkdir build && echo o > build/out && mv ws-file ws-moved && rm ws-moved && echo ok-ws`,
+		// The host is read-only: home's start-up files, the sibling, /etc.
+		`(echo x >> "$HOME/.bashrc") 2>/dev/null && echo BASHRC-WRITTEN`,
+		`(echo x > "$SIBLING/planted") 2>/dev/null && echo SIBLING-WRITTEN`,
+		`(echo x > /etc/planted) 2>/dev/null && echo ETC-WRITTEN`,
+		// Protected inside the workspace.
+		`(echo x > .git/hooks/pre-commit) 2>/dev/null && echo HOOK-WRITTEN`,
+		`(echo x >> .git/config) 2>/dev/null && echo GITCONFIG-WRITTEN`,
+		// Hidden.
+		`cat "$HOME/.ssh/id_rsa" 2>/dev/null && echo SSH-READ`,
+		`ls -A "$HOME/.ssh" 2>/dev/null | grep . && echo SSH-LISTED`,
+		`cat .env 2>/dev/null && echo ENV-READ`,
+		`ln -s "$HOME/.ssh/id_rsa" link 2>/dev/null; cat link 2>/dev/null && echo LINK-READ; rm -f link`,
+		`cat /proc/self/root"$HOME"/.ssh/id_rsa 2>/dev/null && echo PROCROOT-READ`,
+		// Caches under home work and vanish.
+		`mkdir -p "$HOME/.cache/tool" && echo c > "$HOME/.cache/tool/x" && cat "$HOME/.cache/tool/x"`,
+		// A private /tmp.
+		`ls -A "$(dirname "$HOSTTMP")" | grep -c "$(basename "$HOSTTMP")"; echo t > /tmp/mine && echo ok-tmp`,
+	}, "\n"))
+	spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "SIBLING=" + sibling, "HOSTTMP=" + hostTmp}
+	spec.Dir = ws
+	spec.FileSystem = FileSystem{
+		Confine:     true,
+		WriteRoots:  []string{ws},
+		Protected:   []string{filepath.Join(ws, ".git", "hooks"), filepath.Join(ws, ".git", "config"), filepath.Join(home, ".bashrc")},
+		Hidden:      []string{filepath.Join(home, ".ssh"), filepath.Join(ws, ".env")},
+		HomeOverlay: home,
+	}
+	code, out, stderr := run(t, spec)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, out, stderr)
+	}
+	for _, bad := range []string{"WRITTEN", "-READ", "LISTED", "KEY", "TOKEN"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output has %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{"ok-ws", "\nc\n", "\n0\nok-tmp"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s\n%s", want, out, stderr)
+		}
+	}
+	// On the host: the workspace's writes landed, nothing else did.
+	if b, err := os.ReadFile(filepath.Join(ws, "build", "out")); err != nil || string(b) != "o\n" {
+		t.Errorf("build/out on the host: %q %v", b, err)
+	}
+	for _, p := range []string{filepath.Join(sibling, "planted"), "/etc/planted", filepath.Join(ws, ".git", "hooks", "pre-commit"), filepath.Join(home, ".cache", "tool"), "/tmp/mine"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists on the host", p)
+			os.RemoveAll(p)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "rc\n" {
+		t.Errorf(".bashrc on the host: %q", b)
+	}
+}
+
+// TestLandlockAloneHoldsWrites leaves the mount layer out: Landlock by
+// itself refuses every write outside the write roots (the host is
+// writable to this uid there), and allows them inside.
+func TestLandlockAloneHoldsWrites(t *testing.T) {
+	if LandlockABI() == 0 {
+		testenv.SkipOrFail(t, "no Landlock in this kernel")
+	}
+	// Not under /tmp, which Landlock lets the command write (the mount
+	// layer makes it a private tmpfs; left out here, it is the host's).
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, ws, sibling := fsTreeIn(t, wd)
+	spec := sh(`echo w > in-root && echo ok-root
+(echo x >> "$HOME/.bashrc") 2>/dev/null && echo BASHRC-WRITTEN
+(echo x > "$SIBLING/planted") 2>/dev/null && echo SIBLING-WRITTEN
+(mkdir "$SIBLING/d") 2>/dev/null && echo SIBLING-MKDIR
+(mv "$SIBLING/notes" in-root-moved) 2>/dev/null && echo MOVED-OUT
+(ln "$SIBLING/notes" hard) 2>/dev/null && echo LINKED
+kill -0 1 2>/dev/null && echo SIGNALLED-INIT
+echo done`)
+	spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "SIBLING=" + sibling}
+	spec.Dir = ws
+	spec.FileSystem = FileSystem{Confine: true, WriteRoots: []string{ws}}
+	spec.skipMountLayer = true
+	code, out, stderr := run(t, spec)
+	if code != 0 || !strings.Contains(out, "ok-root\n") || !strings.HasSuffix(out, "done\n") {
+		t.Fatalf("exit %d: %q %s", code, out, stderr)
+	}
+	for _, bad := range []string{"WRITTEN", "MKDIR", "MOVED", "LINKED", "SIGNALLED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("Landlock alone let %s through:\n%s", bad, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "rc\n" {
+		t.Errorf(".bashrc on the host: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "in-root")); err != nil {
+		t.Errorf("the write root's write did not land: %v", err)
+	}
+}
