@@ -311,17 +311,43 @@ func literalDir(pat string, m FileMatcher) string {
 	return m.Canonicalize(lit)
 }
 
+// HomeScanDepth is how deep the files.deny scan looks into home for a
+// pattern that may match anywhere (a bare name, "**/..."): home holds
+// module caches of millions of files. The workspace and write roots are
+// scanned whole.
+const HomeScanDepth = 3
+
+// scanSkip are directories the scan does not enter (unless they match a
+// pattern themselves): their contents are tools' data, not the user's.
+var scanSkip = map[string]bool{".git": true, "node_modules": true}
+
+// scanRoot is one tree the scan walks: to depth levels below it (-1: all);
+// a complete one must be scanned whole within the entry limit, or the plan
+// is refused; a partial one stops quietly at its own bound.
+type scanRoot struct {
+	path     string
+	depth    int
+	complete bool
+}
+
 // scanDenied finds the existing paths that the deny patterns match. A
-// literal pattern is looked up; a glob is matched against every entry of
-// the trees it can reach (below its literal prefix; a bare name or "**/"
-// pattern: the workspace, the write roots and home), at most limit entries
-// in all. A directory that matches is hidden whole and not entered.
+// literal pattern is looked up; a glob is matched against the entries of
+// the trees it can reach: below its literal prefix, as deep as its segments
+// go; a bare name or "**/" pattern in the workspace and the write roots
+// (whole, at most limit entries in all, else the plan is refused) and in
+// home (HomeScanDepth levels). A directory that matches is hidden whole
+// and not entered; scanSkip directories are not entered.
 func (p *FSPlan) scanDenied(deny []string, limit int) ([]string, error) {
 	if len(deny) == 0 {
 		return nil, nil
 	}
 	var hidden []string
-	var roots []string
+	var roots []scanRoot
+	home := func() {
+		if p.Home != "" {
+			roots = append(roots, scanRoot{path: p.Home, depth: HomeScanDepth})
+		}
+	}
 	for _, pat := range deny {
 		if !strings.ContainsAny(pat, "*?[") && strings.Contains(pat, "/") || pat == "~" {
 			c := p.matcher.Canonicalize(pat)
@@ -334,54 +360,103 @@ func (p *FSPlan) scanDenied(deny []string, limit int) ([]string, error) {
 		}
 		lit := literalDir(pat, p.matcher)
 		if lit == "" || strings.HasPrefix(pat, "**/") {
-			roots = append(roots, p.Workspace)
-			roots = append(roots, p.WriteRoots...)
-			if p.Home != "" {
-				roots = append(roots, p.Home)
+			for _, r := range append([]string{p.Workspace}, p.WriteRoots...) {
+				roots = append(roots, scanRoot{path: r, depth: -1, complete: true})
 			}
-			p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: matched in the workspace, the write roots and home at start; elsewhere, and files created later, are not hidden by the kernel", pat))
-		} else {
-			roots = append(roots, lit)
-			p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: matched below %s at start; files created later are not hidden by the kernel", pat, lit))
+			home()
+			p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: matched at start in the workspace and the write roots (not inside .git or node_modules) and %d levels into home; elsewhere, and files created later, are not hidden by the kernel", pat, HomeScanDepth))
+			continue
 		}
+		if lit == "/" {
+			return nil, fmt.Errorf("files.deny %q: a pattern over the whole filesystem cannot be scanned; anchor it (~/…, a path, or a relative pattern)", pat)
+		}
+		depth := patternDepth(pat)
+		if depth < 0 && p.Home != "" && under(p.Home, lit) {
+			roots = append(roots, scanRoot{path: lit, depth: HomeScanDepth})
+			p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: matched at start %d levels below %s; deeper, and files created later, are not hidden by the kernel", pat, HomeScanDepth, lit))
+			continue
+		}
+		roots = append(roots, scanRoot{path: lit, depth: depth, complete: true})
+		p.NotCovered = append(p.NotCovered, fmt.Sprintf("files.deny %q: matched below %s at start; files created later are not hidden by the kernel", pat, lit))
 	}
+	// Complete scans first: a tree seen whole is not walked again.
+	sort.SliceStable(roots, func(i, j int) bool { return roots[i].complete && !roots[j].complete })
 	deadline := time.Now().Add(10 * time.Second)
-	seen := map[string]bool{}
-	for _, r := range outermost(dedupe(roots)) {
-		if r == "/" {
-			return nil, fmt.Errorf("files.deny: a pattern over the whole filesystem cannot be scanned; anchor it (~/…, a path, or a relative pattern)")
-		}
-		err := filepath.WalkDir(r, func(path string, d fs.DirEntry, err error) error {
+	// One memo for the whole scan: each pattern's prefix is canonicalized
+	// once, not once per entry.
+	m := p.matcher.Memo()
+	seen := map[string]int{} // path -> the depth left when it was walked
+	counted := 0
+	for _, r := range roots {
+		base := strings.Count(r.path, "/")
+		partial := 0
+		stop := errors.New("stop")
+		err := filepath.WalkDir(r.path, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil // unreadable: the sandbox cannot read it either
 			}
-			if seen[path] {
-				return fs.SkipDir
+			level := strings.Count(path, "/") - base
+			left := -1
+			if r.depth >= 0 {
+				left = r.depth - level
 			}
-			seen[path] = true
+			if prev, ok := seen[path]; ok && (prev < 0 || prev >= left && left >= 0) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			seen[path] = left
 			p.Scanned++
-			if p.Scanned > limit || time.Now().After(deadline) {
-				return fmt.Errorf("files.deny: the scan for hidden paths looked at more than %d entries under %s; narrow the patterns or the write roots", limit, r)
+			if r.complete {
+				counted++
+				if counted > limit || time.Now().After(deadline) {
+					return fmt.Errorf("files.deny: the scan for hidden paths looked at more than %d entries under %s; narrow the patterns or the write roots", limit, r.path)
+				}
+			} else if partial++; partial > limit {
+				return stop
 			}
 			c := path
 			if d.Type()&fs.ModeSymlink != 0 {
-				c = p.matcher.Canonicalize(path)
+				c = m.Canonicalize(path)
 			}
-			if p.matcher.Denied(c, deny) != "" {
+			if m.Denied(c, deny) != "" {
 				if _, err := os.Lstat(c); err == nil {
 					hidden = append(hidden, c)
 				}
 				if d.IsDir() {
 					return fs.SkipDir
 				}
+				return nil
+			}
+			if d.IsDir() && (left == 0 || path != r.path && scanSkip[d.Name()]) {
+				return fs.SkipDir
 			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && err != stop {
 			return nil, err
 		}
 	}
 	return hidden, nil
+}
+
+// patternDepth is how many levels below its literal directory a pattern
+// can match (a match on a directory covers what is below it), or -1 when
+// it has a "**".
+func patternDepth(pat string) int {
+	segs := strings.Split(pat, "/")
+	for i, s := range segs {
+		if strings.ContainsAny(s, "*?[") {
+			for _, r := range segs[i:] {
+				if r == "**" {
+					return -1
+				}
+			}
+			return len(segs) - i
+		}
+	}
+	return 0
 }
 
 // Reveal keeps path (a program the sandbox runs, say) visible and

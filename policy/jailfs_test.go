@@ -237,3 +237,33 @@ func BenchmarkPlanFilesystem10k(b *testing.B) {
 		}
 	}
 }
+
+func TestPlanFilesystemHomeScanDepth(t *testing.T) {
+	home, ws := fsFixture(t)
+	shallow := filepath.Join(home, "proj", ".env")
+	deep := filepath.Join(home, "a", "b", "c", "d", ".env")
+	vendored := filepath.Join(ws, "node_modules", "pkg", ".env")
+	for _, f := range []string{shallow, deep, vendored} {
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		os.WriteFile(f, nil, 0o644)
+	}
+	// Home alone is far past the limit in entries a real one holds; here
+	// the limit is small and home is scanned only HomeScanDepth deep, so
+	// it does not count against it.
+	for i := range 30 {
+		os.WriteFile(filepath.Join(home, "a", "b", "c", "d", fmt.Sprintf("f%d", i)), nil, 0o644)
+	}
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}, ScanLimit: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasPath(p.Hidden, shallow) || !hasPath(p.Hidden, ws+"/.env") {
+		t.Errorf("hidden %v lacks %s or the workspace's .env", p.Hidden, shallow)
+	}
+	if hasPath(p.Hidden, deep) || hasPath(p.Hidden, vendored) {
+		t.Errorf("hidden %v has a path past the home depth or in node_modules", p.Hidden)
+	}
+	if !strings.Contains(strings.Join(p.NotCovered, "\n"), "3 levels into home") {
+		t.Errorf("not covered: %q", p.NotCovered)
+	}
+}
