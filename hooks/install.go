@@ -94,16 +94,15 @@ func (a InstallArgs) argv() []string {
 	return args
 }
 
+// command is the hook command Install writes: hookgate check inside the
+// fail-closed wrapper (wrapper.go).
 func (a InstallArgs) command() string {
-	parts := []string{shellQuote(a.Binary)}
-	for _, x := range a.argv() {
-		parts = append(parts, shellQuote(x))
-	}
-	return strings.Join(parts, " ")
+	return wrappedCommand(a.Harness, append([]string{a.Binary}, a.argv()...))
 }
 
 // isOurs reports whether a hook command runs hookgate check: split into
-// shell words (see shellWords), its first word's base name is "hookgate" or
+// shell words (see shellWords) and unwrapped from the fail-closed wrapper,
+// its first word's base name is "hookgate" or
 // starts with "hookgate-" or "hookgate." (hookgate-linux-amd64,
 // hookgate.exe) and its second word is "check". That covers the entries
 // Install writes (the binary's absolute path, shell-quoted when it holds a
@@ -112,6 +111,9 @@ func (a InstallArgs) command() string {
 // unterminated quote) is not ours.
 func isOurs(cmd string) bool {
 	w, ok := shellWords(cmd)
+	if ok {
+		w = unwrap(w)
+	}
 	if !ok || len(w) < 2 || w[1] != "check" {
 		return false
 	}

@@ -184,7 +184,7 @@ func TestInstallCommand(t *testing.T) {
 			cmds, failClosed := hookCommands(t, path)
 			for _, ev := range tc.events {
 				c := cmds[ev]
-				if len(c) == 0 || c[len(c)-1] != want {
+				if len(c) == 0 || hooks.HookgateCommand(c[len(c)-1]) != want {
 					t.Errorf("%s: commands %q, want the last to be %q", ev, c, want)
 				}
 				n := 0

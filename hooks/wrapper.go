@@ -1,0 +1,92 @@
+package hooks
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The hook command Install writes is not hookgate itself but a small POSIX
+// shell wrapper around it, so that a failure of hookgate is a deny however
+// it fails: the harnesses run a hook that is missing, not executable,
+// killed, exits 1, hangs past their timeout or prints what they cannot
+// read, and then (all but Cursor with failClosed) run the tool. The
+// wrapper gives hookgate WrapperDeadline, passes an answer through only
+// when hookgate exited 0 with nothing or a JSON object on stdout, or 2 (its
+// own deny), and otherwise answers the harness's deny itself (hooks.Fail,
+// rendered at install time: exit 2, the reason on stderr, the JSON deny
+// where the harness reads one). /bin/sh is everywhere these harnesses run.
+
+// WrapperDeadline is how long the wrapper waits for hookgate, in tenths
+// of a second: above MaxDeadline (hookgate answers first whenever it
+// works) and under hookTimeout (the wrapper answers before the harness
+// gives up on it).
+const WrapperDeadline = 90
+
+// wrapperName is the wrapper's $0: it marks the entry as hookgate's.
+const wrapperName = "hookgate-failclosed"
+
+// wrapperScript runs "$@" (hookgate check ...) with the payload, after
+// the harness's deny answer in $1, giving it tenths/10 seconds.
+func wrapperScript(tenths int) string {
+	return strings.Join([]string{
+		`d=$1; shift`,
+		`deny() { [ -n "$d" ] && printf '%s\n' "$d"; echo "hookgate: $1; denied" >&2; exit 2; }`,
+		`t=$(mktemp -d "${TMPDIR:-/tmp}/hookgate.XXXXXX" 2>/dev/null) || t=$(mktemp -d 2>/dev/null) || deny "no temporary directory for the hook"`,
+		`trap 'rm -rf "$t"' EXIT`,
+		`cat >"$t/i" || deny "cannot read the payload"`,
+		`"$@" <"$t/i" >"$t/o" 2>"$t/e" &`,
+		`p=$!`,
+		fmt.Sprintf(`(n=0; while kill -0 $p 2>/dev/null; do if [ $n -ge %d ]; then : >"$t/k"; kill -9 $p; break; fi; sleep 0.1; n=$((n+1)); done) >/dev/null 2>&1 &`, tenths),
+		`wait $p; c=$?`,
+		fmt.Sprintf(`[ -e "$t/k" ] && deny "hookgate did not answer within %.1f s"`, float64(tenths)/10),
+		`o=$(cat "$t/o")`,
+		`case $c in`,
+		`0) case $o in ''|'{'*'}') cat "$t/o"; cat "$t/e" >&2; exit 0;; esac; deny "hookgate answered in a form the harness cannot read";;`,
+		`2) cat "$t/o"; [ -s "$t/e" ] && cat "$t/e" >&2 || echo "hookgate: denied" >&2; exit 2;;`,
+		`126) deny "hookgate is not executable: $1";;`,
+		`127) deny "hookgate not found: $1";;`,
+		`esac`,
+		`deny "hookgate failed (exit status $c)"`,
+	}, "\n")
+}
+
+// wrappedCommand is the hook command for argv (hookgate's absolute path
+// and its arguments), whose failures answer deny in h's form.
+func wrappedCommand(h Harness, argv []string) string {
+	return wrappedCommandWithin(h, argv, WrapperDeadline)
+}
+
+// wrappedCommandWithin is wrappedCommand with another deadline (tests).
+func wrappedCommandWithin(h Harness, argv []string, tenths int) string {
+	fail := Fail(h, "hookgate failed; denied")
+	deny := strings.TrimSpace(string(fail.Stdout))
+	parts := []string{"/bin/sh", "-c", shellQuote(wrapperScript(tenths)), wrapperName, shellQuote(deny)}
+	for _, a := range argv {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+// unwrap returns the hookgate command words inside a wrapper command, or
+// the words themselves when they are not one.
+func unwrap(w []string) []string {
+	if len(w) >= 5 && (w[0] == "/bin/sh" || w[0] == "sh") && w[1] == "-c" && w[3] == wrapperName {
+		return w[5:]
+	}
+	return w
+}
+
+// HookgateCommand returns the hookgate command a hook command runs (its
+// words shell-quoted and joined), out of the fail-closed wrapper, or ""
+// when the command is not hookgate's.
+func HookgateCommand(cmd string) string {
+	if !isOurs(cmd) {
+		return ""
+	}
+	w, _ := shellWords(cmd)
+	var parts []string
+	for _, x := range unwrap(w) {
+		parts = append(parts, shellQuote(x))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,120 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWrapperFailsClosed runs the hook command Install writes through
+// /bin/sh, as the harnesses do, with stand-ins for hookgate that fail in
+// every way: each failure must be the harness's deny (exit 2, a reason on
+// stderr, the JSON deny where the harness reads one), and hookgate's own
+// answers must pass through unchanged.
+func TestWrapperFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	notExec := filepath.Join(dir, "not-executable")
+	os.WriteFile(notExec, []byte("#!/bin/sh\nexit 0\n"), 0o644)
+	allowJSON := `{"permission":"allow"}`
+	cases := []struct {
+		name   string
+		bin    string
+		code   int
+		stdout string // exact, "" for none; "DENY" for the harness's deny
+		stderr string // a substring
+	}{
+		{"no opinion passes", script("quiet", "cat >/dev/null; exit 0"), 0, "", ""},
+		{"a JSON answer passes", script("json", "cat >/dev/null; echo '"+allowJSON+"'"), 0, allowJSON + "\n", ""},
+		{"hookgate's own deny passes", script("deny", "cat >/dev/null; echo 'reason here' >&2; exit 2"), 2, "", "reason here"},
+		{"missing", filepath.Join(dir, "no-such-hookgate"), 2, "DENY", "hookgate not found"},
+		{"not executable", notExec, 2, "DENY", "not executable"},
+		{"exit 1", script("crash", "exit 1"), 2, "DENY", "exit status 1"},
+		{"killed", script("killed", "kill -9 $$"), 2, "DENY", "exit status 137"},
+		{"garbage", script("garbage", "cat >/dev/null; echo not-json"), 2, "DENY", "a form the harness cannot read"},
+		{"hang", script("hang", "exec sleep 600"), 2, "DENY", "did not answer within 0.5 s"},
+		{"hang with stdout held by a child", script("hangchild", "sleep 600 & echo partial; wait"), 2, "DENY", "did not answer"},
+	}
+	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini} {
+		deny := strings.TrimSpace(string(Fail(h, "hookgate failed; denied").Stdout))
+		for _, c := range cases {
+			t.Run(string(h)+"/"+c.name, func(t *testing.T) {
+				cmd := wrappedCommandWithin(h, []string{c.bin, "check", "--harness", string(h)}, 5)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				sh := exec.CommandContext(ctx, "/bin/sh", "-c", cmd)
+				sh.Stdin = strings.NewReader(`{"hook_event_name":"PreToolUse"}`)
+				var out, errb bytes.Buffer
+				sh.Stdout, sh.Stderr = &out, &errb
+				start := time.Now()
+				err := sh.Run()
+				code := 0
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Errorf("took %v", time.Since(start))
+				}
+				want := c.stdout
+				if want == "DENY" {
+					want = deny
+					if want != "" {
+						want += "\n"
+					}
+				}
+				if code != c.code || out.String() != want || !strings.Contains(errb.String(), c.stderr) {
+					t.Errorf("exit %d stdout %q stderr %q; want exit %d stdout %q stderr containing %q", code, out.String(), errb.String(), c.code, want, c.stderr)
+				}
+				if c.code == 2 && strings.TrimSpace(errb.String()) == "" {
+					t.Errorf("a deny without a reason on stderr (Codex and Gemini need one)")
+				}
+				if want != "" && c.stdout == "DENY" && !json.Valid([]byte(want)) {
+					t.Errorf("the deny answer is not JSON: %q", want)
+				}
+			})
+		}
+	}
+}
+
+// TestWrapperPassesThePayload checks that hookgate gets the payload and
+// its arguments intact through the wrapper, quoting included.
+func TestWrapperPassesThePayload(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "my apps"), 0o755)
+	bin := filepath.Join(dir, "my apps", "hookgate")
+	os.WriteFile(bin, []byte("#!/bin/sh\nprintf '%s|' \"$@\" >&2; cat >\""+dir+"/got\"\n"), 0o755)
+	payload := `{"tool_input":{"command":"echo 'a' \"b\" $HOME"}}`
+	cmd := wrappedCommand(ClaudeCode, []string{bin, "check", "--policy", "/p/it's.yaml"})
+	sh := exec.Command("/bin/sh", "-c", cmd)
+	sh.Stdin = strings.NewReader(payload)
+	var errb bytes.Buffer
+	sh.Stderr = &errb
+	if err := sh.Run(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "got")); string(got) != payload {
+		t.Errorf("payload %q, want %q", got, payload)
+	}
+	if errb.String() != "check|--policy|/p/it's.yaml|" {
+		t.Errorf("arguments %q", errb.String())
+	}
+	if HookgateCommand(cmd) != shellQuote(bin)+" check --policy '/p/it'\\''s.yaml'" {
+		t.Errorf("HookgateCommand = %q", HookgateCommand(cmd))
+	}
+}
