@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -225,6 +226,8 @@ func TestOtherSandboxCredentials(t *testing.T) {
 			a := exec.CommandContext(ctx, "ip", args...)
 			a.Dir = sharedDir(t)
 			a.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			var aErr bytes.Buffer
+			a.Stderr = &aErr
 			out, _ := a.StdoutPipe()
 			if err := a.Start(); err != nil {
 				t.Fatal(err)
@@ -235,7 +238,9 @@ func TestOtherSandboxCredentials(t *testing.T) {
 			_, secret, ok := strings.Cut(strings.TrimPrefix(aURL, "http://"), ":")
 			secret, _, _ = strings.Cut(secret, "@")
 			if !ok || len(secret) < 32 {
-				t.Fatalf("sandbox A's proxy URL %q", aURL)
+				a.Process.Kill()
+				a.Wait()
+				t.Fatalf("sandbox A's proxy URL %q (stderr %s)", aURL, aErr.String())
 			}
 			script := `cat /proc/[0-9]*/environ 2>&1 | tr '\0' '\n' | grep -i proxy; ls -la /tmp/sandboxd-* /run/sandboxd-* 2>&1; ` +
 				`curl -sS --max-time 10 -o /dev/null -w '%{http_code}\n' -x '` + aURL + `' http://allowed.test/`

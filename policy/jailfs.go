@@ -68,7 +68,7 @@ var ProtectedInHome = []string{
 // git runs hooks and configured programs (core.fsmonitor, core.hooksPath)
 // from them, and the harnesses read their project settings there.
 var ProtectedInRoot = []string{
-	".git/hooks", ".git/config", ".gitmodules",
+	".git/hooks", ".git/config", ".git/config.worktree", ".git/commondir", ".git/modules", ".gitmodules",
 	".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json",
 	".cursor/hooks.json", ".mcp.json",
 }
@@ -108,12 +108,17 @@ const DefaultScanLimit = 200000
 // FSPlan is the sandbox's filesystem: what the kernel layer enforces for
 // the whole session (see procjail.FileSystem).
 type FSPlan struct {
-	Workspace   string   `json:"workspace"`
-	Home        string   `json:"home,omitempty"`
-	WriteRoots  []string `json:"writeRoots"`
-	Protected   []string `json:"protected"`
-	Hidden      []string `json:"hidden"`
-	Revealed    []string `json:"revealed,omitempty"`
+	Workspace  string   `json:"workspace"`
+	Home       string   `json:"home,omitempty"`
+	WriteRoots []string `json:"writeRoots"`
+	Protected  []string `json:"protected"`
+	Hidden     []string `json:"hidden"`
+	Revealed   []string `json:"revealed,omitempty"`
+	// Pinned are directories between a write root and a protected or
+	// hidden path below it, made mount points so that they cannot be
+	// renamed: "mv .git .git.o; mkdir .git" would otherwise carry the
+	// read-only .git/config away and put a writable one in its place.
+	Pinned      []string `json:"pinned,omitempty"`
 	HomeOverlay string   `json:"homeOverlay,omitempty"`
 	// AllWritable: "/" is a write root.
 	AllWritable bool `json:"allWritable,omitempty"`
@@ -165,6 +170,15 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 		}
 		roots = append(roots, c)
 	}
+	// A write root reached through a symlink that lies where a sandbox can
+	// write (the workspace, another write root) could have been planted by
+	// an earlier session: "out -> /" would make the next one's whole host
+	// writable, "out -> ~/.ssh" would name a protected path exactly.
+	for _, w := range in.Write {
+		if link := linkInside(m, w, roots); link != "" {
+			return nil, fmt.Errorf("write root %s goes through the symlink %s, inside a writable directory; give the path it points to", w, link)
+		}
+	}
 	if restricted {
 		roots = narrowToAllowOnly(roots, allowOnly, m)
 	}
@@ -195,7 +209,22 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 	for _, a := range in.AlwaysProtected {
 		p.Protected = append(p.Protected, Canonicalize(a, ws))
 	}
+	for _, r := range append([]string{ws}, p.WriteRoots...) {
+		if hp := gitHooksPath(r); hp != "" {
+			prot = append(prot, hp)
+		}
+	}
 	for _, c := range prot {
+		// The parent resolved, the name as it is: a protected name that is
+		// a symlink inside a write root could be replaced by a directory
+		// of the command's own (rm .git/hooks; mkdir .git/hooks), which no
+		// bind on the link's target prevents: refused.
+		at := Canonicalize(filepath.Dir(c), "/") + "/" + filepath.Base(c)
+		if fi, err := os.Lstat(at); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if p.coveredByWriteRoot(at) && !hasPath(p.WriteRoots, at) {
+				return nil, fmt.Errorf("protected path %s is a symlink inside a write root; the sandbox cannot keep it read-only (make it a real file or directory, or name it with --write)", at)
+			}
+		}
 		c = Canonicalize(c, "/")
 		if !hasPath(p.WriteRoots, c) {
 			p.Protected = append(p.Protected, c)
@@ -221,7 +250,10 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 				hidden = append(hidden, Canonicalize(d, "/"))
 			}
 		}
-		if parent := filepath.Dir(ws); parent != ws {
+		// The workspace's siblings: its parent, hidden with the workspace
+		// revealed; never "/" or a system directory (a workspace such as
+		// /app in a container keeps the system visible).
+		if parent := filepath.Dir(ws); parent != ws && !hasPath(systemDirs, parent) {
 			hidden = append(hidden, parent)
 		}
 		for _, g := range SystemSecrets {
@@ -248,14 +280,139 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 		}
 	}
 	p.Hidden = outermost(dedupe(hidden))
+	if hasPath(p.Hidden, "/") {
+		return nil, errors.New("files.deny would hide the whole filesystem")
+	}
 	// A hidden path wins over a protected or revealed one below it.
 	p.Protected = notBelow(p.Protected, p.Hidden, p.Revealed, p.WriteRoots)
 	p.Revealed = notDenied(p.Revealed, deny, m)
+	p.Pinned = p.pins()
 
 	if home != "" && !restricted && !p.AllWritable && !p.coveredByWriteRoot(home) && !hasPath(p.Hidden, home) {
 		p.HomeOverlay = home
 	}
+	// What a private tmp directory covers is out of sight inside: nothing
+	// to bind or mask there (the init would not find it).
+	p.Protected, p.Hidden, p.Pinned = p.inSight(p.Protected), p.inSight(p.Hidden), p.inSight(p.Pinned)
 	return p, nil
+}
+
+// inSight drops the paths that a private tmp directory covers and that no
+// write root, revealed path or the home overlay brings back.
+func (p *FSPlan) inSight(l []string) []string {
+	out := []string{}
+	for _, x := range l {
+		covered := false
+		for _, t := range PrivateTmpDirs {
+			if under(x, t) {
+				covered = true
+			}
+		}
+		if covered && !p.coveredByWriteRoot(x) && !(p.HomeOverlay != "" && under(x, p.HomeOverlay)) {
+			kept := false
+			for _, r := range p.Revealed {
+				if under(x, r) {
+					kept = true
+				}
+			}
+			if !kept {
+				continue
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// systemDirs hold the system's runtime: never hidden as a workspace's
+// parent.
+var systemDirs = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/opt"}
+
+// pins are the existing directories strictly between a write root and a
+// protected or hidden path inside it (see FSPlan.Pinned).
+func (p *FSPlan) pins() []string {
+	var out []string
+	for _, x := range append(append([]string{}, p.Protected...), p.Hidden...) {
+		for _, r := range p.WriteRoots {
+			if !under(x, r) || x == r {
+				continue
+			}
+			for d := filepath.Dir(x); d != r && under(d, r); d = filepath.Dir(d) {
+				if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+// linkInside returns the first symlink along w (as given: "~/" expanded,
+// made absolute against the workspace) that lies inside one of dirs, or "".
+func linkInside(m FileMatcher, w string, dirs []string) string {
+	if w == "~" || strings.HasPrefix(w, "~/") {
+		w = m.Home + w[1:]
+	}
+	if !filepath.IsAbs(w) {
+		w = filepath.Join(m.Cwd, w)
+	}
+	w = filepath.Clean(w)
+	for at := w; at != "/"; at = filepath.Dir(at) {
+		fi, err := os.Lstat(at)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		c := Canonicalize(filepath.Dir(at), "/") + "/" + filepath.Base(at)
+		for _, d := range dirs {
+			if under(c, d) && c != d {
+				return at
+			}
+		}
+	}
+	return ""
+}
+
+// gitHooksPath is the directory a repository at root runs hooks from when
+// its .git/config sets core.hooksPath ("" when unset or unreadable):
+// husky and the like point it into the work tree, where it is as writable
+// as the rest, and the host's next git commit runs what is there.
+func gitHooksPath(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, ".git", "config"))
+	if err != nil {
+		return ""
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = ""
+			if f := strings.Fields(strings.Trim(line, "[]")); len(f) > 0 {
+				section = strings.ToLower(f[0])
+			}
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		if v == "" {
+			return ""
+		}
+		if strings.HasPrefix(v, "~/") {
+			home, _ := os.UserHomeDir()
+			v = filepath.Join(home, v[2:])
+		}
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(root, v)
+		}
+		// Outside the root it is as read-only as the rest of the host.
+		if v = filepath.Clean(v); !under(v, root) || v == root {
+			return ""
+		}
+		return v
+	}
+	return ""
 }
 
 // narrowToAllowOnly intersects the write roots with the allowOnly patterns
@@ -477,6 +634,9 @@ func (p *FSPlan) Reveal(path string) {
 		p.Revealed = append(p.Revealed, c)
 	}
 }
+
+// InWriteRoot reports whether path is a write root or below one.
+func (p *FSPlan) InWriteRoot(path string) bool { return p.coveredByWriteRoot(path) }
 
 func (p *FSPlan) coveredByWriteRoot(path string) bool {
 	for _, r := range p.WriteRoots {

@@ -149,8 +149,10 @@ func TestPlanFilesystemAllowOnly(t *testing.T) {
 	if p.HomeOverlay != "" {
 		t.Errorf("home overlay under allowOnly: %q", p.HomeOverlay)
 	}
-	if !hasPath(p.Hidden, filepath.Dir(home)) && !hasPath(p.Hidden, home) {
-		t.Errorf("home not hidden: %v", p.Hidden)
+	// Home (here under the private /tmp, so out of sight already) is not
+	// readable.
+	if d := p.Explain(home+"/.bashrc", false); d.Allowed() {
+		t.Errorf("home readable: %v", d)
 	}
 	if !hasPath(p.Revealed, ws) {
 		t.Errorf("workspace not revealed: %v", p.Revealed)
@@ -266,4 +268,80 @@ func TestPlanFilesystemHomeScanDepth(t *testing.T) {
 	if !strings.Contains(strings.Join(p.NotCovered, "\n"), "3 levels into home") {
 		t.Errorf("not covered: %q", p.NotCovered)
 	}
+}
+
+// The bypass hunt's findings, each refused or held by the plan.
+func TestPlanFilesystemHunt(t *testing.T) {
+	home, ws := fsFixture(t)
+	// A write root through a symlink planted in the workspace.
+	os.Symlink("/", ws+"/out")
+	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{"out"}}); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("write root through a planted symlink: %v", err)
+	}
+	// A write root that is a symlink outside every writable place is fine.
+	os.Symlink(ws+"/src", filepath.Dir(home)+"/srclink")
+	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{filepath.Dir(home) + "/srclink"}}); err != nil {
+		t.Errorf("a symlink outside the writable places: %v", err)
+	}
+	// Protected paths' parents inside a write root are pinned.
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{ws + "/.git", ws + "/sub"} {
+		if !hasPath(p.Pinned, want) {
+			t.Errorf("%s not pinned: %v", want, p.Pinned)
+		}
+	}
+	// A protected name that is a symlink inside a write root is refused.
+	os.RemoveAll(ws + "/.git/hooks")
+	os.Mkdir(ws+"/githooks", 0o755)
+	os.Symlink("../githooks", ws+"/.git/hooks")
+	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home}); err == nil || !strings.Contains(err.Error(), "symlink inside a write root") {
+		t.Errorf("symlinked .git/hooks: %v", err)
+	}
+	os.Remove(ws + "/.git/hooks")
+	// core.hooksPath into the work tree is protected.
+	os.WriteFile(ws+"/.git/config", []byte("[core]\n\thooksPath = .husky\n[remote \"o\"]\n\turl = x\n"), 0o644)
+	os.Mkdir(ws+"/.husky", 0o755)
+	if p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home}); err != nil || !hasPath(p.Protected, ws+"/.husky") {
+		t.Errorf("core.hooksPath not protected: %v %v", err, p.Protected)
+	}
+	// files.deny of everything is refused, not an empty mask over /.
+	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"/"}}}); err == nil {
+		t.Error("files.deny / planned")
+	}
+}
+
+func TestPlanFilesystemAllowOnlyAtRoot(t *testing.T) {
+	// A workspace right under / (a container's /app): its parent is not
+	// hidden, so the system stays; nothing hides "/".
+	ws, err := os.MkdirTemp("/", "barry-plan-")
+	if err != nil {
+		t.Skip("cannot make a directory under /")
+	}
+	defer os.RemoveAll(ws)
+	p, err := PlanFilesystem(FSInput{Workspace: ws, Files: &FileRules{AllowOnly: []string{ws + "/**"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasPath(p.Hidden, "/") {
+		t.Errorf("/ hidden: %v", p.Hidden)
+	}
+	if d := p.Explain("/usr/bin/env", false); !d.Allowed() {
+		t.Errorf("/usr/bin/env: %v", d)
+	}
+}
+
+func FuzzGitHooksPath(f *testing.F) {
+	f.Add("[core]\n\thooksPath = .husky\n")
+	f.Add("[]\n[core \"x\"]\nhookspath=\"/abs\"\n")
+	f.Fuzz(func(t *testing.T, config string) {
+		root := t.TempDir()
+		os.Mkdir(root+"/.git", 0o755)
+		os.WriteFile(root+"/.git/config", []byte(config), 0o644)
+		if hp := gitHooksPath(root); hp != "" && (!under(hp, root) || hp == root) {
+			t.Fatalf("hooks path %q outside the root %q", hp, root)
+		}
+	})
 }

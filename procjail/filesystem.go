@@ -2,8 +2,10 @@ package procjail
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // FileSystem is the command's view of the host filesystem. The zero value
@@ -39,6 +41,14 @@ type FileSystem struct {
 	// HomeOverlay is the home directory given a discarded writable layer;
 	// "" leaves home read-only (unless a write root holds it).
 	HomeOverlay string `json:"homeOverlay,omitempty"`
+	// Pinned are directories bound over themselves, writable as they are:
+	// a mount point cannot be renamed or removed, so the protected and
+	// hidden paths below them stay where the plan put them.
+	Pinned []string `json:"pinned,omitempty"`
+	// Identity is, for the protected, hidden and pinned paths that existed
+	// when the sandbox was planned, the file each one was: the init mounts
+	// over that file or refuses to start.
+	Identity map[string]FileID `json:"identity,omitempty"`
 	// Revealed are paths inside Hidden directories that stay visible (the
 	// allowOnly paths and the workspace under a hidden home): their
 	// hidden ancestors become empty directories that hold only them.
@@ -50,7 +60,7 @@ func (f *FileSystem) Validate() error {
 	for _, l := range []struct {
 		name  string
 		paths []string
-	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"homeOverlay", nonEmpty(f.HomeOverlay)}} {
+	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"pinned", f.Pinned}, {"homeOverlay", nonEmpty(f.HomeOverlay)}} {
 		for i, p := range l.paths {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
 				return fmt.Errorf("filesystem.%s[%d]: %q is not a clean absolute path", l.name, i, p)
@@ -60,9 +70,33 @@ func (f *FileSystem) Validate() error {
 	return nil
 }
 
+// FileID identifies a file: its device and inode numbers.
+type FileID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
 func nonEmpty(s string) []string {
 	if s == "" {
 		return nil
 	}
 	return []string{s}
+}
+
+// Identify records the FileID of each path that exists (not following a
+// final symlink), for FileSystem.Identity.
+func Identify(paths ...[]string) map[string]FileID {
+	ids := map[string]FileID{}
+	for _, l := range paths {
+		for _, p := range l {
+			fi, err := os.Lstat(p)
+			if err != nil {
+				continue
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				ids[p] = FileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}
+			}
+		}
+	}
+	return ids
 }

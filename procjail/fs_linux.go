@@ -69,6 +69,7 @@ func setupFileSystem(fs *FileSystem) error {
 		{"filesystem: private tmp", b.privateTmp},
 		{"filesystem: home overlay", b.homeOverlay},
 		{"filesystem: write roots", b.placeTrees},
+		{"filesystem: pinned parents", b.pin},
 		{"filesystem: protected paths", b.protect},
 		{"filesystem: hidden paths", b.hide},
 		{"filesystem: detach staging", b.detachStaging},
@@ -358,16 +359,94 @@ func (b *fsBuilder) placeTrees() error {
 	return nil
 }
 
+// openPlanned opens a planned path without following any symlink
+// (openat2 RESOLVE_NO_SYMLINKS: the plan's paths are canonical, so a
+// symlink on the way is one planted since, by a concurrent sandbox) and
+// checks that it is the file the plan saw (FileSystem.Identity). A planned
+// path that has gone missing is an error when the plan saw it.
+func (b *fsBuilder) openPlanned(p string) (fd int, st unix.Stat_t, ok bool, err error) {
+	fd, err = unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	want, planned := b.fs.Identity[p]
+	if err != nil {
+		if !planned && (err == unix.ENOENT || err == unix.ENOTDIR || err == unix.EACCES) {
+			return -1, st, false, nil // missing (or out of reach) at start too: nothing to do
+		}
+		if err == unix.ENOSYS {
+			return -1, st, false, fmt.Errorf("openat2 %s: %w (the filesystem layer needs Linux 5.6 or later)", p, err)
+		}
+		return -1, st, false, &os.PathError{Op: "open (no symlinks)", Path: p, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, false, err
+	}
+	if planned && (uint64(st.Dev) != want.Dev || st.Ino != want.Ino) {
+		unix.Close(fd)
+		return -1, st, false, fmt.Errorf("%s changed since the sandbox was planned (replaced by another file)", p)
+	}
+	return fd, st, true, nil
+}
+
+// mountClone clones the tree at from (an fd, or a path under dfd),
+// optionally read-only, and moves the clone onto the file open as to.
+func mountClone(dfd int, from string, to int, readOnly bool) error {
+	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_RECURSIVE)
+	if from == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	c, err := unix.OpenTree(dfd, from, flags)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(c)
+	if readOnly {
+		if err := unix.MountSetattr(c, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("mount_setattr: %w", err)
+		}
+	}
+	if err := unix.MoveMount(c, "", to, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount: %w", err)
+	}
+	return nil
+}
+
+// pin binds every Pinned directory over itself (writable, as it was): a
+// mount point cannot be renamed or removed, so a protected or hidden path
+// below it cannot be carried away with its parent (mv .git .git.o).
+func (b *fsBuilder) pin() error {
+	for _, p := range b.fs.Pinned {
+		fd, _, ok, err := b.openPlanned(p)
+		if err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		err = mountClone(fd, "", fd, false)
+		unix.Close(fd)
+		if err != nil {
+			return &os.PathError{Op: "pin", Path: p, Err: err}
+		}
+	}
+	return nil
+}
+
 func (b *fsBuilder) protect() error {
 	for _, p := range b.fs.Protected {
-		if _, err := os.Lstat(p); err != nil {
+		fd, _, ok, err := b.openPlanned(p)
+		if err != nil || !ok {
+			if err != nil {
+				return err
+			}
 			continue // missing: nothing to bind (see FileSystem)
 		}
-		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return &os.PathError{Op: "bind", Path: p, Err: err}
-		}
-		if err := readOnlyTree(p); err != nil {
-			return err
+		err = mountClone(fd, "", fd, true)
+		unix.Close(fd)
+		if err != nil {
+			return &os.PathError{Op: "protect", Path: p, Err: err}
 		}
 	}
 	return nil
@@ -378,19 +457,21 @@ func (b *fsBuilder) hide() error {
 		if contains(b.skeleton, h) {
 			continue
 		}
-		fi, err := os.Lstat(h)
-		if err != nil {
+		fd, st, ok, err := b.openPlanned(h)
+		if err != nil || !ok {
+			if err != nil {
+				return err
+			}
 			continue // missing: nothing to mask
 		}
 		src := stagingDir + "/" + maskFileNm
-		if fi.IsDir() {
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			src = stagingDir + "/" + maskDirName
 		}
-		if err := unix.Mount(src, h, "", unix.MS_BIND, ""); err != nil {
+		err = mountClone(unix.AT_FDCWD, src, fd, true)
+		unix.Close(fd)
+		if err != nil {
 			return &os.PathError{Op: "mask", Path: h, Err: err}
-		}
-		if err := unix.Mount("", h, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return &os.PathError{Op: "mask read-only", Path: h, Err: err}
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/barry-rocks/sandbox/proxy"
 )
@@ -79,7 +80,10 @@ func OpenAudit(path, sandbox string) (*Audit, error) {
 	case "-":
 		a.w = os.Stderr
 	default:
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		// Not through a symlink: a sandbox whose workspace holds the audit
+		// file could otherwise plant a link there and have the next
+		// session append to any file of the user (~/.bashrc).
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("audit file: %w", err)
 		}

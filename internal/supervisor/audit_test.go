@@ -138,3 +138,26 @@ func TestAuditWriteErrorReported(t *testing.T) {
 		t.Fatalf("counts %v: decisions must still be counted", c)
 	}
 }
+
+// TestOpenAuditRefusesSymlink: a link planted where the audit file goes
+// (by a sandbox whose workspace holds it) is not followed.
+func TestOpenAuditRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "bashrc")
+	os.WriteFile(target, []byte("rc\n"), 0o644)
+	link := filepath.Join(dir, "audit.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := OpenAudit(link, "s"); err == nil {
+		a.Close()
+		t.Fatal("OpenAudit followed a symlink")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "rc\n" {
+		t.Errorf("target changed: %q", b)
+	}
+	if a, err := OpenAudit(dir, "s"); err == nil {
+		a.Close()
+		t.Fatal("OpenAudit took a directory")
+	}
+}

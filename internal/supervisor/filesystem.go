@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
@@ -23,9 +24,10 @@ const (
 // fsState is the session's filesystem plan, fixed at start.
 type fsState struct {
 	*policy.FSPlan
-	files   string          // the file rules it was planned from (JSON)
-	write   string          // the policy file's filesystem section (JSON)
-	missing map[string]bool // protected paths that did not exist at start
+	files    string          // the file rules it was planned from (JSON)
+	write    string          // the policy file's filesystem section (JSON)
+	missing  map[string]bool // protected paths that did not exist at start
+	identity map[string]procjail.FileID
 }
 
 // writeRoots are the operator's write roots: --write, then the policy
@@ -71,7 +73,15 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 	if self, err := os.Executable(); err == nil {
 		plan.Reveal(self)
 	}
-	st := &fsState{FSPlan: plan, files: jsonString(files), write: jsonString(filesystemSection(sp)), missing: map[string]bool{}}
+	st := &fsState{FSPlan: plan, files: jsonString(files), write: jsonString(filesystemSection(sp)), missing: map[string]bool{},
+		identity: procjail.Identify(plan.Protected, plan.Hidden, plan.Pinned)}
+	// Inside the home overlay the init sees the overlay's inodes, not the
+	// host's: nothing to compare there (and its changes are discarded).
+	for p := range st.identity {
+		if plan.HomeOverlay != "" && isUnder(p, plan.HomeOverlay) && !plan.InWriteRoot(p) {
+			delete(st.identity, p)
+		}
+	}
 	for _, p := range plan.Protected {
 		if _, err := os.Lstat(p); err != nil {
 			st.missing[p] = true
@@ -96,7 +106,7 @@ func jsonString(v any) string {
 func (f *fsState) jail() procjail.FileSystem {
 	return procjail.FileSystem{
 		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
-		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay,
+		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay, Pinned: f.Pinned, Identity: f.identity,
 	}
 }
 
@@ -145,3 +155,5 @@ func (f *fsState) createdProtected() []string {
 	}
 	return out
 }
+
+func isUnder(p, q string) bool { return p == q || q == "/" || strings.HasPrefix(p, q+"/") }
