@@ -93,7 +93,12 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"exec_command": shellTool("workdir"),
 		"shell":        shellTool("workdir"),
 		"apply_patch":  {Category: CatPatch, CommandKey: "command"},
-		"spawn_agent":  other,
+		// write_stdin types into a running exec session: what it types is
+		// a command line like any other (exec_command "bash", then
+		// write_stdin "git push" must meet the same rules).
+		"write_stdin": {Category: CatShell, CommandKey: "chars"},
+		"view_image":  readTool("path"),
+		"spawn_agent": other,
 	},
 	Cursor: {
 		"Shell":     shellTool("working_directory"),

@@ -112,6 +112,14 @@ func buildHarnesses() map[string]*NativeHarness {
 				"Write": cats(wr), "Edit": cats(wr), "MultiEdit": cats(wr), "NotebookEdit": cats(wr),
 				"WebFetch": cats(nw), "WebSearch": cats(nw),
 				"Agent": nil, "Task": nil, "TodoWrite": nil, "ExitPlanMode": nil,
+				// Claude Code 2.1.332's tools that act only through the
+				// others (or on the session itself); TaskOutput and TaskStop
+				// read and stop background shells, Monitor watches one.
+				"ToolSearch": nil, "ListAgents": nil, "Skill": nil, "Workflow": nil, "ScheduleWakeup": nil,
+				"ReportFindings": nil, "SendMessage": nil, "AskUserQuestion": nil, "EnterPlanMode": nil,
+				"TaskCreate": nil, "TaskGet": nil, "TaskList": nil, "TaskUpdate": nil,
+				"TaskOutput": cats(sh), "TaskStop": cats(sh), "Monitor": cats(sh),
+				"CronCreate": nil, "CronDelete": nil, "CronList": nil,
 			},
 			Modes: map[string]*HarnessMode{
 				"hosted":       {Gate: true, Ceiling: true, Label: "Barry launches Claude Code with a PreToolUse hook gate"},
@@ -122,7 +130,10 @@ func buildHarnesses() map[string]*NativeHarness {
 		{
 			ID: "codex", Label: "OpenAI Codex CLI", DefaultMode: "hooks",
 			Categories: map[string][]string{
-				"Bash": cats(sh), "apply_patch": cats(rd, wr), "web_search": cats(nw), "update_plan": nil,
+				"Bash": cats(sh), "exec_command": cats(sh), "shell": cats(sh), "write_stdin": cats(sh),
+				"apply_patch": cats(rd, wr), "web_search": cats(nw), "view_image": cats(rd),
+				"update_plan": nil, "spawn_agent": nil, "request_user_input": nil, "tool_search": nil,
+				"get_goal": nil, "create_goal": nil, "update_goal": nil,
 			},
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "a launcher runs hookgate on PreToolUse; a missing script, crash, timeout or malformed answer is a deny",
@@ -147,6 +158,9 @@ func buildHarnesses() map[string]*NativeHarness {
 				"read_file":         cats(rd), "read_many_files": cats(rd), "glob": cats(rd), "search_file_content": cats(rd), "list_directory": cats(rd),
 				"write_file": cats(wr), "replace": cats(wr), "save_memory": cats(wr),
 				"web_fetch": cats(nw), "google_web_search": cats(nw),
+				"grep_search": cats(rd), "read_background_output": cats(sh), "list_background_processes": cats(sh),
+				"write_todos": nil, "update_topic": nil, "enter_plan_mode": nil, "exit_plan_mode": nil,
+				"invoke_agent": nil, "activate_skill": nil,
 			},
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "a BeforeTool hook gate"},

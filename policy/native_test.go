@@ -62,11 +62,11 @@ func TestNativeToolsTakenBack(t *testing.T) {
 		want  string
 	}{
 		{"nil", nil, ""},
-		{"shell rule takes back the shell", &Bound{Bash: &BashRules{DenyPrograms: []string{"git:push"}}}, "Bash,BashOutput,KillShell,PowerShell"},
+		{"shell rule takes back the shell", &Bound{Bash: &BashRules{DenyPrograms: []string{"git:push"}}}, "Bash,BashOutput,KillShell,Monitor,PowerShell,TaskOutput,TaskStop"},
 		{"file rule takes back shell and file tools", &Bound{Files: &FileRules{Deny: []string{"~/.ssh"}}},
-			"Bash,BashOutput,Edit,Glob,Grep,KillShell,LS,MultiEdit,NotebookEdit,NotebookRead,PowerShell,Read,Write"},
-		{"write access takes back shell and writes", &Bound{DeniedAccess: []string{"write"}}, "Bash,BashOutput,Edit,KillShell,MultiEdit,NotebookEdit,PowerShell,Write"},
-		{"network rule takes back shell and network", &Bound{Network: &NetworkRules{Domains: []string{"a.com"}}}, "Bash,BashOutput,KillShell,PowerShell,WebFetch,WebSearch"},
+			"Bash,BashOutput,Edit,Glob,Grep,KillShell,LS,Monitor,MultiEdit,NotebookEdit,NotebookRead,PowerShell,Read,TaskOutput,TaskStop,Write"},
+		{"write access takes back shell and writes", &Bound{DeniedAccess: []string{"write"}}, "Bash,BashOutput,Edit,KillShell,Monitor,MultiEdit,NotebookEdit,PowerShell,TaskOutput,TaskStop,Write"},
+		{"network rule takes back shell and network", &Bound{Network: &NetworkRules{Domains: []string{"a.com"}}}, "Bash,BashOutput,KillShell,Monitor,PowerShell,TaskOutput,TaskStop,WebFetch,WebSearch"},
 		{"enforce alone takes nothing", &Bound{Network: &NetworkRules{Enforce: EnforceSandbox}}, ""},
 	}
 	for _, c := range cases {
@@ -106,7 +106,7 @@ func TestResolveNativePolicy(t *testing.T) {
 	}
 	// Guest: no gate, so the ceiling takes the shell back.
 	p, _ = ResolveNativePolicy(NativeGrants{Grants: grants, Bound: shellRule}, hs["claude-code"], "guest")
-	if got := strings.Join(p.Denied, ","); got != "Bash,BashOutput,KillShell,PowerShell" {
+	if got := strings.Join(p.Denied, ","); got != "Bash,BashOutput,KillShell,Monitor,PowerShell,TaskOutput,TaskStop" {
 		t.Errorf("guest denied = %s", got)
 	}
 	if !strings.Contains(p.Reasons["Bash"], "no per-call gate sees it") {
@@ -147,8 +147,9 @@ func TestNativeToolStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := NativeStatus{
-		Allowed:      []string{"run_shell_command"},
-		Denied:       []string{"glob", "google_web_search", "list_directory", "read_file", "read_many_files", "replace", "save_memory", "search_file_content", "web_fetch", "write_file"},
+		Allowed: []string{"activate_skill", "enter_plan_mode", "exit_plan_mode", "invoke_agent", "list_background_processes",
+			"read_background_output", "run_shell_command", "update_topic", "write_todos"},
+		Denied:       []string{"glob", "google_web_search", "grep_search", "list_directory", "read_file", "read_many_files", "replace", "save_memory", "search_file_content", "web_fetch", "write_file"},
 		Refused:      map[string]string{},
 		Uncontrolled: map[string]string{},
 	}
