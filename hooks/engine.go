@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/policy/shell"
 )
 
 // Engine rules on one normalized tool call. A Rule that cannot decide
@@ -198,6 +200,11 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 			// Relative paths in the command would be checked against the
 			// wrong directory.
 			return policy.Denied("shell command has no absolute working directory and the bound has files rules", "input")
+		}
+		if c.Harness == Codex && ShellRuleIn(r.bound()) != "" {
+			if prog := interactiveReader(cmd); prog != "" {
+				return policy.Denied(fmt.Sprintf("shell command starts %s reading commands from its input, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), "shell:interactive")
+			}
 		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
 	case CatFileRead, CatFileWrite:
@@ -882,3 +889,46 @@ func (in *input) paths(keys []string) []string {
 }
 
 func (in *input) list(key string) []string { return in.all([]string{key}) }
+
+// interactiveReaders read commands from their input when given no script.
+var interactiveReaders = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "fish": true, "csh": true, "tcsh": true, "busybox": true,
+	"python": true, "python3": true, "node": true, "deno": true, "bun": true, "irb": true, "ruby": true, "perl": true, "php": true,
+	"lua": true, "R": true, "julia": true, "ghci": true, "psql": true, "mysql": true, "sqlite3": true, "redis-cli": true,
+	"ssh": true, "telnet": true, "nc": true, "socat": true, "gdb": true, "lldb": true, "ed": true,
+}
+
+// interactiveReader returns the first program of a command line that would
+// read commands from its input (an interpreter with no script, no -c/-e
+// and no command argument), or "" (also for a line that does not parse:
+// the shell rules then decide).
+func interactiveReader(cmd string) string {
+	c := shell.Classify(cmd)
+	if c.Unparseable {
+		return ""
+	}
+	for _, argv := range c.Argvs {
+		if len(argv) == 0 {
+			continue
+		}
+		prog := filepath.Base(argv[0])
+		if !interactiveReaders[prog] {
+			continue
+		}
+		scripted := false
+		for _, a := range argv[1:] {
+			switch {
+			case a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-m" || a == "--command" || a == "-f" || a == "--file":
+				scripted = true
+			case a == "-i" || a == "-s" || a == "-" || a == "--interactive":
+				// explicitly interactive, or the script from stdin
+			case !strings.HasPrefix(a, "-"):
+				scripted = true
+			}
+		}
+		if !scripted {
+			return prog
+		}
+	}
+	return ""
+}

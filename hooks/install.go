@@ -30,6 +30,20 @@ type InstallArgs struct {
 	Policy string
 	// Now names backups; nil means time.Now.
 	Now func() time.Time
+	// ClaudeConfigDir is $CLAUDE_CONFIG_DIR: Claude Code then reads its
+	// user settings there, not in ~/.claude.
+	ClaudeConfigDir string
+	// CodexHome is $CODEX_HOME, where Codex reads its user hooks and
+	// config ("" means ~/.codex).
+	CodexHome string
+}
+
+// codexHome is the Codex configuration directory for a.
+func (a InstallArgs) codexHome() string {
+	if a.CodexHome != "" {
+		return a.CodexHome
+	}
+	return filepath.Join(a.Home, ".codex")
 }
 
 // hookTimeout is the harness's timeout for hookgate in seconds, written
@@ -58,12 +72,19 @@ func ConfigPath(a InstallArgs) (string, error) {
 	if base == "" || !filepath.IsAbs(base) {
 		return "", fmt.Errorf("%s directory %q is not absolute", a.Scope, base)
 	}
+	user := a.Scope != "project"
 	switch a.Harness {
 	case ClaudeCode:
+		if user && a.ClaudeConfigDir != "" {
+			return filepath.Join(a.ClaudeConfigDir, "settings.json"), nil
+		}
 		return filepath.Join(base, ".claude", "settings.json"), nil
 	case Cursor:
 		return filepath.Join(base, ".cursor", "hooks.json"), nil
 	case Codex:
+		if user {
+			return filepath.Join(a.codexHome(), "hooks.json"), nil
+		}
 		return filepath.Join(base, ".codex", "hooks.json"), nil
 	case Gemini:
 		return filepath.Join(base, ".gemini", "settings.json"), nil
@@ -215,6 +236,10 @@ func edit(a InstallArgs, install bool) (string, bool, error) {
 	if a.Harness == Pi {
 		return editPi(a, path, install)
 	}
+	if install && a.Harness == Codex && a.Scope == "project" && !codexProjectTrusted(a.codexHome(), a.Project) {
+		return path, false, fmt.Errorf("Codex ignores %s unless the project is trusted: add [projects.%s] trust_level = \"trusted\" to %s (it trusts all of the project's Codex configuration), or install with --scope user",
+			filepath.Dir(path), tomlQuote(a.Project), filepath.Join(a.codexHome(), "config.toml"))
+	}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return path, false, err
@@ -241,12 +266,24 @@ func edit(a InstallArgs, install bool) (string, bool, error) {
 	}
 	out := encodeOrdered(root)
 	if (old != nil && string(out) == string(before)) || (old == nil && !install) {
-		return path, false, nil
+		return path, false, a.trust(path, install)
 	}
 	if err := writeWithBackup(path, old, out, a.now()); err != nil {
 		return path, false, err
 	}
-	return path, true, nil
+	return path, true, a.trust(path, install)
+}
+
+// trust records, for Codex, the trust of the entries just written: Codex
+// skips an untrusted hook without a word.
+func (a InstallArgs) trust(path string, install bool) error {
+	if !install || a.Harness != Codex {
+		return nil
+	}
+	if err := trustCodexHooks(a.codexHome(), path, a.now()); err != nil {
+		return fmt.Errorf("hook written to %s but not trusted, so Codex would skip it: %w", path, err)
+	}
+	return nil
 }
 
 func (a InstallArgs) now() time.Time {
@@ -371,6 +408,12 @@ func entryFor(a InstallArgs, ev string) any {
 		h.set("type", "command")
 		h.set("command", cmd)
 		h.set("timeout", json.Number(fmt.Sprint(hookTimeout)))
+		if a.Harness == ClaudeCode {
+			// Claude Code 2.1.2xx+: a hook that fails (also an exit-0 answer
+			// that is not valid JSON) blocks instead of letting the call
+			// through; the wrapper covers the versions without it.
+			h.set("onFailure", "block")
+		}
 		if a.Harness == Codex && ev == "PreToolUse" {
 			h.set("statusMessage", "hookgate: checking tool call")
 		}

@@ -119,12 +119,15 @@ func write(io cli.IO, out hooks.Output) int {
 const installUsage = `hookgate install|uninstall --harness claude-code|codex|cursor|gemini|pi [--scope user|project] [--policy FILE] [--project DIR]
 
 install merges hookgate's hook entry into the harness's configuration
-(~/.claude/settings.json, ~/.cursor/hooks.json with failClosed: true,
-~/.codex/hooks.json, ~/.gemini/settings.json; with --scope project the same
-files under the project directory; for Pi an extension file), keeping every
-other setting and hook, after a timestamped backup. Running it twice
-changes nothing. uninstall removes only hookgate's entries. The entry runs
-this binary by its absolute path.`
+(~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json,
+~/.cursor/hooks.json with failClosed: true, $CODEX_HOME/hooks.json (default
+~/.codex) with its trust recorded in $CODEX_HOME/config.toml,
+~/.gemini/settings.json; with --scope project the same files under the
+project directory; for Pi an extension file), keeping every other setting
+and hook, after a timestamped backup. Running it twice changes nothing.
+uninstall removes only hookgate's entries. The entry runs this binary by its
+absolute path inside a POSIX wrapper that turns any failure of hookgate
+(missing, crashed, hung, unreadable answer) into the harness's deny.`
 
 func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string) int {
 	name := "install"
@@ -153,7 +156,8 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 		if *project == "" {
 			*project, _ = os.Getwd()
 		}
-		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath}
+		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath,
+			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME")}
 		if a.Policy != "" {
 			a.Policy = absPath(a.Policy)
 		}
