@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/barry-rocks/sandbox/policy"
@@ -57,6 +58,16 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 		return nil, fmt.Errorf("working directory: %w", err)
 	}
 	home, _ := os.UserHomeDir()
+	// The harnesses' configuration where their variables move it (the
+	// home table covers the default places): an agent must not be able to
+	// turn off its own hook gate.
+	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		alwaysProtected = append(alwaysProtected, filepath.Join(d, "settings.json"), filepath.Join(d, "settings.local.json"))
+	}
+	if d := os.Getenv("CODEX_HOME"); d != "" {
+		alwaysProtected = append(alwaysProtected, d)
+	}
+	alwaysProtected = existingOnly(alwaysProtected)
 	var files *policy.FileRules
 	if sp.bound != nil {
 		files = sp.bound.Files
@@ -157,3 +168,15 @@ func (f *fsState) createdProtected() []string {
 }
 
 func isUnder(p, q string) bool { return p == q || q == "/" || strings.HasPrefix(p, q+"/") }
+
+// existingOnly keeps the paths that exist (a protected path that does not
+// is nothing to bind).
+func existingOnly(l []string) []string {
+	var out []string
+	for _, p := range l {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
