@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
@@ -29,6 +31,7 @@ func run(args []string) int {
 			{Name: "check", Summary: "answer one hook call read on stdin", Run: checkCmd},
 			{Name: "install", Summary: "add hookgate to a harness's hook configuration", Run: installCmd(false)},
 			{Name: "uninstall", Summary: "remove hookgate's entry from a harness's hook configuration", Run: installCmd(true)},
+			{Name: "verify", Summary: "check that the harness really runs hookgate on its tool calls", Run: verifyCmd},
 			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
 				fmt.Fprintf(io.Out, "hookgate %s\n", version)
 				return 0
@@ -189,6 +192,53 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 		}
 		return 0
 	}
+}
+
+const verifyUsage = `hookgate verify --harness claude-code|codex|cursor|gemini|pi [--scope user|project] [--project DIR] [--codex PATH]
+
+verify checks the configuration the harness itself reads: hookgate's entry
+present for every gated event and first in line, inside its fail-closed
+wrapper, its binary executable; Claude Code's settings not disabling hooks;
+for Codex the project trusted (project scope) and hookgate's entries trusted,
+asked from Codex's own app-server (hooks/list) when a codex binary is found
+(--codex, else codex on PATH), else recomputed from its files. Exit 0 when
+the harness will run hookgate, 1 with the reason when it will not, 2 on bad
+usage.`
+
+func verifyCmd(ctx context.Context, io cli.IO, args []string) int {
+	fs := cli.NewFlagSet(io, "verify", verifyUsage)
+	harness := fs.String("harness", "", "harness: claude-code, codex, cursor, gemini or pi")
+	scope := fs.String("scope", "user", "user (home directory) or project")
+	project := fs.String("project", "", "project directory (default: the working directory)")
+	codex := fs.String("codex", "", "codex binary to ask (default: codex on PATH, if any)")
+	if code, stop := cli.Parse(fs, args); stop {
+		return code
+	}
+	h, err := hooks.ParseHarness(*harness)
+	if err != nil || fs.NArg() > 0 {
+		fmt.Fprintln(io.Err, "hookgate verify: --harness is required and must be claude-code, codex, cursor, gemini or pi")
+		return 2
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		fmt.Fprintf(io.Err, "hookgate verify: home directory: %v\n", err)
+		return 1
+	}
+	if *project == "" {
+		*project, _ = os.Getwd()
+	}
+	a := hooks.VerifyArgs{InstallArgs: hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project),
+		ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME")}, Codex: *codex}
+	if h == hooks.Codex && a.Codex == "" {
+		a.Codex, _ = exec.LookPath("codex")
+	}
+	path, err := hooks.Verify(ctx, a)
+	if err != nil {
+		fmt.Fprintf(io.Err, "hookgate verify: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		return 1
+	}
+	fmt.Fprintf(io.Out, "%s: hookgate is installed and %s runs it\n", path, h)
+	return 0
 }
 
 func absPath(p string) string {

@@ -1,0 +1,64 @@
+package hooks
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestVerify(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "hookgate")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini, Pi} {
+		t.Run(string(h), func(t *testing.T) {
+			home := t.TempDir()
+			a := VerifyArgs{InstallArgs: InstallArgs{Harness: h, Home: home, Project: t.TempDir(), Binary: bin}}
+			if _, err := Verify(context.Background(), a); err == nil {
+				t.Fatal("verified with nothing installed")
+			}
+			if _, _, err := Install(a.InstallArgs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Verify(context.Background(), a); err != nil {
+				t.Fatalf("after install: %v", err)
+			}
+			if h == Pi {
+				return
+			}
+			// The binary gone: every call would be denied; say so.
+			os.Rename(bin, bin+".away")
+			_, err := Verify(context.Background(), a)
+			os.Rename(bin+".away", bin)
+			if err == nil || !strings.Contains(err.Error(), "missing or not executable") {
+				t.Errorf("binary gone: %v", err)
+			}
+			path, _ := ConfigPath(a.InstallArgs)
+			data, _ := os.ReadFile(path)
+			switch h {
+			case ClaudeCode:
+				os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(strings.Replace(string(data), "{", `{"disableAllHooks": true,`, 1)), 0o644)
+				if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "disableAllHooks") {
+					t.Errorf("disableAllHooks: %v", err)
+				}
+				os.WriteFile(path, data, 0o644)
+			case Codex:
+				os.Remove(filepath.Join(home, ".codex", "config.toml"))
+				if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "does not trust") {
+					t.Errorf("untrusted: %v", err)
+				}
+				Install(a.InstallArgs)
+			}
+			// Another hook first in line could answer before hookgate.
+			other := strings.Replace(string(data), `"command": "`, `"command": "/bin/true", "x": "`, 1)
+			if h == Cursor {
+				other = strings.Replace(string(data), `"beforeShellExecution": [`, `"beforeShellExecution": [{"command": "/bin/true"},`, 1)
+			}
+			os.WriteFile(path, []byte(other), 0o644)
+			if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "before hookgate") {
+				t.Errorf("another hook first: %v", err)
+			}
+		})
+	}
+}
