@@ -36,6 +36,37 @@ type InstallArgs struct {
 	// CodexHome is $CODEX_HOME, where Codex reads its user hooks and
 	// config ("" means ~/.codex).
 	CodexHome string
+	// TrustProject, with Scope "project", marks the project trusted the
+	// harness's own way (Codex's [projects."DIR"] trust_level, Gemini
+	// CLI's trustedFolders.json), without which Codex and Gemini ignore a
+	// project's hooks; without it such an install is refused.
+	TrustProject bool
+}
+
+// projectTrust makes sure the harness will load a project install: Codex
+// and Gemini CLI ignore an untrusted project's configuration.
+func (a InstallArgs) projectTrust(path string) error {
+	switch a.Harness {
+	case Codex:
+		if codexProjectTrusted(a.codexHome(), a.Project) {
+			return nil
+		}
+		if a.TrustProject {
+			return trustCodexProject(a.codexHome(), a.Project, a.now())
+		}
+		return fmt.Errorf("Codex ignores %s unless the project is trusted: add [projects.%s] trust_level = \"trusted\" to %s (it trusts all of the project's Codex configuration), or install with --trust-project, or with --scope user",
+			filepath.Dir(path), tomlQuote(a.Project), filepath.Join(a.codexHome(), "config.toml"))
+	case Gemini:
+		if geminiProjectTrusted(a.Home, a.Project) {
+			return nil
+		}
+		if a.TrustProject {
+			return trustGeminiProject(a.Home, a.Project, a.now())
+		}
+		return fmt.Errorf("Gemini CLI ignores %s unless the folder is trusted: install with --trust-project (adds it to %s), or run gemini with GEMINI_CLI_TRUST_WORKSPACE=true and install with --scope user",
+			filepath.Dir(path), geminiTrustedFolders(a.Home))
+	}
+	return nil
 }
 
 // codexHome is the Codex configuration directory for a.
@@ -47,14 +78,18 @@ func (a InstallArgs) codexHome() string {
 }
 
 // hookTimeout is the harness's timeout for hookgate in seconds, written
-// into every entry Install makes: above MaxDeadline, so hookgate always
+// into every entry Install makes: well above the wrapper's deadline
+// (WrapperDeadline, itself above MaxDeadline), so that the wrapper always
 // answers (a deny, at worst) before the harness gives up on it and, for
-// most harnesses, runs the tool anyway.
-const hookTimeout = 10
+// most harnesses, runs the tool anyway, also on a machine so loaded that
+// starting the wrapper takes seconds (measured: Gemini CLI timed a 10 s
+// hook out first under load).
+const hookTimeout = 30
 
-// MaxDeadline is the longest deadline hookgate check accepts: 2 s under
-// hookTimeout (the harness's timeout Install writes), leaving room for
-// process start and writing the answer. A deadline at or past the harness's
+// MaxDeadline is the longest deadline hookgate check accepts: 1 s under
+// the wrapper's (WrapperDeadline), itself far under hookTimeout (the
+// harness's timeout Install writes), leaving room for process start and
+// writing the answer. A deadline at or past the harness's
 // own timeout would let the harness time out first and fail open.
 const MaxDeadline = 8 * time.Second
 
@@ -236,9 +271,10 @@ func edit(a InstallArgs, install bool) (string, bool, error) {
 	if a.Harness == Pi {
 		return editPi(a, path, install)
 	}
-	if install && a.Harness == Codex && a.Scope == "project" && !codexProjectTrusted(a.codexHome(), a.Project) {
-		return path, false, fmt.Errorf("Codex ignores %s unless the project is trusted: add [projects.%s] trust_level = \"trusted\" to %s (it trusts all of the project's Codex configuration), or install with --scope user",
-			filepath.Dir(path), tomlQuote(a.Project), filepath.Join(a.codexHome(), "config.toml"))
+	if install && a.Scope == "project" {
+		if err := a.projectTrust(path); err != nil {
+			return path, false, err
+		}
 	}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -88,7 +88,7 @@ func TestInstallMergesAndUninstallRestores(t *testing.T) {
 					t.Errorf("cursor entries without failClosed: true:\n%s", installed)
 				}
 			case Gemini:
-				if !strings.Contains(string(installed), `"timeout": 10000`) {
+				if !strings.Contains(string(installed), `"timeout": 30000`) {
 					t.Errorf("gemini timeout must be in milliseconds:\n%s", installed)
 				}
 			}
@@ -550,6 +550,9 @@ func assertSubsequence(t *testing.T, want, got string) {
 // than the timeout Install gives the harness, in every harness's entries
 // (Gemini's in milliseconds), so hookgate always answers first.
 func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
+	if time.Duration(WrapperDeadline)*100*time.Millisecond <= MaxDeadline || time.Duration(WrapperDeadline)*100*time.Millisecond >= hookTimeout*time.Second/2 {
+		t.Fatalf("the wrapper's deadline (%d tenths) is not between MaxDeadline %v and half the harness timeout %ds", WrapperDeadline, MaxDeadline, hookTimeout)
+	}
 	if MaxDeadline >= hookTimeout*time.Second {
 		t.Fatalf("MaxDeadline %v is not under the harness timeout %ds", MaxDeadline, hookTimeout)
 	}

@@ -123,7 +123,7 @@ var NativeTools = map[Harness]map[string]NativeTool{
 		"list_directory":      searchTool("dir_path", "path"),
 		"glob":                {Category: CatSearch, DirKeys: []string{"dir_path", "path"}, GlobKeys: []string{"pattern"}},
 		"search_file_content": {Category: CatSearch, DirKeys: []string{"dir_path", "path"}, GlobKeys: []string{"include"}},
-		"grep_search":         {Category: CatSearch, DirKeys: []string{"dir_path", "path"}, GlobKeys: []string{"include"}},
+		"grep_search":         {Category: CatSearch, DirKeys: []string{"dir_path", "path"}, GlobKeys: []string{"include", "include_pattern"}},
 		"web_fetch":           {Category: CatFetch, TextURLKeys: []string{"prompt"}, URLKeys: []string{"url"}},
 		"google_web_search":   {Category: CatWebSearch},
 	},

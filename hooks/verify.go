@@ -74,6 +74,15 @@ func Verify(ctx context.Context, a VerifyArgs) (string, error) {
 		if err := claudeHooksEnabled(a.InstallArgs); err != nil {
 			return path, err
 		}
+	case Gemini:
+		for _, f := range []string{path, filepath.Join(a.Home, ".gemini", "settings.json"), filepath.Join(a.Project, ".gemini", "settings.json")} {
+			if why := geminiHooksDisabled(f); why != "" {
+				return path, fmt.Errorf("%s: Gemini CLI would not run hookgate", why)
+			}
+		}
+		if a.Scope == "project" && !geminiProjectTrusted(a.Home, a.Project) {
+			return path, fmt.Errorf("Gemini CLI ignores %s: the folder is not in %s (GEMINI_CLI_TRUST_WORKSPACE=true on every run would also do)", filepath.Dir(path), geminiTrustedFolders(a.Home))
+		}
 	case Codex:
 		if a.Scope == "project" && !codexProjectTrusted(a.codexHome(), a.Project) {
 			return path, fmt.Errorf("Codex ignores %s: the project is not trusted in %s", filepath.Dir(path), filepath.Join(a.codexHome(), "config.toml"))

@@ -62,3 +62,34 @@ func TestVerify(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectTrust: Codex and Gemini CLI project installs are refused in
+// an untrusted project, made effective with --trust-project, and verify
+// follows; Gemini workspace settings that switch hooks off fail verify.
+func TestProjectTrust(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "hookgate")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	for _, h := range []Harness{Codex, Gemini} {
+		t.Run(string(h), func(t *testing.T) {
+			home, proj := t.TempDir(), t.TempDir()
+			a := VerifyArgs{InstallArgs: InstallArgs{Harness: h, Scope: "project", Home: home, Project: proj, Binary: bin}}
+			if _, _, err := Install(a.InstallArgs); err == nil || !strings.Contains(err.Error(), "--trust-project") {
+				t.Fatalf("untrusted project: %v", err)
+			}
+			a.TrustProject = true
+			if _, _, err := Install(a.InstallArgs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Verify(context.Background(), a); err != nil {
+				t.Fatalf("verify after a trusted install: %v", err)
+			}
+			if h == Gemini {
+				os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)
+				os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(`{"hooksConfig":{"disabled":["hookgate"]}}`), 0o644)
+				if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "hooksConfig.disabled") {
+					t.Errorf("hooks disabled in user settings: %v", err)
+				}
+			}
+		})
+	}
+}

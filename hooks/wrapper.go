@@ -25,9 +25,34 @@ const WrapperDeadline = 90
 // wrapperName is the wrapper's $0: it marks the entry as hookgate's.
 const wrapperName = "hookgate-failclosed"
 
+// answerShapes are, per harness, shell case patterns that every answer
+// hookgate writes on stdout matches: the wrapper passes only those through
+// (an empty answer only where the harness reads it as "no opinion"), since
+// a harness reads an answer of another shape as no objection (Gemini runs
+// the tool on {"decision":"perhaps"}, even with exit 2).
+var answerShapes = map[Harness][]string{
+	ClaudeCode: {`''`, `'{"hookSpecificOutput":{'*'}}'`},
+	Codex:      {`''`, `'{"hookSpecificOutput":{'*'}}'`},
+	Cursor:     {`'{}'`, `'{"permission":"allow"}'`, `'{"permission":"deny",'*'}'`, `'{"permission":"ask",'*'}'`},
+	Gemini:     {`'{}'`, `'{"decision":"allow"}'`, `'{"decision":"deny",'*'}'`},
+}
+
+// denyShapes match hookgate's deny answers (what may come with its exit 2).
+var denyShapes = map[Harness][]string{
+	ClaudeCode: {`''`, `'{"hookSpecificOutput":{'*'"deny"'*'}}'`},
+	Codex:      {`''`, `'{"hookSpecificOutput":{'*'"deny"'*'}}'`},
+	Cursor:     {`''`, `'{"permission":"deny",'*'}'`},
+	Gemini:     {`''`, `'{"decision":"deny",'*'}'`},
+}
+
 // wrapperScript runs "$@" (hookgate check ...) with the payload, after
-// the harness's deny answer in $1, giving it tenths/10 seconds.
-func wrapperScript(tenths int) string {
+// the harness's deny answer in $1, giving it tenths/10 seconds, and passes
+// through only answers of h's shapes.
+func wrapperScript(h Harness, tenths int) string {
+	ok, deny := strings.Join(answerShapes[h], "|"), strings.Join(denyShapes[h], "|")
+	if ok == "" {
+		ok, deny = `''`, `''`
+	}
 	return strings.Join([]string{
 		`d=$1; shift`,
 		`deny() { [ -n "$d" ] && printf '%s\n' "$d"; echo "hookgate: $1; denied" >&2; exit 2; }`,
@@ -36,18 +61,29 @@ func wrapperScript(tenths int) string {
 		`cat >"$t/i" || deny "cannot read the payload"`,
 		`"$@" <"$t/i" >"$t/o" 2>"$t/e" &`,
 		`p=$!`,
-		fmt.Sprintf(`(n=0; while kill -0 $p 2>/dev/null; do if [ $n -ge %d ]; then : >"$t/k"; kill -9 $p; break; fi; sleep 0.1; n=$((n+1)); done) >/dev/null 2>&1 &`, tenths),
+		// One sleep, not a polling count: a busy machine stretches every
+		// round of a loop, not a single timer.
+		fmt.Sprintf(`(sleep %s; : >"$t/k"; kill -9 $p) >/dev/null 2>&1 & w=$!`, tenthsString(tenths)),
 		`wait $p; c=$?`,
-		fmt.Sprintf(`[ -e "$t/k" ] && deny "hookgate did not answer within %.1f s"`, float64(tenths)/10),
+		`kill $w 2>/dev/null`,
+		fmt.Sprintf(`[ -e "$t/k" ] && deny "hookgate did not answer within %s s"`, tenthsString(tenths)),
 		`o=$(cat "$t/o")`,
 		`case $c in`,
-		`0) case $o in ''|'{'*'}') cat "$t/o"; cat "$t/e" >&2; exit 0;; esac; deny "hookgate answered in a form the harness cannot read";;`,
-		`2) cat "$t/o"; [ -s "$t/e" ] && cat "$t/e" >&2 || echo "hookgate: denied" >&2; exit 2;;`,
+		`0) case $o in ` + ok + `) cat "$t/o"; cat "$t/e" >&2; exit 0;; esac; deny "hookgate answered in a form the harness cannot read";;`,
+		`2) case $o in ` + deny + `) cat "$t/o"; [ -s "$t/e" ] && cat "$t/e" >&2 || echo "hookgate: denied" >&2; exit 2;; esac; deny "hookgate answered in a form the harness cannot read";;`,
 		`126) deny "hookgate is not executable: $1";;`,
 		`127) deny "hookgate not found: $1";;`,
 		`esac`,
 		`deny "hookgate failed (exit status $c)"`,
 	}, "\n")
+}
+
+// tenthsString writes tenths of a second as sleep's argument ("9", "0.5").
+func tenthsString(tenths int) string {
+	if tenths%10 == 0 {
+		return fmt.Sprint(tenths / 10)
+	}
+	return fmt.Sprintf("%d.%d", tenths/10, tenths%10)
 }
 
 // wrappedCommand is the hook command for argv (hookgate's absolute path
@@ -60,7 +96,7 @@ func wrappedCommand(h Harness, argv []string) string {
 func wrappedCommandWithin(h Harness, argv []string, tenths int) string {
 	fail := Fail(h, "hookgate failed; denied")
 	deny := strings.TrimSpace(string(fail.Stdout))
-	parts := []string{"/bin/sh", "-c", shellQuote(wrapperScript(tenths)), wrapperName, shellQuote(deny)}
+	parts := []string{"/bin/sh", "-c", shellQuote(wrapperScript(h, tenths)), wrapperName, shellQuote(deny)}
 	for _, a := range argv {
 		parts = append(parts, shellQuote(a))
 	}

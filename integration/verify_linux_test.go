@@ -42,7 +42,7 @@ func TestVerifyCodex(t *testing.T) {
 	// The entry edited after trust was recorded: Codex reports it modified.
 	hooksFile := filepath.Join(w.codexHome, "hooks.json")
 	b, _ := os.ReadFile(hooksFile)
-	os.WriteFile(hooksFile, []byte(strings.Replace(string(b), `"timeout": 10`, `"timeout": 11`, 1)), 0o644)
+	os.WriteFile(hooksFile, []byte(strings.Replace(string(b), `"timeout": 30`, `"timeout": 31`, 1)), 0o644)
 	if code, out := verify(); code != 1 || !strings.Contains(out, "modified") && !strings.Contains(out, "untrusted") {
 		t.Errorf("edited entry: exit %d %s", code, out)
 	}

@@ -49,7 +49,7 @@ session policy file ruled on locally; or --socket (or BARRY_HOOK_SOCKET), a
 ruling server at PATH, unix:PATH or tcp:127.0.0.1:PORT. A flag beats the
 environment; both flags deny; with both variables set the socket is used.
 Neither, or any failure, is a deny. --deadline must be positive and at most
-8s, under the 10 s hook timeout install writes, so hookgate answers before
+8s, under the 9 s of the wrapper and the 30 s hook timeout install writes, so hookgate answers before
 the harness gives up on it; a longer one is a deny.
 
 check --help prints this on stderr and exits 2: every harness reads exit 2
@@ -119,7 +119,7 @@ func write(io cli.IO, out hooks.Output) int {
 	return out.Code
 }
 
-const installUsage = `hookgate install|uninstall --harness claude-code|codex|cursor|gemini|pi [--scope user|project] [--policy FILE] [--project DIR]
+const installUsage = `hookgate install|uninstall --harness claude-code|codex|cursor|gemini|pi [--scope user|project] [--policy FILE] [--project DIR] [--trust-project]
 
 install merges hookgate's hook entry into the harness's configuration
 (~/.claude/settings.json or $CLAUDE_CONFIG_DIR/settings.json,
@@ -143,6 +143,7 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 		scope := fs.String("scope", "user", "user (home directory) or project")
 		policyPath := fs.String("policy", "", "session policy file the hook passes as --policy (default: the harness's BARRY_POLICY or BARRY_HOOK_SOCKET)")
 		project := fs.String("project", "", "project directory for --scope project (default: the working directory)")
+		trustProject := fs.Bool("trust-project", false, "with --scope project: mark the project trusted for Codex or Gemini CLI, which ignore an untrusted project's hooks")
 		if code, stop := cli.Parse(fs, args); stop {
 			return code
 		}
@@ -160,7 +161,7 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 			*project, _ = os.Getwd()
 		}
 		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath,
-			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME")}
+			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), TrustProject: *trustProject}
 		if a.Policy != "" {
 			a.Policy = absPath(a.Policy)
 		}
