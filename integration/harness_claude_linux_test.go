@@ -113,6 +113,7 @@ func TestHarnessClaude(t *testing.T) {
 				t.Logf("note: the default tool set now offers %s", name)
 			}
 		}
+		checkInventory(t, "claude-code", r.tools)
 	})
 
 	t.Run("native/Glob+Grep", func(t *testing.T) {

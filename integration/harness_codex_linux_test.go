@@ -110,7 +110,11 @@ func TestHarnessCodex(t *testing.T) {
 				t.Parallel()
 				w := newCodexWorld(t, codex, c.calls, codexOpts{})
 				w.handTrust(t, w.install(t, "user"))
-				w.check(t, c, w.run(t))
+				r := w.run(t)
+				w.check(t, c, r)
+				if c.name == codexShellAllow.name {
+					checkInventory(t, "codex", r.tools)
+				}
 			})
 		}
 		t.Run("project-"+codexShellDeny.name, func(t *testing.T) {
@@ -424,6 +428,7 @@ type codexRun struct {
 	err            error
 	took           time.Duration
 	exchanges      []fakemodel.OpenAIExchange
+	tools          []string // the tools Codex offered its model
 }
 
 // run runs codex exec non-interactively in the workspace with approvals
@@ -449,6 +454,7 @@ func (w *codexWorld) run(t *testing.T) codexRun {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	r.exchanges = fakemodel.OpenAITranscript(w.model.Requests())
+	r.tools = fakemodel.OpenAIToolNames(w.model.Requests())
 	if ctx.Err() != nil {
 		t.Fatalf("codex exec did not finish in 90 s\nstderr:\n%s", r.stderr)
 	}

@@ -94,6 +94,7 @@ func TestHarnessGemini(t *testing.T) {
 			t.Fatalf("run failed: %s", r)
 		}
 		t.Logf("tools offered to the model: %s", strings.Join(r.tools, ", "))
+		checkInventory(t, "gemini", r.tools)
 		for _, want := range []string{"run_shell_command", "read_file", "write_file", "replace", "glob", "grep_search", "list_directory", "web_fetch", "google_web_search"} {
 			if !slices.Contains(r.tools, want) {
 				t.Errorf("tool %s not offered", want)
