@@ -288,7 +288,7 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 	p.Revealed = notDenied(p.Revealed, deny, m)
 	p.Pinned = p.pins()
 
-	if home != "" && !restricted && !p.AllWritable && !p.coveredByWriteRoot(home) && !hasPath(p.Hidden, home) {
+	if fi, err := os.Stat(home); home != "" && err == nil && fi.IsDir() && !restricted && !p.AllWritable && !p.coveredByWriteRoot(home) && !hasPath(p.Hidden, home) {
 		p.HomeOverlay = home
 	}
 	// What a private tmp directory covers is out of sight inside: nothing

@@ -520,7 +520,10 @@ func TestSandboxdRunServesHooks(t *testing.T) {
 	os.WriteFile(dotenv, fixture(t, "claude-code/pretooluse-read-dotenv"), 0o644)
 	os.WriteFile(write, fixture(t, "claude-code/pretooluse-write"), 0o644)
 	script := `echo "socket=$BARRY_HOOK_SOCKET"; "$0" check --harness claude-code < "$1"; echo "rc=$?"; "$0" check --harness claude-code < "$2"; echo "rc=$?"`
-	cmd := exec.Command(sandboxd, "run", "--policy", policyFile(t, "guarded", "claude-code"), "--", "/bin/sh", "-c", script, bin, dotenv, write)
+	// The payloads and hookgate are under the host's /tmp, which the
+	// sandbox's own /tmp covers: --read keeps them visible.
+	cmd := exec.Command(sandboxd, "run", "--policy", policyFile(t, "guarded", "claude-code"), "--read", dir, "--read", filepath.Dir(bin),
+		"--", "/bin/sh", "-c", script, bin, dotenv, write)
 	cmd.Env = append(os.Environ(), "HOME=/home/dev", "BARRY_HOOK_SOCKET=unix:/nonexistent/outer.sock")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -13,7 +13,7 @@ import (
 )
 
 const runUsage = `sandboxd run [--policy FILE] [--allow-domain D]... [--deny-domain D]... [--dns-upstream ADDR]
-       [--allow-private CIDR]... [--allow-unix-socket PATH]... [--audit FILE] [--cwd DIR] [--] COMMAND [ARGS...]
+       [--allow-private CIDR]... [--allow-unix-socket PATH]... [--write PATH]... [--read PATH]... [--audit FILE] [--cwd DIR] [--] COMMAND [ARGS...]
 
 Run COMMAND with its whole process tree inside the egress sandbox: its only way
 out is sandboxd's proxy (127.0.0.1:3128 inside) and DNS proxy (127.0.0.1:53
@@ -36,7 +36,7 @@ func runCommand() *cli.Command {
 func runMain(ctx context.Context, io cli.IO, args []string) int {
 	var (
 		opts                            supervisor.Options
-		allow, deny, priv, unixS, write cli.Strings
+		allow, deny, priv, unixS, write, read cli.Strings
 	)
 	fs := cli.NewFlagSet(io, "run", runUsage)
 	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "policy `FILE` whose effective bound applies (watched for changes)")
@@ -47,6 +47,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 	fs.Var(&unixS, "allow-unix-socket", "let the command connect to the host Unix socket `PATH` (repeatable)")
 	fs.StringVar(&opts.AuditPath, "audit", "", "append JSON audit lines to `FILE` (\"-\": stderr; default: none)")
 	fs.Var(&write, "write", "make `PATH` writable inside (repeatable; \"/\": the whole host)")
+	fs.Var(&read, "read", "keep host `PATH` visible, read-only, where the sandbox's private /tmp would cover it (repeatable)")
 	fs.StringVar(&opts.Dir, "cwd", "", "working `DIR`ectory of COMMAND (default: the current one)")
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
@@ -55,7 +56,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 		fmt.Fprintln(io.Err, "sandboxd run: COMMAND is required (see sandboxd run --help)")
 		return 2
 	}
-	opts.AllowDomains, opts.DenyDomains, opts.AllowUnixSockets, opts.Write, opts.Command = allow, deny, unixS, write, fs.Args()
+	opts.AllowDomains, opts.DenyDomains, opts.AllowUnixSockets, opts.Write, opts.Read, opts.Command = allow, deny, unixS, write, read, fs.Args()
 	for _, c := range priv {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

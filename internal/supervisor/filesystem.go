@@ -84,6 +84,16 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 	if self, err := os.Executable(); err == nil {
 		plan.Reveal(self)
 	}
+	for _, r := range o.Read {
+		abs, err := filepath.Abs(r)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--read %s: %w", r, err)
+		}
+		plan.Reveal(abs)
+	}
 	st := &fsState{FSPlan: plan, files: jsonString(files), write: jsonString(filesystemSection(sp)), missing: map[string]bool{},
 		identity: procjail.Identify(plan.Protected, plan.Hidden, plan.Pinned)}
 	// Inside the home overlay the init sees the overlay's inodes, not the

@@ -48,6 +48,9 @@ type Options struct {
 	// Write are extra write roots (--write), before the policy file's
 	// filesystem.write.
 	Write []string
+	// Read are host paths kept visible, read-only, where the sandbox's
+	// private /tmp would cover them (--read).
+	Read []string
 	// AuditPath: "" none, "-" standard error, else a file appended to.
 	AuditPath string
 	Dir       string
