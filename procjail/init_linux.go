@@ -235,31 +235,8 @@ func bindReadOnly(path string) error {
 	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return stepErr(step, err)
 	}
-	err := unix.MountSetattr(unix.AT_FDCWD, path, unix.AT_RECURSIVE|unix.AT_NO_AUTOMOUNT,
-		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
-	tree, terr := mountTree(path)
-	if terr != nil {
-		return stepErr(step, terr)
-	}
-	if err == unix.ENOSYS {
-		// Before Linux 5.12: remount each mount of the tree, top first.
-		err = nil
-		for _, m := range tree {
-			if err = unix.Mount("", m.point, "", remountFlags(m.point), ""); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			tree, err = mountTree(path)
-		}
-	}
-	if err != nil {
+	if err := readOnlyTree(path); err != nil {
 		return stepErr(step, err)
-	}
-	for _, m := range tree {
-		if !m.readOnly {
-			return stepErrf(step, "%s still writable after the remount", m.point)
-		}
 	}
 	return nil
 }

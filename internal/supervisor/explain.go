@@ -28,14 +28,7 @@ type HostExplanation struct {
 // resolution, the same proxy decision code (name, resolution of an allowed
 // name, dial guard), without dialing.
 func ExplainHost(ctx context.Context, opts Options, target string) (*HostExplanation, error) {
-	var r *policy.Resolved
-	if opts.PolicyFile != "" {
-		var err error
-		if r, err = policy.ResolveFile(opts.PolicyFile); err != nil {
-			return nil, err
-		}
-	}
-	sp, err := opts.compute(r)
+	sp, err := opts.resolveNow()
 	if err != nil {
 		return nil, err
 	}
@@ -69,14 +62,7 @@ type PathExplanation struct {
 // options would (the same policy resolution and policy.PlanFilesystem) and
 // decides path with the plan.
 func ExplainPath(opts Options, path string, write bool) (*PathExplanation, error) {
-	var r *policy.Resolved
-	if opts.PolicyFile != "" {
-		var err error
-		if r, err = policy.ResolveFile(opts.PolicyFile); err != nil {
-			return nil, err
-		}
-	}
-	sp, err := opts.compute(r)
+	sp, err := opts.resolveNow()
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +78,19 @@ func ExplainPath(opts Options, path string, write bool) (*PathExplanation, error
 	}
 	d := fs.Explain(path, write)
 	return &PathExplanation{Path: path, Write: write, Decision: d, Verdict: d.Verdict.String(), Reason: d.Reason, Rule: d.Rule, Plan: fs.FSPlan}, nil
+}
+
+// resolveNow resolves the policy file (if any) and merges the flags, as
+// sandboxd run would at start.
+func (o *Options) resolveNow() (*sessionPolicy, error) {
+	var r *policy.Resolved
+	if o.PolicyFile != "" {
+		var err error
+		if r, err = policy.ResolveFile(o.PolicyFile); err != nil {
+			return nil, err
+		}
+	}
+	return o.compute(r)
 }
 
 // CallExplanation is what hookgate would answer for a tool call.
