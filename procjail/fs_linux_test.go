@@ -120,13 +120,26 @@ func TestLandlockAloneHoldsWrites(t *testing.T) {
 	if LandlockABI() == 0 {
 		testenv.SkipOrFail(t, "no Landlock in this kernel")
 	}
-	// Not under /tmp, which Landlock lets the command write (the mount
-	// layer makes it a private tmpfs; left out here, it is the host's).
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	// Not under /tmp, /var/tmp or /dev/shm, which Landlock lets the command
+	// write (the mount layer makes them private; left out here, they are
+	// the host's): the first writable place outside them.
+	base := ""
+	wd, _ := os.Getwd()
+	home0, _ := os.UserHomeDir()
+	for _, d := range []string{"/run", home0, wd} {
+		if d == "" || underAny(d, privateTmpDirs) || strings.HasPrefix(d, "/dev/shm") {
+			continue
+		}
+		if f, err := os.MkdirTemp(d, "landlock-probe-"); err == nil {
+			os.Remove(f)
+			base = d
+			break
+		}
 	}
-	home, ws, sibling := fsTreeIn(t, wd)
+	if base == "" {
+		testenv.SkipOrFail(t, "no writable directory outside /tmp, /var/tmp and /dev/shm")
+	}
+	home, ws, sibling := fsTreeIn(t, base)
 	spec := sh(`echo w > in-root && echo ok-root
 (echo x >> "$HOME/.bashrc") 2>/dev/null && echo BASHRC-WRITTEN
 (echo x > "$SIBLING/planted") 2>/dev/null && echo SIBLING-WRITTEN
@@ -154,4 +167,13 @@ echo done`)
 	if _, err := os.Stat(filepath.Join(ws, "in-root")); err != nil {
 		t.Errorf("the write root's write did not land: %v", err)
 	}
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
 }
