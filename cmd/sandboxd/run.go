@@ -35,7 +35,7 @@ func runCommand() *cli.Command {
 
 func runMain(ctx context.Context, io cli.IO, args []string) int {
 	var (
-		opts                            supervisor.Options
+		opts                                  supervisor.Options
 		allow, deny, priv, unixS, write, read cli.Strings
 	)
 	fs := cli.NewFlagSet(io, "run", runUsage)
