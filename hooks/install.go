@@ -36,6 +36,9 @@ type InstallArgs struct {
 	// CodexHome is $CODEX_HOME, where Codex reads its user hooks and
 	// config ("" means ~/.codex).
 	CodexHome string
+	// PiAgentDir is $PI_CODING_AGENT_DIR, where Pi then reads its user
+	// extensions instead of ~/.pi/agent.
+	PiAgentDir string
 	// TrustProject, with Scope "project", marks the project trusted the
 	// harness's own way (Codex's [projects."DIR"] trust_level, Gemini
 	// CLI's trustedFolders.json), without which Codex and Gemini ignore a
@@ -126,6 +129,9 @@ func ConfigPath(a InstallArgs) (string, error) {
 	case Pi:
 		if a.Scope == "project" {
 			return filepath.Join(base, ".pi", "extensions", "hookgate.ts"), nil
+		}
+		if a.PiAgentDir != "" {
+			return filepath.Join(a.PiAgentDir, "extensions", "hookgate.ts"), nil
 		}
 		return filepath.Join(base, ".pi", "agent", "extensions", "hookgate.ts"), nil
 	}
@@ -467,7 +473,28 @@ func entryFor(a InstallArgs, ev string) any {
 
 const piMarker = "(managed by `hookgate install --harness pi`)"
 
+// piEntryFiles, when one is in an extensions directory, are all Pi loads
+// from it: hookgate.ts beside them would be skipped.
+var piEntryFiles = []string{"index.ts", "index.js", "package.json"}
+
+// piShadowed returns the file that makes Pi skip hookgate.ts in its
+// extensions directory, or "".
+func piShadowed(path string) string {
+	for _, f := range piEntryFiles {
+		p := filepath.Join(filepath.Dir(path), f)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
 func editPi(a InstallArgs, path string, install bool) (string, bool, error) {
+	if install {
+		if sh := piShadowed(path); sh != "" {
+			return path, false, fmt.Errorf("Pi loads only %s from %s, so it would skip hookgate.ts there: import hookgate.ts from it, or move it", filepath.Base(sh), filepath.Dir(path))
+		}
+	}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return path, false, err

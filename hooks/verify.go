@@ -39,6 +39,9 @@ func Verify(ctx context.Context, a VerifyArgs) (string, error) {
 		if err != nil || !strings.Contains(string(b), piMarker) {
 			return path, fmt.Errorf("%s: no hookgate extension (%v)", path, err)
 		}
+		if sh := piShadowed(path); sh != "" {
+			return path, fmt.Errorf("%s: Pi loads only that file from the directory and skips hookgate.ts", sh)
+		}
 		return path, nil
 	}
 	data, err := os.ReadFile(path)

@@ -161,7 +161,7 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 			*project, _ = os.Getwd()
 		}
 		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath,
-			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), TrustProject: *trustProject}
+			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR"), TrustProject: *trustProject}
 		if a.Policy != "" {
 			a.Policy = absPath(a.Policy)
 		}
@@ -229,7 +229,7 @@ func verifyCmd(ctx context.Context, io cli.IO, args []string) int {
 		*project, _ = os.Getwd()
 	}
 	a := hooks.VerifyArgs{InstallArgs: hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project),
-		ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME")}, Codex: *codex}
+		ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR")}, Codex: *codex}
 	if h == hooks.Codex && a.Codex == "" {
 		a.Codex, _ = exec.LookPath("codex")
 	}

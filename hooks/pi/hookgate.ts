@@ -21,7 +21,9 @@ export function rule(toolName: string, toolCallId: string, input: unknown, cwd: 
 		tool_input: input && typeof input === "object" ? input : {},
 		cwd,
 	});
-	const r = spawnSync(HOOKGATE, ARGS, { input: payload, timeout: TIMEOUT_MS, encoding: "utf8", maxBuffer: 1 << 20 });
+	// SIGKILL at the timeout: a child that survives SIGTERM (the default)
+	// would keep spawnSync, and so Pi, waiting for good.
+	const r = spawnSync(HOOKGATE, ARGS, { input: payload, timeout: TIMEOUT_MS, killSignal: "SIGKILL", encoding: "utf8", maxBuffer: 1 << 20 });
 	if (r.error || r.signal || r.status !== 0) {
 		const why = r.error ? String(r.error.message) : r.signal ? `killed by ${r.signal}` : (r.stderr || "").trim() || `exit ${r.status}`;
 		return { block: true, reason: `hookgate: no ruling (${why}); denied` };
