@@ -57,9 +57,11 @@ func ValidateWriteRoot(w string) error {
 // the sandbox (a shell start-up file, a systemd unit, an ssh key) or turns
 // off the harness's own hook gate.
 var ProtectedInHome = []string{
-	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-	".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout",
-	".gitconfig", ".config/git", ".ssh", ".config/systemd", ".config/autostart",
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".pam_environment",
+	".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".config/fish",
+	".gitconfig", ".config/git", ".ssh", ".config/systemd", ".config/autostart", ".config/environment.d",
+	".local/bin", ".npmrc", ".cargo/config.toml", ".cargo/config", ".cargo/bin", "go/bin",
+	".kube/config", ".aws/config", ".docker/config.json", ".vimrc", ".config/nvim",
 	".claude/settings.json", ".claude/settings.local.json", ".claude.json",
 	".codex", ".gemini/settings.json", ".cursor/hooks.json", ".mcp.json",
 }
@@ -210,9 +212,7 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 		p.Protected = append(p.Protected, Canonicalize(a, ws))
 	}
 	for _, r := range append([]string{ws}, p.WriteRoots...) {
-		if hp := gitHooksPath(r); hp != "" {
-			prot = append(prot, hp)
-		}
+		prot = append(prot, gitProtected(r, home)...)
 	}
 	for _, c := range prot {
 		// The parent resolved, the name as it is: a protected name that is
@@ -372,47 +372,97 @@ func linkInside(m FileMatcher, w string, dirs []string) string {
 	return ""
 }
 
-// gitHooksPath is the directory a repository at root runs hooks from when
-// its .git/config sets core.hooksPath ("" when unset or unreadable):
-// husky and the like point it into the work tree, where it is as writable
-// as the rest, and the host's next git commit runs what is there.
-func gitHooksPath(root string) string {
-	b, err := os.ReadFile(filepath.Join(root, ".git", "config"))
-	if err != nil {
+// gitProtected are the paths of the repository at root that git would run
+// code from, beyond ProtectedInRoot: .git itself when it is a file (a
+// gitdir: pointer a session could aim at a git directory of its own) or
+// missing (watched: one created during the session is reported), each
+// linked worktree's commondir, config.worktree and gitdir files, the
+// directory core.hooksPath names inside root (from .git/config, or a
+// relative one from the user's global config), and the files .git/config
+// includes from inside root.
+func gitProtected(root, home string) []string {
+	var out []string
+	dotgit := filepath.Join(root, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil || !fi.IsDir() {
+		out = append(out, dotgit)
+		return out
+	}
+	for _, f := range []string{"commondir", "config.worktree", "gitdir"} {
+		m, _ := filepath.Glob(filepath.Join(dotgit, "worktrees", "*", f))
+		out = append(out, m...)
+	}
+	cfg := parseGitConfig(filepath.Join(dotgit, "config"))
+	hp := cfg["core.hookspath"]
+	if len(hp) == 0 && home != "" {
+		for _, g := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
+			if v := parseGitConfig(g)["core.hookspath"]; len(v) > 0 && !filepath.IsAbs(v[0]) && !strings.HasPrefix(v[0], "~") {
+				hp = v
+			}
+		}
+	}
+	for _, v := range append(hp, cfg["include.path"]...) {
+		if p := inRoot(root, home, v); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// inRoot resolves a git config path value against root (and "~/"), and
+// returns it when it lies strictly inside root ("" otherwise: outside, it
+// is as read-only as the rest of the host).
+func inRoot(root, home, v string) string {
+	if v == "" {
 		return ""
+	}
+	if strings.HasPrefix(v, "~/") && home != "" {
+		v = filepath.Join(home, v[2:])
+	}
+	if !filepath.IsAbs(v) {
+		v = filepath.Join(root, v)
+	}
+	if v = filepath.Clean(v); !under(v, root) || v == root {
+		return ""
+	}
+	return v
+}
+
+// parseGitConfig reads the "section.key" values of a git config file
+// (keys lowercased; "[section "sub"]" counts as section; "key = v" and
+// "[section] key = v" on one line; comments after # or ; dropped).
+func parseGitConfig(path string) map[string][]string {
+	out := map[string][]string{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return out
 	}
 	section := ""
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "[") {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				section = ""
+				continue
+			}
 			section = ""
-			if f := strings.Fields(strings.Trim(line, "[]")); len(f) > 0 {
+			if f := strings.Fields(line[1:end]); len(f) > 0 {
 				section = strings.ToLower(f[0])
 			}
-			continue
+			line = strings.TrimSpace(line[end+1:])
+		}
+		if i := strings.IndexAny(line, "#;"); i >= 0 {
+			line = line[:i]
 		}
 		k, v, ok := strings.Cut(line, "=")
-		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
+		if !ok || section == "" {
 			continue
 		}
-		v = strings.Trim(strings.TrimSpace(v), `"`)
-		if v == "" {
-			return ""
-		}
-		if strings.HasPrefix(v, "~/") {
-			home, _ := os.UserHomeDir()
-			v = filepath.Join(home, v[2:])
-		}
-		if !filepath.IsAbs(v) {
-			v = filepath.Join(root, v)
-		}
-		// Outside the root it is as read-only as the rest of the host.
-		if v = filepath.Clean(v); !under(v, root) || v == root {
-			return ""
-		}
-		return v
+		key := section + "." + strings.ToLower(strings.TrimSpace(k))
+		out[key] = append(out[key], strings.Trim(strings.TrimSpace(v), `"`))
 	}
-	return ""
+	return out
 }
 
 // narrowToAllowOnly intersects the write roots with the allowOnly patterns

@@ -335,13 +335,15 @@ func TestPlanFilesystemAllowOnlyAtRoot(t *testing.T) {
 
 func FuzzGitHooksPath(f *testing.F) {
 	f.Add("[core]\n\thooksPath = .husky\n")
-	f.Add("[]\n[core \"x\"]\nhookspath=\"/abs\"\n")
+	f.Add("[]\n[core \"x\"]\nhookspath=\"/abs\"\n[include] path = ../x ; c\n")
 	f.Fuzz(func(t *testing.T, config string) {
 		root := t.TempDir()
 		os.Mkdir(root+"/.git", 0o755)
 		os.WriteFile(root+"/.git/config", []byte(config), 0o644)
-		if hp := gitHooksPath(root); hp != "" && (!under(hp, root) || hp == root) {
-			t.Fatalf("hooks path %q outside the root %q", hp, root)
+		for _, p := range gitProtected(root, "") {
+			if !under(p, root) || p == root {
+				t.Fatalf("protected %q outside the root %q", p, root)
+			}
 		}
 	})
 }

@@ -141,7 +141,18 @@ func (b *fsBuilder) cloneTrees() error {
 			b.allRW = true
 			continue
 		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		// Opened without following symlinks and checked against the plan:
+		// a concurrent sandbox could otherwise swap a parent for a link
+		// and make this one's write root another directory.
+		at, _, ok, err := b.openPlanned(p)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%s does not exist", p)
+		}
+		fd, err := unix.OpenTree(at, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+		unix.Close(at)
 		if err != nil {
 			if err == unix.ENOSYS {
 				return fmt.Errorf("open_tree %s: %w (the filesystem layer needs Linux 5.2 or later)", p, err)
@@ -151,9 +162,12 @@ func (b *fsBuilder) cloneTrees() error {
 		b.clones[p] = fd
 	}
 	if h := b.fs.HomeOverlay; h != "" {
-		fd, err := unix.Open(h, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		fd, st, ok, err := b.openPlanned(h)
+		if err == nil && (!ok || st.Mode&unix.S_IFMT != unix.S_IFDIR) {
+			err = fmt.Errorf("%s is not a directory", h)
+		}
 		if err != nil {
-			return &os.PathError{Op: "open", Path: h, Err: err}
+			return err
 		}
 		b.homeFD = fd
 	}

@@ -16,6 +16,7 @@ import (
 const (
 	AttrWriteRoots  = "write_roots"
 	AttrProtected   = "protected"
+	AttrWatched     = "protected_missing" // protected paths absent at start, checked at exit
 	AttrHidden      = "hidden"
 	AttrHomeOverlay = "home_overlay"
 	AttrLandlock    = "landlock_abi"
@@ -95,11 +96,11 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 		plan.Reveal(abs)
 	}
 	st := &fsState{FSPlan: plan, files: jsonString(files), write: jsonString(filesystemSection(sp)), missing: map[string]bool{},
-		identity: procjail.Identify(plan.Protected, plan.Hidden, plan.Pinned)}
-	// Inside the home overlay the init sees the overlay's inodes, not the
+		identity: procjail.Identify(plan.Protected, plan.Hidden, plan.Pinned, plan.WriteRoots, plan.Revealed, []string{plan.HomeOverlay})}
+	// Below the home overlay the init sees the overlay's inodes, not the
 	// host's: nothing to compare there (and its changes are discarded).
 	for p := range st.identity {
-		if plan.HomeOverlay != "" && isUnder(p, plan.HomeOverlay) && !plan.InWriteRoot(p) {
+		if plan.HomeOverlay != "" && p != plan.HomeOverlay && isUnder(p, plan.HomeOverlay) && !plan.InWriteRoot(p) {
 			delete(st.identity, p)
 		}
 	}
@@ -133,8 +134,19 @@ func (f *fsState) jail() procjail.FileSystem {
 
 // auditAttrs describe the filesystem layer in the session start line.
 func (f *fsState) auditAttrs(landlockABI int) []slog.Attr {
+	// Protected paths that do not exist cannot be bound: listed apart, as
+	// watched (reported at exit if they appear), so the line claims no
+	// more than the kernel holds.
+	var bound, watched []string
+	for _, p := range f.Protected {
+		if f.missing[p] {
+			watched = append(watched, p)
+		} else {
+			bound = append(bound, p)
+		}
+	}
 	attrs := []slog.Attr{
-		slog.Any(AttrWriteRoots, f.WriteRoots), slog.Any(AttrProtected, f.Protected), slog.Any(AttrHidden, f.Hidden),
+		slog.Any(AttrWriteRoots, f.WriteRoots), slog.Any(AttrProtected, bound), slog.Any(AttrWatched, watched), slog.Any(AttrHidden, f.Hidden),
 		slog.String(AttrHomeOverlay, f.HomeOverlay), slog.Int(AttrLandlock, landlockABI),
 	}
 	notCovered := append([]string{}, f.NotCovered...)
