@@ -222,27 +222,7 @@ func TestUnprivileged(t *testing.T) {
 	if os.Getenv("PROCJAIL_UNPRIVILEGED_CHILD") != "" {
 		t.Skip("already unprivileged")
 	}
-	dir, err := os.MkdirTemp("", "procjail-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	exe := filepath.Join(dir, "procjail.test")
-	src, err := os.ReadFile("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exe, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(tmp, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
+	dir, exe, tmp := nobodyCopy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "-test.count=1", "-test.v",
@@ -346,4 +326,32 @@ func TestAllowUnixSocketMissing(t *testing.T) {
 	if !errors.As(err, &se) || se.Step != "unix socket gate" || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("got %v, want a SetupError at step unix socket gate", err)
 	}
+}
+
+// nobodyCopy makes a directory uid 65534 can use: a copy of this test
+// binary (exe) and a home and TMPDIR of its own (tmp), removed at the end.
+func nobodyCopy(t *testing.T) (dir, exe, tmp string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "procjail-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	exe = filepath.Join(dir, "procjail.test")
+	src, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp = filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return dir, exe, tmp
 }

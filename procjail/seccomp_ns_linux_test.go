@@ -379,27 +379,7 @@ func TestSeccompNamespacesUnprivileged(t *testing.T) {
 	if os.Getenv("PROCJAIL_UNPRIVILEGED_CHILD") != "" {
 		t.Skip("already unprivileged")
 	}
-	dir, err := os.MkdirTemp("", "procjail-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
-	exe := filepath.Join(dir, "procjail.test")
-	src, err := os.ReadFile("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exe, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(tmp, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
+	dir, exe, tmp := nobodyCopy(t)
 	// Built here: uid 65534 may have no Go toolchain or build cache.
 	prog := buildSeccompGoProg(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
