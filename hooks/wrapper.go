@@ -58,9 +58,13 @@ func wrapperScript(h Harness, tenths int) string {
 		`deny() { [ -n "$d" ] && printf '%s\n' "$d"; echo "hookgate: $1; denied" >&2; exit 2; }`,
 		`t=$(mktemp -d "${TMPDIR:-/tmp}/hookgate.XXXXXX" 2>/dev/null) || t=$(mktemp -d 2>/dev/null) || deny "no temporary directory for the hook"`,
 		`trap 'rm -rf "$t"' EXIT`,
-		`cat >"$t/i" || deny "cannot read the payload"`,
-		`"$@" <"$t/i" >"$t/o" 2>"$t/e" &`,
+		// The payload goes straight to hookgate: an asynchronous command's
+		// stdin is /dev/null unless redirected, so it gets the wrapper's own
+		// through fd 3.
+		`exec 3<&0`,
+		`"$@" <&3 >"$t/o" 2>"$t/e" &`,
 		`p=$!`,
+		`exec 3<&-`,
 		// One sleep, not a polling count: a busy machine stretches every
 		// round of a loop, not a single timer.
 		fmt.Sprintf(`(sleep %s; : >"$t/k"; kill -9 $p) >/dev/null 2>&1 & w=$!`, tenthsString(tenths)),
@@ -68,9 +72,10 @@ func wrapperScript(h Harness, tenths int) string {
 		`kill $w 2>/dev/null`,
 		fmt.Sprintf(`[ -e "$t/k" ] && deny "hookgate did not answer within %s s"`, tenthsString(tenths)),
 		`o=$(cat "$t/o")`,
+		`pass() { [ -n "$o" ] && printf '%s\n' "$o"; [ -s "$t/e" ] && cat "$t/e" >&2; exit $1; }`,
 		`case $c in`,
-		`0) case $o in ` + ok + `) cat "$t/o"; cat "$t/e" >&2; exit 0;; esac; deny "hookgate answered in a form the harness cannot read";;`,
-		`2) case $o in ` + deny + `) cat "$t/o"; [ -s "$t/e" ] && cat "$t/e" >&2 || echo "hookgate: denied" >&2; exit 2;; esac; deny "hookgate answered in a form the harness cannot read";;`,
+		`0) case $o in ` + ok + `) pass 0;; esac; deny "hookgate answered in a form the harness cannot read";;`,
+		`2) case $o in ` + deny + `) [ -s "$t/e" ] || echo "hookgate: denied" >&2; pass 2;; esac; deny "hookgate answered in a form the harness cannot read";;`,
 		`126) deny "hookgate is not executable: $1";;`,
 		`127) deny "hookgate not found: $1";;`,
 		`esac`,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,6 +104,7 @@ func main() {
 		{"`hookgate --help`: start-up only, no work (floor)", []string{bin, "--help"}, ""},
 		{"hookgate check --policy (local)", []string{bin, "check", "--harness", "claude-code", "--policy", policy}, ""},
 		{"hookgate check --socket", []string{bin, "check", "--harness", "claude-code", "--socket", sock}, ""},
+		{"the command hookgate install writes (fail-closed wrapper, --policy)", []string{"/bin/sh", "-c", installedCommand(t, dir, policy)}, ""},
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/home/dev"}
 	times := make([][]time.Duration, len(variants))
@@ -143,3 +145,28 @@ func main() {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// installedCommand is the Claude Code hook command hookgate install
+// writes for policy (the fail-closed wrapper around this hookgate).
+func installedCommand(t *testing.T, dir, policy string) string {
+	t.Helper()
+	home := filepath.Join(dir, "home")
+	cmd := exec.Command(bin, "install", "--harness", "claude-code", "--policy", policy)
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hookgate install: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".claude", "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string }
+		}
+	}
+	if err := json.Unmarshal(b, &s); err != nil || len(s.Hooks["PreToolUse"]) == 0 {
+		t.Fatalf("settings: %v", err)
+	}
+	return s.Hooks["PreToolUse"][0].Hooks[0].Command
+}
