@@ -18,10 +18,17 @@ package procjail
 //  6. hidden directories that hold a write root or a revealed path get a
 //     tmpfs skeleton, then the clones are moved into place, and the
 //     skeletons made read-only;
-//  7. protected paths are bound read-only over themselves;
+//  7. the directories between a write root and a protected or hidden path
+//     in it are pinned (bound over themselves: a mount point cannot be
+//     renamed), then protected paths are bound read-only over themselves;
 //  8. the other hidden paths are masked;
 //  9. the staging tmpfs is detached (the overlay keeps what it uses), and
 //     everything is checked from the inside.
+//
+// Every planned path is opened without following symlinks and checked to
+// be the file the plan saw (openPlanned), and mounted through that
+// descriptor, so a concurrent sandbox cannot redirect a mount by swapping
+// a path between the plan and the mount.
 //
 // The command has no capability and the seccomp filter refuses every
 // mount call, so it cannot undo any of this; a nested user namespace is
@@ -32,7 +39,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -611,10 +617,3 @@ func landlockFor(fs *FileSystem) *landlockRules {
 	return r
 }
 
-// fsSummary is the one-line description of the layer for errors and logs.
-func fsSummary(fs *FileSystem) string {
-	if !fs.Confine {
-		return "host filesystem"
-	}
-	return "write roots " + strconv.Quote(strings.Join(fs.WriteRoots, ":"))
-}
