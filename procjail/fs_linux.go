@@ -616,4 +616,3 @@ func landlockFor(fs *FileSystem) *landlockRules {
 	}
 	return r
 }
-
