@@ -187,8 +187,10 @@ func trustCodexHooks(codexHome, hooksPath string, now time.Time) error {
 func upsertCodexTrust(cfg string, entries []codexTrust) (string, error) {
 	for _, line := range strings.Split(cfg, "\n") {
 		t := strings.TrimSpace(line)
+		compact := strings.ReplaceAll(strings.ReplaceAll(t, " ", ""), "\t", "")
 		if strings.HasPrefix(t, "hooks.state") || strings.HasPrefix(t, "state") && strings.Contains(cfg, "[hooks]") ||
-			t == "[hooks.state]" {
+			compact == "[hooks.state]" || strings.HasPrefix(compact, "hooks=") || strings.HasPrefix(compact, "[hooks.state.'") ||
+			strings.HasPrefix(compact, "[hooks.state.") && !strings.HasPrefix(t, "[hooks.state.\"") {
 			return "", errors.New(`hooks.state is written in a form hookgate does not edit (use [hooks.state."KEY"] tables); add hookgate's trust by hand or with Codex`)
 		}
 	}
@@ -264,8 +266,17 @@ func codexProjectTrusted(codexHome, dir string) bool {
 	if err != nil {
 		return false
 	}
-	lines := strings.Split(string(b), "\n")
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+	lines := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	// Codex honours the trust of the directory itself and of the git root
+	// holding it, not of any ancestor.
+	cands := []string{filepath.Clean(dir)}
+	for d := filepath.Clean(dir); d != "/" && d != "."; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			cands = append(cands, d)
+			break
+		}
+	}
+	for _, d := range cands {
 		header := "[projects." + tomlQuote(d) + "]"
 		for i, l := range lines {
 			if strings.TrimSpace(l) != header {
@@ -282,8 +293,6 @@ func codexProjectTrusted(codexHome, dir string) bool {
 				}
 			}
 		}
-		if d == "/" || d == "." {
-			return false
-		}
 	}
+	return false
 }

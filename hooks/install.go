@@ -461,14 +461,18 @@ func entryFor(a InstallArgs, ev string) any {
 		}
 	}
 	g := newObject()
-	matcher := "*"
-	if a.Harness != ClaudeCode {
-		// Codex and Gemini matchers are regular expressions.
-		matcher = ".*"
-	}
-	g.set("matcher", matcher)
+	g.set("matcher", entryMatcher(a.Harness))
 	g.set("hooks", []any{h})
 	return g
+}
+
+// entryMatcher matches every tool: Claude Code's "*"; Codex and Gemini
+// matchers are regular expressions.
+func entryMatcher(h Harness) string {
+	if h == ClaudeCode {
+		return "*"
+	}
+	return ".*"
 }
 
 const piMarker = "(managed by `hookgate install --harness pi`)"

@@ -59,7 +59,7 @@ func Verify(ctx context.Context, a VerifyArgs) (string, error) {
 		return path, fmt.Errorf("%s: no hooks", path)
 	}
 	for _, ev := range gatedEvents[a.Harness] {
-		cmd, err := firstHandler(a.Harness, hooksObj, ev)
+		cmd, matcher, err := firstHandler(a.Harness, hooksObj, ev)
 		if err != nil {
 			return path, fmt.Errorf("%s: %s: %w", path, ev, err)
 		}
@@ -67,9 +67,15 @@ func Verify(ctx context.Context, a VerifyArgs) (string, error) {
 		if len(w) < 5 || unwrap(w)[0] == w[0] {
 			return path, fmt.Errorf("%s: %s: hookgate runs without the fail-closed wrapper (reinstall: a crash or a hang would let the tool run)", path, ev)
 		}
-		bin := unwrap(w)[0]
-		if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return path, fmt.Errorf("%s: %s: hookgate binary %s is missing or not executable (every call would be denied)", path, ev, bin)
+		inner := unwrap(w)
+		if cmd != wrappedCommand(a.Harness, inner) {
+			return path, fmt.Errorf("%s: %s: hookgate's hook command is not the one install writes (its wrapper was changed); reinstall", path, ev)
+		}
+		if want := entryMatcher(a.Harness); a.Harness != Cursor && matcher != want {
+			return path, fmt.Errorf("%s: %s: hookgate's entry matches %q, not every tool (%q); reinstall", path, ev, matcher, want)
+		}
+		if err := runsHookgate(ctx, inner[0]); err != nil {
+			return path, fmt.Errorf("%s: %s: %w (every call would be denied)", path, ev, err)
 		}
 	}
 	switch a.Harness {
@@ -98,10 +104,22 @@ func Verify(ctx context.Context, a VerifyArgs) (string, error) {
 	return path, nil
 }
 
-// firstHandler returns the command of the first handler that matches
-// every tool for event ev: it must be hookgate's (a handler before it
-// could answer first and allow).
-func firstHandler(h Harness, hooksObj *object, ev string) (string, error) {
+// runsHookgate checks that bin is an executable hookgate ("hookgate
+// version" answers as hookgate does).
+func runsHookgate(ctx context.Context, bin string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "hookgate ") {
+		return fmt.Errorf("%s does not run as hookgate (%v)", bin, err)
+	}
+	return nil
+}
+
+// firstHandler returns the command (and its group's matcher) of the first
+// handler for event ev: it must be hookgate's (a handler before it could
+// answer first and allow).
+func firstHandler(h Harness, hooksObj *object, ev string) (string, string, error) {
 	list, _ := hooksObj.vals[ev].([]any)
 	for _, item := range list {
 		o, _ := item.(*object)
@@ -112,6 +130,7 @@ func firstHandler(h Harness, hooksObj *object, ev string) (string, error) {
 		if hs, ok := o.vals["hooks"].([]any); ok && h != Cursor {
 			handlers = hs
 		}
+		matcher, _ := o.vals["matcher"].(string)
 		for _, hd := range handlers {
 			ho, _ := hd.(*object)
 			if ho == nil {
@@ -119,12 +138,12 @@ func firstHandler(h Harness, hooksObj *object, ev string) (string, error) {
 			}
 			cmd, _ := ho.vals["command"].(string)
 			if isOurs(cmd) {
-				return cmd, nil
+				return cmd, matcher, nil
 			}
-			return "", fmt.Errorf("another hook (%q) runs before hookgate", clipCommand(cmd))
+			return "", "", fmt.Errorf("another hook (%q) runs before hookgate", clipCommand(cmd))
 		}
 	}
-	return "", errors.New("no hookgate entry")
+	return "", "", errors.New("no hookgate entry")
 }
 
 func clipCommand(s string) string {
@@ -168,9 +187,22 @@ func codexFileTrusted(codexHome, path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	cfg, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	raw, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	cfg := strings.ReplaceAll(string(raw), "\r\n", "\n")
 	for _, e := range entries {
-		if !strings.Contains(string(cfg), "[hooks.state."+tomlQuote(e.Key)+"]\ntrusted_hash = "+tomlQuote(e.Hash)) {
+		header := "[hooks.state." + tomlQuote(e.Key) + "]"
+		if i := strings.Index(cfg, header); i >= 0 {
+			body := cfg[i+len(header):]
+			if j := strings.Index(body, "\n["); j >= 0 {
+				body = body[:j]
+			}
+			for _, l := range strings.Split(body, "\n") {
+				if k, v, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "enabled" && strings.TrimSpace(v) == "false" {
+					return fmt.Errorf("%s disables hookgate's hook %s", filepath.Join(codexHome, "config.toml"), e.Key)
+				}
+			}
+		}
+		if !strings.Contains(cfg, header+"\ntrusted_hash = "+tomlQuote(e.Hash)) {
 			return fmt.Errorf("Codex does not trust %s (no trusted_hash %s in %s): codex exec would skip it; reinstall", e.Key, e.Hash, filepath.Join(codexHome, "config.toml"))
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestVerify(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "hookgate")
-	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(bin, []byte("#!/bin/sh\necho hookgate test\n"), 0o755)
 	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini, Pi} {
 		t.Run(string(h), func(t *testing.T) {
 			home := t.TempDir()
@@ -31,7 +31,7 @@ func TestVerify(t *testing.T) {
 			os.Rename(bin, bin+".away")
 			_, err := Verify(context.Background(), a)
 			os.Rename(bin+".away", bin)
-			if err == nil || !strings.Contains(err.Error(), "missing or not executable") {
+			if err == nil || !strings.Contains(err.Error(), "does not run as hookgate") {
 				t.Errorf("binary gone: %v", err)
 			}
 			path, _ := ConfigPath(a.InstallArgs)
@@ -68,7 +68,7 @@ func TestVerify(t *testing.T) {
 // follows; Gemini workspace settings that switch hooks off fail verify.
 func TestProjectTrust(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "hookgate")
-	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(bin, []byte("#!/bin/sh\necho hookgate test\n"), 0o755)
 	for _, h := range []Harness{Codex, Gemini} {
 		t.Run(string(h), func(t *testing.T) {
 			home, proj := t.TempDir(), t.TempDir()

@@ -22,6 +22,12 @@ import (
 // gives up on it).
 const WrapperDeadline = 90
 
+// DoneEnv names the file hookgate creates once its answer is written: the
+// wrapper passes an exit-0 answer only when it exists, so a stand-in that
+// exits 0 silently (an empty file at hookgate's path) or a write that
+// failed (a full disk) is a deny.
+const DoneEnv = "HOOKGATE_DONE"
+
 // wrapperName is the wrapper's $0: it marks the entry as hookgate's.
 const wrapperName = "hookgate-failclosed"
 
@@ -62,7 +68,7 @@ func wrapperScript(h Harness, tenths int) string {
 		// stdin is /dev/null unless redirected, so it gets the wrapper's own
 		// through fd 3.
 		`exec 3<&0`,
-		`"$@" <&3 >"$t/o" 2>"$t/e" &`,
+		`HOOKGATE_DONE="$t/done" "$@" <&3 >"$t/o" 2>"$t/e" &`,
 		`p=$!`,
 		`exec 3<&-`,
 		// One sleep, not a polling count: a busy machine stretches every
@@ -74,7 +80,8 @@ func wrapperScript(h Harness, tenths int) string {
 		`o=$(cat "$t/o")`,
 		`pass() { [ -n "$o" ] && printf '%s\n' "$o"; [ -s "$t/e" ] && cat "$t/e" >&2; exit $1; }`,
 		`case $c in`,
-		`0) case $o in ` + ok + `) pass 0;; esac; deny "hookgate answered in a form the harness cannot read";;`,
+		`0) [ -e "$t/done" ] || deny "hookgate exited without writing its answer";`,
+		`   case $o in ` + ok + `) pass 0;; esac; deny "hookgate answered in a form the harness cannot read";;`,
 		`2) case $o in ` + deny + `) [ -s "$t/e" ] || echo "hookgate: denied" >&2; pass 2;; esac; deny "hookgate answered in a form the harness cannot read";;`,
 		`126) deny "hookgate is not executable: $1";;`,
 		`127) deny "hookgate not found: $1";;`,

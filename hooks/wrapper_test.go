@@ -41,7 +41,7 @@ func TestWrapperFailsClosed(t *testing.T) {
 			}
 			for _, r := range []Reply{ReplyAllow, ReplyPass, ReplyDeny, ReplyAsk} {
 				out := Encode(Call{Harness: h, Event: ev, Kind: kind, Tool: "Bash"}, Answer{Reply: r, Reason: "why 'quoted' \"here\""})
-				bin := script(fmt.Sprintf("real-%s-%s-%d", h, ev, r), "cat >/dev/null; printf '%s' '"+strings.ReplaceAll(string(out.Stdout), "'", `'\''`)+"'")
+				bin := script(fmt.Sprintf("real-%s-%s-%d", h, ev, r), "cat >/dev/null; printf '%s' '"+strings.ReplaceAll(string(out.Stdout), "'", `'\''`)+"'; : >\"$HOOKGATE_DONE\"")
 				cmd := wrappedCommandWithin(h, []string{bin}, 50)
 				sh := exec.Command("/bin/sh", "-c", cmd)
 				sh.Stdin = strings.NewReader("{}")
@@ -64,8 +64,10 @@ func TestWrapperFailsClosed(t *testing.T) {
 		{"not executable", notExec, 2, "DENY", "not executable"},
 		{"exit 1", script("crash", "exit 1"), 2, "DENY", "exit status 1"},
 		{"killed", script("killed", "kill -9 $$"), 2, "DENY", "exit status 137"},
-		{"garbage", script("garbage", "cat >/dev/null; echo not-json"), 2, "DENY", "a form the harness cannot read"},
-		{"JSON of no answer's shape", script("bogus", `cat >/dev/null; echo '{"decision":"perhaps"}'`), 2, "DENY", "a form the harness cannot read"},
+		{"garbage", script("garbage", "cat >/dev/null; echo not-json; : >\"$HOOKGATE_DONE\""), 2, "DENY", "a form the harness cannot read"},
+		{"JSON of no answer's shape", script("bogus", `cat >/dev/null; echo '{"decision":"perhaps"}'; : >"$HOOKGATE_DONE"`), 2, "DENY", "a form the harness cannot read"},
+		{"exit 0 with nothing written (an empty file at hookgate's path)", script("empty", ""), 2, "DENY", "without writing its answer"},
+		{"exit 0 silently, not hookgate", script("silent", "cat >/dev/null; exit 0"), 2, "DENY", "without writing its answer"},
 		{"a bogus JSON with exit 2", script("bogus2", `cat >/dev/null; echo '{"decision":"perhaps"}'; echo x >&2; exit 2`), 2, "DENY", "a form the harness cannot read"},
 		{"hang", script("hang", "exec sleep 600"), 2, "DENY", "did not answer within 0.5 s"},
 		{"hang with stdout held by a child", script("hangchild", "sleep 600 & echo partial; wait"), 2, "DENY", "did not answer"},
@@ -120,7 +122,7 @@ func TestWrapperPassesThePayload(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "my apps"), 0o755)
 	bin := filepath.Join(dir, "my apps", "hookgate")
-	os.WriteFile(bin, []byte("#!/bin/sh\nprintf '%s|' \"$@\" >&2; cat >\""+dir+"/got\"\n"), 0o755)
+	os.WriteFile(bin, []byte("#!/bin/sh\nprintf '%s|' \"$@\" >&2; cat >\""+dir+"/got\"; : >\"$HOOKGATE_DONE\"\n"), 0o755)
 	payload := `{"tool_input":{"command":"echo 'a' \"b\" $HOME"}}`
 	cmd := wrappedCommand(ClaudeCode, []string{bin, "check", "--policy", "/p/it's.yaml"})
 	sh := exec.Command("/bin/sh", "-c", cmd)

@@ -109,12 +109,27 @@ func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 	return write(io, out)
 }
 
+// write writes an answer. A stdout that cannot take it (a full disk under
+// the wrapper's temporary file) is exit 1, which the wrapper turns into a
+// deny. Under the wrapper (HOOKGATE_DONE names a file) the answer counts
+// only once that file exists: a stand-in that exits 0 without writing
+// anything (an empty file at hookgate's path) is then a deny too.
 func write(io cli.IO, out hooks.Output) int {
 	if len(out.Stdout) > 0 {
-		io.Out.Write(out.Stdout)
+		if _, err := io.Out.Write(out.Stdout); err != nil {
+			return 1
+		}
 	}
 	if len(out.Stderr) > 0 {
 		io.Err.Write(out.Stderr)
+	}
+	if done := os.Getenv(hooks.DoneEnv); done != "" {
+		if f, ok := io.Out.(interface{ Sync() error }); ok && f.Sync() != nil {
+			return 1
+		}
+		if err := os.WriteFile(done, nil, 0o600); err != nil {
+			return 1
+		}
 	}
 	return out.Code
 }
