@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -408,7 +407,7 @@ func (b *claudeBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	b.killLeftovers(t)
+	killHomeLeftovers(t, b.home, "claude")
 
 	reqs := srv.Requests()
 	r.exchanges = fakemodel.AnthropicTranscript(reqs)
@@ -433,53 +432,6 @@ func (b *claudeBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string
 		t.Fatalf("claude sent the fake model no request")
 	}
 	return r
-}
-
-// killLeftovers waits up to 2 s for the processes still running with this
-// box's home to end (the wrapper's watchdog outlives each hook call by up
-// to 0.1 s), then kills and reports those left (a hung hook's children).
-func (b *claudeBox) killLeftovers(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		pids := claudePIDsWithHome(b.home)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range pids {
-				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				t.Logf("left running 2 s after claude exited: pid %d %q; killing it", pid,
-					strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// claudePIDsWithHome lists the live processes whose environment sets HOME
-// to home (the box's processes: nothing else has that home).
-func claudePIDsWithHome(home string) []int {
-	want := []byte("HOME=" + home + "\x00")
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.HasPrefix(env, want) && !bytes.Contains(env, append([]byte{0}, want...)) {
-			continue
-		}
-		if st, _ := os.ReadFile("/proc/" + e.Name() + "/stat"); bytes.Contains(st, []byte(") Z ")) {
-			continue // a zombie, waiting for its parent
-		}
-		pids = append(pids, pid)
-	}
-	return pids
 }
 
 // hookLines returns the debug log's lines about PreToolUse hooks, shortened.

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -625,7 +624,7 @@ func (b *piBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string) pi
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	b.killLeftovers(t)
+	killHomeLeftovers(t, b.home, "pi")
 
 	reqs := srv.Requests()
 	r.exchanges = fakemodel.AnthropicTranscript(reqs)
@@ -654,53 +653,6 @@ func (b *piBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string) pi
 		t.Fatalf("pi sent the fake model no request")
 	}
 	return r
-}
-
-// killLeftovers waits up to 2 s for the processes still running with this
-// box's home to end, then kills and reports those left (a hung hookgate's
-// children).
-func (b *piBox) killLeftovers(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		pids := piPIDsWithHome(b.home)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range pids {
-				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				t.Logf("left running 2 s after pi exited: pid %d %q; killing it", pid,
-					strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// piPIDsWithHome lists the live processes whose environment sets HOME to
-// home (the box's processes: nothing else has that home).
-func piPIDsWithHome(home string) []int {
-	want := []byte("HOME=" + home + "\x00")
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.HasPrefix(env, want) && !bytes.Contains(env, append([]byte{0}, want...)) {
-			continue
-		}
-		if st, _ := os.ReadFile("/proc/" + e.Name() + "/stat"); bytes.Contains(st, []byte(") Z ")) {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
 }
 
 // exchange returns call i, which must be a call of name that Pi answered.

@@ -221,7 +221,7 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 		// bind on the link's target prevents: refused.
 		at := Canonicalize(filepath.Dir(c), "/") + "/" + filepath.Base(c)
 		if fi, err := os.Lstat(at); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			if p.coveredByWriteRoot(at) && !hasPath(p.WriteRoots, at) {
+			if p.InWriteRoot(at) && !hasPath(p.WriteRoots, at) {
 				return nil, fmt.Errorf("protected path %s is a symlink inside a write root; the sandbox cannot keep it read-only (make it a real file or directory, or name it with --write)", at)
 			}
 		}
@@ -288,7 +288,7 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 	p.Revealed = notDenied(p.Revealed, deny, m)
 	p.Pinned = p.pins()
 
-	if fi, err := os.Stat(home); home != "" && err == nil && fi.IsDir() && !restricted && !p.AllWritable && !p.coveredByWriteRoot(home) && !hasPath(p.Hidden, home) {
+	if fi, err := os.Stat(home); home != "" && err == nil && fi.IsDir() && !restricted && !p.AllWritable && !p.InWriteRoot(home) && !hasPath(p.Hidden, home) {
 		p.HomeOverlay = home
 	}
 	// What a private tmp directory covers is out of sight inside: nothing
@@ -308,7 +308,7 @@ func (p *FSPlan) inSight(l []string) []string {
 				covered = true
 			}
 		}
-		if covered && !p.coveredByWriteRoot(x) && !(p.HomeOverlay != "" && under(x, p.HomeOverlay)) {
+		if covered && !p.InWriteRoot(x) && !(p.HomeOverlay != "" && under(x, p.HomeOverlay)) {
 			kept := false
 			for _, r := range p.Revealed {
 				if under(x, r) {
@@ -680,15 +680,13 @@ func (p *FSPlan) Reveal(path string) {
 			covered = true
 		}
 	}
-	if covered && !p.coveredByWriteRoot(c) && !hasPath(p.Revealed, c) {
+	if covered && !p.InWriteRoot(c) && !hasPath(p.Revealed, c) {
 		p.Revealed = append(p.Revealed, c)
 	}
 }
 
 // InWriteRoot reports whether path is a write root or below one.
-func (p *FSPlan) InWriteRoot(path string) bool { return p.coveredByWriteRoot(path) }
-
-func (p *FSPlan) coveredByWriteRoot(path string) bool {
+func (p *FSPlan) InWriteRoot(path string) bool {
 	for _, r := range p.WriteRoots {
 		if under(path, r) {
 			return true

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // run starts command in a sandbox and returns its exit status and output.
@@ -27,6 +29,9 @@ func run(t *testing.T, spec Spec) (int, string, string) {
 	sb, err := Start(ctx, spec)
 	outW.Close()
 	errW.Close()
+	if errors.Is(err, ErrUserNamespaces) {
+		testenv.SkipOrFail(t, err.Error())
+	}
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -3,9 +3,7 @@
 package procjail
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -82,41 +80,6 @@ func TestSeccompSyscallNumbers(t *testing.T) {
 	}
 }
 
-// runSeccomp is run (jail_linux_test.go), but skips (or fails under
-// BARRY_REQUIRE_PRIVILEGED=1) when user namespaces are not available.
-func runSeccomp(t *testing.T, spec Spec) (int, string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	outR, outW, _ := os.Pipe()
-	errR, errW, _ := os.Pipe()
-	defer outR.Close()
-	defer errR.Close()
-	spec.Stdout, spec.Stderr = outW, errW
-	if spec.Env == nil {
-		spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp"}
-	}
-	sb, err := Start(ctx, spec)
-	outW.Close()
-	errW.Close()
-	if errors.Is(err, ErrUserNamespaces) {
-		testenv.SkipOrFail(t, err.Error())
-	}
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	var out, errb bytes.Buffer
-	done := make(chan struct{})
-	go func() { out.ReadFrom(outR); close(done) }()
-	errb.ReadFrom(errR)
-	<-done
-	code, err := sb.Wait()
-	if err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	return code, out.String(), errb.String()
-}
-
 // TestSeccompNamespaces: inside the sandbox, real programs cannot create
 // namespaces, mount, or enter another namespace, while fork, threads,
 // posix_spawn (glibc falls back from clone3 to clone), pipelines, Python's
@@ -136,7 +99,7 @@ echo "ls => $(ls / | wc -l)"
 echo "pipeline => $(printf 'a\nb\nc\n' | sort -r | head -n 1)"
 echo "subshell => $( (sh -c 'echo nested') & wait)"`)
 		spec.Args = append(spec.Args, "sh", target)
-		code, out, stderr := runSeccomp(t, spec)
+		code, out, stderr := run(t, spec)
 		t.Logf("stdout:\n%s\nstderr:\n%s", out, stderr)
 		if code != 0 {
 			t.Fatalf("exit %d", code)
@@ -164,7 +127,7 @@ echo "subshell => $( (sh -c 'echo nested') & wait)"`)
 
 	t.Run("python", func(t *testing.T) {
 		testenv.NeedCommand(t, "python3")
-		code, out, stderr := runSeccomp(t, Spec{Command: "python3", Args: []string{"-c", seccompPythonScript,
+		code, out, stderr := run(t, Spec{Command: "python3", Args: []string{"-c", seccompPythonScript,
 			strconv.Itoa(unix.SYS_CLONE), strconv.Itoa(unix.SYS_CLONE3), strconv.Itoa(unix.SYS_SETNS),
 			strconv.Itoa(unix.SYS_PIVOT_ROOT), strconv.Itoa(unix.SYS_OPEN_TREE), strconv.Itoa(unix.SYS_FSOPEN),
 			strconv.Itoa(unix.SYS_MOUNT_SETATTR)}})
@@ -198,7 +161,7 @@ subprocess shell ok True
 		if prog == "" {
 			prog = buildSeccompGoProg(t, t.TempDir())
 		}
-		code, out, stderr := runSeccomp(t, Spec{Command: prog})
+		code, out, stderr := run(t, Spec{Command: prog})
 		t.Logf("stdout:\n%s\nstderr:\n%s", out, stderr)
 		want := []string{
 			`exec "child\n" <nil>`,
