@@ -152,9 +152,9 @@ func (r *Ruler) Rule(ctx context.Context, c Call) (d policy.Decision) {
 	if !r.native[c.Tool] {
 		return policy.Denied(fmt.Sprintf("native tool %s is not granted for %s", c.Tool, c.Harness), "native.allowed")
 	}
-	t, known := NativeTools[c.Harness][c.Tool]
+	t, known := policy.NativeToolOf(string(c.Harness), c.Tool)
 	if !known {
-		t = other
+		return policy.Denied(fmt.Sprintf("native tool %s is not in the %s catalog", c.Tool, c.Harness), "native.allowed")
 	}
 	return r.guard(ctx, c, t)
 }
@@ -175,18 +175,18 @@ func (r *Ruler) network() *policy.NetworkRules {
 	return nil
 }
 
-func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision {
+func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.Decision {
 	in := input{m: c.Input}
-	switch t.Category {
-	case CatOther:
+	switch t.Reach {
+	case policy.ReachNone, policy.ReachShellSession:
 		return policy.AllowedBy(fmt.Sprintf("native tool %s is granted", c.Tool), "native.allowed:"+c.Tool)
-	case CatShell, CatShellOpaque:
+	case policy.ReachShell, policy.ReachShellOpaque:
 		cmd := in.str(t.CommandKey, true)
 		dir := in.first(t.DirKeys)
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
-		if t.Category == CatShellOpaque {
+		if t.Reach == policy.ReachShellOpaque {
 			if rule := ShellRuleIn(r.bound()); rule != "" {
 				return policy.Denied(fmt.Sprintf("%s commands cannot be classified and the bound has %s rules", c.Tool, rule), "shell:unclassified")
 			}
@@ -207,7 +207,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 			}
 		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
-	case CatFileRead, CatFileWrite:
+	case policy.ReachFileRead, policy.ReachFileWrite:
 		paths := append(harnessPaths(c.Harness, in.paths(t.PathKeys)), t.FixedPaths...)
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
@@ -215,8 +215,8 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 		if len(paths) == 0 {
 			return policy.Denied(fmt.Sprintf("%s names no path", c.Tool), "input")
 		}
-		return r.checkPaths(c, paths, t.Category == CatFileWrite)
-	case CatPatch:
+		return r.checkPaths(c, paths, t.Reach == policy.ReachFileWrite)
+	case policy.ReachPatch:
 		text := in.str(t.CommandKey, true)
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
@@ -226,7 +226,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 			return policy.Denied(err.Error(), "apply_patch")
 		}
 		return r.checkPaths(c, paths, true)
-	case CatSearch:
+	case policy.ReachSearch:
 		var roots []string
 		for _, r := range harnessPaths(c.Harness, in.paths(t.DirKeys)) {
 			// A root given as a glob (read_many_files paths) is searched
@@ -255,7 +255,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 			roots = append(roots, r.abs(globRoot(g), roots[0]))
 		}
 		return r.checkSearch(c, roots)
-	case CatFetch:
+	case policy.ReachFetch:
 		urls := in.all(t.URLKeys)
 		for _, k := range t.TextURLKeys {
 			text := in.str(k, false)
@@ -277,7 +277,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t NativeTool) policy.Decision
 			urls = append(urls, geminiRawGitHub(urls)...)
 		}
 		return r.checkURLs(c.Tool, urls)
-	case CatWebSearch:
+	case policy.ReachWebSearch:
 		if d, denied := r.checkAction(policy.ActionHTTPRead); denied {
 			return d
 		}

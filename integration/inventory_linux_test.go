@@ -53,6 +53,6 @@ func checkInventory(t *testing.T, harness string, offered []string) {
 	}
 	sort.Strings(unknown)
 	if len(unknown) > 0 {
-		t.Errorf("%s offers tools the catalog does not know (add each to policy/native.go with its category, and to hooks/tools.go with its input keys if it reads or writes paths): %v", harness, unknown)
+		t.Errorf("%s offers tools the catalog does not know (add each to the catalog in policy/native.go with its reach and input keys): %v", harness, unknown)
 	}
 }

@@ -44,8 +44,11 @@ type NativeHarness struct {
 	// NativeTools are the harness's own tool names.
 	NativeTools []string `json:"nativeTools"`
 	// Categories maps each native tool to its categories (none for tools
-	// that act only through other tools, such as a subagent launcher).
+	// that act only through other tools, such as a subagent launcher),
+	// derived from Tools.
 	Categories map[string][]string `json:"categories"`
+	// Tools are the native tools by name.
+	Tools map[string]NativeTool `json:"-"`
 }
 
 // Mode returns the named mode, or the default mode for "".
@@ -86,7 +89,97 @@ func (h *NativeHarness) expandNames(names []string) []string {
 	return slices.Compact(out)
 }
 
-func cats(c ...string) []string { return c }
+// Reach is how a native tool's calls reach what a bound rules on: it
+// gives the tool its categories and a per-call gate its guard.
+type Reach uint8
+
+const (
+	// ReachNone acts only through other tools or on the session itself
+	// (subagents, to-do lists, questions to the user): no category, no
+	// guard beyond the native policy.
+	ReachNone Reach = iota
+	// ReachShell runs the command line under CommandKey: the shell guard.
+	ReachShell
+	// ReachShellOpaque runs a command in a shell the classifier cannot read
+	// (PowerShell): denied whenever a shell rule applies.
+	ReachShellOpaque
+	// ReachShellSession reads, watches or stops shells already started
+	// (their commands were ruled on when they started): the shell category,
+	// no guard of its own.
+	ReachShellSession
+	// ReachFileRead reads the files named under PathKeys.
+	ReachFileRead
+	// ReachSearch reads below the roots under DirKeys (and what GlobKeys'
+	// globs climb to).
+	ReachSearch
+	// ReachFileWrite writes the files named under PathKeys or FixedPaths.
+	ReachFileWrite
+	// ReachPatch is Codex's apply_patch: the paths come from the patch text
+	// under CommandKey, read and written.
+	ReachPatch
+	// ReachFetch fetches the URLs under URLKeys or found in TextURLKeys.
+	ReachFetch
+	// ReachWebSearch searches the web, confined to allowed_domains.
+	ReachWebSearch
+)
+
+// Categories are the native categories of a tool of this reach.
+func (r Reach) Categories() []string {
+	switch r {
+	case ReachShell, ReachShellOpaque, ReachShellSession:
+		return []string{CategoryShell}
+	case ReachFileRead, ReachSearch:
+		return []string{CategoryFileReads}
+	case ReachFileWrite:
+		return []string{CategoryFileWrites}
+	case ReachPatch:
+		return []string{CategoryFileReads, CategoryFileWrites}
+	case ReachFetch, ReachWebSearch:
+		return []string{CategoryNetwork}
+	}
+	return nil
+}
+
+// NativeTool is one native tool of a harness: its reach, and the input
+// keys its calls carry that reach under. It is the one inventory: the
+// native policy reads the categories, hookgate's guards the keys.
+type NativeTool struct {
+	Reach Reach
+	// PathKeys hold paths (every key present is checked).
+	PathKeys []string
+	// CommandKey holds the command line (shell tools) or the patch.
+	CommandKey string
+	// DirKeys hold a shell's working directory or a search's roots.
+	DirKeys []string
+	// RequireDir refuses a search with no root under DirKeys, for tools
+	// whose input shape is undocumented (a root under a key this table
+	// does not know must not fall back to the cwd).
+	RequireDir bool
+	// GlobKeys hold glob patterns resolved from the search root: the root
+	// a glob can climb to is searched too.
+	GlobKeys []string
+	// FixedPaths are paths the tool always writes (Gemini's save_memory).
+	FixedPaths []string
+	// URLKeys hold URLs; TextURLKeys hold free text whose URLs are fetched.
+	URLKeys     []string
+	TextURLKeys []string
+}
+
+func shellTool(dirKeys ...string) NativeTool {
+	return NativeTool{Reach: ReachShell, CommandKey: "command", DirKeys: dirKeys}
+}
+func readTool(keys ...string) NativeTool  { return NativeTool{Reach: ReachFileRead, PathKeys: keys} }
+func writeTool(keys ...string) NativeTool { return NativeTool{Reach: ReachFileWrite, PathKeys: keys} }
+func searchTool(dirKeys []string, globKeys ...string) NativeTool {
+	return NativeTool{Reach: ReachSearch, DirKeys: dirKeys, GlobKeys: globKeys}
+}
+func fetchTool(keys ...string) NativeTool { return NativeTool{Reach: ReachFetch, URLKeys: keys} }
+
+var (
+	noReach      = NativeTool{}
+	shellSession = NativeTool{Reach: ReachShellSession}
+	webSearch    = NativeTool{Reach: ReachWebSearch}
+)
 
 // Harnesses returns the built-in harness catalog, keyed by id. Each call
 // returns a fresh copy the caller may modify.
@@ -101,25 +194,49 @@ var harnessCatalog = sync.OnceValue(buildHarnesses)
 // harnessIDs lists the catalog's ids.
 func harnessIDs() []string { return sortedKeys(harnessCatalog()) }
 
+// NativeToolOf returns harness's native tool named name from the catalog;
+// ok is false for a harness or tool the catalog does not know (which every
+// enforcer denies).
+func NativeToolOf(harness, name string) (t NativeTool, ok bool) {
+	h := harnessCatalog()[harness]
+	if h == nil {
+		return NativeTool{}, false
+	}
+	t, ok = h.Tools[name]
+	return t, ok
+}
+
 func buildHarnesses() map[string]*NativeHarness {
-	sh, rd, wr, nw := CategoryShell, CategoryFileReads, CategoryFileWrites, CategoryNetwork
 	list := []*NativeHarness{
 		{
 			ID: "claude-code", Label: "Claude Code", DefaultMode: "hosted",
-			Categories: map[string][]string{
-				"Bash": cats(sh), "BashOutput": cats(sh), "KillShell": cats(sh), "PowerShell": cats(sh),
-				"Read": cats(rd), "Glob": cats(rd), "Grep": cats(rd), "LS": cats(rd), "NotebookRead": cats(rd),
-				"Write": cats(wr), "Edit": cats(wr), "MultiEdit": cats(wr), "NotebookEdit": cats(wr),
-				"WebFetch": cats(nw), "WebSearch": cats(nw),
-				"Agent": nil, "Task": nil, "TodoWrite": nil, "ExitPlanMode": nil,
+			Tools: map[string]NativeTool{
+				"Bash":         shellTool(),
+				"PowerShell":   {Reach: ReachShellOpaque, CommandKey: "command"},
+				"BashOutput":   shellSession,
+				"KillShell":    shellSession,
+				"TaskOutput":   shellSession,
+				"TaskStop":     shellSession,
+				"Monitor":      shellSession,
+				"Read":         readTool("file_path"),
+				"NotebookRead": readTool("notebook_path"),
+				"Glob":         searchTool([]string{"path"}, "pattern"),
+				"Grep":         searchTool([]string{"path"}, "glob"),
+				"LS":           searchTool([]string{"path"}),
+				"Write":        writeTool("file_path"),
+				"Edit":         writeTool("file_path"),
+				"MultiEdit":    writeTool("file_path"),
+				"NotebookEdit": writeTool("notebook_path"),
+				"WebFetch":     fetchTool("url"),
+				"WebSearch":    webSearch,
 				// Claude Code 2.1.332's tools that act only through the
-				// others (or on the session itself); TaskOutput and TaskStop
-				// read and stop background shells, Monitor watches one.
-				"ToolSearch": nil, "ListAgents": nil, "Skill": nil, "Workflow": nil, "ScheduleWakeup": nil,
-				"ReportFindings": nil, "SendMessage": nil, "AskUserQuestion": nil, "EnterPlanMode": nil,
-				"TaskCreate": nil, "TaskGet": nil, "TaskList": nil, "TaskUpdate": nil,
-				"TaskOutput": cats(sh), "TaskStop": cats(sh), "Monitor": cats(sh),
-				"CronCreate": nil, "CronDelete": nil, "CronList": nil,
+				// others, or on the session itself.
+				"Agent": noReach, "Task": noReach, "TodoWrite": noReach, "ExitPlanMode": noReach,
+				"ToolSearch": noReach, "ListAgents": noReach, "Skill": noReach, "Workflow": noReach,
+				"ScheduleWakeup": noReach, "ReportFindings": noReach, "SendMessage": noReach,
+				"AskUserQuestion": noReach, "EnterPlanMode": noReach,
+				"TaskCreate": noReach, "TaskGet": noReach, "TaskList": noReach, "TaskUpdate": noReach,
+				"CronCreate": noReach, "CronDelete": noReach, "CronList": noReach,
 			},
 			Modes: map[string]*HarnessMode{
 				"hosted":       {Gate: true, Ceiling: true, Label: "Barry launches Claude Code with a PreToolUse hook gate"},
@@ -129,11 +246,19 @@ func buildHarnesses() map[string]*NativeHarness {
 		},
 		{
 			ID: "codex", Label: "OpenAI Codex CLI", DefaultMode: "hooks",
-			Categories: map[string][]string{
-				"Bash": cats(sh), "exec_command": cats(sh), "shell": cats(sh), "write_stdin": cats(sh),
-				"apply_patch": cats(rd, wr), "web_search": cats(nw), "view_image": cats(rd),
-				"update_plan": nil, "spawn_agent": nil, "request_user_input": nil, "tool_search": nil,
-				"get_goal": nil, "create_goal": nil, "update_goal": nil,
+			Tools: map[string]NativeTool{
+				"Bash":         shellTool("workdir"),
+				"exec_command": shellTool("workdir"),
+				"shell":        shellTool("workdir"),
+				// write_stdin types into a running exec session: what it
+				// types is a command line like any other (exec_command
+				// "bash", then write_stdin "git push" meets the same rules).
+				"write_stdin": {Reach: ReachShell, CommandKey: "chars"},
+				"apply_patch": {Reach: ReachPatch, CommandKey: "command"},
+				"view_image":  readTool("path"),
+				"web_search":  webSearch,
+				"update_plan": noReach, "spawn_agent": noReach, "request_user_input": noReach,
+				"tool_search": noReach, "get_goal": noReach, "create_goal": noReach, "update_goal": noReach,
 			},
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "a launcher runs hookgate on PreToolUse; a missing script, crash, timeout or malformed answer is a deny",
@@ -142,10 +267,18 @@ func buildHarnesses() map[string]*NativeHarness {
 		},
 		{
 			ID: "cursor", Label: "Cursor", DefaultMode: "hooks",
-			Categories: map[string][]string{
-				"Shell": cats(sh), "Read": cats(rd), "Grep": cats(rd), "Glob": cats(rd), "LS": cats(rd),
-				"Write": cats(wr), "Edit": cats(wr), "Delete": cats(wr), "WebFetch": cats(nw), "WebSearch": cats(nw),
-				"Task": nil,
+			Tools: map[string]NativeTool{
+				"Shell":     shellTool("working_directory"),
+				"Read":      readTool("file_path", "path", "target_file"),
+				"Grep":      {Reach: ReachSearch, DirKeys: []string{"path", "target_directory"}, RequireDir: true},
+				"Glob":      {Reach: ReachSearch, DirKeys: []string{"path", "target_directory"}, RequireDir: true},
+				"LS":        {Reach: ReachSearch, DirKeys: []string{"path", "target_directory"}, RequireDir: true},
+				"Write":     writeTool("file_path", "path", "target_file"),
+				"Edit":      writeTool("file_path", "path", "target_file"),
+				"Delete":    writeTool("file_path", "path", "target_file"),
+				"WebFetch":  fetchTool("url"),
+				"WebSearch": webSearch,
+				"Task":      noReach,
 			},
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "Cursor hooks with failClosed: true"},
@@ -153,14 +286,23 @@ func buildHarnesses() map[string]*NativeHarness {
 		},
 		{
 			ID: "gemini", Label: "Gemini CLI", DefaultMode: "hooks",
-			Categories: map[string][]string{
-				"run_shell_command": cats(sh),
-				"read_file":         cats(rd), "read_many_files": cats(rd), "glob": cats(rd), "search_file_content": cats(rd), "list_directory": cats(rd),
-				"write_file": cats(wr), "replace": cats(wr), "save_memory": cats(wr),
-				"web_fetch": cats(nw), "google_web_search": cats(nw),
-				"grep_search": cats(rd), "read_background_output": cats(sh), "list_background_processes": cats(sh),
-				"write_todos": nil, "update_topic": nil, "enter_plan_mode": nil, "exit_plan_mode": nil,
-				"invoke_agent": nil, "activate_skill": nil,
+			Tools: map[string]NativeTool{
+				"run_shell_command":         shellTool("directory", "dir_path"),
+				"read_background_output":    shellSession,
+				"list_background_processes": shellSession,
+				"read_file":                 readTool("file_path", "absolute_path", "path"),
+				"read_many_files":           searchTool([]string{"paths", "include", "dir_path", "directory"}),
+				"list_directory":            searchTool([]string{"dir_path", "path"}),
+				"glob":                      searchTool([]string{"dir_path", "path"}, "pattern"),
+				"search_file_content":       searchTool([]string{"dir_path", "path"}, "include"),
+				"grep_search":               searchTool([]string{"dir_path", "path"}, "include", "include_pattern"),
+				"write_file":                writeTool("file_path", "absolute_path", "path"),
+				"replace":                   writeTool("file_path", "absolute_path", "path"),
+				"save_memory":               {Reach: ReachFileWrite, FixedPaths: []string{"~/.gemini/GEMINI.md"}},
+				"web_fetch":                 {Reach: ReachFetch, URLKeys: []string{"url"}, TextURLKeys: []string{"prompt"}},
+				"google_web_search":         webSearch,
+				"write_todos":               noReach, "update_topic": noReach, "enter_plan_mode": noReach, "exit_plan_mode": noReach,
+				"invoke_agent": noReach, "activate_skill": noReach,
 			},
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "a BeforeTool hook gate"},
@@ -168,9 +310,14 @@ func buildHarnesses() map[string]*NativeHarness {
 		},
 		{
 			ID: "pi", Label: "Pi", DefaultMode: "hosted",
-			Categories: map[string][]string{
-				"bash": cats(sh), "read": cats(rd), "grep": cats(rd), "find": cats(rd), "ls": cats(rd),
-				"write": cats(wr), "edit": cats(wr),
+			Tools: map[string]NativeTool{
+				"bash":  shellTool(),
+				"read":  readTool("path"),
+				"grep":  searchTool([]string{"path"}, "glob"),
+				"find":  searchTool([]string{"path"}, "pattern"),
+				"ls":    searchTool([]string{"path"}),
+				"write": writeTool("path"),
+				"edit":  writeTool("path"),
 			},
 			Modes: map[string]*HarnessMode{
 				"hosted": {Gate: true, Label: "a Barry extension blocks tools outside the native allowance"},
@@ -179,7 +326,11 @@ func buildHarnesses() map[string]*NativeHarness {
 	}
 	out := map[string]*NativeHarness{}
 	for _, h := range list {
-		h.NativeTools = sortedKeys(h.Categories)
+		h.Categories = make(map[string][]string, len(h.Tools))
+		for name, t := range h.Tools {
+			h.Categories[name] = t.Reach.Categories()
+		}
+		h.NativeTools = sortedKeys(h.Tools)
 		out[h.ID] = h
 	}
 	return out

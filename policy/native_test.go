@@ -200,3 +200,29 @@ func TestCatalogIsNotModified(t *testing.T) {
 		t.Fatal("the shared harness catalog was modified")
 	}
 }
+
+// TestToolsCarryTheirReach: every tool that reaches files, programs or
+// hosts names the input keys it does that under, so the gate has
+// something to check (a tool with none would be denied on every call).
+func TestToolsCarryTheirReach(t *testing.T) {
+	for id, h := range Harnesses() {
+		for name, tool := range h.Tools {
+			var ok bool
+			switch tool.Reach {
+			case ReachShell, ReachShellOpaque, ReachPatch:
+				ok = tool.CommandKey != ""
+			case ReachFileRead, ReachFileWrite:
+				ok = len(tool.PathKeys) > 0 || len(tool.FixedPaths) > 0
+			case ReachSearch:
+				ok = len(tool.DirKeys) > 0
+			case ReachFetch:
+				ok = len(tool.URLKeys) > 0 || len(tool.TextURLKeys) > 0
+			default:
+				ok = len(tool.PathKeys)+len(tool.DirKeys)+len(tool.URLKeys) == 0 && tool.CommandKey == ""
+			}
+			if !ok {
+				t.Errorf("%s %s: reach %d without the input keys it needs (or keys a tool of that reach never reads)", id, name, tool.Reach)
+			}
+		}
+	}
+}
