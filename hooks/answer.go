@@ -102,38 +102,6 @@ func encodeJSON(v any) []byte {
 	return b.Bytes()
 }
 
-type hookSpecific struct {
-	HookEventName            string           `json:"hookEventName"`
-	PermissionDecision       string           `json:"permissionDecision,omitempty"`
-	PermissionDecisionReason string           `json:"permissionDecisionReason,omitempty"`
-	Decision                 *permissionReply `json:"decision,omitempty"`
-}
-
-type permissionReply struct {
-	Behavior string `json:"behavior"`
-	Message  string `json:"message,omitempty"`
-}
-
-type hookSpecificOutput struct {
-	HookSpecificOutput hookSpecific `json:"hookSpecificOutput"`
-}
-
-type cursorReply struct {
-	Permission   string `json:"permission"`
-	UserMessage  string `json:"user_message,omitempty"`
-	AgentMessage string `json:"agent_message,omitempty"`
-}
-
-type geminiReply struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
-
-type piReply struct {
-	Block  bool   `json:"block"`
-	Reason string `json:"reason,omitempty"`
-}
-
 var emptyObject = []byte("{}\n")
 
 // askDenied is the reason of an ask sent as a deny because the event
@@ -142,20 +110,6 @@ var emptyObject = []byte("{}\n")
 func askDenied(c Call, reason string) string {
 	return reason + "; needs a person's approval, which " + string(c.Harness) + " cannot ask for in " + c.Event +
 		": denied (grant it in the session policy to allow it)"
-}
-
-// canAsk reports whether the tool event c enforces an ask: Claude Code's
-// PreToolUse and Cursor's beforeShellExecution and beforeMCPExecution.
-// Codex runs the tool when a hook answers ask; Cursor's preToolUse accepts
-// but does not enforce it; the others have no ask.
-func canAsk(c Call) bool {
-	switch c.Harness {
-	case ClaudeCode:
-		return c.Kind == KindTool
-	case Cursor:
-		return c.Event == "beforeShellExecution" || c.Event == "beforeMCPExecution"
-	}
-	return false
 }
 
 // Encode writes a for the event c in c.Harness's protocol. Events hookgate
@@ -169,83 +123,11 @@ func Encode(c Call, a Answer) Output {
 	if agent == "" {
 		agent = reason
 	}
-	if a.Reply == ReplyAsk && c.Kind == KindTool && !canAsk(c) {
+	if p := mustProtocol(c.Harness); a.Reply == ReplyAsk && c.Kind == KindTool && (p.canAsk == nil || !p.canAsk(c)) {
 		a.Reply = ReplyDeny
 		reason, agent = askDenied(c, reason), askDenied(c, agent)
 	}
-	switch c.Harness {
-	case ClaudeCode, Codex:
-		return encodeClaudeLike(c, a.Reply, reason)
-	case Cursor:
-		if c.Kind == KindOther {
-			return Output{Stdout: emptyObject}
-		}
-		r := cursorReply{}
-		switch a.Reply {
-		case ReplyAllow, ReplyPass:
-			return Output{Stdout: encodeJSON(cursorReply{Permission: "allow"})}
-		case ReplyAsk:
-			r.Permission = "ask"
-		default:
-			r.Permission = "deny"
-		}
-		r.UserMessage = reason
-		// beforeReadFile and subagentStart document only permission + user_message.
-		if c.Event != "beforeReadFile" && c.Event != "subagentStart" {
-			r.AgentMessage = agent
-		}
-		return Output{Stdout: encodeJSON(r)}
-	case Gemini:
-		switch {
-		case c.Kind == KindOther || a.Reply == ReplyPass:
-			return Output{Stdout: emptyObject}
-		case a.Reply == ReplyAllow:
-			return Output{Stdout: encodeJSON(geminiReply{Decision: "allow"})}
-		}
-		return Output{Stdout: encodeJSON(geminiReply{Decision: "deny", Reason: reason})}
-	case Pi:
-		if c.Kind == KindOther || a.Reply == ReplyAllow || a.Reply == ReplyPass {
-			return Output{Stdout: encodeJSON(piReply{})}
-		}
-		return Output{Stdout: encodeJSON(piReply{Block: true, Reason: reason})}
-	}
-	return Fail(c.Harness, reason)
-}
-
-// encodeClaudeLike writes Claude Code's answers and Codex's subset of them.
-// Codex has no allow without updatedInput and no ask: its allow is empty
-// stdout (Encode has already turned its ask into a deny).
-func encodeClaudeLike(c Call, r Reply, reason string) Output {
-	switch c.Kind {
-	case KindTool:
-		hs := hookSpecific{HookEventName: c.Event, PermissionDecisionReason: reason}
-		switch r {
-		case ReplyPass:
-			return Output{}
-		case ReplyAllow:
-			if c.Harness == Codex {
-				return Output{}
-			}
-			hs.PermissionDecision = "allow"
-		case ReplyAsk:
-			hs.PermissionDecision = "ask"
-		default:
-			hs.PermissionDecision = "deny"
-		}
-		return Output{Stdout: encodeJSON(hookSpecificOutput{hs})}
-	case KindPermission:
-		hs := hookSpecific{HookEventName: c.Event}
-		switch r {
-		case ReplyPass, ReplyAsk:
-			return Output{}
-		case ReplyAllow:
-			hs.Decision = &permissionReply{Behavior: "allow"}
-		default:
-			hs.Decision = &permissionReply{Behavior: "deny", Message: reason}
-		}
-		return Output{Stdout: encodeJSON(hookSpecificOutput{hs})}
-	}
-	return Output{}
+	return mustProtocol(c.Harness).encode(c, a.Reply, reason, agent)
 }
 
 // Fail is the deny for a failure before the payload was understood (bad
@@ -259,16 +141,8 @@ func Fail(h Harness, reason string) Output {
 		reason = "hookgate: denied"
 	}
 	out := Output{Stderr: []byte(reason + "\n"), Code: 2}
-	switch h {
-	case ClaudeCode:
-		out.Stdout = encodeJSON(hookSpecificOutput{hookSpecific{HookEventName: "PreToolUse",
-			PermissionDecision: "deny", PermissionDecisionReason: reason}})
-	case Cursor:
-		out.Stdout = encodeJSON(cursorReply{Permission: "deny", UserMessage: reason, AgentMessage: reason})
-	case Gemini:
-		out.Stdout = encodeJSON(geminiReply{Decision: "deny", Reason: reason})
-	case Pi:
-		out.Stdout = encodeJSON(piReply{Block: true, Reason: reason})
+	if p := mustProtocol(h); p.failStdout != nil {
+		out.Stdout = p.failStdout(reason)
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func TestEncodeAsk(t *testing.T) {
 			t.Fatalf("duplicate case %s", name)
 		}
 		seen[name] = true
-		if k, ok := events[tc.h][tc.event]; !ok || k != tc.kind {
+		if k, ok := mustProtocol(tc.h).events[tc.event]; !ok || k != tc.kind {
 			t.Fatalf("%s: the decoder knows this event as %v (known %v), the table says %v", name, k, ok, tc.kind)
 		}
 		t.Run(name, func(t *testing.T) {

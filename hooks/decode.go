@@ -30,31 +30,8 @@ func ReadPayload(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// Events per harness: gated ones map to their Kind, every other event the
-// protocol defines is KindOther. An event in neither list is ErrUnknownEvent.
-var events = map[Harness]map[string]Kind{
-	ClaudeCode: kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
-		"SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
-		"MessageDisplay", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
-		"Notification", "SubagentStart", "SubagentStop", "TaskCreated", "TaskCompleted", "Stop",
-		"StopFailure", "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged",
-		"WorktreeCreate", "WorktreeRemove", "PreCompact", "PostCompact", "Elicitation",
-		"ElicitationResult", "SessionEnd"),
-	Codex: kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
-		"SessionStart", "SessionEnd", "SubagentStart", "SubagentStop", "PostToolUse", "PreCompact",
-		"PostCompact", "UserPromptSubmit", "Stop", "Interrupt"),
-	Cursor: kinds(map[string]Kind{"preToolUse": KindTool, "beforeShellExecution": KindTool,
-		"beforeMCPExecution": KindTool, "beforeReadFile": KindTool, "subagentStart": KindTool},
-		"sessionStart", "sessionEnd", "postToolUse", "postToolUseFailure", "subagentStop",
-		"afterShellExecution", "afterMCPExecution", "afterFileEdit", "beforeSubmitPrompt",
-		"preCompact", "stop", "afterAgentResponse", "afterAgentThought", "beforeTabFileRead",
-		"afterTabFileEdit", "workspaceOpen"),
-	Gemini: kinds(map[string]Kind{"BeforeTool": KindTool},
-		"SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel",
-		"BeforeToolSelection", "AfterTool", "Notification", "PreCompress"),
-	Pi: kinds(map[string]Kind{"tool_call": KindTool}),
-}
-
+// kinds maps the gated events to their Kind and every other event a
+// protocol defines to KindOther. An event in neither is ErrUnknownEvent.
 func kinds(gated map[string]Kind, other ...string) map[string]Kind {
 	for _, e := range other {
 		gated[e] = KindOther
@@ -70,7 +47,8 @@ func kinds(gated map[string]Kind, other ...string) map[string]Kind {
 // event whose fields have the wrong type or are missing. Unknown fields are
 // tolerated: harnesses add them often.
 func Decode(h Harness, data []byte) (Call, error) {
-	if _, err := ParseHarness(string(h)); err != nil {
+	p, err := protocolOf(h)
+	if err != nil {
 		return Call{}, err
 	}
 	if len(data) > MaxPayloadBytes {
@@ -89,7 +67,7 @@ func Decode(h Harness, data []byte) (Call, error) {
 	if f.err != nil {
 		return Call{}, f.err
 	}
-	kind, ok := events[h][c.Event]
+	kind, ok := p.events[c.Event]
 	if !ok {
 		return Call{}, fmt.Errorf("%w %q for %s", ErrUnknownEvent, c.Event, h)
 	}
@@ -102,14 +80,9 @@ func Decode(h Harness, data []byte) (Call, error) {
 		}
 		return c, nil
 	}
-	switch {
-	case h == Cursor:
-		decodeCursor(&f, &c)
-	case h == Pi:
-		c.Tool = f.str("tool_name", true)
-		c.Input = f.object("tool_input", true)
-		c.ToolUseID = f.str("tool_call_id", false)
-	default:
+	if p.decode != nil {
+		p.decode(&f, &c)
+	} else {
 		c.Tool = f.str("tool_name", true)
 		c.Input = f.object("tool_input", true)
 		c.ToolUseID = f.str("tool_use_id", false)
@@ -121,36 +94,6 @@ func Decode(h Harness, data []byte) (Call, error) {
 		return Call{}, fmt.Errorf("%w: tool_name is empty", ErrMalformed)
 	}
 	return c, nil
-}
-
-func decodeCursor(f *fields, c *Call) {
-	if c.SessionID == "" {
-		c.SessionID = f.str("conversation_id", false)
-	}
-	c.WorkspaceRoots = f.strList("workspace_roots")
-	switch c.Event {
-	case "beforeShellExecution":
-		c.Tool = "Shell"
-		c.Input = map[string]any{"command": f.str("command", true)}
-	case "beforeReadFile":
-		c.Tool = "Read"
-		c.Input = map[string]any{"file_path": f.str("file_path", true)}
-	case "beforeMCPExecution":
-		c.Tool = "MCP:" + f.str("tool_name", true)
-		c.Input = f.objectOrJSONString("tool_input")
-		c.MCPServerURL = f.str("url", false)
-		c.MCPServerCommand = f.str("command", false)
-	case "subagentStart":
-		c.Tool = "Task"
-		c.Input = map[string]any{"subagent_type": f.str("subagent_type", false), "task": f.str("task", false)}
-	default: // preToolUse
-		c.Tool = f.str("tool_name", true)
-		c.Input = f.object("tool_input", true)
-		c.ToolUseID = f.str("tool_use_id", false)
-	}
-	if c.Cwd == "" && len(c.WorkspaceRoots) > 0 {
-		c.Cwd = c.WorkspaceRoots[0]
-	}
 }
 
 // fields reads typed top-level fields, keeping the first error.

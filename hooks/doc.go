@@ -13,5 +13,12 @@
 // carry rulings over a small newline-delimited JSON protocol (see wire.go)
 // so that a long-lived daemon resolves the policy once and a revocation
 // applies to the next call. Install merges hookgate's entry into each
-// harness's configuration file.
+// harness's configuration file, and Verify checks that the harness will
+// run it.
+//
+// Each harness is one file (claude.go, codex.go, cursor.go, gemini.go,
+// pi.go) building its protocol (harness.go): events, decoding, how it
+// reads paths and URLs, answers, install, trust and verify. The native
+// tools and what each reaches are policy's catalog (policy.NativeToolOf),
+// shared with the native policy.
 package hooks

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/barry-rocks/sandbox/policy"
-	"github.com/barry-rocks/sandbox/policy/shell"
 )
 
 // Engine rules on one normalized tool call. A Rule that cannot decide
@@ -201,7 +199,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			// wrong directory.
 			return policy.Denied("shell command has no absolute working directory and the bound has files rules", "input")
 		}
-		if c.Harness == Codex && ShellRuleIn(r.bound()) != "" {
+		if mustProtocol(c.Harness).typedShells && ShellRuleIn(r.bound()) != "" {
 			if prog := interactiveReader(cmd); prog != "" {
 				return policy.Denied(fmt.Sprintf("shell command starts %s reading commands from its input, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), "shell:interactive")
 			}
@@ -273,8 +271,8 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		if len(urls) == 0 {
 			return policy.Denied(fmt.Sprintf("%s names no URL to check", c.Tool), "input")
 		}
-		if c.Harness == Gemini {
-			urls = append(urls, geminiRawGitHub(urls)...)
+		if extra := mustProtocol(c.Harness).extraURLs; extra != nil {
+			urls = append(urls, extra(urls)...)
 		}
 		return r.checkURLs(c.Tool, urls)
 	case policy.ReachWebSearch:
@@ -443,24 +441,12 @@ func absAlternative(glob string) bool {
 	return false
 }
 
-// harnessPaths rewrites paths the way the harness reads them before use.
-// Pi strips one leading "@" (a file mention) and reads Unicode spaces as
-// spaces.
+// harnessPaths rewrites paths the way harness h reads them before use.
 func harnessPaths(h Harness, paths []string) []string {
-	if h != Pi {
-		return paths
+	if p := mustProtocol(h); p.paths != nil {
+		return p.paths(paths)
 	}
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		p = strings.TrimPrefix(p, "@")
-		out[i] = strings.Map(func(r rune) rune {
-			if r == '\u00a0' || (r >= '\u2000' && r <= '\u200a') || r == '\u202f' || r == '\u205f' || r == '\u3000' {
-				return ' '
-			}
-			return r
-		}, p)
-	}
-	return out
+	return paths
 }
 
 // literalPrefix is the part of a glob before its first glob character,
@@ -521,20 +507,6 @@ func urlTokens(text string) []string {
 	return out
 }
 
-// geminiRawGitHub returns the hosts Gemini CLI's web_fetch fetches instead
-// of the URLs given: it rewrites a github.com URL whose path holds "/blob/"
-// to raw.githubusercontent.com before fetching it itself.
-func geminiRawGitHub(urls []string) []string {
-	var out []string
-	for _, raw := range urls {
-		u, err := url.Parse(raw)
-		if err == nil && strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), "github.com") && strings.Contains(u.EscapedPath(), "/blob/") {
-			out = append(out, "https://raw.githubusercontent.com/")
-		}
-	}
-	return out
-}
-
 // jsSpace is JavaScript's \s, which is not Go's unicode.IsSpace: it has
 // U+FEFF and not U+0085.
 func jsSpace(r rune) bool {
@@ -589,33 +561,8 @@ func hostDecision(tool, host string, n *policy.NetworkRules) policy.Decision {
 
 // mcpIDs returns the qualified ids a call's MCP tool could be.
 func (r *Ruler) mcpIDs(c Call) ([]string, bool) {
-	if c.Harness == Cursor {
-		tool, ok := strings.CutPrefix(c.Tool, "MCP:")
-		if !ok || tool == "" {
-			return nil, false
-		}
-		var ids []string
-		for name, srv := range r.s.MCPServers {
-			if (srv.URL != "" && srv.URL == c.MCPServerURL) || (srv.Command != "" && srv.Command == c.MCPServerCommand) {
-				ids = append(ids, name+":"+tool)
-			}
-		}
-		if ns := barryNamespace(c.MCPServerURL); ns != "" && len(ids) == 0 {
-			ids = append(ids, ns+":"+tool)
-		}
-		if len(ids) == 0 && c.Event == "preToolUse" && c.MCPServerURL == "" && c.MCPServerCommand == "" {
-			// Cursor's generic preToolUse names the tool but not its
-			// server. Rule on every granted tool of that name (all must
-			// pass the guards); beforeMCPExecution, which hookgate also
-			// gates, then checks the server itself.
-			for id := range r.mcp {
-				if _, t, ok := splitQualified(id); ok && t == tool {
-					ids = append(ids, id)
-				}
-			}
-			slices.Sort(ids)
-		}
-		return ids, len(ids) > 0
+	if p := mustProtocol(c.Harness); p.mcpIDs != nil {
+		return p.mcpIDs(c, &r.s, r.mcp)
 	}
 	return MCPQualifiedIDs(c.Tool)
 }
@@ -889,71 +836,3 @@ func (in *input) paths(keys []string) []string {
 }
 
 func (in *input) list(key string) []string { return in.all([]string{key}) }
-
-// interactiveReaders read commands from their input when given no script.
-var interactiveReaders = map[string]bool{
-	"sh": true, "bash": true, "rbash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true,
-	"fish": true, "csh": true, "tcsh": true, "busybox": true,
-	"python": true, "pypy": true, "pypy3": true, "ipython": true, "ipython3": true, "node": true, "nodejs": true, "deno": true, "bun": true,
-	"irb": true, "ruby": true, "perl": true, "php": true, "lua": true, "R": true, "julia": true, "ghci": true, "dc": true, "bc": true,
-	"psql": true, "mysql": true, "sqlite3": true, "redis-cli": true, "telnet": true, "nc": true, "socat": true, "gdb": true, "lldb": true, "ed": true,
-	"su": true, "sudo": true, "ssh": true,
-}
-
-// alwaysInteractive read the terminal whatever their arguments (a terminal
-// multiplexer, an editor or pager with a shell escape, script's shell).
-var alwaysInteractive = map[string]bool{
-	"script": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "nano": true, "emacs": true,
-	"less": true, "more": true, "man": true,
-}
-
-// optionsWithArgument take the next word as their value (bash -o vi).
-var optionsWithArgument = map[string]bool{"-o": true, "+o": true, "-O": true, "+O": true, "--rcfile": true, "--init-file": true,
-	"-X": true, "-W": true}
-
-// interactiveReader returns the first program of a command line that would
-// read commands from its input (an interpreter with no script, no -c/-e
-// and no command argument, or with -i; a multiplexer, editor or pager), or
-// "" (also for a line that does not parse: the shell rules then decide).
-func interactiveReader(cmd string) string {
-	c := shell.Classify(cmd)
-	if c.Unparseable {
-		return ""
-	}
-	for _, argv := range c.Argvs {
-		if len(argv) == 0 {
-			continue
-		}
-		prog := filepath.Base(argv[0])
-		if alwaysInteractive[prog] {
-			if prog == "script" && slices.Contains(argv[1:], "-c") {
-				continue
-			}
-			return prog
-		}
-		versioned := strings.TrimRight(prog, "0123456789.")
-		if !interactiveReaders[prog] && !(versioned != prog && interactiveReaders[versioned]) {
-			continue
-		}
-		scripted, interactive := false, false
-		for i := 1; i < len(argv); i++ {
-			a := argv[i]
-			switch {
-			case a == "-i" || a == "--interactive" || a == "-s" && prog == "sudo":
-				interactive = true
-			case a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-m" || a == "--command" || a == "-f" || a == "--file":
-				scripted = true
-			case optionsWithArgument[a]:
-				i++
-			case a == "-" || a == "-s":
-				// the script from stdin
-			case !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
-				scripted = true
-			}
-		}
-		if interactive || !scripted {
-			return prog
-		}
-	}
-	return ""
-}

@@ -12,9 +12,6 @@ import (
 	"time"
 )
 
-//go:embed pi/hookgate.ts
-var piExtension string
-
 // InstallArgs say where and how to install hookgate for one harness.
 type InstallArgs struct {
 	Harness Harness
@@ -44,32 +41,6 @@ type InstallArgs struct {
 	// CLI's trustedFolders.json), without which Codex and Gemini ignore a
 	// project's hooks; without it such an install is refused.
 	TrustProject bool
-}
-
-// projectTrust makes sure the harness will load a project install: Codex
-// and Gemini CLI ignore an untrusted project's configuration.
-func (a InstallArgs) projectTrust(path string) error {
-	switch a.Harness {
-	case Codex:
-		if codexProjectTrusted(a.codexHome(), a.Project) {
-			return nil
-		}
-		if a.TrustProject {
-			return trustCodexProject(a.codexHome(), a.Project, a.now())
-		}
-		return fmt.Errorf("Codex ignores %s unless the project is trusted: add [projects.%s] trust_level = \"trusted\" to %s (it trusts all of the project's Codex configuration), or install with --trust-project, or with --scope user",
-			filepath.Dir(path), tomlQuote(a.Project), filepath.Join(a.codexHome(), "config.toml"))
-	case Gemini:
-		if geminiProjectTrusted(a.Home, a.Project) {
-			return nil
-		}
-		if a.TrustProject {
-			return trustGeminiProject(a.Home, a.Project, a.now())
-		}
-		return fmt.Errorf("Gemini CLI ignores %s unless the folder is trusted: install with --trust-project (adds it to %s), or run gemini with GEMINI_CLI_TRUST_WORKSPACE=true and install with --scope user",
-			filepath.Dir(path), geminiTrustedFolders(a.Home))
-	}
-	return nil
 }
 
 // codexHome is the Codex configuration directory for a.
@@ -110,32 +81,11 @@ func ConfigPath(a InstallArgs) (string, error) {
 	if base == "" || !filepath.IsAbs(base) {
 		return "", fmt.Errorf("%s directory %q is not absolute", a.Scope, base)
 	}
-	user := a.Scope != "project"
-	switch a.Harness {
-	case ClaudeCode:
-		if user && a.ClaudeConfigDir != "" {
-			return filepath.Join(a.ClaudeConfigDir, "settings.json"), nil
-		}
-		return filepath.Join(base, ".claude", "settings.json"), nil
-	case Cursor:
-		return filepath.Join(base, ".cursor", "hooks.json"), nil
-	case Codex:
-		if user {
-			return filepath.Join(a.codexHome(), "hooks.json"), nil
-		}
-		return filepath.Join(base, ".codex", "hooks.json"), nil
-	case Gemini:
-		return filepath.Join(base, ".gemini", "settings.json"), nil
-	case Pi:
-		if a.Scope == "project" {
-			return filepath.Join(base, ".pi", "extensions", "hookgate.ts"), nil
-		}
-		if a.PiAgentDir != "" {
-			return filepath.Join(a.PiAgentDir, "extensions", "hookgate.ts"), nil
-		}
-		return filepath.Join(base, ".pi", "agent", "extensions", "hookgate.ts"), nil
+	p, err := protocolOf(a.Harness)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("%w %q", ErrUnknownHarness, a.Harness)
+	return p.install.path(a, base, a.Scope != "project"), nil
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -245,14 +195,6 @@ func shellWords(s string) (words []string, ok bool) {
 	return words, true
 }
 
-// gatedEvents lists, per harness, the events hookgate installs itself on.
-var gatedEvents = map[Harness][]string{
-	ClaudeCode: {"PreToolUse", "PermissionRequest"},
-	Codex:      {"PreToolUse", "PermissionRequest"},
-	Cursor:     {"beforeShellExecution", "beforeMCPExecution", "beforeReadFile", "preToolUse", "subagentStart"},
-	Gemini:     {"BeforeTool"},
-}
-
 // Install merges hookgate's entry into the harness's configuration:
 // idempotently (an existing hookgate entry is replaced, so running it twice
 // changes nothing), keeping every other setting and hook and their order,
@@ -274,11 +216,12 @@ func edit(a InstallArgs, install bool) (string, bool, error) {
 	if install && !filepath.IsAbs(a.Binary) {
 		return path, false, fmt.Errorf("hookgate binary %q is not an absolute path", a.Binary)
 	}
-	if a.Harness == Pi {
-		return editPi(a, path, install)
+	p := mustProtocol(a.Harness)
+	if p.install.edit != nil {
+		return p.install.edit(a, path, install)
 	}
-	if install && a.Scope == "project" {
-		if err := a.projectTrust(path); err != nil {
+	if install && a.Scope == "project" && p.install.projectTrust != nil {
+		if err := p.install.projectTrust(a, path); err != nil {
 			return path, false, err
 		}
 	}
@@ -303,29 +246,26 @@ func edit(a InstallArgs, install bool) (string, bool, error) {
 	// Compare normalized forms: a file hookgate has nothing to change in is
 	// left alone, whatever its formatting.
 	before := encodeOrdered(root)
-	if err := mergeHooks(root, a, install); err != nil {
+	if err := mergeHooks(root, a, p.install, install); err != nil {
 		return path, false, fmt.Errorf("%s: %w", path, err)
 	}
 	out := encodeOrdered(root)
 	if (old != nil && string(out) == string(before)) || (old == nil && !install) {
-		return path, false, a.trust(path, install)
+		return path, false, p.install.afterWrite(a, path, install)
 	}
 	if err := writeWithBackup(path, old, out, a.now()); err != nil {
 		return path, false, err
 	}
-	return path, true, a.trust(path, install)
+	return path, true, p.install.afterWrite(a, path, install)
 }
 
-// trust records, for Codex, the trust of the entries just written: Codex
-// skips an untrusted hook without a word.
-func (a InstallArgs) trust(path string, install bool) error {
-	if !install || a.Harness != Codex {
+// afterWrite records trust of the entries just installed where the
+// harness needs it: Codex skips an untrusted hook without a word.
+func (in installer) afterWrite(a InstallArgs, path string, install bool) error {
+	if !install || in.trust == nil {
 		return nil
 	}
-	if err := trustCodexHooks(a.codexHome(), path, a.now()); err != nil {
-		return fmt.Errorf("hook written to %s but not trusted, so Codex would skip it: %w", path, err)
-	}
-	return nil
+	return in.trust(a, path)
 }
 
 func (a InstallArgs) now() time.Time {
@@ -337,7 +277,7 @@ func (a InstallArgs) now() time.Time {
 
 // mergeHooks removes hookgate's entries from root.hooks and, when install,
 // appends fresh ones.
-func mergeHooks(root *object, a InstallArgs, install bool) error {
+func mergeHooks(root *object, a InstallArgs, in installer, install bool) error {
 	hv, ok := root.get("hooks")
 	var hooks *object
 	switch {
@@ -353,13 +293,10 @@ func mergeHooks(root *object, a InstallArgs, install bool) error {
 			return errors.New(`"hooks" is not an object`)
 		}
 	}
-	if a.Harness == Cursor && install {
-		if _, ok := root.get("version"); !ok {
-			root.keys = append([]string{"version"}, root.keys...)
-			root.vals["version"] = json.Number("1")
-		}
+	if install && in.prepare != nil {
+		in.prepare(root)
 	}
-	for _, ev := range gatedEvents[a.Harness] {
+	for _, ev := range in.events {
 		var list []any
 		if v, ok := hooks.get(ev); ok {
 			l, ok := v.([]any)
@@ -368,12 +305,12 @@ func mergeHooks(root *object, a InstallArgs, install bool) error {
 			}
 			list = l
 		}
-		kept, err := removeOurs(a.Harness, ev, list)
+		kept, err := removeOurs(in.flat, ev, list)
 		if err != nil {
 			return err
 		}
 		if install {
-			kept = append(kept, entryFor(a, ev))
+			kept = append(kept, in.entry(a, ev))
 		}
 		if len(kept) == 0 {
 			hooks.del(ev)
@@ -387,14 +324,14 @@ func mergeHooks(root *object, a InstallArgs, install bool) error {
 // removeOurs drops hookgate's handlers from an event's list: Cursor's flat
 // definitions, and the handlers inside Claude-style matcher groups (a group
 // left empty goes too).
-func removeOurs(h Harness, ev string, list []any) ([]any, error) {
+func removeOurs(flat bool, ev string, list []any) ([]any, error) {
 	var out []any
 	for i, item := range list {
 		o, ok := item.(*object)
 		if !ok {
 			return nil, fmt.Errorf("hooks.%s[%d] is not an object", ev, i)
 		}
-		if h == Cursor {
+		if flat {
 			if c, _ := o.vals["command"].(string); isOurs(c) {
 				continue
 			}
@@ -430,102 +367,27 @@ func removeOurs(h Harness, ev string, list []any) ([]any, error) {
 	return out, nil
 }
 
-// entryFor builds hookgate's entry for one event in the harness's shape.
-func entryFor(a InstallArgs, ev string) any {
-	cmd := a.command()
-	h := newObject()
-	switch a.Harness {
-	case Cursor:
-		h.set("command", cmd)
-		h.set("timeout", json.Number(fmt.Sprint(hookTimeout)))
-		h.set("failClosed", true)
+// entry builds hookgate's entry for one event: its handler, inside a
+// matcher group matching every tool unless the harness's lists are flat.
+func (in installer) entry(a InstallArgs, ev string) any {
+	h := in.handler(a, ev, a.command())
+	if in.flat {
 		return h
-	case Gemini:
-		h.set("type", "command")
-		h.set("command", cmd)
-		h.set("name", "hookgate")
-		// Gemini CLI timeouts are in milliseconds.
-		h.set("timeout", json.Number(fmt.Sprint(hookTimeout*1000)))
-	default:
-		h.set("type", "command")
-		h.set("command", cmd)
-		h.set("timeout", json.Number(fmt.Sprint(hookTimeout)))
-		if a.Harness == ClaudeCode {
-			// Claude Code 2.1.2xx+: a hook that fails (also an exit-0 answer
-			// that is not valid JSON) blocks instead of letting the call
-			// through; the wrapper covers the versions without it.
-			h.set("onFailure", "block")
-		}
-		if a.Harness == Codex && ev == "PreToolUse" {
-			h.set("statusMessage", "hookgate: checking tool call")
-		}
 	}
 	g := newObject()
-	g.set("matcher", entryMatcher(a.Harness))
+	g.set("matcher", in.matcher)
 	g.set("hooks", []any{h})
 	return g
 }
 
-// entryMatcher matches every tool: Claude Code's "*"; Codex and Gemini
-// matchers are regular expressions.
-func entryMatcher(h Harness) string {
-	if h == ClaudeCode {
-		return "*"
-	}
-	return ".*"
-}
-
-const piMarker = "(managed by `hookgate install --harness pi`)"
-
-// piEntryFiles, when one is in an extensions directory, are all Pi loads
-// from it: hookgate.ts beside them would be skipped.
-var piEntryFiles = []string{"index.ts", "index.js", "package.json"}
-
-// piShadowed returns the file that makes Pi skip hookgate.ts in its
-// extensions directory, or "".
-func piShadowed(path string) string {
-	for _, f := range piEntryFiles {
-		p := filepath.Join(filepath.Dir(path), f)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-func editPi(a InstallArgs, path string, install bool) (string, bool, error) {
-	if install {
-		if sh := piShadowed(path); sh != "" {
-			return path, false, fmt.Errorf("Pi loads only %s from %s, so it would skip hookgate.ts there: import hookgate.ts from it, or move it", filepath.Base(sh), filepath.Dir(path))
-		}
-	}
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return path, false, err
-	}
-	if old != nil && !strings.Contains(string(old), piMarker) {
-		return path, false, fmt.Errorf("%s exists and is not hookgate's extension; not touching it", path)
-	}
-	if !install {
-		if old == nil {
-			return path, false, nil
-		}
-		if err := backup(path, old, a.now()); err != nil {
-			return path, false, err
-		}
-		return path, true, os.Remove(path)
-	}
-	bin, _ := json.Marshal(a.Binary)
-	args, _ := json.Marshal(a.argv())
-	src := strings.Replace(piExtension, `const HOOKGATE = "hookgate";`, "const HOOKGATE = "+string(bin)+";", 1)
-	src = strings.Replace(src, `const ARGS = ["check", "--harness", "pi"];`, "const ARGS = "+string(args)+";", 1)
-	if string(old) == src {
-		return path, false, nil
-	}
-	if err := writeWithBackup(path, old, []byte(src), a.now()); err != nil {
-		return path, false, err
-	}
-	return path, true, nil
+// commandHandler is the usual command handler: type, command and the
+// timeout in seconds.
+func commandHandler(cmd string) *object {
+	h := newObject()
+	h.set("type", "command")
+	h.set("command", cmd)
+	h.set("timeout", json.Number(fmt.Sprint(hookTimeout)))
+	return h
 }
 
 // writeWithBackup saves old (when there was a file) as
@@ -578,6 +440,7 @@ func backup(path string, old []byte, now time.Time) error {
 // installedEvents lists the events of a config file that carry a hookgate
 // handler.
 func installedEvents(h Harness, data []byte) []string {
+	flat := mustProtocol(h).install.flat
 	v, err := parseOrdered(data)
 	if err != nil {
 		return nil
@@ -600,7 +463,7 @@ func installedEvents(h Harness, data []byte) []string {
 				continue
 			}
 			handlers := []any{o}
-			if hs, ok := o.vals["hooks"].([]any); ok && h != Cursor {
+			if hs, ok := o.vals["hooks"].([]any); ok && !flat {
 				handlers = hs
 			}
 			for _, hd := range handlers {

@@ -58,8 +58,8 @@ func TestInstallMergesAndUninstallRestores(t *testing.T) {
 				t.Fatalf("Install = %s, %v, %v", p, changed, err)
 			}
 			installed, _ := os.ReadFile(path)
-			if got := installedEvents(h, installed); !slices.Equal(got, sortedCopy(gatedEvents[h])) {
-				t.Errorf("hookgate on events %v, want %v\n%s", got, gatedEvents[h], installed)
+			if got := installedEvents(h, installed); !slices.Equal(got, sortedCopy(mustProtocol(h).install.events)) {
+				t.Errorf("hookgate on events %v, want %v\n%s", got, mustProtocol(h).install.events, installed)
 			}
 			want := `'/etc/barry/session policy.yaml'`
 			if !strings.Contains(string(installed), `/opt/barry/bin/hookgate check --harness `+string(h)+` --policy `+want) {
@@ -84,7 +84,7 @@ func TestInstallMergesAndUninstallRestores(t *testing.T) {
 			}
 			switch h {
 			case Cursor:
-				if strings.Count(string(installed), `"failClosed": true`) != len(gatedEvents[Cursor]) {
+				if strings.Count(string(installed), `"failClosed": true`) != len(mustProtocol(Cursor).install.events) {
 					t.Errorf("cursor entries without failClosed: true:\n%s", installed)
 				}
 			case Gemini:
@@ -109,7 +109,7 @@ func TestInstallMergesAndUninstallRestores(t *testing.T) {
 			a2.Policy = ""
 			Install(a2)
 			re, _ := os.ReadFile(path)
-			if strings.Count(string(re), "hookgate check") != len(gatedEvents[h]) || strings.Contains(string(re), "--policy") {
+			if strings.Count(string(re), "hookgate check") != len(mustProtocol(h).install.events) || strings.Contains(string(re), "--policy") {
 				t.Errorf("reinstall duplicated or kept the old entry:\n%s", re)
 			}
 
@@ -305,7 +305,7 @@ func TestInstallOddBinaryPaths(t *testing.T) {
 					t.Errorf("second Install rewrote the file:\n%s", second)
 				}
 				counts := ourHandlers(t, h, second)
-				for _, ev := range gatedEvents[h] {
+				for _, ev := range mustProtocol(h).install.events {
 					if counts[ev] != 1 {
 						t.Errorf("event %s has %d hookgate entries, want 1:\n%s", ev, counts[ev], second)
 					}
@@ -482,13 +482,13 @@ func TestInstallOverFixtureExamples(t *testing.T) {
 				}
 				counts := ourHandlers(t, h, installed)
 				wantCmd := wrappedCommand(h, []string{"/opt/barry/bin/hookgate", "check", "--harness", string(h), "--policy", "/etc/barry/session policy.yaml"})
-				for _, ev := range gatedEvents[h] {
+				for _, ev := range mustProtocol(h).install.events {
 					if counts[ev] != 1 || !hasString(t, installed, wantCmd) {
 						t.Errorf("event %s: %d hookgate entries, want exactly one running %s:\n%s", ev, counts[ev], wantCmd, installed)
 					}
 				}
-				if n := strings.Count(string(installed), "hookgate check"); n != len(gatedEvents[h]) {
-					t.Errorf("%d hookgate entries in all, want %d", n, len(gatedEvents[h]))
+				if n := strings.Count(string(installed), "hookgate check"); n != len(mustProtocol(h).install.events) {
+					t.Errorf("%d hookgate entries in all, want %d", n, len(mustProtocol(h).install.events))
 				}
 				// The rest, in order: everything uninstall must leave is
 				// in the installed file, in the same order, and installing
@@ -609,8 +609,8 @@ func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
 				}
 			}
 		}
-		if n != len(gatedEvents[h]) {
-			t.Errorf("%s: %d entries, want %d", h, n, len(gatedEvents[h]))
+		if n != len(mustProtocol(h).install.events) {
+			t.Errorf("%s: %d entries, want %d", h, n, len(mustProtocol(h).install.events))
 		}
 	}
 }

@@ -31,31 +31,12 @@ const DoneEnv = "HOOKGATE_DONE"
 // wrapperName is the wrapper's $0: it marks the entry as hookgate's.
 const wrapperName = "hookgate-failclosed"
 
-// answerShapes are, per harness, shell case patterns that every answer
-// hookgate writes on stdout matches: the wrapper passes only those through
-// (an empty answer only where the harness reads it as "no opinion"), since
-// a harness reads an answer of another shape as no objection (Gemini runs
-// the tool on {"decision":"perhaps"}, even with exit 2).
-var answerShapes = map[Harness][]string{
-	ClaudeCode: {`''`, `'{"hookSpecificOutput":{'*'}}'`},
-	Codex:      {`''`, `'{"hookSpecificOutput":{'*'}}'`},
-	Cursor:     {`'{}'`, `'{"permission":"allow"}'`, `'{"permission":"deny",'*'}'`, `'{"permission":"ask",'*'}'`},
-	Gemini:     {`'{}'`, `'{"decision":"allow"}'`, `'{"decision":"deny",'*'}'`},
-}
-
-// denyShapes match hookgate's deny answers (what may come with its exit 2).
-var denyShapes = map[Harness][]string{
-	ClaudeCode: {`''`, `'{"hookSpecificOutput":{'*'"deny"'*'}}'`},
-	Codex:      {`''`, `'{"hookSpecificOutput":{'*'"deny"'*'}}'`},
-	Cursor:     {`''`, `'{"permission":"deny",'*'}'`},
-	Gemini:     {`''`, `'{"decision":"deny",'*'}'`},
-}
-
 // wrapperScript runs "$@" (hookgate check ...) with the payload, after
 // the harness's deny answer in $1, giving it tenths/10 seconds, and passes
 // through only answers of h's shapes.
 func wrapperScript(h Harness, tenths int) string {
-	ok, deny := strings.Join(answerShapes[h], "|"), strings.Join(denyShapes[h], "|")
+	p := mustProtocol(h)
+	ok, deny := strings.Join(p.answerShapes, "|"), strings.Join(p.denyShapes, "|")
 	if ok == "" {
 		ok, deny = `''`, `''`
 	}

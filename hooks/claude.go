@@ -1,0 +1,139 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Claude Code: PreToolUse and PermissionRequest hooks in settings.json
+// (user: ~/.claude or $CLAUDE_CONFIG_DIR; project: .claude/), matcher
+// groups of command handlers. An answer is hookSpecificOutput JSON on
+// stdout; exit 2 with stderr blocks. Since 2.1.2xx a handler's
+// onFailure: "block" turns a failed hook into a block.
+
+var claudeEvents = kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
+	"SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
+	"MessageDisplay", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+	"Notification", "SubagentStart", "SubagentStop", "TaskCreated", "TaskCompleted", "Stop",
+	"StopFailure", "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged",
+	"WorktreeCreate", "WorktreeRemove", "PreCompact", "PostCompact", "Elicitation",
+	"ElicitationResult", "SessionEnd")
+
+func claudeProtocol() *protocol {
+	return &protocol{
+		events: claudeEvents,
+		// PreToolUse enforces an ask; a PermissionRequest is already one.
+		canAsk: func(c Call) bool { return c.Kind == KindTool },
+		encode: func(c Call, r Reply, reason, _ string) Output { return encodeClaudeLike(c, r, reason, true) },
+		failStdout: func(reason string) []byte {
+			return encodeJSON(hookSpecificOutput{hookSpecific{HookEventName: "PreToolUse",
+				PermissionDecision: "deny", PermissionDecisionReason: reason}})
+		},
+		answerShapes: []string{`''`, `'{"hookSpecificOutput":{'*'}}'`},
+		denyShapes:   []string{`''`, `'{"hookSpecificOutput":{'*'"deny"'*'}}'`},
+		install: installer{
+			path: func(a InstallArgs, base string, user bool) string {
+				if user && a.ClaudeConfigDir != "" {
+					return filepath.Join(a.ClaudeConfigDir, "settings.json")
+				}
+				return filepath.Join(base, ".claude", "settings.json")
+			},
+			events:  []string{"PreToolUse", "PermissionRequest"},
+			matcher: "*",
+			handler: func(a InstallArgs, ev, cmd string) *object {
+				h := commandHandler(cmd)
+				// Claude Code 2.1.2xx+: a hook that fails (also an exit-0
+				// answer that is not valid JSON) blocks instead of letting
+				// the call through; the wrapper covers the versions without.
+				h.set("onFailure", "block")
+				return h
+			},
+			verify: func(_ context.Context, a VerifyArgs, _ string, _ []byte) error {
+				return claudeHooksEnabled(a.InstallArgs)
+			},
+		},
+	}
+}
+
+type hookSpecific struct {
+	HookEventName            string           `json:"hookEventName"`
+	PermissionDecision       string           `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string           `json:"permissionDecisionReason,omitempty"`
+	Decision                 *permissionReply `json:"decision,omitempty"`
+}
+
+type permissionReply struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
+}
+
+type hookSpecificOutput struct {
+	HookSpecificOutput hookSpecific `json:"hookSpecificOutput"`
+}
+
+// encodeClaudeLike writes Claude Code's answers and Codex's subset of
+// them. Codex has no allow without updatedInput and no ask: its allow
+// (explicitAllow false) is empty stdout, and Encode has already turned
+// its ask into a deny.
+func encodeClaudeLike(c Call, r Reply, reason string, explicitAllow bool) Output {
+	switch c.Kind {
+	case KindTool:
+		hs := hookSpecific{HookEventName: c.Event, PermissionDecisionReason: reason}
+		switch r {
+		case ReplyPass:
+			return Output{}
+		case ReplyAllow:
+			if !explicitAllow {
+				return Output{}
+			}
+			hs.PermissionDecision = "allow"
+		case ReplyAsk:
+			hs.PermissionDecision = "ask"
+		default:
+			hs.PermissionDecision = "deny"
+		}
+		return Output{Stdout: encodeJSON(hookSpecificOutput{hs})}
+	case KindPermission:
+		hs := hookSpecific{HookEventName: c.Event}
+		switch r {
+		case ReplyPass, ReplyAsk:
+			return Output{}
+		case ReplyAllow:
+			hs.Decision = &permissionReply{Behavior: "allow"}
+		default:
+			hs.Decision = &permissionReply{Behavior: "deny", Message: reason}
+		}
+		return Output{Stdout: encodeJSON(hookSpecificOutput{hs})}
+	}
+	return Output{}
+}
+
+// claudeHooksEnabled refuses settings that switch hooks off: Claude Code
+// reads user, project and local settings; disableAllHooks in any of them
+// turns off hookgate's.
+func claudeHooksEnabled(a InstallArgs) error {
+	user := filepath.Join(a.Home, ".claude")
+	if a.ClaudeConfigDir != "" {
+		user = a.ClaudeConfigDir
+	}
+	files := []string{filepath.Join(user, "settings.json")}
+	if a.Project != "" {
+		files = append(files, filepath.Join(a.Project, ".claude", "settings.json"), filepath.Join(a.Project, ".claude", "settings.local.json"))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var s struct {
+			DisableAllHooks bool `json:"disableAllHooks"`
+		}
+		if json.Unmarshal(b, &s) == nil && s.DisableAllHooks {
+			return fmt.Errorf("%s sets disableAllHooks: Claude Code runs no hook", f)
+		}
+	}
+	return nil
+}

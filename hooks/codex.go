@@ -1,0 +1,597 @@
+package hooks
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/barry-rocks/sandbox/policy/shell"
+)
+
+// Codex: PreToolUse and PermissionRequest hooks in hooks.json (user:
+// $CODEX_HOME or ~/.codex; project: .codex/, read only in a trusted
+// project), Claude-style matcher groups whose matchers are regular
+// expressions, each entry run only when trusted (below). Answers are
+// Claude Code's subset: no explicit allow, no ask.
+
+var codexEvents = kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
+	"SessionStart", "SessionEnd", "SubagentStart", "SubagentStop", "PostToolUse", "PreCompact",
+	"PostCompact", "UserPromptSubmit", "Stop", "Interrupt")
+
+func codexProtocol() *protocol {
+	return &protocol{
+		events:      codexEvents,
+		typedShells: true,
+		encode:      func(c Call, r Reply, reason, _ string) Output { return encodeClaudeLike(c, r, reason, false) },
+		// Codex blocks on exit 2 with stderr and reads no JSON beside it.
+		answerShapes: []string{`''`, `'{"hookSpecificOutput":{'*'}}'`},
+		denyShapes:   []string{`''`, `'{"hookSpecificOutput":{'*'"deny"'*'}}'`},
+		install: installer{
+			path: func(a InstallArgs, base string, user bool) string {
+				if user {
+					return filepath.Join(a.codexHome(), "hooks.json")
+				}
+				return filepath.Join(base, ".codex", "hooks.json")
+			},
+			events:  []string{"PreToolUse", "PermissionRequest"},
+			matcher: ".*",
+			handler: func(a InstallArgs, ev, cmd string) *object {
+				h := commandHandler(cmd)
+				if ev == "PreToolUse" {
+					h.set("statusMessage", "hookgate: checking tool call")
+				}
+				return h
+			},
+			projectTrust: func(a InstallArgs, path string) error {
+				if codexProjectTrusted(a.codexHome(), a.Project) {
+					return nil
+				}
+				if a.TrustProject {
+					return trustCodexProject(a.codexHome(), a.Project, a.now())
+				}
+				return fmt.Errorf("Codex ignores %s unless the project is trusted: add [projects.%s] trust_level = \"trusted\" to %s (it trusts all of the project's Codex configuration), or install with --trust-project, or with --scope user",
+					filepath.Dir(path), tomlQuote(a.Project), filepath.Join(a.codexHome(), "config.toml"))
+			},
+			trust: func(a InstallArgs, path string) error {
+				if err := trustCodexHooks(a.codexHome(), path, a.now()); err != nil {
+					return fmt.Errorf("hook written to %s but not trusted, so Codex would skip it: %w", path, err)
+				}
+				return nil
+			},
+			verify: func(ctx context.Context, a VerifyArgs, path string, data []byte) error {
+				if a.Scope == "project" && !codexProjectTrusted(a.codexHome(), a.Project) {
+					return fmt.Errorf("Codex ignores %s: the project is not trusted in %s", filepath.Dir(path), filepath.Join(a.codexHome(), "config.toml"))
+				}
+				if a.Codex != "" {
+					return codexListTrusted(ctx, a, path)
+				}
+				return codexFileTrusted(a.codexHome(), path, data)
+			},
+		},
+	}
+}
+
+// Codex runs a hook only when it is trusted: its user config.toml holds,
+// per hook entry, [hooks.state."<source>:<event>:<group>:<handler>"] with
+// trusted_hash = "sha256:<hex>" of the entry's canonical form (Codex 0.171,
+// codex-rs/hooks/src/engine/discovery.rs, hook_hash, and
+// config_rules.rs, which reads hooks.state from the user layer only, so
+// project hooks are trusted there too). An untrusted entry is skipped
+// silently by codex exec: installing without trust installs nothing.
+
+// codexEventLabels are Codex's labels for the events hookgate gates.
+var codexEventLabels = map[string]string{"PreToolUse": "pre_tool_use", "PermissionRequest": "permission_request"}
+
+// CodexHome is Codex's configuration directory: $CODEX_HOME, else
+// ~/.codex.
+func CodexHome(env func(string) string, home string) string {
+	if h := env("CODEX_HOME"); h != "" {
+		return h
+	}
+	return filepath.Join(home, ".codex")
+}
+
+// codexTrust is one trust entry: the hook's key and hash.
+type codexTrust struct {
+	Key, Hash string
+}
+
+// codexHandlerHash is Codex's hash of one command handler in its group:
+// SHA-256 of the compact JSON, keys sorted, strings escaped as serde_json
+// does (only '"', '\\' and control characters).
+func codexHandlerHash(label, matcher, command, statusMessage string, timeout int) string {
+	if timeout < 1 {
+		timeout = 1
+	}
+	var b strings.Builder
+	b.WriteString(`{"event_name":`)
+	serdeString(&b, label)
+	b.WriteString(`,"hooks":[{"async":false,"command":`)
+	serdeString(&b, command)
+	if statusMessage != "" {
+		b.WriteString(`,"statusMessage":`)
+		serdeString(&b, statusMessage)
+	}
+	b.WriteString(`,"timeout":` + strconv.Itoa(timeout) + `,"type":"command"}]`)
+	b.WriteString(`,"matcher":`)
+	serdeString(&b, matcher)
+	b.WriteString(`}`)
+	sum := sha256.Sum256([]byte(b.String()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func serdeString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20:
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// codexTrustFor lists the trust entries for hookgate's handlers in the
+// hooks file at path (as written): its groups' positions are the keys'.
+func codexTrustFor(path string, data []byte) ([]codexTrust, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	v, err := parseOrdered(data)
+	if err != nil {
+		return nil, err
+	}
+	root, _ := v.(*object)
+	if root == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	hv, _ := root.get("hooks")
+	hooksObj, _ := hv.(*object)
+	if hooksObj == nil {
+		return nil, nil
+	}
+	var out []codexTrust
+	for _, ev := range hooksObj.keys {
+		label, gated := codexEventLabels[ev]
+		if !gated {
+			continue
+		}
+		list, _ := hooksObj.vals[ev].([]any)
+		for gi, g := range list {
+			gob, _ := g.(*object)
+			if gob == nil {
+				continue
+			}
+			matcher, _ := gob.vals["matcher"].(string)
+			handlers, _ := gob.vals["hooks"].([]any)
+			for hi, hd := range handlers {
+				ho, _ := hd.(*object)
+				if ho == nil {
+					continue
+				}
+				cmd, _ := ho.vals["command"].(string)
+				if !isOurs(cmd) {
+					continue
+				}
+				status, _ := ho.vals["statusMessage"].(string)
+				timeout := 600
+				if n, ok := ho.vals["timeout"].(interface{ String() string }); ok {
+					if t, err := strconv.Atoi(n.String()); err == nil {
+						timeout = t
+					}
+				}
+				out = append(out, codexTrust{
+					Key:  fmt.Sprintf("%s:%s:%d:%d", real, label, gi, hi),
+					Hash: codexHandlerHash(label, matcher, cmd, status, timeout),
+				})
+			}
+		}
+	}
+	return out, nil
+}
+
+// trustCodexHooks records trust for hookgate's entries in the hooks file
+// at hooksPath in codexHome's config.toml (kept as it is otherwise, after
+// a backup), replacing older hookgate trust for the same keys.
+func trustCodexHooks(codexHome, hooksPath string, now time.Time) error {
+	data, err := os.ReadFile(hooksPath)
+	if err != nil {
+		return err
+	}
+	entries, err := codexTrustFor(hooksPath, data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", hooksPath, err)
+	}
+	cfg := filepath.Join(codexHome, "config.toml")
+	old, err := os.ReadFile(cfg)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	out, err := upsertCodexTrust(string(old), entries)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfg, err)
+	}
+	if out == string(old) {
+		return nil
+	}
+	var prev []byte
+	if old != nil {
+		prev = old
+	}
+	return writeWithBackup(cfg, prev, []byte(out), now)
+}
+
+// upsertCodexTrust sets [hooks.state."KEY"] trusted_hash for each entry in
+// a config.toml text. It edits only those tables; a config that keeps
+// hooks.state in another form (an inline table, a dotted key) is refused
+// rather than made invalid.
+func upsertCodexTrust(cfg string, entries []codexTrust) (string, error) {
+	for _, line := range strings.Split(cfg, "\n") {
+		t := strings.TrimSpace(line)
+		compact := strings.ReplaceAll(strings.ReplaceAll(t, " ", ""), "\t", "")
+		if strings.HasPrefix(t, "hooks.state") || strings.HasPrefix(t, "state") && strings.Contains(cfg, "[hooks]") ||
+			compact == "[hooks.state]" || strings.HasPrefix(compact, "hooks=") || strings.HasPrefix(compact, "[hooks.state.'") ||
+			strings.HasPrefix(compact, "[hooks.state.") && !strings.HasPrefix(t, "[hooks.state.\"") {
+			return "", errors.New(`hooks.state is written in a form hookgate does not edit (use [hooks.state."KEY"] tables); add hookgate's trust by hand or with Codex`)
+		}
+	}
+	lines := strings.Split(cfg, "\n")
+	if cfg == "" {
+		lines = nil
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+	for _, e := range entries {
+		header := "[hooks.state." + tomlQuote(e.Key) + "]"
+		start := -1
+		for i, l := range lines {
+			if strings.TrimSpace(l) == header {
+				start = i
+				break
+			}
+		}
+		if start < 0 {
+			if len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) != "" {
+				lines = append(lines, "")
+			}
+			lines = append(lines, header, "trusted_hash = "+tomlQuote(e.Hash))
+			continue
+		}
+		end := len(lines)
+		for i := start + 1; i < len(lines); i++ {
+			if strings.HasPrefix(strings.TrimSpace(lines[i]), "[") {
+				end = i
+				break
+			}
+		}
+		body := []string{"trusted_hash = " + tomlQuote(e.Hash)}
+		for _, l := range lines[start+1 : end] {
+			k, _, _ := strings.Cut(strings.TrimSpace(l), "=")
+			if strings.TrimSpace(k) != "trusted_hash" && strings.TrimSpace(l) != "" {
+				body = append(body, l)
+			}
+		}
+		lines = append(append(append([]string{}, lines[:start+1]...), body...), lines[end:]...)
+	}
+	out := strings.Join(lines, "\n")
+	if !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	return out, nil
+}
+
+// tomlQuote is a TOML basic string.
+func tomlQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// codexProjectTrusted reports whether codexHome's config.toml marks dir
+// (or an ancestor: Codex checks the directory, the project root and the
+// git root) as a trusted project; Codex ignores an untrusted project's
+// .codex entirely.
+func codexProjectTrusted(codexHome, dir string) bool {
+	b, err := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	// Codex honours the trust of the directory itself and of the git root
+	// holding it, not of any ancestor.
+	cands := []string{filepath.Clean(dir)}
+	for d := filepath.Clean(dir); d != "/" && d != "."; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			cands = append(cands, d)
+			break
+		}
+	}
+	for _, d := range cands {
+		header := "[projects." + tomlQuote(d) + "]"
+		for i, l := range lines {
+			if strings.TrimSpace(l) != header {
+				continue
+			}
+			for _, x := range lines[i+1:] {
+				x = strings.TrimSpace(x)
+				if strings.HasPrefix(x, "[") {
+					break
+				}
+				k, v, ok := strings.Cut(x, "=")
+				if ok && strings.TrimSpace(k) == "trust_level" && strings.Trim(strings.TrimSpace(v), `"'`) == "trusted" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// interactiveReaders read commands from their input when given no script.
+var interactiveReaders = map[string]bool{
+	"sh": true, "bash": true, "rbash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true,
+	"fish": true, "csh": true, "tcsh": true, "busybox": true,
+	"python": true, "pypy": true, "pypy3": true, "ipython": true, "ipython3": true, "node": true, "nodejs": true, "deno": true, "bun": true,
+	"irb": true, "ruby": true, "perl": true, "php": true, "lua": true, "R": true, "julia": true, "ghci": true, "dc": true, "bc": true,
+	"psql": true, "mysql": true, "sqlite3": true, "redis-cli": true, "telnet": true, "nc": true, "socat": true, "gdb": true, "lldb": true, "ed": true,
+	"su": true, "sudo": true, "ssh": true,
+}
+
+// alwaysInteractive read the terminal whatever their arguments (a terminal
+// multiplexer, an editor or pager with a shell escape, script's shell).
+var alwaysInteractive = map[string]bool{
+	"script": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "nano": true, "emacs": true,
+	"less": true, "more": true, "man": true,
+}
+
+// optionsWithArgument take the next word as their value (bash -o vi).
+var optionsWithArgument = map[string]bool{"-o": true, "+o": true, "-O": true, "+O": true, "--rcfile": true, "--init-file": true,
+	"-X": true, "-W": true}
+
+// interactiveReader returns the first program of a command line that would
+// read commands from its input (an interpreter with no script, no -c/-e
+// and no command argument, or with -i; a multiplexer, editor or pager), or
+// "" (also for a line that does not parse: the shell rules then decide).
+func interactiveReader(cmd string) string {
+	c := shell.Classify(cmd)
+	if c.Unparseable {
+		return ""
+	}
+	for _, argv := range c.Argvs {
+		if len(argv) == 0 {
+			continue
+		}
+		prog := filepath.Base(argv[0])
+		if alwaysInteractive[prog] {
+			if prog == "script" && slices.Contains(argv[1:], "-c") {
+				continue
+			}
+			return prog
+		}
+		versioned := strings.TrimRight(prog, "0123456789.")
+		if !interactiveReaders[prog] && !(versioned != prog && interactiveReaders[versioned]) {
+			continue
+		}
+		scripted, interactive := false, false
+		for i := 1; i < len(argv); i++ {
+			a := argv[i]
+			switch {
+			case a == "-i" || a == "--interactive" || a == "-s" && prog == "sudo":
+				interactive = true
+			case a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-m" || a == "--command" || a == "-f" || a == "--file":
+				scripted = true
+			case optionsWithArgument[a]:
+				i++
+			case a == "-" || a == "-s":
+				// the script from stdin
+			case !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
+				scripted = true
+			}
+		}
+		if interactive || !scripted {
+			return prog
+		}
+	}
+	return ""
+}
+
+// codexFileTrusted checks that config.toml holds, for each hookgate entry
+// of the hooks file, the trust Codex would compute now.
+func codexFileTrusted(codexHome, path string, data []byte) error {
+	entries, err := codexTrustFor(path, data)
+	if err != nil {
+		return err
+	}
+	raw, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	cfg := strings.ReplaceAll(string(raw), "\r\n", "\n")
+	for _, e := range entries {
+		header := "[hooks.state." + tomlQuote(e.Key) + "]"
+		if i := strings.Index(cfg, header); i >= 0 {
+			body := cfg[i+len(header):]
+			if j := strings.Index(body, "\n["); j >= 0 {
+				body = body[:j]
+			}
+			for _, l := range strings.Split(body, "\n") {
+				if k, v, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "enabled" && strings.TrimSpace(v) == "false" {
+					return fmt.Errorf("%s disables hookgate's hook %s", filepath.Join(codexHome, "config.toml"), e.Key)
+				}
+			}
+		}
+		if !strings.Contains(cfg, header+"\ntrusted_hash = "+tomlQuote(e.Hash)) {
+			return fmt.Errorf("Codex does not trust %s (no trusted_hash %s in %s): codex exec would skip it; reinstall", e.Key, e.Hash, filepath.Join(codexHome, "config.toml"))
+		}
+	}
+	return nil
+}
+
+// codexListTrusted asks Codex's app-server (hooks/list) whether hookgate's
+// entries in path are enabled and trusted.
+func codexListTrusted(ctx context.Context, a VerifyArgs, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, a.Codex, "app-server")
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+a.codexHome())
+	cmd.Dir = a.Project
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("codex app-server: %w", err)
+	}
+	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
+	cwd := a.Project
+	if cwd == "" {
+		cwd = a.Home
+	}
+	for _, m := range []string{
+		`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"hookgate","version":"1"}}}`,
+		`{"method":"initialized"}`,
+		fmt.Sprintf(`{"id":2,"method":"hooks/list","params":{"cwds":[%s]}}`, jsonString(cwd)),
+	} {
+		fmt.Fprintln(in, m)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	real, _ := filepath.EvalSymlinks(path)
+	for sc.Scan() {
+		var msg struct {
+			ID     *int            `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) != nil || msg.ID == nil || *msg.ID != 2 {
+			continue
+		}
+		if len(msg.Error) > 0 {
+			return fmt.Errorf("codex hooks/list: %s", msg.Error)
+		}
+		hooks := collectHooks(msg.Result)
+		found := map[string]bool{}
+		for _, h := range hooks {
+			if !isOurs(h.Command) || (h.SourcePath != "" && h.SourcePath != real && h.SourcePath != path) {
+				continue
+			}
+			if !h.Enabled {
+				return fmt.Errorf("Codex lists hookgate's %s hook as disabled", h.EventName)
+			}
+			if h.TrustStatus != "trusted" && h.TrustStatus != "managed" {
+				return fmt.Errorf("Codex lists hookgate's %s hook as %s: codex exec would skip it; reinstall", h.EventName, h.TrustStatus)
+			}
+			found[strings.ToLower(h.EventName)] = true
+		}
+		if !found["pretooluse"] {
+			return fmt.Errorf("Codex does not list hookgate's PreToolUse hook from %s (wrong CODEX_HOME, hooks disabled, or an untrusted project)", path)
+		}
+		return nil
+	}
+	return fmt.Errorf("codex app-server gave no hooks/list answer (%v)", sc.Err())
+}
+
+// codexHook is what hooks/list reports of one hook.
+type codexHook struct {
+	Key         string `json:"key"`
+	EventName   string `json:"eventName"`
+	Command     string `json:"command"`
+	SourcePath  string `json:"sourcePath"`
+	Enabled     bool   `json:"enabled"`
+	TrustStatus string `json:"trustStatus"`
+}
+
+// collectHooks finds every hook object in a hooks/list result, whatever
+// the nesting (per cwd, per source).
+func collectHooks(raw json.RawMessage) []codexHook {
+	var out []codexHook
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if _, ok := x["trustStatus"]; ok {
+				b, _ := json.Marshal(x)
+				var h codexHook
+				if json.Unmarshal(b, &h) == nil {
+					out = append(out, h)
+				}
+				return
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	var v any
+	if json.Unmarshal(raw, &v) == nil {
+		walk(v)
+	}
+	return out
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// trustCodexProject marks dir a trusted project in codexHome's
+// config.toml.
+func trustCodexProject(codexHome, dir string, now time.Time) error {
+	cfg := filepath.Join(codexHome, "config.toml")
+	old, err := os.ReadFile(cfg)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	header := "[projects." + tomlQuote(filepath.Clean(dir)) + "]"
+	if strings.Contains(string(old), header) {
+		return fmt.Errorf("%s has %s without trust_level = \"trusted\"; set it there", cfg, header)
+	}
+	out := string(old)
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	if out != "" {
+		out += "\n"
+	}
+	out += header + "\ntrust_level = \"trusted\"\n"
+	return writeWithBackup(cfg, old, []byte(out), now)
+}

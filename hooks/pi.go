@@ -1,0 +1,137 @@
+package hooks
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Pi has no hook configuration: hookgate installs a Pi extension
+// (pi/hookgate.ts, in ~/.pi/agent/extensions, $PI_CODING_AGENT_DIR or a
+// project's .pi/extensions) whose tool_call handler runs hookgate with the
+// event as JSON and blocks unless hookgate answers {"block": false} in
+// time; the extension itself fails closed, so no shell wrapper is needed.
+
+var piEvents = kinds(map[string]Kind{"tool_call": KindTool})
+
+func piProtocol() *protocol {
+	return &protocol{
+		events: piEvents,
+		decode: func(f *fields, c *Call) {
+			c.Tool = f.str("tool_name", true)
+			c.Input = f.object("tool_input", true)
+			c.ToolUseID = f.str("tool_call_id", false)
+		},
+		paths: piPaths,
+		encode: func(c Call, r Reply, reason, _ string) Output {
+			if c.Kind == KindOther || r == ReplyAllow || r == ReplyPass {
+				return Output{Stdout: encodeJSON(piReply{})}
+			}
+			return Output{Stdout: encodeJSON(piReply{Block: true, Reason: reason})}
+		},
+		failStdout: func(reason string) []byte { return encodeJSON(piReply{Block: true, Reason: reason}) },
+		install: installer{
+			path: func(a InstallArgs, base string, user bool) string {
+				if !user {
+					return filepath.Join(base, ".pi", "extensions", "hookgate.ts")
+				}
+				if a.PiAgentDir != "" {
+					return filepath.Join(a.PiAgentDir, "extensions", "hookgate.ts")
+				}
+				return filepath.Join(base, ".pi", "agent", "extensions", "hookgate.ts")
+			},
+			edit: editPi,
+			verifyFile: func(path string) error {
+				b, err := os.ReadFile(path)
+				if err != nil || !strings.Contains(string(b), piMarker) {
+					return fmt.Errorf("%s: no hookgate extension (%v)", path, err)
+				}
+				if sh := piShadowed(path); sh != "" {
+					return fmt.Errorf("%s: Pi loads only that file from the directory and skips hookgate.ts", sh)
+				}
+				return nil
+			},
+		},
+	}
+}
+
+type piReply struct {
+	Block  bool   `json:"block"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// piPaths rewrites paths the way Pi reads them before use: it strips one
+// leading "@" (a file mention) and reads Unicode spaces as spaces.
+func piPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		p = strings.TrimPrefix(p, "@")
+		out[i] = strings.Map(func(r rune) rune {
+			if r == '\u00a0' || (r >= '\u2000' && r <= '\u200a') || r == '\u202f' || r == '\u205f' || r == '\u3000' {
+				return ' '
+			}
+			return r
+		}, p)
+	}
+	return out
+}
+
+//go:embed pi/hookgate.ts
+var piExtension string
+
+const piMarker = "(managed by `hookgate install --harness pi`)"
+
+// piEntryFiles, when one is in an extensions directory, are all Pi loads
+// from it: hookgate.ts beside them would be skipped.
+var piEntryFiles = []string{"index.ts", "index.js", "package.json"}
+
+// piShadowed returns the file that makes Pi skip hookgate.ts in its
+// extensions directory, or "".
+func piShadowed(path string) string {
+	for _, f := range piEntryFiles {
+		p := filepath.Join(filepath.Dir(path), f)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func editPi(a InstallArgs, path string, install bool) (string, bool, error) {
+	if install {
+		if sh := piShadowed(path); sh != "" {
+			return path, false, fmt.Errorf("Pi loads only %s from %s, so it would skip hookgate.ts there: import hookgate.ts from it, or move it", filepath.Base(sh), filepath.Dir(path))
+		}
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return path, false, err
+	}
+	if old != nil && !strings.Contains(string(old), piMarker) {
+		return path, false, fmt.Errorf("%s exists and is not hookgate's extension; not touching it", path)
+	}
+	if !install {
+		if old == nil {
+			return path, false, nil
+		}
+		if err := backup(path, old, a.now()); err != nil {
+			return path, false, err
+		}
+		return path, true, os.Remove(path)
+	}
+	bin, _ := json.Marshal(a.Binary)
+	args, _ := json.Marshal(a.argv())
+	src := strings.Replace(piExtension, `const HOOKGATE = "hookgate";`, "const HOOKGATE = "+string(bin)+";", 1)
+	src = strings.Replace(src, `const ARGS = ["check", "--harness", "pi"];`, "const ARGS = "+string(args)+";", 1)
+	if string(old) == src {
+		return path, false, nil
+	}
+	if err := writeWithBackup(path, old, []byte(src), a.now()); err != nil {
+		return path, false, err
+	}
+	return path, true, nil
+}
