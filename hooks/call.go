@@ -15,10 +15,11 @@ const (
 	Cursor     Harness = "cursor"
 	Gemini     Harness = "gemini"
 	Pi         Harness = "pi"
+	Copilot    Harness = "copilot"
 )
 
 // Harnesses lists every supported harness.
-var Harnesses = []Harness{ClaudeCode, Codex, Cursor, Gemini, Pi}
+var Harnesses = []Harness{ClaudeCode, Codex, Copilot, Cursor, Gemini, Pi}
 
 // ParseHarness returns the harness named s, or ErrUnknownHarness.
 func ParseHarness(s string) (Harness, error) {
@@ -26,7 +27,7 @@ func ParseHarness(s string) (Harness, error) {
 	if slices.Contains(Harnesses, h) {
 		return h, nil
 	}
-	return "", fmt.Errorf("%w %q (want one of claude-code, codex, cursor, gemini, pi)", ErrUnknownHarness, s)
+	return "", fmt.Errorf("%w %q (want one of claude-code, codex, copilot, cursor, gemini, pi)", ErrUnknownHarness, s)
 }
 
 // Kind says what a hook event asks of hookgate.

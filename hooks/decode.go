@@ -63,7 +63,11 @@ func Decode(h Harness, data []byte) (Call, error) {
 	}
 	f := fields{top: top}
 	c := Call{Harness: h}
-	c.Event = f.str("hook_event_name", true)
+	if p.event != nil {
+		c.Event = p.event(&f)
+	} else {
+		c.Event = f.str("hook_event_name", true)
+	}
 	if f.err != nil {
 		return Call{}, f.err
 	}

@@ -9,7 +9,7 @@ import (
 // events, how a gated event's payload reads, how the harness itself reads
 // the paths and URLs it is given, its answers, and where and how hookgate
 // is installed, trusted and verified. Each harness is one file
-// (claude.go, codex.go, cursor.go, gemini.go, pi.go, copilot.go) that
+// (claude.go, codex.go, copilot.go, cursor.go, gemini.go, pi.go) that
 // builds its protocol; adding a harness is adding a file, its constant and
 // its case in protocolOf, and its native tools in policy's catalog.
 //
@@ -19,6 +19,8 @@ type protocol struct {
 	// events maps every event the harness defines to its Kind: the gated
 	// ones to KindTool or KindPermission, the others to KindOther.
 	events map[string]Kind
+	// event reads the event's name; nil reads hook_event_name.
+	event func(f *fields) string
 	// decode reads a gated event's tool, input and ids into c; nil reads
 	// tool_name, tool_input and tool_use_id.
 	decode func(f *fields, c *Call)
@@ -95,6 +97,8 @@ func protocolOf(h Harness) (*protocol, error) {
 		return geminiProtocol(), nil
 	case Pi:
 		return piProtocol(), nil
+	case Copilot:
+		return copilotProtocol(), nil
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownHarness, h)
 }

@@ -33,6 +33,9 @@ type InstallArgs struct {
 	// CodexHome is $CODEX_HOME, where Codex reads its user hooks and
 	// config ("" means ~/.codex).
 	CodexHome string
+	// CopilotHome is $COPILOT_HOME, where Copilot CLI reads its user hooks
+	// and trusted folders ("" means ~/.copilot).
+	CopilotHome string
 	// PiAgentDir is $PI_CODING_AGENT_DIR, where Pi then reads its user
 	// extensions instead of ~/.pi/agent.
 	PiAgentDir string

@@ -567,7 +567,7 @@ func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
 	if ms, _ := strconv.Atoi(m[1]); time.Duration(ms)*time.Millisecond <= MaxDeadline {
 		t.Errorf("the Pi extension's timeout %s ms is not over MaxDeadline %v", m[1], MaxDeadline)
 	}
-	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini} {
+	for _, h := range []Harness{ClaudeCode, Codex, Copilot, Cursor, Gemini} {
 		a := installArgs(h, t.TempDir())
 		path, _, err := Install(a)
 		if err != nil {
@@ -576,8 +576,9 @@ func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
 		data, _ := os.ReadFile(path)
 		var root struct {
 			Hooks map[string][]struct {
-				Timeout *float64 `json:"timeout"`
-				Hooks   []struct {
+				Timeout    *float64 `json:"timeout"`
+				TimeoutSec *float64 `json:"timeoutSec"`
+				Hooks      []struct {
 					Timeout *float64 `json:"timeout"`
 				} `json:"hooks"`
 			} `json:"hooks"`
@@ -593,7 +594,10 @@ func TestMaxDeadlineUnderHookTimeout(t *testing.T) {
 		for ev, list := range root.Hooks {
 			for _, item := range list {
 				timeouts := []*float64{item.Timeout}
-				if h != Cursor {
+				if h == Copilot {
+					timeouts = []*float64{item.TimeoutSec}
+				}
+				if !mustProtocol(h).install.flat {
 					timeouts = timeouts[:0]
 					for _, hd := range item.Hooks {
 						timeouts = append(timeouts, hd.Timeout)

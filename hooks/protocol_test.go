@@ -15,7 +15,7 @@ import (
 func payloadFixtures(t testing.TB) []string {
 	t.Helper()
 	var out []string
-	for _, h := range []string{"claude-code", "codex", "cursor", "gemini"} {
+	for _, h := range []string{"claude-code", "codex", "copilot", "cursor", "gemini"} {
 		files, err := filepath.Glob(filepath.Join("testdata/fixtures", h, "*.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -211,6 +211,9 @@ var decodeRefusals = []struct {
 	{"trailing garbage", ClaudeCode, `{"hook_event_name":"Stop"} x`, ErrMalformed},
 	{"no event", ClaudeCode, `{"tool_name":"Bash","tool_input":{"command":"ls"}}`, ErrMalformed},
 	{"event not a string", ClaudeCode, `{"hook_event_name":7}`, ErrMalformed},
+	{"copilot Claude-compatible form", Copilot, `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`, ErrMalformed},
+	{"copilot no tool", Copilot, `{"cwd":"/w","toolArgs":{}}`, ErrMalformed},
+	{"copilot args not an object", Copilot, `{"cwd":"/w","toolName":"bash","toolArgs":[1]}`, ErrMalformed},
 	{"unknown event", ClaudeCode, `{"hook_event_name":"PreToolUseX","tool_name":"Bash","tool_input":{}}`, ErrUnknownEvent},
 	{"cursor event for claude", ClaudeCode, `{"hook_event_name":"beforeShellExecution","command":"ls"}`, ErrUnknownEvent},
 	{"claude event for cursor", Cursor, `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}}`, ErrUnknownEvent},

@@ -124,7 +124,7 @@ func TestServerProtocolErrors(t *testing.T) {
 		{`{"v":2,"op":"rule","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"bash"}}`, `{"v":1,"error":"unsupported protocol version 2"}`},
 		{`{"v":1,"op":"setPolicy","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"bash"}}`, `{"v":1,"error":"unknown op \"setPolicy\""}`},
 		{`{"v":1,"op":"rule"}`, `{"v":1,"error":"rule: no call"}`},
-		{`{"v":1,"op":"rule","call":{"harness":"vim","kind":1}}`, `{"v":1,"error":"unknown harness \"vim\" (want one of claude-code, codex, cursor, gemini, pi)"}`},
+		{`{"v":1,"op":"rule","call":{"harness":"vim","kind":1}}`, `{"v":1,"error":"unknown harness \"vim\" (want one of claude-code, codex, copilot, cursor, gemini, pi)"}`},
 		{`{"v":1,"op":"rule","policy":{}}`, `{"v":1,"error":"bad request: json: unknown field \"policy\""}`},
 		{`{"v":1,"op":"rule","op":"rule"}`, `{"v":1,"error":"bad request: malformed hook payload: duplicate key \"op\""}`},
 		{`{"v":1,"op":"rule","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"edit","input":{"path":"/x"}}}`, `{"v":1,"verdict":"deny","reason":"session is for claude-code, not pi","rule":"session.harness"}`},

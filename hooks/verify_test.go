@@ -11,7 +11,7 @@ import (
 func TestVerify(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "hookgate")
 	os.WriteFile(bin, []byte("#!/bin/sh\necho hookgate test\n"), 0o755)
-	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini, Pi} {
+	for _, h := range []Harness{ClaudeCode, Codex, Copilot, Cursor, Gemini, Pi} {
 		t.Run(string(h), func(t *testing.T) {
 			home := t.TempDir()
 			a := VerifyArgs{InstallArgs: InstallArgs{Harness: h, Home: home, Project: t.TempDir(), Binary: bin}}
@@ -52,8 +52,9 @@ func TestVerify(t *testing.T) {
 			}
 			// Another hook first in line could answer before hookgate.
 			other := strings.Replace(string(data), `"command": "`, `"command": "/bin/true", "x": "`, 1)
-			if h == Cursor {
-				other = strings.Replace(string(data), `"beforeShellExecution": [`, `"beforeShellExecution": [{"command": "/bin/true"},`, 1)
+			if p := mustProtocol(h).install; p.flat {
+				ev := p.events[0]
+				other = strings.Replace(string(data), `"`+ev+`": [`, `"`+ev+`": [{"command": "/bin/true"},`, 1)
 			}
 			os.WriteFile(path, []byte(other), 0o644)
 			if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "before hookgate") {
@@ -69,7 +70,7 @@ func TestVerify(t *testing.T) {
 func TestProjectTrust(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "hookgate")
 	os.WriteFile(bin, []byte("#!/bin/sh\necho hookgate test\n"), 0o755)
-	for _, h := range []Harness{Codex, Gemini} {
+	for _, h := range []Harness{Codex, Copilot, Gemini} {
 		t.Run(string(h), func(t *testing.T) {
 			home, proj := t.TempDir(), t.TempDir()
 			a := VerifyArgs{InstallArgs: InstallArgs{Harness: h, Scope: "project", Home: home, Project: proj, Binary: bin}}
@@ -82,6 +83,15 @@ func TestProjectTrust(t *testing.T) {
 			}
 			if _, err := Verify(context.Background(), a); err != nil {
 				t.Fatalf("verify after a trusted install: %v", err)
+			}
+			if h == Copilot {
+				// A trusted folder's settings can switch every hook off,
+				// the user's too.
+				os.MkdirAll(filepath.Join(proj, ".github", "copilot"), 0o755)
+				os.WriteFile(filepath.Join(proj, ".github", "copilot", "settings.local.json"), []byte(`{"disableAllHooks": true}`), 0o644)
+				if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "disableAllHooks") {
+					t.Errorf("hooks disabled in the folder's settings: %v", err)
+				}
 			}
 			if h == Gemini {
 				os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)

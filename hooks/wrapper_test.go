@@ -72,7 +72,7 @@ func TestWrapperFailsClosed(t *testing.T) {
 		{"hang", script("hang", "exec sleep 600"), 2, "DENY", "did not answer within 0.5 s"},
 		{"hang with stdout held by a child", script("hangchild", "sleep 600 & echo partial; wait"), 2, "DENY", "did not answer"},
 	}
-	for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini} {
+	for _, h := range []Harness{ClaudeCode, Codex, Copilot, Cursor, Gemini} {
 		deny := strings.TrimSpace(string(Fail(h, "hookgate failed; denied").Stdout))
 		for _, c := range cases {
 			t.Run(string(h)+"/"+c.name, func(t *testing.T) {

@@ -266,6 +266,33 @@ func buildHarnesses() map[string]*NativeHarness {
 			},
 		},
 		{
+			// GitHub Copilot CLI 1.0.102: every tool fires preToolUse.
+			ID: "copilot", Label: "GitHub Copilot CLI", DefaultMode: "hooks",
+			Tools: map[string]NativeTool{
+				// bash has no working-directory argument: it runs in the
+				// session's cwd.
+				"bash":      shellTool(),
+				"read_bash": shellSession, "stop_bash": shellSession, "list_bash": shellSession,
+				// Relative paths are read against the session's cwd.
+				"view":   readTool("path"),
+				"grep":   searchTool([]string{"paths"}, "glob"),
+				"glob":   searchTool([]string{"paths"}, "pattern"),
+				"create": writeTool("path"),
+				"edit":   writeTool("path"),
+				// Online only: web_fetch fetches url; semantic_code_search
+				// and session_store_sql's cloud source ask GitHub's API with
+				// no URL in their input, so they count as searches.
+				"web_fetch":                       fetchTool("url"),
+				"semantic_code_search":            webSearch,
+				"session_store_sql":               webSearch,
+				"fetch_copilot_cli_documentation": noReach, "skill": noReach, "sql": noReach,
+				"task": noReach, "read_agent": noReach, "list_agents": noReach, "write_agent": noReach,
+			},
+			Modes: map[string]*HarnessMode{
+				"hooks": {Gate: true, Label: "a preToolUse hook gate behind the fail-closed wrapper"},
+			},
+		},
+		{
 			ID: "cursor", Label: "Cursor", DefaultMode: "hooks",
 			Tools: map[string]NativeTool{
 				"Shell":     shellTool("working_directory"),

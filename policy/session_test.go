@@ -84,7 +84,7 @@ var sessionCases = []struct {
 	{name: "misspelled field", doc: base + "bounds:\n  readonly:\n    network: {actoins: [write]}\n", wantErr: "5:15: bounds.readonly.network.actoins: unknown field"},
 	{name: "missing version", doc: "harness: claude-code\n", wantErr: "1:1: version: missing required field (version: 1)"},
 	{name: "bad version", doc: "version: 2\nharness: claude-code\n", wantErr: "1:10: version: unsupported version 2 (this build reads version 1)"},
-	{name: "unknown harness", doc: "version: 1\nharness: vim\n", wantErr: `2:10: harness: unknown harness "vim" (one of claude-code, codex, cursor, gemini, pi)`},
+	{name: "unknown harness", doc: "version: 1\nharness: vim\n", wantErr: `2:10: harness: unknown harness "vim" (one of claude-code, codex, copilot, cursor, gemini, pi)`},
 	{name: "unknown mode", doc: base + "mode: turbo\n", wantErr: `3:7: mode: harness claude-code has no mode "turbo" (modes: guest, hosted, instrumented)`},
 	{name: "unknown session trait", doc: base + "session: {traits: [nope]}\n", wantErr: `session.traits[0]: unknown trait: "nope"`},
 	{name: "unknown identity trait", doc: base + "identity: {name: x, traits: [nope]}\n", wantErr: `identity.traits[0]: unknown trait: "nope"`},

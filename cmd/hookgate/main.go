@@ -57,7 +57,7 @@ as a deny (an exit 0 with nothing on stdout would be "no objection").`
 
 func checkCmd(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "check", checkUsage)
-	harness := fs.String("harness", "", "harness protocol: claude-code, codex, cursor, gemini or pi")
+	harness := fs.String("harness", "", "harness protocol: claude-code, codex, copilot, cursor, gemini or pi")
 	protocol := fs.String("protocol", "", "alias of --harness (the spelling of the hook-protocol notes)")
 	policyPath := fs.String("policy", "", "session policy file (env BARRY_POLICY)")
 	socket := fs.String("socket", "", "ruling server address (env BARRY_HOOK_SOCKET)")
@@ -154,7 +154,7 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 	}
 	return func(ctx context.Context, io cli.IO, args []string) int {
 		fs := cli.NewFlagSet(io, name, installUsage)
-		harness := fs.String("harness", "", "harness: claude-code, codex, cursor, gemini or pi")
+		harness := fs.String("harness", "", "harness: claude-code, codex, copilot, cursor, gemini or pi")
 		scope := fs.String("scope", "user", "user (home directory) or project")
 		policyPath := fs.String("policy", "", "session policy file the hook passes as --policy (default: the harness's BARRY_POLICY or BARRY_HOOK_SOCKET)")
 		project := fs.String("project", "", "project directory for --scope project (default: the working directory)")
@@ -164,7 +164,7 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 		}
 		h, err := hooks.ParseHarness(*harness)
 		if err != nil || fs.NArg() > 0 {
-			fmt.Fprintf(io.Err, "hookgate %s: --harness is required and must be claude-code, codex, cursor, gemini or pi\n", name)
+			fmt.Fprintf(io.Err, "hookgate %s: --harness is required and must be claude-code, codex, copilot, cursor, gemini or pi\n", name)
 			return 2
 		}
 		home, err := os.UserHomeDir()
@@ -176,7 +176,7 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 			*project, _ = os.Getwd()
 		}
 		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath,
-			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR"), TrustProject: *trustProject}
+			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), CopilotHome: os.Getenv("COPILOT_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR"), TrustProject: *trustProject}
 		if a.Policy != "" {
 			a.Policy = absPath(a.Policy)
 		}
@@ -223,7 +223,7 @@ usage.`
 
 func verifyCmd(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "verify", verifyUsage)
-	harness := fs.String("harness", "", "harness: claude-code, codex, cursor, gemini or pi")
+	harness := fs.String("harness", "", "harness: claude-code, codex, copilot, cursor, gemini or pi")
 	scope := fs.String("scope", "user", "user (home directory) or project")
 	project := fs.String("project", "", "project directory (default: the working directory)")
 	codex := fs.String("codex", "", "codex binary to ask (default: codex on PATH, if any)")
@@ -232,7 +232,7 @@ func verifyCmd(ctx context.Context, io cli.IO, args []string) int {
 	}
 	h, err := hooks.ParseHarness(*harness)
 	if err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(io.Err, "hookgate verify: --harness is required and must be claude-code, codex, cursor, gemini or pi")
+		fmt.Fprintln(io.Err, "hookgate verify: --harness is required and must be claude-code, codex, copilot, cursor, gemini or pi")
 		return 2
 	}
 	home, err := os.UserHomeDir()
@@ -244,7 +244,7 @@ func verifyCmd(ctx context.Context, io cli.IO, args []string) int {
 		*project, _ = os.Getwd()
 	}
 	a := hooks.VerifyArgs{InstallArgs: hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project),
-		ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR")}, Codex: *codex}
+		ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), CopilotHome: os.Getenv("COPILOT_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR")}, Codex: *codex}
 	if h == hooks.Codex && a.Codex == "" {
 		a.Codex, _ = exec.LookPath("codex")
 	}

@@ -104,7 +104,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	forWrite := fs.Bool("for-write", false, "with --path: for a write (default: a read)")
 	fs.Var(&write, "write", "with --path: a write root, as for sandboxd run (repeatable)")
 	fs.StringVar(&opts.Dir, "cwd", "", "with --path: the working `DIR`ectory, as for sandboxd run")
-	fs.StringVar(&harness, "harness", "", "rule on a payload from stdin for harness `H` (claude-code, codex, cursor, gemini, pi)")
+	fs.StringVar(&harness, "harness", "", "rule on a payload from stdin for harness `H` (claude-code, codex, copilot, cursor, gemini, pi)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code, done := cli.Parse(fs, args); done {
 		return code
