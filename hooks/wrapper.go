@@ -53,8 +53,11 @@ func wrapperScript(h Harness, tenths int) string {
 		`p=$!`,
 		`exec 3<&-`,
 		// One sleep, not a polling count: a busy machine stretches every
-		// round of a loop, not a single timer.
-		fmt.Sprintf(`(sleep %s; : >"$t/k"; kill -9 $p) >/dev/null 2>&1 & w=$!`, tenthsString(tenths)),
+		// round of a loop, not a single timer. The watchdog stops its sleep
+		// when it is stopped itself, so no process outlives the answer.
+		// (The trap comes first: stopped before it, the watchdog has not
+		// started its sleep.)
+		fmt.Sprintf(`(s=; trap '[ -n "$s" ] && kill $s; exit 0' TERM; sleep %s & s=$!; wait $s; : >"$t/k"; kill -9 $p) >/dev/null 2>&1 & w=$!`, tenthsString(tenths)),
 		`wait $p; c=$?`,
 		`kill $w 2>/dev/null`,
 		fmt.Sprintf(`[ -e "$t/k" ] && deny "hookgate did not answer within %s s"`, tenthsString(tenths)),

@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -141,4 +144,59 @@ func TestWrapperPassesThePayload(t *testing.T) {
 	if HookgateCommand(cmd) != shellQuote(bin)+" check --policy '/p/it'\\''s.yaml'" {
 		t.Errorf("HookgateCommand = %q", HookgateCommand(cmd))
 	}
+}
+
+// TestWrapperLeavesNoProcess: once the wrapper has answered, nothing it
+// started is left running (its watchdog's sleep included), so a harness
+// waiting for the hook's process group, or counting leftovers, sees none.
+func TestWrapperLeavesNoProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hookgate")
+	os.WriteFile(bin, []byte("#!/bin/sh\ncat >/dev/null; : >\"$HOOKGATE_DONE\"\n"), 0o755)
+	// An odd deadline names the watchdog's sleep uniquely.
+	cmd := wrappedCommandWithin(ClaudeCode, []string{bin, "check"}, 737)
+	sh := exec.Command("/bin/sh", "-c", cmd)
+	sh.Stdin = strings.NewReader(`{}`)
+	// Its own process group tells its processes from other tests' runs.
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	pgid := sh.Process.Pid
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		left := sleepers("73.7", pgid)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left running after the answer: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sleepers lists the pids of "sleep ARG" processes in process group pgid.
+func sleepers(arg string, pgid int) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || string(b) != "sleep\x00"+arg+"\x00" {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -125,6 +126,20 @@ func TestUserNamespacesUnavailable(t *testing.T) {
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Fatal("the command ran")
+	}
+}
+
+// combinedOutputOfCopy runs the command mk builds, again while exec
+// fails with ETXTBSY: a binary a test has just copied can be "busy" for
+// a moment, while a process another test forks meanwhile still holds the
+// copy's write descriptor until it execs (go.dev/issue/22315).
+func combinedOutputOfCopy(mk func() *exec.Cmd) ([]byte, error) {
+	for i := 0; ; i++ {
+		out, err := mk().CombinedOutput()
+		if !errors.Is(err, syscall.ETXTBSY) || i == 50 {
+			return out, err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -479,10 +479,12 @@ func (b *piBox) verify(t *testing.T, scope string) {
 func (b *piBox) hookgateCmd(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.hookgate, args...)
-	cmd.Dir = b.proj
-	cmd.Env = b.env()
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOfCopy(func() *exec.Cmd {
+		cmd := exec.CommandContext(ctx, b.hookgate, args...)
+		cmd.Dir = b.proj
+		cmd.Env = b.env()
+		return cmd
+	})
 	return string(out), err
 }
 
