@@ -107,32 +107,7 @@ func copilotProtocol() *protocol {
 					filepath.Dir(path), filepath.Join(a.copilotHome(), "config.json"))
 			},
 			verify: func(_ context.Context, a VerifyArgs, path string, data []byte) error {
-				if v, _ := parseOrdered(data); v != nil {
-					if n, _ := v.(*object).vals["version"].(json.Number); n != "" && n != "1" {
-						return fmt.Errorf("%s: version %s: Copilot CLI rejects the whole file", path, n)
-					}
-				}
-				if a.Scope == "project" && !copilotTrusted(a.copilotHome(), a.Project) {
-					return fmt.Errorf("Copilot CLI ignores %s: the folder is not in trustedFolders in %s", filepath.Dir(path), filepath.Join(a.copilotHome(), "config.json"))
-				}
-				settings := filepath.Join(a.copilotHome(), "settings.json")
-				if b, err := os.ReadFile(settings); err == nil {
-					var s struct {
-						DisabledHooks []any `json:"disabledHooks"`
-					}
-					if json.Unmarshal(b, &s) == nil && len(s.DisabledHooks) > 0 {
-						return fmt.Errorf("%s lists disabledHooks, which may name hookgate's (by a hash hookgate cannot check): remove them", settings)
-					}
-				}
-				if a.Project != "" && copilotTrusted(a.copilotHome(), a.Project) {
-					for _, f := range []string{"settings.json", "settings.local.json"} {
-						p := filepath.Join(a.Project, ".github", "copilot", f)
-						if copilotDisablesHooks(p) {
-							return fmt.Errorf("%s sets disableAllHooks in a trusted folder: Copilot CLI runs no hook there", p)
-						}
-					}
-				}
-				return nil
+				return copilotVerify(a, path, data)
 			},
 		},
 	}
@@ -267,4 +242,138 @@ func copilotDisablesHooks(path string) bool {
 		return strings.Contains(string(b), "disableAllHooks")
 	}
 	return s.DisableAllHooks
+}
+
+// copilotVerify checks what Copilot reads beside hookgate's entry: the
+// file's version, the folder's trust for a project install, and every
+// other source of hooks and settings that could undo hookgate's ruling.
+// Copilot runs every preToolUse hook it finds, hookgate's among them, and
+// passes one hook's modifiedArgs down the chain, so another preToolUse
+// hook (in the user's hooks directory in an order that is not the names',
+// inline in settings.json, or in a trusted folder's .github) could
+// rewrite a call hookgate allowed: verify refuses them. A trusted
+// folder's .github/copilot settings with disableAllHooks switch every
+// hook off; Copilot reads them in the cwd and in its git root.
+func copilotVerify(a VerifyArgs, path string, data []byte) error {
+	if v, _ := parseOrdered(data); v != nil {
+		if n, _ := v.(*object).vals["version"].(json.Number); n != "" && n != "1" {
+			return fmt.Errorf("%s: version %s: Copilot CLI rejects the whole file", path, n)
+		}
+	}
+	home := a.copilotHome()
+	if a.Scope == "project" && !copilotTrusted(home, a.Project) {
+		return fmt.Errorf("Copilot CLI ignores %s: the folder is not in trustedFolders in %s", filepath.Dir(path), filepath.Join(home, "config.json"))
+	}
+	settings := filepath.Join(home, "settings.json")
+	if b, err := os.ReadFile(settings); err == nil {
+		var s struct {
+			DisabledHooks []any `json:"disabledHooks"`
+		}
+		if json.Unmarshal(b, &s) != nil {
+			if strings.Contains(string(b), "disabledHooks") || strings.Contains(string(b), "reToolUse") {
+				return fmt.Errorf("%s is not plain JSON and mentions disabledHooks or preToolUse: hookgate cannot tell whether Copilot runs it", settings)
+			}
+		} else if len(s.DisabledHooks) > 0 {
+			return fmt.Errorf("%s lists disabledHooks, which may name hookgate's (by a hash hookgate cannot check): remove them", settings)
+		}
+	}
+	if f := copilotOtherPreToolUse([]string{settings}, path); f != "" {
+		return fmt.Errorf("%s has another preToolUse hook, which Copilot also runs and which could rewrite a call hookgate allowed (modifiedArgs): remove it", f)
+	}
+	if f := copilotOtherPreToolUse(globJSON(filepath.Join(home, "hooks")), path); f != "" {
+		return fmt.Errorf("%s has another preToolUse hook, which Copilot also runs and which could rewrite a call hookgate allowed (modifiedArgs): remove it", f)
+	}
+	if a.Project == "" {
+		return nil
+	}
+	for _, dir := range copilotFolders(a.Project) {
+		if !copilotTrusted(home, dir) {
+			continue
+		}
+		cs := []string{filepath.Join(dir, ".github", "copilot", "settings.json"), filepath.Join(dir, ".github", "copilot", "settings.local.json")}
+		for _, p := range cs {
+			if copilotDisablesHooks(p) {
+				return fmt.Errorf("%s sets disableAllHooks in a trusted folder: Copilot CLI runs no hook there", p)
+			}
+		}
+		if f := copilotOtherPreToolUse(append(cs, globJSON(filepath.Join(dir, ".github", "hooks"))...), path); f != "" {
+			return fmt.Errorf("%s has another preToolUse hook, which Copilot also runs in this trusted folder and which could rewrite a call hookgate allowed (modifiedArgs): remove it", f)
+		}
+	}
+	return nil
+}
+
+// copilotFolders are the folders Copilot reads a project's .github from
+// when started in dir: dir and its git root.
+func copilotFolders(dir string) []string {
+	out := []string{dir}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			if d != dir {
+				out = append(out, d)
+			}
+			return out
+		}
+		if filepath.Dir(d) == d {
+			return out
+		}
+	}
+}
+
+// globJSON lists the *.json files of dir.
+func globJSON(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	return m
+}
+
+// copilotOtherPreToolUse returns the first of files (ours aside) that
+// holds a preToolUse hook other than hookgate's, or one that cannot be
+// read as JSON while naming one.
+func copilotOtherPreToolUse(files []string, ours string) string {
+	for _, f := range files {
+		if f == ours {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		v, err := parseOrdered(b)
+		root, _ := v.(*object)
+		if err != nil || root == nil {
+			if strings.Contains(string(b), "reToolUse") {
+				return f
+			}
+			continue
+		}
+		hv, _ := root.get("hooks")
+		hooks, _ := hv.(*object)
+		if hooks == nil {
+			continue
+		}
+		for _, ev := range []string{"preToolUse", "PreToolUse"} {
+			list, _ := hooks.vals[ev].([]any)
+			for _, item := range list {
+				o, _ := item.(*object)
+				if o == nil {
+					return f
+				}
+				handlers := []any{o}
+				if hs, ok := o.vals["hooks"].([]any); ok {
+					handlers = hs
+				}
+				for _, hd := range handlers {
+					ho, _ := hd.(*object)
+					if ho == nil {
+						return f
+					}
+					cmd, _ := ho.vals["command"].(string)
+					if !isOurs(cmd) {
+						return f
+					}
+				}
+			}
+		}
+	}
+	return ""
 }

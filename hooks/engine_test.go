@@ -453,3 +453,32 @@ func TestMCPQualifiedIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestSymlinkTargetFromTheLinksDirectory: "ln -s TARGET LINK" resolves a
+// relative TARGET from LINK's directory, so the files rules must too
+// ("ln -s ../../secret src/l" from ws reaches ws/../secret, which the
+// cwd's reading, ws/../../secret, misses).
+func TestSymlinkTargetFromTheLinksDirectory(t *testing.T) {
+	root := t.TempDir()
+	secret, ws := filepath.Join(root, "secret"), filepath.Join(root, "ws")
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	os.MkdirAll(secret, 0o755)
+	s := &Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{secret}}}, Native: NativePolicy{Allowed: []string{"Bash"}}, Home: "/h"}
+	e, err := NewEngine(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, allowed := range map[string]bool{
+		"ln -s ../../secret src/l":         false,
+		"ln -sf ../../secret src/":         false,
+		"ln --symbolic ../../secret src/l": false,
+		"ln -s ../README src/r":            true,
+		"ln ../other src/hard":             true,
+	} {
+		c := call(ClaudeCode, "Bash", map[string]any{"command": cmd})
+		c.Cwd = ws
+		if d := e.Rule(context.Background(), c); d.Allowed() != allowed {
+			t.Errorf("%s: %+v, want allowed=%v", cmd, d, allowed)
+		}
+	}
+}

@@ -127,4 +127,6 @@ var fixtureCases = []struct {
 	{"open", "copilot", "pretooluse-view", ``},
 	{"guarded", "copilot", "pretooluse-web-fetch", `{"permissionDecision":"deny","permissionDecisionReason":"hookgate: web_fetch to pastebin.com is denied by network.domains \"pastebin.com\""}`},
 	{"open", "copilot", "pretooluse-web-fetch", `{"permissionDecision":"deny","permissionDecisionReason":"hookgate: native tool web_fetch is denied for copilot: no selected trait grants web_fetch (network)"}`},
+	{"guarded", "copilot", "pretooluse-grep-path-key", `{"permissionDecision":"deny","permissionDecisionReason":"hookgate: path /home/dev/.ssh is denied by files.deny \"~/.ssh\""}`},
+	{"open", "copilot", "pretooluse-grep-path-key", ``},
 }

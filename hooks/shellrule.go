@@ -3,6 +3,7 @@ package hooks
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -133,6 +134,9 @@ func deniesWrites(b *policy.Bound) bool {
 // checkArgs applies the files rules to every argument that names a path.
 func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
 	for _, argv := range argvs {
+		if d := checkLinkTargets(argv, rules, m); !d.Allowed() {
+			return d
+		}
 		for _, w := range argv[min(1, len(argv)):] {
 			if strings.HasPrefix(w, "-") {
 				_, v, ok := strings.Cut(w, "=")
@@ -168,6 +172,59 @@ func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) 
 		}
 	}
 	return policy.AllowedBy("shell arguments pass the files rules", "")
+}
+
+// checkLinkTargets checks the targets of "ln -s TARGET... LINK" the way
+// the link will resolve them: a relative target from the link's directory
+// (or from LINK itself when it is a directory), not from the cwd, which
+// checkArgs checks as well.
+func checkLinkTargets(argv []string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
+	if len(argv) < 3 || filepath.Base(argv[0]) != "ln" {
+		return policy.AllowedBy("", "")
+	}
+	symbolic := false
+	var ops []string
+	for i, w := range argv[1:] {
+		switch {
+		case w == "--":
+			ops = append(ops, argv[i+2:]...)
+		case w == "--symbolic" || strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "s"):
+			symbolic = true
+			continue
+		case strings.HasPrefix(w, "-"):
+			continue
+		default:
+			ops = append(ops, w)
+			continue
+		}
+		break
+	}
+	if !symbolic || len(ops) < 2 {
+		return policy.AllowedBy("", "")
+	}
+	link := m.Canonicalize(ops[len(ops)-1])
+	base := filepath.Dir(link)
+	if fi, err := os.Stat(link); err == nil && fi.IsDir() {
+		base = link
+	}
+	for _, t := range ops[:len(ops)-1] {
+		if filepath.IsAbs(t) || strings.HasPrefix(t, "~") {
+			continue
+		}
+		p := filepath.Join(base, t)
+		if d := m.Check(p, rules); !d.Allowed() {
+			return d
+		}
+		canon := m.Canonicalize(p)
+		if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
+			for _, pat := range rules.Deny {
+				if reachesBelow(m, canon, pat) {
+					return policy.Denied(fmt.Sprintf("link target %s is a directory below which files.deny %q could match", canon, pat), "files.deny:"+pat)
+				}
+			}
+		}
+	}
+	return policy.AllowedBy("", "")
 }
 
 // pathLike reports whether a word may name a file: it has a slash, starts

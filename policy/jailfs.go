@@ -64,6 +64,9 @@ var ProtectedInHome = []string{
 	".kube/config", ".aws/config", ".docker/config.json", ".vimrc", ".config/nvim",
 	".claude/settings.json", ".claude/settings.local.json", ".claude.json",
 	".codex", ".gemini/settings.json", ".cursor/hooks.json", ".mcp.json",
+	// Copilot CLI's user hooks, settings and trusted folders (a trusted
+	// folder's settings can switch every hook off).
+	".copilot/hooks", ".copilot/settings.json", ".copilot/config.json",
 }
 
 // ProtectedInRoot are protected in the workspace and every write root:
@@ -73,6 +76,8 @@ var ProtectedInRoot = []string{
 	".git/hooks", ".git/config", ".git/config.worktree", ".git/commondir", ".git/modules", ".gitmodules",
 	".claude/settings.json", ".claude/settings.local.json", ".codex", ".gemini/settings.json",
 	".cursor/hooks.json", ".mcp.json",
+	// Copilot CLI's repository hooks and settings.
+	".github/hooks", ".github/copilot",
 }
 
 // UserDataDirs hold user data: hidden under files.allowOnly, except the

@@ -274,9 +274,12 @@ func buildHarnesses() map[string]*NativeHarness {
 				"bash":      shellTool(),
 				"read_bash": shellSession, "stop_bash": shellSession, "list_bash": shellSession,
 				// Relative paths are read against the session's cwd.
-				"view":   readTool("path"),
-				"grep":   searchTool([]string{"paths"}, "glob"),
-				"glob":   searchTool([]string{"paths"}, "pattern"),
+				"view": readTool("path"),
+				// Copilot also reads a search's roots from "path" (a string
+				// or a list) when "paths" is absent, though its schema
+				// names only "paths".
+				"grep":   searchTool([]string{"paths", "path"}, "glob"),
+				"glob":   searchTool([]string{"paths", "path"}, "pattern"),
 				"create": writeTool("path"),
 				"edit":   writeTool("path"),
 				// Online only: web_fetch fetches url; semantic_code_search
