@@ -70,7 +70,7 @@ type Config struct {
 	MaxConns int
 	// CopyBuffer, when positive, relays tunnel bytes through a userspace
 	// buffer of that many bytes per direction instead of io.Copy between the
-	// raw connections (which splices on Linux). See BENCHMARKS.md.
+	// raw connections (which splices on Linux). See docs/benchmarks.md.
 	CopyBuffer int
 	// Dial dials the pinned upstream address (always "ip:port"). Default: a
 	// net.Dialer with DialTimeout. It must return a *net.TCPConn, so tunnels

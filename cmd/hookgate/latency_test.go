@@ -18,7 +18,7 @@ import (
 // answer) on a Claude Code Bash payload: with a local policy, with the
 // ruling socket (sandboxd serve-hooks), against spawning true and a minimal
 // python3 hook, interleaved in one run. It prints a markdown table for
-// BENCHMARKS.md. It runs only with BARRY_BENCH=1 (scripts/bench-hookgate):
+// docs/benchmarks.md. It runs only with BARRY_BENCH=1 (scripts/bench-hookgate):
 // timing is measured, never asserted.
 func TestLatencyReport(t *testing.T) {
 	if os.Getenv("BARRY_BENCH") != "1" {
