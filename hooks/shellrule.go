@@ -182,32 +182,54 @@ func checkLinkTargets(argv []string, rules *policy.FileRules, m policy.FileMatch
 	if len(argv) < 3 || filepath.Base(argv[0]) != "ln" {
 		return policy.AllowedBy("", "")
 	}
-	symbolic := false
+	symbolic, targetDir := false, ""
 	var ops []string
-	for i, w := range argv[1:] {
+	args := argv[1:]
+	for i := 0; i < len(args); i++ {
+		w := args[i]
 		switch {
 		case w == "--":
-			ops = append(ops, argv[i+2:]...)
+			ops = append(ops, args[i+1:]...)
+			i = len(args)
+		case w == "-t" || w == "--target-directory":
+			if i+1 < len(args) {
+				targetDir = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(w, "--target-directory="):
+			targetDir = strings.TrimPrefix(w, "--target-directory=")
 		case w == "--symbolic" || strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "s"):
 			symbolic = true
-			continue
+			// "-st DIR": t's value follows.
+			if strings.HasSuffix(w, "t") && i+1 < len(args) {
+				targetDir = args[i+1]
+				i++
+			}
 		case strings.HasPrefix(w, "-"):
-			continue
 		default:
 			ops = append(ops, w)
-			continue
 		}
-		break
 	}
-	if !symbolic || len(ops) < 2 {
+	targets := ops
+	var base string
+	switch {
+	case !symbolic:
 		return policy.AllowedBy("", "")
+	case targetDir != "":
+		// "ln -s -t DIR TARGET...": every operand is a target, linked in DIR.
+		base = m.Canonicalize(targetDir)
+	case len(ops) < 2:
+		// "ln -s TARGET": the link is made in the cwd, as checkArgs reads it.
+		return policy.AllowedBy("", "")
+	default:
+		link := m.Canonicalize(ops[len(ops)-1])
+		targets = ops[:len(ops)-1]
+		base = filepath.Dir(link)
+		if fi, err := os.Stat(link); err == nil && fi.IsDir() {
+			base = link
+		}
 	}
-	link := m.Canonicalize(ops[len(ops)-1])
-	base := filepath.Dir(link)
-	if fi, err := os.Stat(link); err == nil && fi.IsDir() {
-		base = link
-	}
-	for _, t := range ops[:len(ops)-1] {
+	for _, t := range targets {
 		if filepath.IsAbs(t) || strings.HasPrefix(t, "~") {
 			continue
 		}
