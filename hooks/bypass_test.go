@@ -81,7 +81,7 @@ var bypassCases = []struct {
 		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"raw.githubusercontent.com"}}}, Native: NativePolicy{Allowed: []string{"web_fetch"}}},
 		false,
 		Call{Harness: Gemini, Event: "BeforeTool", Kind: KindTool, Tool: "web_fetch", Input: map[string]any{"prompt": "summarize https://github.com/a/b/blob/main/x.md"}, Cwd: "/w/proj"},
-		policy.Denied(`web_fetch to raw.githubusercontent.com is denied by network.domains "raw.githubusercontent.com"`, "network.domains:raw.githubusercontent.com")},
+		policy.Denied(`denied domain: raw.githubusercontent.com matches network.domains entry "raw.githubusercontent.com"`, "network.domains:raw.githubusercontent.com")},
 	{"apply_patch header with leading space",
 		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"**/.env*"}}}, Native: NativePolicy{Allowed: []string{"apply_patch"}}},
 		false,

@@ -44,22 +44,6 @@ func (FailClosedShell) RuleCommand(command, cwd string, b *policy.Bound, _ polic
 	return policy.AllowedBy("shell command allowed: the bound has no shell, file or network rule", "")
 }
 
-// ShellRuleIn names the first kind of rule in b that a shell command could
-// break ("bash", "files", "network"), or "" when there is none.
-func ShellRuleIn(b *policy.Bound) string {
-	switch {
-	case b == nil:
-		return ""
-	case b.Bash != nil && (len(b.Bash.Deny) > 0 || len(b.Bash.DenyPrograms) > 0):
-		return "bash"
-	case b.Files != nil && (b.Files.AllowOnly != nil || len(b.Files.Deny) > 0):
-		return "files"
-	case b.Network != nil && (len(b.Network.Actions) > 0 || len(b.Network.Domains) > 0 || b.Network.AllowDomains != nil):
-		return "network"
-	}
-	return ""
-}
-
 // caseInsensitiveFS is whether the platform's usual filesystem ignores case
 // (macOS's default APFS volume), so deny patterns must too.
 const caseInsensitiveFS = runtime.GOOS == "darwin"
@@ -69,6 +53,7 @@ const caseInsensitiveFS = runtime.GOOS == "darwin"
 type Ruler struct {
 	s      Session
 	files  policy.FileMatcher
+	net    *policy.NetworkDecider
 	shell  ShellRuler
 	mcp    map[string]bool
 	native map[string]bool
@@ -95,6 +80,15 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS},
 		mcp: map[string]bool{}, native: map[string]bool{}, denied: map[string]bool{}}
 	r.s.Bound = s.Bound.Clone()
+	var nr *policy.NetworkRules
+	if r.s.Bound != nil {
+		nr = r.s.Bound.Network
+	}
+	net, err := policy.CompileNetwork(nr, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoPolicy, err)
+	}
+	r.net = net
 	for _, id := range s.MCPTools {
 		r.mcp[id] = true
 	}
@@ -229,7 +223,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		for _, r := range harnessPaths(c.Harness, in.paths(t.DirKeys)) {
 			// A root given as a glob (read_many_files paths) is searched
 			// from the directory the glob cannot climb above.
-			roots = append(roots, globRoot(r))
+			roots = append(roots, policy.GlobRoot(r))
 		}
 		globs := in.paths(t.GlobKeys)
 		if in.err != nil {
@@ -245,12 +239,12 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			roots = []string{c.Cwd}
 		}
 		if p, ok := c.Input["pattern"].(string); ok && (strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || slices.Contains(strings.Split(p, "/"), "..")) {
-			roots = append(roots, r.abs(literalPrefix(p), roots[0]))
+			roots = append(roots, r.abs(policy.LiteralPrefix(p), roots[0]))
 		}
 		for _, g := range globs {
 			// A glob resolved from the root ("*/../../etc/*",
 			// "{/etc,x}/*") reaches what it can climb to.
-			roots = append(roots, r.abs(globRoot(g), roots[0]))
+			roots = append(roots, r.abs(policy.GlobRoot(g), roots[0]))
 		}
 		return r.checkSearch(c, roots)
 	case policy.ReachFetch:
@@ -265,16 +259,22 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
-		if d, denied := r.checkAction(policy.ActionHTTPRead); denied {
-			return d
-		}
 		if len(urls) == 0 {
 			return policy.Denied(fmt.Sprintf("%s names no URL to check", c.Tool), "input")
 		}
 		if extra := mustProtocol(c.Harness).extraURLs; extra != nil {
 			urls = append(urls, extra(urls)...)
 		}
-		return r.checkURLs(c.Tool, urls)
+		// The destinations first, as the proxy decides them, then the
+		// action the proxy cannot tell apart.
+		d := r.checkURLs(c.Tool, urls)
+		if !d.Allowed() {
+			return d
+		}
+		if a, denied := r.checkAction(policy.ActionHTTPRead); denied {
+			return a
+		}
+		return d
 	case policy.ReachWebSearch:
 		if d, denied := r.checkAction(policy.ActionHTTPRead); denied {
 			return d
@@ -283,8 +283,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		if in.err != nil {
 			return policy.Denied(in.err.Error(), "input")
 		}
-		n := r.network()
-		if n != nil && (len(n.Domains) > 0 || n.AllowDomains != nil) {
+		if r.net.HasDomainRules() {
 			if len(domains) == 0 {
 				return policy.Denied(fmt.Sprintf("%s is not confined to allowed_domains and the bound has domain rules", c.Tool), "network.domains")
 			}
@@ -381,64 +380,12 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 		}
 		canon := m.Canonicalize(ar)
 		for _, pat := range fr.Deny {
-			if reachesBelow(m, canon, pat) {
+			if m.ReachesBelow(canon, pat) {
 				return policy.Denied(fmt.Sprintf("%s below %s could reach files denied by files.deny %q", c.Tool, canon, pat), "files.deny:"+pat)
 			}
 		}
 	}
 	return policy.AllowedBy(fmt.Sprintf("%s roots are allowed", c.Tool), "")
-}
-
-// reachesBelow reports whether a deny pattern could match a path at or below
-// root: a pattern without "/" matches at any depth; otherwise the pattern's
-// literal directory prefix and root must lie on one line.
-func reachesBelow(m policy.FileMatcher, root, pat string) bool {
-	if !strings.Contains(pat, "/") || (m.DenyAnywhere && strings.HasPrefix(pat, "**/")) {
-		return true
-	}
-	switch {
-	case strings.HasPrefix(pat, "~/"):
-		pat = m.Home + pat[1:]
-	case !strings.HasPrefix(pat, "/"):
-		pat = m.Cwd + "/" + pat
-	}
-	prefix := m.Canonicalize(literalPrefix(pat))
-	if m.FoldCase {
-		prefix, root = strings.ToLower(prefix), strings.ToLower(root)
-	}
-	return within(prefix, root) || within(root, prefix)
-}
-
-// globChars start the glob part of a path pattern: wildcards, classes,
-// brace alternatives and extglobs ("@(a|b)"), which node's glob (Gemini CLI)
-// expands.
-const globChars = "*?[{("
-
-// globRoot is the directory a glob pattern cannot reach above: its literal
-// prefix, or "/" when the glob part may climb ("*/../..", "{..,x}") or hold
-// an absolute alternative ("{/etc,x}/passwd"). A pattern without glob
-// characters is itself.
-func globRoot(p string) string {
-	i := strings.IndexAny(p, globChars)
-	if i < 0 {
-		return p
-	}
-	rest := p[i:]
-	if strings.Contains(rest, "..") || strings.ContainsAny(rest, "/~") && absAlternative(rest) {
-		return "/"
-	}
-	return literalPrefix(p)
-}
-
-// absAlternative reports whether a brace or extglob alternative in glob
-// starts with "/" or "~".
-func absAlternative(glob string) bool {
-	for i := 0; i+1 < len(glob); i++ {
-		if strings.ContainsRune("{,|(", rune(glob[i])) && (glob[i+1] == '/' || glob[i+1] == '~') {
-			return true
-		}
-	}
-	return false
 }
 
 // harnessPaths rewrites paths the way harness h reads them before use.
@@ -449,37 +396,9 @@ func harnessPaths(h Harness, paths []string) []string {
 	return paths
 }
 
-// literalPrefix is the part of a glob before its first glob character,
-// cut back to a whole path segment.
-func literalPrefix(p string) string {
-	i := strings.IndexAny(p, globChars)
-	if i < 0 {
-		return p
-	}
-	j := strings.LastIndex(p[:i], "/")
-	if j < 0 {
-		return "."
-	}
-	if j == 0 {
-		return "/"
-	}
-	return p[:j]
-}
-
-func within(p, dir string) bool {
-	if dir == "/" {
-		return true
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
-
 func (r *Ruler) checkAction(action string) (policy.Decision, bool) {
-	if n := r.network(); n != nil {
-		if tag := policy.IsActionDenied(action, n.Actions); tag != "" {
-			return policy.Denied(fmt.Sprintf("network action %s is denied by network.actions", action), "network.actions:"+tag), true
-		}
-	}
-	return policy.Decision{}, false
+	d := r.net.DecideAction(action)
+	return d, !d.Allowed()
 }
 
 // urlPattern is compiled on first use: most calls carry no free text to
@@ -519,44 +438,26 @@ func jsSpace(r rune) bool {
 
 func urlsIn(text string) []string { return urlPattern().FindAllString(text, 64) }
 
+// checkURLs decides every URL's host; it returns the first denial, or the
+// last host's allow (for one URL, the proxy's own words for that host).
 func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
+	d := policy.AllowedBy(fmt.Sprintf("%s names no destination", tool), "")
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			return policy.Denied(fmt.Sprintf("%s URL %q is not an http(s) URL with a host", tool, clipField(raw)), "input")
 		}
-		if d := r.checkHost(tool, u.Hostname()); !d.Allowed() {
+		if d = r.checkHost(tool, u.Hostname()); !d.Allowed() {
 			return d
 		}
 	}
-	return policy.AllowedBy(fmt.Sprintf("%s destinations are allowed", tool), "")
+	return d
 }
 
-// checkHost applies network.domains (denied) and network.allowDomains (the
-// allowlist, when present) to one host.
+// checkHost decides one host with the session's network decider
+// (policy.NetworkDecider, the proxy's own).
 func (r *Ruler) checkHost(tool, host string) policy.Decision {
-	return hostDecision(tool, host, r.network())
-}
-
-// hostDecision applies network.domains and network.allowDomains to a host.
-func hostDecision(tool, host string, n *policy.NetworkRules) policy.Decision {
-	if n == nil {
-		return policy.AllowedBy("no network rules", "")
-	}
-	h, err := policy.ParseHost(host)
-	if err != nil {
-		return policy.Denied(fmt.Sprintf("%s host %q cannot be matched safely: %v", tool, clipField(host), err), "network.host")
-	}
-	if pat, _ := policy.IsDomainDenied(h.String(), n.Domains); pat != "" {
-		return policy.Denied(fmt.Sprintf("%s to %s is denied by network.domains %q", tool, h, pat), "network.domains:"+pat)
-	}
-	if n.AllowDomains != nil {
-		pat, _ := policy.IsDomainAllowed(h.String(), n.AllowDomains)
-		if pat == "" {
-			return policy.Denied(fmt.Sprintf("%s to %s is outside network.allowDomains", tool, h), "network.allowDomains")
-		}
-	}
-	return policy.AllowedBy(fmt.Sprintf("%s to %s is allowed", tool, h), "")
+	return r.net.DecideHostName(host)
 }
 
 // mcpIDs returns the qualified ids a call's MCP tool could be.

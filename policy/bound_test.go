@@ -150,18 +150,14 @@ func decide(b *Bound) decisions {
 		d["file "+p] = !m.Check(p, fr).Allowed()
 	}
 	for _, h := range probeHosts {
-		denied := false
+		// The domain rules alone (actions are probed below); under the
+		// sandbox an absent allowlist is the empty one.
+		var nr *NetworkRules
 		if b != nil && b.Network != nil {
-			if r, _ := IsDomainDenied(h, b.Network.Domains); r != "" {
-				denied = true
-			}
-			// Under the sandbox an absent allowlist is the empty one.
-			if allow := b.Network.AllowDomains; allow != nil || b.Network.Enforce == EnforceSandbox {
-				if r, _ := IsDomainAllowed(h, allow); r == "" {
-					denied = true
-				}
-			}
+			nr = &NetworkRules{Domains: b.Network.Domains, AllowDomains: b.Network.AllowDomains, Enforce: b.Network.Enforce}
 		}
+		net, err := CompileNetwork(nr, false)
+		denied := err != nil || !net.DecideHostName(h).Allowed()
 		d["host "+h] = denied
 	}
 	for _, a := range ExpandActions([]string{ActionAll}) {

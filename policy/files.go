@@ -200,6 +200,75 @@ func (m FileMatcher) Check(p string, rules *FileRules) Decision {
 	return AllowedBy("path "+c+" is not denied", "")
 }
 
+// ReachesBelow reports whether the deny pattern pat could match a path at
+// or below the canonical directory root, which is what a search or a
+// directory argument rooted there can reach: a pattern without "/" matches
+// at any depth (and so does "**/..." under DenyAnywhere); otherwise the
+// pattern, anchored as matching anchors it, has a literal directory prefix
+// (canonicalized) that must lie on one line with root, above or below it.
+// Canonicalizing reads the filesystem (through the memo, if any).
+func (m FileMatcher) ReachesBelow(root, pat string) bool {
+	if !strings.Contains(pat, "/") || (m.DenyAnywhere && strings.HasPrefix(pat, "**/")) {
+		return true
+	}
+	prefix := m.Canonicalize(LiteralPrefix(m.anchor(pat)))
+	if m.FoldCase {
+		prefix, root = strings.ToLower(prefix), strings.ToLower(root)
+	}
+	return under(prefix, root) || under(root, prefix)
+}
+
+// globChars start the glob part of a path pattern as GlobRoot and
+// LiteralPrefix read it: wildcards, classes, brace alternatives and
+// extglobs ("@(a|b)"), which node's glob (Gemini CLI) expands.
+const globChars = "*?[{("
+
+// GlobRoot is the directory a glob pattern cannot reach above: its literal
+// prefix, or "/" when the glob part may climb ("*/../..", "{..,x}") or hold
+// an absolute alternative ("{/etc,x}/passwd"). A pattern without glob
+// characters is itself.
+func GlobRoot(p string) string {
+	i := strings.IndexAny(p, globChars)
+	if i < 0 {
+		return p
+	}
+	rest := p[i:]
+	if strings.Contains(rest, "..") || strings.ContainsAny(rest, "/~") && absAlternative(rest) {
+		return "/"
+	}
+	return LiteralPrefix(p)
+}
+
+// absAlternative reports whether a brace or extglob alternative in glob
+// starts with "/" or "~".
+func absAlternative(glob string) bool {
+	for i := 0; i+1 < len(glob); i++ {
+		if strings.ContainsRune("{,|(", rune(glob[i])) && (glob[i+1] == '/' || glob[i+1] == '~') {
+			return true
+		}
+	}
+	return false
+}
+
+// LiteralPrefix is the part of a glob before its first glob character, cut
+// back to a whole path segment: "/" when that is the root, "." when the
+// glob starts in its first segment. A pattern without glob characters is
+// itself.
+func LiteralPrefix(p string) string {
+	i := strings.IndexAny(p, globChars)
+	if i < 0 {
+		return p
+	}
+	j := strings.LastIndex(p[:i], "/")
+	if j < 0 {
+		return "."
+	}
+	if j == 0 {
+		return "/"
+	}
+	return p[:j]
+}
+
 func (m FileMatcher) match(pat, canonical string) bool { return m.matchCase(pat, canonical, false) }
 
 // matchCase is match, with case folded when fold is set.
@@ -225,13 +294,19 @@ func (m FileMatcher) matchCase(pat, canonical string, fold bool) bool {
 		}
 		return false
 	}
+	return matchPrefix(m.foldSegments(m.patternSegments(m.anchor(pat)), fold), segs)
+}
+
+// anchor makes a pattern that holds a "/" absolute the way matching reads
+// it: "~/" is m.Home, any other relative pattern is below m.Cwd.
+func (m FileMatcher) anchor(pat string) string {
 	switch {
 	case strings.HasPrefix(pat, "~/"):
-		pat = m.Home + pat[1:]
+		return m.Home + pat[1:]
 	case !strings.HasPrefix(pat, "/"):
-		pat = m.Cwd + "/" + pat
+		return m.Cwd + "/" + pat
 	}
-	return matchPrefix(m.foldSegments(m.patternSegments(pat), fold), segs)
+	return pat
 }
 
 // foldSegments lowers pattern segments when fold is set, leaving the

@@ -397,42 +397,6 @@ func (s *DomainSet) Match(h Host) (string, bool) {
 	}
 }
 
-// IsDomainDenied reports the first entry of domains that matches domain. The
-// domain is canonicalized first; a domain that cannot be canonicalized is an
-// error, which a caller must treat as a denial. An entry that does not parse
-// (decoding refuses those before they reach a policy) is returned as the
-// match, with an error: a deny list that cannot be read denies.
-func IsDomainDenied(domain string, domains []string) (string, error) {
-	return firstDomainMatch(domain, domains, false)
-}
-
-// IsDomainAllowed reports the first allowlist entry that matches domain, or ""
-// when nothing allows it, which under an allowlist is a denial. An entry that
-// does not parse allows nothing.
-func IsDomainAllowed(domain string, allowDomains []string) (string, error) {
-	return firstDomainMatch(domain, allowDomains, true)
-}
-
-func firstDomainMatch(domain string, patterns []string, allow bool) (string, error) {
-	h, err := ParseHost(domain)
-	if err != nil {
-		return "", err
-	}
-	for _, raw := range patterns {
-		p, err := ParseDomainPattern(raw, allow)
-		if err != nil {
-			if !allow {
-				return raw, err
-			}
-			continue // an unreadable allow entry allows nothing
-		}
-		if p.Matches(h) {
-			return raw, nil
-		}
-	}
-	return "", nil
-}
-
 // IntersectDomainPatterns returns the entries that both allowlists permit:
 // for each pair, the narrower of the two when one covers the other
 // (*.a.com ∩ api.a.com = api.a.com), nothing when they are disjoint. Entries

@@ -195,28 +195,31 @@ func TestIntersectDomainPatterns(t *testing.T) {
 	}
 }
 
-func TestIsDomainDeniedAndAllowed(t *testing.T) {
-	if r, err := IsDomainDenied("api.internal.co", []string{"*.internal.co"}); err != nil || r != "*.internal.co" {
-		t.Errorf("IsDomainDenied = %q, %v", r, err)
+func TestDomainMatchingThroughTheDecider(t *testing.T) {
+	deny, _ := CompileNetwork(&NetworkRules{Domains: []string{"*.internal.co"}}, false)
+	if d := deny.DecideHostName("api.internal.co"); d.Allowed() || d.Rule != "network.domains:*.internal.co" {
+		t.Errorf("subdomain of a wildcard: %+v", d)
 	}
-	if r, err := IsDomainDenied("internal.co", []string{"*.internal.co"}); err != nil || r != "" {
-		t.Errorf("IsDomainDenied(apex) = %q, %v", r, err)
+	if d := deny.DecideHostName("internal.co"); !d.Allowed() {
+		t.Errorf("apex of a wildcard: %+v", d)
 	}
-	if _, err := IsDomainDenied("bad\x00host", []string{"*.internal.co"}); err == nil {
-		t.Error("IsDomainDenied accepted an invalid host")
+	if d := deny.DecideHostName("bad\x00host"); d.Allowed() {
+		t.Error("an invalid host was allowed")
 	}
-	// An unreadable deny entry denies; an unreadable allow entry allows nothing.
-	if r, err := IsDomainDenied("a.com", []string{"bad host!"}); err == nil || r != "bad host!" {
-		t.Errorf("IsDomainDenied with a bad entry = %q, %v; want a denial", r, err)
+	// An unreadable entry, deny or allow, refuses the whole rule set (the
+	// decoder refuses such entries before they reach a bound).
+	if _, err := CompileNetwork(&NetworkRules{Domains: []string{"bad host!"}}, false); err == nil {
+		t.Error("a bad deny entry compiled")
 	}
-	if r, _ := IsDomainAllowed("a.com", []string{"bad host!"}); r != "" {
-		t.Errorf("IsDomainAllowed with a bad entry = %q; want nothing allowed", r)
+	if _, err := CompileNetwork(&NetworkRules{AllowDomains: []string{"bad host!"}}, true); err == nil {
+		t.Error("a bad allow entry compiled")
 	}
-	if r, err := IsDomainAllowed("github.com", []string{"github.com"}); err != nil || r != "github.com" {
-		t.Errorf("IsDomainAllowed = %q, %v", r, err)
+	allow, _ := CompileNetwork(&NetworkRules{AllowDomains: []string{"github.com"}}, true)
+	if d := allow.DecideHostName("github.com"); !d.Allowed() || d.Rule != "network.allowDomains:github.com" {
+		t.Errorf("listed: %+v", d)
 	}
-	if r, err := IsDomainAllowed("evil.com", []string{"github.com"}); err != nil || r != "" {
-		t.Errorf("IsDomainAllowed(unlisted) = %q, %v", r, err)
+	if d := allow.DecideHostName("evil.com"); d.Allowed() {
+		t.Errorf("unlisted: %+v", d)
 	}
 }
 

@@ -175,7 +175,7 @@ func (l *localAddrs) has(a netip.Addr) (bool, error) {
 // otherwise it passes.
 func (c *compiled) checkAddr(a netip.Addr, local *localAddrs) (ok bool, reason string) {
 	a = a.Unmap().WithZone("")
-	if e, denied := c.deny.Match(policy.Host{IP: a}); denied {
+	if e, _ := c.names.Matches(policy.Host{IP: a}); e != "" {
 		return false, fmt.Sprintf("%s: %s matches network.domains entry %q", ReasonDeniedDomain, a, e)
 	}
 	if why, ok := c.openedAddr(a); ok {

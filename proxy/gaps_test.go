@@ -320,11 +320,11 @@ func TestPolicyFromBound(t *testing.T) {
 		{name: "allowDomains empty", b: sandbox(policy.NetworkRules{AllowDomains: []string{}}),
 			probes: []probe{{"a.test", false, noEgress}}},
 		{name: "actions all", b: sandbox(policy.NetworkRules{Actions: []string{policy.ActionAll}, AllowDomains: []string{"a.test"}}),
-			probes: []probe{{"a.test", false, noEgress}}},
+			probes: []probe{{"a.test", false, `denied network action: network.actions "all" denies every action (no egress)`}}},
 		{name: "actions read and write cover all", b: sandbox(policy.NetworkRules{Actions: []string{policy.ActionRead, policy.ActionWrite}, AllowDomains: []string{"a.test"}}),
-			probes: []probe{{"a.test", false, noEgress}}},
+			probes: []probe{{"a.test", false, `denied network action: network.actions "read, write" denies every action (no egress)`}}},
 		{name: "actions all under guard", b: &policy.Bound{Network: &policy.NetworkRules{Enforce: policy.EnforceGuard, Actions: []string{policy.ActionAll}, AllowDomains: []string{"a.test"}}},
-			probes: []probe{{"a.test", false, noEgress}}},
+			probes: []probe{{"a.test", false, `denied network action: network.actions "all" denies every action (no egress)`}}},
 		{name: "allowDomains and domains", b: sandbox(policy.NetworkRules{AllowDomains: []string{"a.test", "*.b.test"}, Domains: []string{"bad.b.test"}}),
 			probes: []probe{
 				{"a.test", true, `allowed by entry "a.test"`},
@@ -341,7 +341,7 @@ func TestPolicyFromBound(t *testing.T) {
 		{name: "invalid allow pattern", b: sandbox(policy.NetworkRules{AllowDomains: []string{"*.com"}}),
 			err: "public suffix"},
 		{name: "invalid deny pattern", b: sandbox(policy.NetworkRules{AllowDomains: []string{"a.test"}, Domains: []string{"a\nb.test"}}),
-			err: "proxy policy: deny"},
+			err: "proxy policy: network.domains[0]"},
 	}
 	r := staticResolver{
 		"a.test.":        {netip.MustParseAddr("8.8.8.8")}, // data only: never dialed

@@ -18,8 +18,11 @@ import (
 // an empty one. Deny wins over Allow. A Policy is a plain value; Server and
 // DNSServer compile it.
 type Policy struct {
-	Allow        []string
-	Deny         []string
+	Allow []string
+	Deny  []string
+	// Actions are the bound's network.actions: one that denies every
+	// action leaves no egress.
+	Actions      []string
 	AllowPrivate []netip.Prefix
 	// Fingerprint names the policy in audit lines; when empty it is derived
 	// from the other fields.
@@ -40,7 +43,7 @@ func PolicyFromBound(b *policy.Bound, allowPrivate []netip.Prefix) (Policy, erro
 		p.Allow = slices.Clone(n.AllowDomains)
 		p.Deny = slices.Clone(n.Domains)
 		if policy.DeniesAllActions(n.Actions) {
-			p.Allow = nil
+			p.Actions = slices.Clone(n.Actions)
 		}
 	}
 	if _, err := compilePolicy(p); err != nil {
@@ -51,23 +54,20 @@ func PolicyFromBound(b *policy.Bound, allowPrivate []netip.Prefix) (Policy, erro
 
 // compiled is a Policy ready for matching. Immutable once built.
 type compiled struct {
-	src          Policy
-	allow        *policy.DomainSet
-	deny         *policy.DomainSet
+	src Policy
+	// names is policy's one reading of the network fields: the proxies
+	// run inside the egress sandbox, where an absent allowlist is empty.
+	names        *policy.NetworkDecider
 	allowPrivate []netip.Prefix
 	fingerprint  string
 }
 
 func compilePolicy(p Policy) (*compiled, error) {
-	allow, err := policy.NewDomainSet(p.Allow, true)
+	names, err := policy.CompileNetwork(&policy.NetworkRules{AllowDomains: p.Allow, Domains: p.Deny, Actions: p.Actions}, true)
 	if err != nil {
-		return nil, fmt.Errorf("proxy policy: allow%w", err)
+		return nil, fmt.Errorf("proxy policy: %w", err)
 	}
-	deny, err := policy.NewDomainSet(p.Deny, false)
-	if err != nil {
-		return nil, fmt.Errorf("proxy policy: deny%w", err)
-	}
-	c := &compiled{src: p, allow: allow, deny: deny, fingerprint: p.Fingerprint}
+	c := &compiled{src: p, names: names, fingerprint: p.Fingerprint}
 	for i, pr := range p.AllowPrivate {
 		if !pr.IsValid() {
 			return nil, fmt.Errorf("proxy policy: allowPrivate[%d]: invalid prefix", i)
@@ -89,6 +89,9 @@ func fingerprint(p Policy) string {
 	}
 	w("allow", p.Allow)
 	w("deny", p.Deny)
+	if len(p.Actions) > 0 {
+		w("actions", p.Actions)
+	}
 	var pr []string
 	for _, x := range p.AllowPrivate {
 		pr = append(pr, x.Masked().String())
@@ -100,11 +103,12 @@ func fingerprint(p Policy) string {
 // Reasons, the exact strings tests assert. Each is the start of a one-line
 // reason; details follow after ": ".
 const (
-	ReasonInvalidHost     = "invalid host"
+	ReasonInvalidHost     = policy.ReasonInvalidHost
 	ReasonInvalidPort     = "invalid port"
-	ReasonDeniedDomain    = "denied domain"
-	ReasonNotAllowed      = "not in allowlist"
-	ReasonAllowedBy       = "allowed by entry"
+	ReasonDeniedDomain    = policy.ReasonDeniedDomain
+	ReasonNotAllowed      = policy.ReasonNotAllowed
+	ReasonAllowedBy       = policy.ReasonAllowedBy
+	ReasonDeniedAction    = policy.ReasonDeniedAction
 	ReasonPrivateAddress  = "private address"
 	ReasonResolveFailed   = "resolve failed"
 	ReasonNoAddress       = "no address"
@@ -119,22 +123,10 @@ const (
 	ReasonUpstreamFailure = "upstream failure"
 )
 
-// decideName is the name half of every decision, in this order: the deny
-// list (wins), then the allowlist (empty: nothing is allowed). h must be
-// canonical (policy.ParseHost).
-func (c *compiled) decideName(h policy.Host) policy.Decision {
-	if e, ok := c.deny.Match(h); ok {
-		return policy.Denied(fmt.Sprintf("%s: %s matches network.domains entry %q", ReasonDeniedDomain, h, e), e)
-	}
-	if c.allow.Len() == 0 {
-		return policy.Denied(ReasonNotAllowed+": the allowlist is empty (no egress)", "")
-	}
-	e, ok := c.allow.Match(h)
-	if !ok {
-		return policy.Denied(fmt.Sprintf("%s: %s", ReasonNotAllowed, h), "")
-	}
-	return policy.AllowedBy(fmt.Sprintf("%s %q", ReasonAllowedBy, e), e)
-}
+// decideName is the name half of every decision: policy's
+// NetworkDecider (a network.actions denying every action, the deny list,
+// then the allowlist). h must be canonical (policy.ParseHost).
+func (c *compiled) decideName(h policy.Host) policy.Decision { return c.names.DecideHost(h) }
 
 // openedAddr reports the operator range or explicit allowlist IP entry that
 // opens addr past the special-purpose table, if any.
@@ -144,10 +136,8 @@ func (c *compiled) openedAddr(a netip.Addr) (string, bool) {
 			return "--allow-private " + p.String(), true
 		}
 	}
-	if e, ok := c.allow.Match(policy.Host{IP: a}); ok {
-		if _, denied := c.deny.Match(policy.Host{IP: a}); !denied {
-			return "allowlist entry " + e, true
-		}
+	if denied, allowed := c.names.Matches(policy.Host{IP: a}); allowed != "" && denied == "" {
+		return "allowlist entry " + allowed, true
 	}
 	return "", false
 }
@@ -160,10 +150,6 @@ func (c *compiled) openedExactly(a netip.Addr) bool {
 			return true
 		}
 	}
-	if _, ok := c.allow.Match(policy.Host{IP: a}); ok {
-		if _, denied := c.deny.Match(policy.Host{IP: a}); !denied {
-			return true
-		}
-	}
-	return false
+	denied, allowed := c.names.Matches(policy.Host{IP: a})
+	return allowed != "" && denied == ""
 }

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/policy/shell"
 )
 
@@ -25,6 +29,7 @@ type classifyOutput struct {
 	FileWrite      *fileWriteOutput    `json:"fileWrite"`
 	Denied         bool                `json:"denied"`
 	DeniedBy       string              `json:"deniedBy"`
+	Decision       decisionOutput      `json:"decision"`
 }
 
 type fileWriteOutput struct {
@@ -32,11 +37,22 @@ type fileWriteOutput struct {
 	Reason string `json:"reason"`
 }
 
-const classifyUsage = "sandboxd policy classify [--deny-program RULE]... [--bash-deny PATTERN]... [--deny-action ACTION]... [--json] -- 'COMMAND LINE'"
+// decisionOutput is shell.Decide's ruling: hookgate's for the same line,
+// bound and working directory.
+type decisionOutput struct {
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+	Rule    string `json:"rule"`
+}
+
+const classifyUsage = "sandboxd policy classify [--policy FILE] [--cwd DIR] [--deny-program RULE]... [--bash-deny PATTERN]... [--deny-action ACTION]...\n" +
+	"    [--deny-domain D]... [--allow-domain D]... [--deny-file GLOB]... [--allow-file GLOB]... [--deny-access ACCESS]... [--json] -- 'COMMAND LINE'"
 
 // classifyCommand is "sandboxd policy classify": it shows what a command
-// line does as the shell classifier reads it, and whether the given rules
-// deny it. It exits 0 whether or not the line is denied.
+// line does as the shell classifier reads it, and how shell.Decide (the
+// ruling hookgate applies) rules on it under a bound built from a policy
+// file's effective bound and the rule flags. It exits 0 whether or not the
+// line is denied.
 func classifyCommand() *cli.Command {
 	return &cli.Command{
 		Name:    "classify",
@@ -45,12 +61,26 @@ func classifyCommand() *cli.Command {
 	}
 }
 
+// classifyFlags are the rules "sandboxd policy classify" rules under.
+type classifyFlags struct {
+	policyFile, cwd                                        string
+	programs, patterns, actions, denyDomains, allowDomains cli.Strings
+	denyFiles, allowFiles, deniedAccess                    cli.Strings
+}
+
 func runClassify(_ context.Context, sio cli.IO, args []string) int {
 	fs := cli.NewFlagSet(sio, "classify", classifyUsage)
-	var programs, patterns, actions cli.Strings
-	fs.Var(&programs, "deny-program", "a bash.denyPrograms rule (git, git:push, gh:pr:create); repeatable")
-	fs.Var(&patterns, "bash-deny", "a bash.deny substring pattern; repeatable")
-	fs.Var(&actions, "deny-action", "a network.actions tag to deny (write, git:push, ...); repeatable")
+	var f classifyFlags
+	fs.StringVar(&f.policyFile, "policy", "", "a session policy file whose effective bound the line is ruled under (the flags' rules are added to it)")
+	fs.StringVar(&f.cwd, "cwd", "", "the command's working directory (default: the current one)")
+	fs.Var(&f.programs, "deny-program", "a bash.denyPrograms rule (git, git:push, gh:pr:create); repeatable")
+	fs.Var(&f.patterns, "bash-deny", "a bash.deny substring pattern; repeatable")
+	fs.Var(&f.actions, "deny-action", "a network.actions tag to deny (write, git:push, ...); repeatable")
+	fs.Var(&f.denyDomains, "deny-domain", "a network.domains entry; repeatable")
+	fs.Var(&f.allowDomains, "allow-domain", "a network.allowDomains entry; repeatable")
+	fs.Var(&f.denyFiles, "deny-file", "a files.deny pattern; repeatable")
+	fs.Var(&f.allowFiles, "allow-file", "a files.allowOnly pattern; repeatable")
+	fs.Var(&f.deniedAccess, "deny-access", "a deniedAccess entry (write, *, ...); repeatable")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
@@ -60,7 +90,17 @@ func runClassify(_ context.Context, sio cli.IO, args []string) int {
 		return 2
 	}
 	line := strings.Join(fs.Args(), " ")
-	out := classify(line, programs, patterns, actions)
+	b, err := f.bound()
+	if err != nil {
+		printPolicyError(sio.Err, f.policyFile, err)
+		return 1
+	}
+	cwd, m, err := classifyMatcher(f.cwd)
+	if err != nil {
+		fmt.Fprintf(sio.Err, "sandboxd policy classify: %v\n", err)
+		return 1
+	}
+	out := classify(line, cwd, b, m)
 	if *asJSON {
 		enc := json.NewEncoder(sio.Out)
 		enc.SetEscapeHTML(false)
@@ -70,13 +110,93 @@ func runClassify(_ context.Context, sio cli.IO, args []string) int {
 		}
 		return 0
 	}
-	printClassify(sio.Out, out, len(programs)+len(patterns)+len(actions) > 0)
+	printClassify(sio.Out, out, b != nil)
 	return 0
 }
 
-// classify builds the output for one line. Denial checks run in the order
-// deny-program, bash-deny, deny-action; the first match names the rule.
-func classify(line string, programs, patterns, actions []string) classifyOutput {
+// bound is the bound the line is ruled under: the policy file's effective
+// bound (nil without --policy), merged with the flags' rules as
+// policy.MergeBounds merges (the stricter of both). Without --policy the
+// flags' bound is used as given, its lists in the order typed. nil when
+// there is neither.
+func (f *classifyFlags) bound() (*policy.Bound, error) {
+	var base *policy.Bound
+	if f.policyFile != "" {
+		r, err := policy.ResolveFile(f.policyFile)
+		if err != nil {
+			return nil, err
+		}
+		base = r.Bound
+		if base == nil {
+			base = &policy.Bound{}
+		}
+	}
+	var fb *policy.Bound
+	add := func() *policy.Bound {
+		if fb == nil {
+			fb = &policy.Bound{}
+		}
+		return fb
+	}
+	if len(f.programs)+len(f.patterns) > 0 {
+		add().Bash = &policy.BashRules{Deny: f.patterns, DenyPrograms: f.programs}
+	}
+	if len(f.actions)+len(f.denyDomains)+len(f.allowDomains) > 0 {
+		n := &policy.NetworkRules{Actions: f.actions, Domains: f.denyDomains}
+		if len(f.allowDomains) > 0 {
+			n.AllowDomains = f.allowDomains
+		}
+		add().Network = n
+	}
+	if len(f.denyFiles)+len(f.allowFiles) > 0 {
+		fr := &policy.FileRules{Deny: f.denyFiles}
+		if len(f.allowFiles) > 0 {
+			fr.AllowOnly = f.allowFiles
+		}
+		add().Files = fr
+	}
+	if len(f.deniedAccess) > 0 {
+		add().DeniedAccess = f.deniedAccess
+	}
+	switch {
+	case base == nil:
+		return fb, nil
+	case fb == nil:
+		return base, nil
+	}
+	return policy.MergeBounds(base, fb), nil
+}
+
+// classifyMatcher is the file matcher hookgate's engine rules with
+// (hooks.NewEngine: the user's home, deny patterns "**/..." anywhere, case
+// folded where the filesystem folds it), anchored at cwd (default: the
+// current directory), which it returns absolute.
+func classifyMatcher(cwd string) (string, policy.FileMatcher, error) {
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", policy.FileMatcher{}, fmt.Errorf("working directory: %w", err)
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", policy.FileMatcher{}, fmt.Errorf("--cwd %s: %w", cwd, err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", policy.FileMatcher{}, fmt.Errorf("home directory: %w", err)
+	}
+	m := policy.FileMatcher{Home: home, Cwd: abs, DenyAnywhere: true, FoldCase: runtime.GOOS == "darwin"}
+	return abs, m.Memo(), nil
+}
+
+// classify builds the output for one line: what the classifier reads, and
+// shell.Decide's ruling under b in cwd. deniedBy is the denying rule's
+// entry (the rule code after its field: "git:push" for
+// "bash.denyPrograms:git:push"), "unparseable: REASON" for an unparseable
+// line, or the whole rule code when it names no entry.
+func classify(line, cwd string, b *policy.Bound, m policy.FileMatcher) classifyOutput {
 	c := shell.Classify(line)
 	out := classifyOutput{
 		Programs:       nonNil(c.Programs),
@@ -86,7 +206,7 @@ func classify(line string, programs, patterns, actions []string) classifyOutput 
 		Reason:         c.Reason,
 		Opaque:         nonNil(c.Opaque),
 		NetworkActions: nonNil(shell.ClassifyNetworkActions(c, line)),
-		Domains:        nonNil(shell.ExtractDomainsFromCommand(line)),
+		Domains:        nonNil(c.Domains()),
 	}
 	if out.Argvs == nil {
 		out.Argvs = [][]string{}
@@ -94,22 +214,39 @@ func classify(line string, programs, patterns, actions []string) classifyOutput 
 	if out.Subcommands == nil {
 		out.Subcommands = map[string][]string{}
 	}
-	if f := shell.ClassifyFileWrite(line); f != nil {
+	if f := c.FileWrite(); f != nil {
 		out.FileWrite = &fileWriteOutput{Path: f.Path, Reason: f.Reason}
 	}
-	if r, ok := shell.IsProgramDenied(line, programs); ok {
-		out.Denied, out.DeniedBy = true, r
-	} else if r, ok := shell.IsBashDenied(line, patterns); ok {
-		out.Denied, out.DeniedBy = true, r
-	} else if r, ok := shell.IsNetworkActionDenied(line, actions); ok {
-		out.Denied, out.DeniedBy = true, r
+	d := shell.Decide(line, cwd, b, m)
+	out.Decision = decisionOutput{Verdict: d.Verdict.String(), Reason: d.Reason, Rule: d.Rule}
+	if !d.Allowed() {
+		out.Denied, out.DeniedBy = true, deniedBy(d.Rule, c)
 	}
 	return out
+}
+
+// deniedBy renders a denying rule code the way the deniedBy field has
+// always read.
+func deniedBy(rule string, c shell.Classification) string {
+	if rule == shell.RuleUnparseable {
+		return "unparseable: " + c.Reason
+	}
+	if _, entry, ok := strings.Cut(rule, ":"); ok && entry != "" {
+		return entry
+	}
+	return rule
 }
 
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
+	}
+	return s
+}
+
+func or(s, alt string) string {
+	if s == "" {
+		return alt
 	}
 	return s
 }
@@ -150,5 +287,9 @@ func printClassify(w io.Writer, o classifyOutput, haveRules bool) {
 		fmt.Fprintf(w, "verdict:         denied by %s\n", o.DeniedBy)
 	default:
 		fmt.Fprintf(w, "verdict:         allowed\n")
+	}
+	if haveRules {
+		fmt.Fprintf(w, "rule:            %s\n", or(o.Decision.Rule, "none"))
+		fmt.Fprintf(w, "reason:          %s\n", o.Decision.Reason)
 	}
 }

@@ -24,7 +24,8 @@ func TestClassifyJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
-	want := `{"programs":["cd","git"],"argvs":[["cd","a"],["git","-C","/x","push"]],"subcommands":{"git":["push"]},"unparseable":false,"reason":"","opaque":["git"],"networkActions":["git:push"],"domains":[],"fileWrite":null,"denied":true,"deniedBy":"git:push"}` + "\n"
+	want := `{"programs":["cd","git"],"argvs":[["cd","a"],["git","-C","/x","push"]],"subcommands":{"git":["push"]},"unparseable":false,"reason":"","opaque":["git"],"networkActions":["git:push"],"domains":[],"fileWrite":null,"denied":true,"deniedBy":"git:push",` +
+		`"decision":{"verdict":"deny","reason":"shell command runs git push, denied by bash.denyPrograms \"git:push\"","rule":"bash.denyPrograms:git:push"}}` + "\n"
 	if out != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}

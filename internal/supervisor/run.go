@@ -112,7 +112,10 @@ func (sp *sessionPolicy) engine() (hooks.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Bound = sp.bound
+	// The session runs inside the egress sandbox: its rulings read the
+	// network rules as the proxies do (an absent allowDomains is the empty
+	// allowlist), so a tool and the proxy cannot disagree about a host.
+	s.Bound = sandboxed(sp.bound)
 	return hooks.NewEngine(s, nil)
 }
 
@@ -582,4 +585,18 @@ func randomSecret() string {
 		return ""
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// sandboxed returns a copy of b whose network rules say enforce: sandbox,
+// which is what they are under sandboxd run whatever the policy says.
+func sandboxed(b *policy.Bound) *policy.Bound {
+	b = b.Clone()
+	if b == nil {
+		b = &policy.Bound{}
+	}
+	if b.Network == nil {
+		b.Network = &policy.NetworkRules{}
+	}
+	b.Network.Enforce = policy.EnforceSandbox
+	return b
 }

@@ -1,0 +1,294 @@
+package shell
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// RuleUnparseable is the rule code of Decide's denial of a line the
+// classifier cannot resolve exactly.
+const RuleUnparseable = "shell:unparseable"
+
+// RuleIn names the first kind of rule in b that a shell command could
+// break ("bash", "files", "network"), or "" when there is none. It is safe
+// for concurrent use.
+func RuleIn(b *policy.Bound) string {
+	switch {
+	case b == nil:
+		return ""
+	case b.Bash != nil && (len(b.Bash.Deny) > 0 || len(b.Bash.DenyPrograms) > 0):
+		return "bash"
+	case b.Files != nil && (b.Files.AllowOnly != nil || len(b.Files.Deny) > 0):
+		return "files"
+	case b.Network != nil && (len(b.Network.Actions) > 0 || len(b.Network.Domains) > 0 || b.Network.AllowDomains != nil):
+		return "network"
+	}
+	return ""
+}
+
+// Decide rules on a shell command line run in the directory cwd under the
+// bound b, with m matching its file rules (a cwd that is not empty replaces
+// m.Cwd, anchoring relative paths and patterns). It is the
+// one shell-line decision: hookgate's shell guard and "sandboxd policy
+// classify" both call it. Checks, in order, each an early return:
+//
+//  1. a bound with no bash, files or network rule (and no deniedAccess
+//     write) allows the line;
+//  2. bash.deny: a pattern that is a substring of the raw line denies;
+//  3. a line the classifier cannot resolve exactly (Unparseable) denies;
+//  4. bash.denyPrograms: a program or subcommand chain run anywhere in the
+//     line (through wrappers, nested shells, substitutions) denies;
+//  5. network.actions: an action the line performs that the bound denies;
+//  6. network.domains and network.allowDomains: every host the line
+//     contacts must pass policy's network decider (policy.CompileNetwork,
+//     the proxy's and the engine's own); a line that performs network
+//     actions without a host the classifier can read denies when any
+//     domain rule exists;
+//  7. apply_patch run through the shell: the patch must be readable, and
+//     every file it names is a write (deniedAccess, then the files rules);
+//  8. files rules and deniedAccess: the file the line writes must be known
+//     and allowed (and writes are denied under deniedAccess write); every
+//     argument that names a path must pass files.deny and files.allowOnly;
+//     a directory argument is a search root that no files.deny pattern may
+//     reach below; an argument that is dynamic ($X) or a glob denies,
+//     since what it names cannot be known before the shell expands it.
+//
+// It reads the filesystem through m (symlinks, and whether an argument is
+// a directory). It is safe for concurrent use when m is not a Memo copy
+// shared with another goroutine.
+func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Decision {
+	if cwd != "" {
+		m.Cwd = cwd
+	}
+	kind := RuleIn(b)
+	if kind == "" && !deniesWrites(b) {
+		return policy.AllowedBy("shell command allowed: the bound has no shell, file or network rule", "")
+	}
+	if b.Bash != nil {
+		if p, denied := IsBashDenied(line, b.Bash.Deny); denied {
+			return policy.Denied(fmt.Sprintf("shell command contains %q, denied by bash.deny", p), "bash.deny:"+p)
+		}
+	}
+	c := Classify(line)
+	if c.Unparseable {
+		return policy.Denied("shell command cannot be classified exactly ("+c.Reason+") and the bound has "+orWrites(kind)+" rules", RuleUnparseable)
+	}
+	if b.Bash != nil && len(b.Bash.DenyPrograms) > 0 {
+		if rule, denied := c.ProgramDenied(b.Bash.DenyPrograms); denied {
+			return policy.Denied(fmt.Sprintf("shell command runs %s, denied by bash.denyPrograms %q", programOf(rule), rule), "bash.denyPrograms:"+rule)
+		}
+	}
+	if n := b.Network; n != nil {
+		if len(n.Actions) > 0 {
+			if tag, denied := c.NetworkActionDenied(n.Actions); denied {
+				return policy.Denied(fmt.Sprintf("%s: the shell command performs %s, denied by network.actions", policy.ReasonDeniedAction, tag), policy.RuleAt(policy.RuleNetworkActions, tag))
+			}
+		}
+		net, err := policy.CompileNetwork(n, false)
+		if err != nil {
+			return policy.Denied(err.Error(), policy.RuleNetworkHost)
+		}
+		if net.HasDomainRules() {
+			hosts := c.Domains()
+			for _, h := range hosts {
+				if d := net.DecideHostName(h); !d.Allowed() {
+					return d
+				}
+			}
+			if len(hosts) == 0 && len(ClassifyNetworkActions(c, "")) > 0 {
+				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")
+			}
+		}
+	}
+	if slices.Contains(c.Programs, "apply_patch") && (b.Files != nil || deniesWrites(b)) {
+		// Codex runs apply_patch through its shell too, the patch in a
+		// heredoc the classifier does not read as arguments.
+		paths, err := PatchPaths(line)
+		if err != nil {
+			return policy.Denied("shell command runs apply_patch and its patch cannot be read: "+err.Error(), "apply_patch")
+		}
+		if deniesWrites(b) {
+			return policy.Denied("shell command writes files (apply_patch) and the bound denies write access", "deniedAccess:write")
+		}
+		for _, p := range paths {
+			if d := m.Check(p, b.Files); !d.Allowed() {
+				return d
+			}
+		}
+	}
+	if w := c.FileWrite(); w != nil {
+		if deniesWrites(b) {
+			return policy.Denied(fmt.Sprintf("shell command writes files (%s) and the bound denies write access", w.Reason), "deniedAccess:write")
+		}
+		if b.Files != nil {
+			if w.Path == "" {
+				return policy.Denied(fmt.Sprintf("shell command writes a file it does not name (%s) and the bound has files rules", w.Reason), "files")
+			}
+			if d := m.Check(w.Path, b.Files); !d.Allowed() {
+				return d
+			}
+		}
+	}
+	if b.Files != nil {
+		if d := checkArgs(c.Argvs, b.Files, m); !d.Allowed() {
+			return d
+		}
+	}
+	return policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")
+}
+
+func orWrites(kind string) string {
+	if kind == "" {
+		return "deniedAccess"
+	}
+	return kind
+}
+
+// programOf renders a program rule as the command it denies: "git:push" → "git push".
+func programOf(rule string) string { return strings.ReplaceAll(rule, ":", " ") }
+
+// deniesWrites reports whether the bound denies write access session-wide.
+func deniesWrites(b *policy.Bound) bool {
+	if b == nil {
+		return false
+	}
+	for _, a := range b.DeniedAccess {
+		if a == "*" || a == "write" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkArgs applies the files rules to every argument that names a path.
+func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
+	for _, argv := range argvs {
+		if d := checkLinkTargets(argv, rules, m); !d.Allowed() {
+			return d
+		}
+		for _, w := range argv[min(1, len(argv)):] {
+			if strings.HasPrefix(w, "-") {
+				_, v, ok := strings.Cut(w, "=")
+				if !ok {
+					continue
+				}
+				w = v
+			}
+			if w == "" || strings.Contains(w, "://") {
+				continue
+			}
+			if strings.ContainsAny(w, "$`") {
+				return policy.Denied(fmt.Sprintf("shell argument %q is expanded at run time and the bound has files rules", clip(w)), "files")
+			}
+			if strings.ContainsAny(w, "*?[") {
+				return policy.Denied(fmt.Sprintf("shell argument %q may expand to any file and the bound has files rules", clip(w)), "files")
+			}
+			if !pathLike(w, rules, m) {
+				continue
+			}
+			d := m.Check(w, rules)
+			if !d.Allowed() {
+				return d
+			}
+			canon := m.Canonicalize(w)
+			if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
+				for _, pat := range rules.Deny {
+					if m.ReachesBelow(canon, pat) {
+						return policy.Denied(fmt.Sprintf("shell argument %s is a directory below which files.deny %q could match", canon, pat), "files.deny:"+pat)
+					}
+				}
+			}
+		}
+	}
+	return policy.AllowedBy("shell arguments pass the files rules", "")
+}
+
+// checkLinkTargets checks the targets of "ln -s TARGET... LINK" the way
+// the link will resolve them: a relative target from the link's directory
+// (or from LINK itself when it is a directory), not from the cwd, which
+// checkArgs checks as well.
+func checkLinkTargets(argv []string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
+	if len(argv) < 3 || filepath.Base(argv[0]) != "ln" {
+		return policy.AllowedBy("", "")
+	}
+	symbolic, targetDir := false, ""
+	var ops []string
+	args := argv[1:]
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w == "--":
+			ops = append(ops, args[i+1:]...)
+			i = len(args)
+		case w == "-t" || w == "--target-directory":
+			if i+1 < len(args) {
+				targetDir = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(w, "--target-directory="):
+			targetDir = strings.TrimPrefix(w, "--target-directory=")
+		case w == "--symbolic" || strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "s"):
+			symbolic = true
+			// "-st DIR": t's value follows.
+			if strings.HasSuffix(w, "t") && i+1 < len(args) {
+				targetDir = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(w, "-"):
+		default:
+			ops = append(ops, w)
+		}
+	}
+	targets := ops
+	var base string
+	switch {
+	case !symbolic:
+		return policy.AllowedBy("", "")
+	case targetDir != "":
+		// "ln -s -t DIR TARGET...": every operand is a target, linked in DIR.
+		base = m.Canonicalize(targetDir)
+	case len(ops) < 2:
+		// "ln -s TARGET": the link is made in the cwd, as checkArgs reads it.
+		return policy.AllowedBy("", "")
+	default:
+		link := m.Canonicalize(ops[len(ops)-1])
+		targets = ops[:len(ops)-1]
+		base = filepath.Dir(link)
+		if fi, err := os.Stat(link); err == nil && fi.IsDir() {
+			base = link
+		}
+	}
+	for _, t := range targets {
+		if filepath.IsAbs(t) || strings.HasPrefix(t, "~") {
+			continue
+		}
+		p := filepath.Join(base, t)
+		if d := m.Check(p, rules); !d.Allowed() {
+			return d
+		}
+		canon := m.Canonicalize(p)
+		if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
+			for _, pat := range rules.Deny {
+				if m.ReachesBelow(canon, pat) {
+					return policy.Denied(fmt.Sprintf("link target %s is a directory below which files.deny %q could match", canon, pat), "files.deny:"+pat)
+				}
+			}
+		}
+	}
+	return policy.AllowedBy("", "")
+}
+
+// pathLike reports whether a word may name a file: it has a slash, starts
+// with "." or "~", or a segment-only deny pattern matches it.
+func pathLike(w string, rules *policy.FileRules, m policy.FileMatcher) bool {
+	if strings.Contains(w, "/") || strings.HasPrefix(w, ".") || strings.HasPrefix(w, "~") {
+		return true
+	}
+	m.Home, m.Cwd = "", "/"
+	return m.Denied("/"+w, rules.Deny) != ""
+}
