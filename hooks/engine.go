@@ -322,12 +322,8 @@ func (r *Ruler) abs(p, cwd string) string {
 
 func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 	if write {
-		if b := r.bound(); b != nil {
-			for _, a := range b.DeniedAccess {
-				if a == "*" || a == "write" || a == "native" || a == string(c.Harness) {
-					return policy.Denied(fmt.Sprintf("%s writes files and the bound denies write access (%q)", c.Tool, a), "deniedAccess:"+a)
-				}
-			}
+		if d := policy.DecideWrite(r.bound(), c.Tool, string(c.Harness), true); !d.Allowed() {
+			return d
 		}
 	}
 	last := policy.AllowedBy("no file rules", "")
@@ -579,12 +575,8 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 			return policy.Denied(fmt.Sprintf("MCP tool %s is not in the session's tools", id), "mcpTools")
 		}
 		server, tool, _ := splitQualified(id)
-		if b := r.bound(); b != nil {
-			for _, dt := range b.DeniedTools {
-				if dt == id || dt == server || dt == tool {
-					return policy.Denied(fmt.Sprintf("MCP tool %s is denied by deniedTools %q", id, dt), "deniedTools:"+dt)
-				}
-			}
+		if d := policy.DecideToolDenied(r.bound(), server, tool); !d.Allowed() {
+			return d
 		}
 		if n := r.network(); n != nil {
 			for _, a := range policy.NetworkToolActions[tool] {

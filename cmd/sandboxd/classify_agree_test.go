@@ -60,9 +60,9 @@ var agreeCases = []struct {
 		policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")},
 	// deniedAccess write
 	{"readonly", "echo hi > out.txt",
-		policy.Denied("shell command writes files (> out.txt) and the bound denies write access", "deniedAccess:write")},
+		policy.Denied(`write access denied: the shell command (> out.txt) writes files and deniedAccess "write" denies write access`, "deniedAccess:write")},
 	{"readonly", "cp a.txt b.txt",
-		policy.Denied("shell command writes files (cp) and the bound denies write access", "deniedAccess:write")},
+		policy.Denied(`write access denied: the shell command (cp) writes files and deniedAccess "write" denies write access`, "deniedAccess:write")},
 	{"readonly", "cat a.txt",
 		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
 	// files.deny

@@ -113,7 +113,7 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 			return policy.Denied("shell command runs apply_patch and its patch cannot be read: "+err.Error(), "apply_patch")
 		}
 		if deniesWrites(b) {
-			return policy.Denied("shell command writes files (apply_patch) and the bound denies write access", "deniedAccess:write")
+			return policy.DecideWrite(b, "the shell command (apply_patch)", "", false)
 		}
 		for _, p := range paths {
 			if d := m.Check(p, b.Files); !d.Allowed() {
@@ -123,7 +123,7 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 	}
 	if w := c.FileWrite(); w != nil {
 		if deniesWrites(b) {
-			return policy.Denied(fmt.Sprintf("shell command writes files (%s) and the bound denies write access", w.Reason), "deniedAccess:write")
+			return policy.DecideWrite(b, "the shell command ("+w.Reason+")", "", false)
 		}
 		if b.Files != nil {
 			if w.Path == "" {
@@ -152,18 +152,9 @@ func orWrites(kind string) string {
 // programOf renders a program rule as the command it denies: "git:push" → "git push".
 func programOf(rule string) string { return strings.ReplaceAll(rule, ":", " ") }
 
-// deniesWrites reports whether the bound denies write access session-wide.
-func deniesWrites(b *policy.Bound) bool {
-	if b == nil {
-		return false
-	}
-	for _, a := range b.DeniedAccess {
-		if a == "*" || a == "write" {
-			return true
-		}
-	}
-	return false
-}
+// deniesWrites reports whether the bound denies write access session-wide
+// (policy.DeniedWriteEntry: "*", "write" or "readwrite").
+func deniesWrites(b *policy.Bound) bool { return policy.DeniedWriteEntry(b, "", false) != "" }
 
 // checkArgs applies the files rules to every argument that names a path.
 func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
