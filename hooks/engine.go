@@ -39,7 +39,7 @@ type FailClosedShell struct{}
 // RuleCommand implements ShellRuler.
 func (FailClosedShell) RuleCommand(command, cwd string, b *policy.Bound, _ policy.FileMatcher) policy.Decision {
 	if rule := ShellRuleIn(b); rule != "" {
-		return policy.Denied("shell command cannot be classified here and the bound has "+rule+" rules", "shell:unclassified")
+		return policy.Denied("shell command cannot be classified here and the bound has "+rule+" rules", policy.RuleShellUnclassified)
 	}
 	return policy.AllowedBy("shell command allowed: the bound has no shell, file or network rule", "")
 }
@@ -120,33 +120,33 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 //     confined by allowed_domains when any domain rule exists.
 func (r *Ruler) Rule(ctx context.Context, c Call) (d policy.Decision) {
 	if err := ctx.Err(); err != nil {
-		return policy.Denied("no ruling before the deadline: "+err.Error(), "deadline")
+		return policy.Denied("no ruling before the deadline: "+err.Error(), policy.RuleDeadline)
 	}
 	if c.Kind == KindOther {
 		return policy.AllowedBy("event "+c.Event+" is not gated", "")
 	}
 	if r.s.Harness != "" && c.Harness != r.s.Harness {
-		return policy.Denied(fmt.Sprintf("session is for %s, not %s", r.s.Harness, c.Harness), "session.harness")
+		return policy.Denied(fmt.Sprintf("session is for %s, not %s", r.s.Harness, c.Harness), policy.RuleSessionHarness)
 	}
 	if ids, ok := r.mcpIDs(c); ok {
 		return r.ruleMCP(c, ids)
 	}
 	if strings.HasPrefix(c.Tool, "mcp__") || strings.HasPrefix(c.Tool, "MCP:") || c.Tool == "MCP" {
-		return policy.Denied(fmt.Sprintf("MCP tool %q names no server this session knows", c.Tool), "mcp")
+		return policy.Denied(fmt.Sprintf("MCP tool %q names no server this session knows", c.Tool), policy.RuleMCP)
 	}
 	if r.denied[c.Tool] {
 		why := ""
 		if reason := r.s.Native.Reasons[c.Tool]; reason != "" {
 			why = ": " + reason
 		}
-		return policy.Denied(fmt.Sprintf("native tool %s is denied for %s%s", c.Tool, c.Harness, why), "native.denied:"+c.Tool)
+		return policy.Denied(fmt.Sprintf("native tool %s is denied for %s%s", c.Tool, c.Harness, why), policy.RuleNativeDenied+":"+c.Tool)
 	}
 	if !r.native[c.Tool] {
-		return policy.Denied(fmt.Sprintf("native tool %s is not granted for %s", c.Tool, c.Harness), "native.allowed")
+		return policy.Denied(fmt.Sprintf("native tool %s is not granted for %s", c.Tool, c.Harness), policy.RuleNativeAllowed)
 	}
 	t, known := policy.NativeToolOf(string(c.Harness), c.Tool)
 	if !known {
-		return policy.Denied(fmt.Sprintf("native tool %s is not in the %s catalog", c.Tool, c.Harness), "native.allowed")
+		return policy.Denied(fmt.Sprintf("native tool %s is not in the %s catalog", c.Tool, c.Harness), policy.RuleNativeAllowed)
 	}
 	return r.guard(ctx, c, t)
 }
@@ -171,16 +171,16 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 	in := input{m: c.Input}
 	switch t.Reach {
 	case policy.ReachNone, policy.ReachShellSession:
-		return policy.AllowedBy(fmt.Sprintf("native tool %s is granted", c.Tool), "native.allowed:"+c.Tool)
+		return policy.AllowedBy(fmt.Sprintf("native tool %s is granted", c.Tool), policy.RuleNativeAllowed+":"+c.Tool)
 	case policy.ReachShell, policy.ReachShellOpaque:
 		cmd := in.str(t.CommandKey, true)
 		dir := in.first(t.DirKeys)
 		if in.err != nil {
-			return policy.Denied(in.err.Error(), "input")
+			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		if t.Reach == policy.ReachShellOpaque {
 			if rule := ShellRuleIn(r.bound()); rule != "" {
-				return policy.Denied(fmt.Sprintf("%s commands cannot be classified and the bound has %s rules", c.Tool, rule), "shell:unclassified")
+				return policy.Denied(fmt.Sprintf("%s commands cannot be classified and the bound has %s rules", c.Tool, rule), policy.RuleShellUnclassified)
 			}
 			return policy.AllowedBy(fmt.Sprintf("%s allowed: the bound has no shell, file or network rule", c.Tool), "")
 		}
@@ -191,31 +191,31 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		if !strings.HasPrefix(cwd, "/") && r.fileRules() != nil {
 			// Relative paths in the command would be checked against the
 			// wrong directory.
-			return policy.Denied("shell command has no absolute working directory and the bound has files rules", "input")
+			return policy.Denied("shell command has no absolute working directory and the bound has files rules", policy.RuleInput)
 		}
 		if mustProtocol(c.Harness).typedShells && ShellRuleIn(r.bound()) != "" {
 			if prog := interactiveReader(cmd); prog != "" {
-				return policy.Denied(fmt.Sprintf("shell command starts %s reading commands from its input, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), "shell:interactive")
+				return policy.Denied(fmt.Sprintf("shell command starts %s reading commands from its input, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), policy.RuleShellInteractive)
 			}
 		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
 	case policy.ReachFileRead, policy.ReachFileWrite:
 		paths := append(harnessPaths(c.Harness, in.paths(t.PathKeys)), t.FixedPaths...)
 		if in.err != nil {
-			return policy.Denied(in.err.Error(), "input")
+			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		if len(paths) == 0 {
-			return policy.Denied(fmt.Sprintf("%s names no path", c.Tool), "input")
+			return policy.Denied(fmt.Sprintf("%s names no path", c.Tool), policy.RuleInput)
 		}
 		return r.checkPaths(c, paths, t.Reach == policy.ReachFileWrite)
 	case policy.ReachPatch:
 		text := in.str(t.CommandKey, true)
 		if in.err != nil {
-			return policy.Denied(in.err.Error(), "input")
+			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		paths, err := PatchPaths(text)
 		if err != nil {
-			return policy.Denied(err.Error(), "apply_patch")
+			return policy.Denied(err.Error(), policy.RuleApplyPatch)
 		}
 		return r.checkPaths(c, paths, true)
 	case policy.ReachSearch:
@@ -227,14 +227,14 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		}
 		globs := in.paths(t.GlobKeys)
 		if in.err != nil {
-			return policy.Denied(in.err.Error(), "input")
+			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		if len(roots) == 0 {
 			if t.RequireDir {
-				return policy.Denied(fmt.Sprintf("%s names no search root", c.Tool), "input")
+				return policy.Denied(fmt.Sprintf("%s names no search root", c.Tool), policy.RuleInput)
 			}
 			if c.Cwd == "" {
-				return policy.Denied(fmt.Sprintf("%s has no path and the call no cwd", c.Tool), "input")
+				return policy.Denied(fmt.Sprintf("%s has no path and the call no cwd", c.Tool), policy.RuleInput)
 			}
 			roots = []string{c.Cwd}
 		}
@@ -257,10 +257,10 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			urls = append(urls, urlTokens(text)...)
 		}
 		if in.err != nil {
-			return policy.Denied(in.err.Error(), "input")
+			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		if len(urls) == 0 {
-			return policy.Denied(fmt.Sprintf("%s names no URL to check", c.Tool), "input")
+			return policy.Denied(fmt.Sprintf("%s names no URL to check", c.Tool), policy.RuleInput)
 		}
 		if extra := mustProtocol(c.Harness).extraURLs; extra != nil {
 			urls = append(urls, extra(urls)...)
@@ -281,7 +281,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		}
 		domains := in.list("allowed_domains")
 		if in.err != nil {
-			return policy.Denied(in.err.Error(), "input")
+			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		if r.net.HasDomainRules() {
 			if len(domains) == 0 {
@@ -331,7 +331,7 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 	for _, p := range paths {
 		ap := r.abs(p, c.Cwd)
 		if ap == "" {
-			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", p), "input")
+			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", p), policy.RuleInput)
 		}
 		if d, denied := r.processView(m, c.Tool, ap); denied {
 			return d
@@ -362,7 +362,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 	for _, root := range roots {
 		ar := r.abs(root, c.Cwd)
 		if ar == "" {
-			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", root), "input")
+			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", root), policy.RuleInput)
 		}
 		if d, denied := r.processView(m, c.Tool, ar); denied {
 			return d
@@ -377,7 +377,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 		canon := m.Canonicalize(ar)
 		for _, pat := range fr.Deny {
 			if m.ReachesBelow(canon, pat) {
-				return policy.Denied(fmt.Sprintf("%s below %s could reach files denied by files.deny %q", c.Tool, canon, pat), "files.deny:"+pat)
+				return policy.Denied(fmt.Sprintf("%s below %s could reach files denied by files.deny %q", c.Tool, canon, pat), policy.RuleFilesDeny+":"+pat)
 			}
 		}
 	}
@@ -441,7 +441,7 @@ func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			return policy.Denied(fmt.Sprintf("%s URL %q is not an http(s) URL with a host", tool, clipField(raw)), "input")
+			return policy.Denied(fmt.Sprintf("%s URL %q is not an http(s) URL with a host", tool, clipField(raw)), policy.RuleInput)
 		}
 		if d = r.checkHost(tool, u.Hostname()); !d.Allowed() {
 			return d
@@ -572,7 +572,7 @@ func keyKind(key string) string {
 func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 	for _, id := range ids {
 		if !r.mcp[id] {
-			return policy.Denied(fmt.Sprintf("MCP tool %s is not in the session's tools", id), "mcpTools")
+			return policy.Denied(fmt.Sprintf("MCP tool %s is not in the session's tools", id), policy.RuleMCPTools)
 		}
 		server, tool, _ := splitQualified(id)
 		if d := policy.DecideToolDenied(r.bound(), server, tool); !d.Allowed() {
@@ -592,16 +592,16 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 		}
 		paths := in.paths(mcpPathKeys)
 		if in.err != nil {
-			return policy.Denied(in.err.Error(), "input")
+			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		deepURLs, hosts, deepPaths, ok := scanMCPInput(c.Input)
 		if !ok {
-			return policy.Denied(fmt.Sprintf("MCP tool %s input has more than %d values to check", id, maxScannedValues), "input")
+			return policy.Denied(fmt.Sprintf("MCP tool %s input has more than %d values to check", id, maxScannedValues), policy.RuleInput)
 		}
 		pin := input{m: map[string]any{"paths": toAny(deepPaths)}}
 		paths = append(paths, pin.paths([]string{"paths"})...)
 		if pin.err != nil {
-			return policy.Denied(pin.err.Error(), "input")
+			return policy.Denied(pin.err.Error(), policy.RuleInput)
 		}
 		if d := r.checkURLs(id, append(urls, deepURLs...)); !d.Allowed() {
 			return d
@@ -619,7 +619,7 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 			}
 		}
 	}
-	return policy.AllowedBy(fmt.Sprintf("MCP tool %s is in the session's tools", strings.Join(ids, ", ")), "mcpTools")
+	return policy.AllowedBy(fmt.Sprintf("MCP tool %s is in the session's tools", strings.Join(ids, ", ")), policy.RuleMCPTools)
 }
 
 func toAny(ss []string) []any {

@@ -44,3 +44,39 @@ func Denied(reason, rule string) Decision { return Decision{Verdict: Deny, Reaso
 func AllowedBy(reason, rule string) Decision {
 	return Decision{Verdict: Allow, Reason: reason, Rule: rule}
 }
+
+// Rule codes: a decision's Rule is one of these, or RuleAt(field, entry)
+// for the bound entry that decided it, so grepping a rule from an audit
+// line lands on its decider. Each package's deciders add their own
+// (network.go, access.go, shell.RuleUnparseable).
+const (
+	// RuleInput: the call's input cannot be checked (a missing, mistyped
+	// or unreadable argument).
+	RuleInput = "input"
+	// RuleDeadline: no ruling before the deadline.
+	RuleDeadline = "deadline"
+	// RuleSessionHarness: a call from another harness than the session's.
+	RuleSessionHarness = "session.harness"
+	// RuleNativeAllowed: a native tool the native policy does not grant
+	// (or, with an entry, the grant that allowed it).
+	RuleNativeAllowed = "native.allowed"
+	// RuleNativeDenied: a native tool the native policy denies.
+	RuleNativeDenied = "native.denied"
+	// RuleMCPTools: an MCP tool outside the session's tools.
+	RuleMCPTools = "mcpTools"
+	// RuleMCP: an MCP tool name that names no server the session knows.
+	RuleMCP = "mcp"
+	// RuleShellUnclassified: a shell the classifier cannot read
+	// (PowerShell) under shell rules.
+	RuleShellUnclassified = "shell:unclassified"
+	// RuleShellInteractive: a command that reads commands from its input
+	// where a tool could type into it without a hook.
+	RuleShellInteractive = "shell:interactive"
+	// RuleApplyPatch: a patch whose paths cannot be read.
+	RuleApplyPatch = "apply_patch"
+	// Bound fields, for RuleAt.
+	RuleFilesDeny        = "files.deny"
+	RuleFilesAllowOnly   = "files.allowOnly"
+	RuleBashDeny         = "bash.deny"
+	RuleBashDenyPrograms = "bash.denyPrograms"
+)

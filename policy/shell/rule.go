@@ -71,7 +71,7 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 	}
 	if b.Bash != nil {
 		if p, denied := IsBashDenied(line, b.Bash.Deny); denied {
-			return policy.Denied(fmt.Sprintf("shell command contains %q, denied by bash.deny", p), "bash.deny:"+p)
+			return policy.Denied(fmt.Sprintf("shell command contains %q, denied by bash.deny", p), policy.RuleBashDeny+":"+p)
 		}
 	}
 	c := Classify(line)
@@ -80,7 +80,7 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 	}
 	if b.Bash != nil && len(b.Bash.DenyPrograms) > 0 {
 		if rule, denied := c.ProgramDenied(b.Bash.DenyPrograms); denied {
-			return policy.Denied(fmt.Sprintf("shell command runs %s, denied by bash.denyPrograms %q", programOf(rule), rule), "bash.denyPrograms:"+rule)
+			return policy.Denied(fmt.Sprintf("shell command runs %s, denied by bash.denyPrograms %q", programOf(rule), rule), policy.RuleBashDenyPrograms+":"+rule)
 		}
 	}
 	if n := b.Network; n != nil {
@@ -105,12 +105,12 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 			}
 		}
 	}
-	if slices.Contains(c.Programs, "apply_patch") && (b.Files != nil || deniesWrites(b)) {
+	if slices.Contains(c.Programs, policy.RuleApplyPatch) && (b.Files != nil || deniesWrites(b)) {
 		// Codex runs apply_patch through its shell too, the patch in a
 		// heredoc the classifier does not read as arguments.
 		paths, err := PatchPaths(line)
 		if err != nil {
-			return policy.Denied("shell command runs apply_patch and its patch cannot be read: "+err.Error(), "apply_patch")
+			return policy.Denied("shell command runs apply_patch and its patch cannot be read: "+err.Error(), policy.RuleApplyPatch)
 		}
 		if deniesWrites(b) {
 			return policy.DecideWrite(b, "the shell command (apply_patch)", "", false)
@@ -190,7 +190,7 @@ func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) 
 			if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
 				for _, pat := range rules.Deny {
 					if m.ReachesBelow(canon, pat) {
-						return policy.Denied(fmt.Sprintf("shell argument %s is a directory below which files.deny %q could match", canon, pat), "files.deny:"+pat)
+						return policy.Denied(fmt.Sprintf("shell argument %s is a directory below which files.deny %q could match", canon, pat), policy.RuleFilesDeny+":"+pat)
 					}
 				}
 			}
@@ -266,7 +266,7 @@ func checkLinkTargets(argv []string, rules *policy.FileRules, m policy.FileMatch
 		if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
 			for _, pat := range rules.Deny {
 				if m.ReachesBelow(canon, pat) {
-					return policy.Denied(fmt.Sprintf("link target %s is a directory below which files.deny %q could match", canon, pat), "files.deny:"+pat)
+					return policy.Denied(fmt.Sprintf("link target %s is a directory below which files.deny %q could match", canon, pat), policy.RuleFilesDeny+":"+pat)
 				}
 			}
 		}
