@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -147,4 +148,35 @@ func clipHost(s string) string {
 		return s[:200] + "..."
 	}
 	return s
+}
+
+// DeniesAllActions reports whether the denied network actions cover every
+// leaf action ("all", or e.g. "read" and "write" together), which is no
+// network at all.
+func DeniesAllActions(actions []string) bool {
+	if len(actions) == 0 {
+		return false
+	}
+	denied := ExpandActions(actions)
+	for _, leaf := range ExpandActions([]string{ActionAll}) {
+		if _, parent := actionChildren[leaf]; !parent && !slices.Contains(denied, leaf) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckSandboxEnforceable refuses a bound that asks the egress sandbox to
+// enforce a split it cannot see: with network.enforce: sandbox, denying only
+// some network actions (say write, not read) depends on telling a read from
+// a write to the same host, which a hostname filter cannot.
+func CheckSandboxEnforceable(b *Bound) error {
+	if b == nil || b.Network == nil || b.Network.Enforce != EnforceSandbox || len(b.Network.Actions) == 0 {
+		return nil
+	}
+	if DeniesAllActions(b.Network.Actions) {
+		return nil
+	}
+	return fmt.Errorf("%w: network.actions denies only some actions (%s) under enforce: sandbox; the egress sandbox filters by host and cannot tell a read from a write, so deny all actions or enforce this with the guards",
+		ErrNotAllowed, strings.Join(b.Network.Actions, ", "))
 }
