@@ -5,15 +5,8 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -30,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
+	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
 // The fake internet: two network namespaces the test creates. "host" is
@@ -277,33 +271,12 @@ func (w *world) startServers(t *testing.T) {
 	t.Cleanup(func() { echo.Close(); udp.Close() })
 }
 
-// makeCerts returns a CA (PEM) and a leaf for the test names it signed.
+// makeCerts returns the test servers' certificate (its own CA, as PEM)
+// for the test names.
 func makeCerts(t *testing.T) ([]byte, tls.Certificate) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "barry test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "allowed.test"},
-		DNSNames:  []string{"allowed.test", "git.test", "denied.test", "rebind.test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key}
+	c := proxytest.NewCert(t, "allowed.test", "git.test", "denied.test", "rebind.test")
+	return c.PEM, c.TLS
 }
 
 // makeRepo makes a bare repository repo.git with one commit.

@@ -27,13 +27,25 @@ type Cert struct {
 // IP addresses).
 func NewCert(t testing.TB, names ...string) *Cert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := SelfSigned("proxytest", names...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// SelfSigned makes an ECDSA P-256 certificate for names (DNS names or IP
+// addresses), valid for a day and its own CA, for test servers: the one
+// certificate maker of the tests, scripts/fakeupstream and the integration
+// fake network.
+func SelfSigned(commonName string, names ...string) (*Cert, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "proxytest"},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
@@ -50,11 +62,11 @@ func NewCert(t testing.TB, names ...string) *Cert {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
@@ -62,7 +74,7 @@ func NewCert(t testing.TB, names ...string) *Cert {
 		TLS:  tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
 		Pool: pool,
 		PEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-	}
+	}, nil
 }
 
 // WritePEM writes the certificate to a file in t's temp dir (for curl

@@ -7,24 +7,17 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
+	"github.com/barry-rocks/sandbox/proxy/proxytest"
 	"github.com/miekg/dns"
 )
 
@@ -102,34 +95,18 @@ func main() {
 	select {}
 }
 
-// selfSigned makes an ECDSA P-256 certificate for names, valid for a day, and
+// selfSigned makes a certificate for names (proxytest.SelfSigned) and
 // writes it as PEM to certOut (the client's trust anchor).
 func selfSigned(names []string, certOut string) (tls.Certificate, error) {
 	if certOut == "" {
 		return tls.Certificate{}, fmt.Errorf("-https needs -cert-out")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := proxytest.SelfSigned("fakeupstream", names...)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "fakeupstream"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		DNSNames:              names,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
+	if err := os.WriteFile(certOut, c.PEM, 0o644); err != nil {
 		return tls.Certificate{}, err
 	}
-	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(certOut, pemBytes, 0o644); err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+	return c.TLS, nil
 }
