@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
 )
 
@@ -138,7 +139,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		select {
 		case sem <- struct{}{}:
 		default:
-			s.Log.Warn("hooks: connection refused", "reason", "too many connections")
+			audit.Event(ctx, s.Log, slog.LevelWarn, audit.KindHook, audit.MsgHookRefused, slog.String(audit.AttrReason, "too many connections"))
 			conn.Close()
 			continue
 		}
@@ -150,7 +151,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			stopConn := context.AfterFunc(ctx, func() { conn.Close() })
 			defer stopConn()
 			if reason := checkPeer(conn); reason != "" {
-				s.Log.Warn("hooks: connection refused", "reason", reason)
+				audit.Event(ctx, s.Log, slog.LevelWarn, audit.KindHook, audit.MsgHookRefused, slog.String(audit.AttrReason, reason))
 				return
 			}
 			s.serveConn(ctx, conn)
@@ -253,10 +254,10 @@ func (s *Server) handle(ctx context.Context, line []byte) Response {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	dec := s.rule(rctx, c)
-	s.Log.Info("hooks: ruling",
-		"harness", string(c.Harness), "event", c.Event, "tool", c.Tool, "session", c.SessionID,
-		"verdict", dec.Verdict.String(), "reason", dec.Reason, "rule", dec.Rule,
-		"duration_us", time.Since(start).Microseconds())
+	audit.Decision(ctx, s.Log, audit.KindHook, dec,
+		slog.String(audit.AttrHarness, string(c.Harness)), slog.String(audit.AttrEvent, c.Event),
+		slog.String(audit.AttrTool, c.Tool), slog.String(audit.AttrSession, c.SessionID),
+		slog.Int64(audit.AttrDurationUS, time.Since(start).Microseconds()))
 	return Response{V: ProtocolVersion, Verdict: dec.Verdict.String(), Reason: dec.Reason, Rule: dec.Rule}
 }
 
@@ -283,6 +284,6 @@ func (s *Server) rule(ctx context.Context, c Call) policy.Decision {
 		}
 		return d
 	case <-ctx.Done():
-		return policy.Denied("no ruling before the server's deadline", "deadline")
+		return policy.Denied("no ruling before the server's deadline", policy.RuleDeadline)
 	}
 }

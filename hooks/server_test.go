@@ -2,7 +2,10 @@ package hooks
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/policy"
 )
@@ -354,5 +358,39 @@ func TestServerLargeRequest(t *testing.T) {
 	}
 	if d.Verdict != policy.Deny || !strings.Contains(d.Reason, ".env") {
 		t.Errorf("60 KiB command writing .env: %+v; want a files.deny denial", d)
+	}
+}
+
+// TestServerAuditLine: a ruling's audit line has the schema's decision keys
+// (kind hook, decision, reason, rule) and the call's own.
+func TestServerAuditLine(t *testing.T) {
+	var buf bytes.Buffer
+	srv := NewServer(engineFor(t, "guarded"), slog.New(slog.NewJSONHandler(&buf, nil)))
+	req, err := json.Marshal(Request{V: ProtocolVersion, Op: "rule", Call: &readDotenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := srv.handle(context.Background(), req); resp.Verdict != "deny" {
+		t.Fatalf("response %+v, want deny", resp)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatalf("audit line %q: %v", buf.String(), err)
+	}
+	want := map[string]any{
+		"msg": audit.MsgHookRuling, audit.AttrKind: "hook", audit.AttrDecision: "deny",
+		audit.AttrReason: `path /home/dev/acme-api/.env is denied by files.deny "**/.env*"`, audit.AttrRule: "files.deny:**/.env*",
+		audit.AttrHarness: "claude-code", audit.AttrEvent: "PreToolUse", audit.AttrTool: "Read",
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("audit %s = %v, want %v (line %s)", k, m[k], v, buf.String())
+		}
+	}
+	if _, ok := m["verdict"]; ok {
+		t.Errorf("audit line still says verdict: %s", buf.String())
+	}
+	if _, ok := m[audit.AttrDurationUS]; !ok {
+		t.Errorf("audit line has no %s: %s", audit.AttrDurationUS, buf.String())
 	}
 }

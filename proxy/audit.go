@@ -4,73 +4,53 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/policy"
 )
 
-// Audit attribute keys. Every audit line is one JSON object with the slog
-// keys "time", "level" and "msg" plus these.
-const (
-	AttrKind       = "kind"        // "connect", "http" or "dns"
-	AttrSandbox    = "sandbox"     // sandbox id
-	AttrPolicy     = "policy"      // policy fingerprint
-	AttrClient     = "client"      // client address
-	AttrHost       = "host"        // requested host, canonical when valid
-	AttrPort       = "port"        // requested port
-	AttrAddr       = "addr"        // resolved and dialed address; DNS: the answered A/AAAA addresses, comma-separated
-	AttrDecision   = "decision"    // "allow" or "deny"
-	AttrReason     = "reason"      // one-line reason
-	AttrRule       = "rule"        // the policy entry that decided, if any
-	AttrSNI        = "sni"         // CONNECT: the ClientHello server name, "none" or "not-tls"
-	AttrBytesUp    = "bytes_up"    // client to server; DNS: the query's size
-	AttrBytesDown  = "bytes_down"  // server to client; DNS: the answer's size
-	AttrDurationMS = "duration_ms" // from request to close
-	AttrClose      = "close"       // why an allowed connection ended
-	AttrQType      = "qtype"       // DNS question type
-	AttrRcode      = "rcode"       // DNS response code
-	AttrStripped   = "stripped"    // DNS: address records removed by the dial guard
-	AuditMsgProxy  = "proxy decision"
-	AuditMsgDNS    = "dns decision"
-)
-
-// record is one audit line in the making.
+// record is one audit line in the making. Its decision starts as the zero
+// policy.Decision, a denial; the deciders fill it.
 type record struct {
-	kind, client, host, port, addr string
-	policy                         string // fingerprint of the policy that decided
-	decision                       string
-	reason, rule, sni, close       string
-	up, down                       int64
-	start                          time.Time
+	kind                     audit.Kind
+	d                        policy.Decision
+	client, host, port, addr string
+	policy                   string // fingerprint of the policy that decided
+	sni, close               string
+	up, down                 int64
+	start                    time.Time
 }
 
+// deny turns the record's decision into a denial for reason, keeping the
+// rule that decided the name (a name allowed by an entry whose address or
+// ClientHello is then refused still names the entry).
+func (r *record) deny(reason string) { r.d.Verdict, r.d.Reason = policy.Deny, reason }
+
+// audit writes the record's line (see internal/audit for the keys).
 func (s *Server) audit(r *record) {
 	if s.auditLog == nil {
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String(AttrKind, r.kind),
-		slog.String(AttrSandbox, s.cfg.SandboxID),
-		slog.String(AttrPolicy, r.policyFingerprint(s)),
-		slog.String(AttrClient, r.client),
-		slog.String(AttrHost, r.host),
-		slog.String(AttrPort, r.port),
-		slog.String(AttrAddr, r.addr),
-		slog.String(AttrDecision, r.decision),
-		slog.String(AttrReason, r.reason),
-	}
-	if r.rule != "" {
-		attrs = append(attrs, slog.String(AttrRule, r.rule))
+		slog.String(audit.AttrSandbox, s.cfg.SandboxID),
+		slog.String(audit.AttrPolicy, r.policyFingerprint(s)),
+		slog.String(audit.AttrClient, r.client),
+		slog.String(audit.AttrHost, r.host),
+		slog.String(audit.AttrPort, r.port),
+		slog.String(audit.AttrAddr, r.addr),
 	}
 	if r.sni != "" {
-		attrs = append(attrs, slog.String(AttrSNI, r.sni))
+		attrs = append(attrs, slog.String(audit.AttrSNI, r.sni))
 	}
 	if r.close != "" {
-		attrs = append(attrs, slog.String(AttrClose, r.close))
+		attrs = append(attrs, slog.String(audit.AttrClose, r.close))
 	}
 	attrs = append(attrs,
-		slog.Int64(AttrBytesUp, r.up),
-		slog.Int64(AttrBytesDown, r.down),
-		slog.Float64(AttrDurationMS, float64(time.Since(r.start).Microseconds())/1000),
+		slog.Int64(audit.AttrBytesUp, r.up),
+		slog.Int64(audit.AttrBytesDown, r.down),
+		slog.Float64(audit.AttrDurationMS, float64(time.Since(r.start).Microseconds())/1000),
 	)
-	s.auditLog.LogAttrs(context.Background(), slog.LevelInfo, AuditMsgProxy, attrs...)
+	audit.Decision(context.Background(), s.auditLog, r.kind, r.d, attrs...)
 }
 
 func (r *record) policyFingerprint(s *Server) string {

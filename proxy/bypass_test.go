@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/barry-rocks/sandbox/proxy"
+	"github.com/barry-rocks/sandbox/internal/audit"
 )
 
 // echKeys builds one X25519 / HKDF-SHA256 / AES-128-GCM ECHConfig (RFC 9849
@@ -93,7 +93,7 @@ func TestECHFrontingRefused(t *testing.T) {
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
 	want := "sni mismatch: ClientHello carries encrypted_client_hello (the server name the server sees is hidden)"
-	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+	if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != want {
 		t.Fatalf("audit = %v\nwant reason %q", rec, want)
 	}
 }
@@ -180,7 +180,7 @@ func TestPostgresSSLRequestThenMismatchedSNIRefused(t *testing.T) {
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
 	want := "sni mismatch: ClientHello names other.test but CONNECT named allowed.test"
-	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+	if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != want {
 		t.Fatalf("audit = %v\nwant reason %q", rec, want)
 	}
 }
@@ -234,7 +234,7 @@ func TestUnrequestedSwitchingProtocolsRefused(t *testing.T) {
 		t.Fatalf("answer %d %q body %q, want 502 %q", resp.StatusCode, resp.Header.Get("X-Proxy-Error"), got, want)
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+	if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != want {
 		t.Fatalf("audit = %v", rec)
 	}
 }

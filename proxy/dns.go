@@ -15,6 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
 )
 
@@ -175,13 +176,15 @@ func acceptQueries(dh dns.Header) dns.MsgAcceptAction {
 	return dns.MsgAccept
 }
 
-// dnsVerdict is the outcome of one query.
+// dnsVerdict is the outcome of one query. Its decision starts as the zero
+// policy.Decision, a denial.
 type dnsVerdict struct {
-	host, qtype, decision, reason string
-	rcode                         int
-	stripped                      int
-	addrs                         []string // A and AAAA addresses answered
-	up, down                      int      // query and answer sizes in bytes
+	host, qtype string
+	d           policy.Decision
+	rcode       int
+	stripped    int
+	addrs       []string // A and AAAA addresses answered
+	up, down    int      // query and answer sizes in bytes
 }
 
 // ServeDNS answers one query, in this order: the concurrency cap; class IN;
@@ -191,7 +194,7 @@ type dnsVerdict struct {
 // guard.
 func (d *DNSServer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	start := time.Now()
-	v := dnsVerdict{decision: "deny"}
+	var v dnsVerdict
 	if len(r.Question) == 1 {
 		v.host, v.qtype = r.Question[0].Name, dns.TypeToString[r.Question[0].Qtype]
 	}
@@ -200,9 +203,9 @@ func (d *DNSServer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	case d.sem <- struct{}{}:
 		defer func() { <-d.sem }()
 	default:
-		v.reason = "too many concurrent queries"
+		v.d.Reason = "too many concurrent queries"
 		v.up = r.Len()
-		v.down = d.reply(w, r, dns.RcodeServerFailure, dns.ExtendedErrorCodeOther, v.reason, nil)
+		v.down = d.reply(w, r, dns.RcodeServerFailure, dns.ExtendedErrorCodeOther, v.d.Reason, nil)
 		v.rcode = dns.RcodeServerFailure
 		d.audit(w, pol, &v, start)
 		return
@@ -227,11 +230,11 @@ func (d *DNSServer) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 
 func (d *DNSServer) answer(r *dns.Msg, pol *compiled, v *dnsVerdict) (*dns.Msg, uint16, string) {
 	refuse := func(reason string) (*dns.Msg, uint16, string) {
-		v.rcode, v.reason = dns.RcodeRefused, reason
+		v.rcode, v.d.Verdict, v.d.Reason = dns.RcodeRefused, policy.Deny, reason
 		return nil, dns.ExtendedErrorCodeBlocked, reason
 	}
 	if len(r.Question) != 1 {
-		v.rcode, v.reason = dns.RcodeFormatError, ReasonBadRequest+": not exactly one question"
+		v.rcode, v.d.Reason = dns.RcodeFormatError, ReasonBadRequest+": not exactly one question"
 		return nil, dns.ExtendedErrorCodeOther, ""
 	}
 	q := r.Question[0]
@@ -254,12 +257,13 @@ func (d *DNSServer) answer(r *dns.Msg, pol *compiled, v *dnsVerdict) (*dns.Msg, 
 		return refuse(fmt.Sprintf("%s: %s (HTTPS/SVCB carry ECH configs that hide the SNI; ANY and transfers are not answered)", ReasonRecordType, dns.TypeToString[q.Qtype]))
 	}
 	dec := pol.decideName(h)
+	v.d = dec // the rule that decided the name stays on the line
 	if !dec.Allowed() {
 		return refuse(dec.Reason)
 	}
 	resp, err := d.exchange(q)
 	if err != nil {
-		v.rcode, v.reason = dns.RcodeServerFailure, fmt.Sprintf("%s: %s: %v", ReasonUpstreamFailure, d.cfg.Upstream, err)
+		v.rcode, v.d.Verdict, v.d.Reason = dns.RcodeServerFailure, policy.Deny, fmt.Sprintf("%s: %s: %v", ReasonUpstreamFailure, d.cfg.Upstream, err)
 		return nil, dns.ExtendedErrorCodeNetworkError, ReasonUpstreamFailure
 	}
 	m := new(dns.Msg)
@@ -285,10 +289,9 @@ func (d *DNSServer) answer(r *dns.Msg, pol *compiled, v *dnsVerdict) (*dns.Msg, 
 		m.Answer = append(m.Answer, rr)
 	}
 	m.Ns = resp.Ns
-	v.decision, v.rcode, v.stripped = "allow", resp.Rcode, len(stripped)
-	v.reason = dec.Reason
+	v.rcode, v.stripped = resp.Rcode, len(stripped)
 	if len(stripped) > 0 {
-		v.reason += fmt.Sprintf("; removed %d address(es): %s", len(stripped), stripped[0])
+		v.d.Reason += fmt.Sprintf("; removed %d address(es): %s", len(stripped), stripped[0])
 		return m, dns.ExtendedErrorCodeFiltered, fmt.Sprintf("removed %d address(es) the proxy would refuse: %s", len(stripped), stripped[0])
 	}
 	return m, 0, ""
@@ -359,20 +362,17 @@ func (d *DNSServer) reply(w dns.ResponseWriter, r *dns.Msg, rcode int, ede uint1
 }
 
 func (d *DNSServer) audit(w dns.ResponseWriter, pol *compiled, v *dnsVerdict, start time.Time) {
-	d.auditLog.LogAttrs(context.Background(), slog.LevelInfo, AuditMsgDNS,
-		slog.String(AttrKind, "dns"),
-		slog.String(AttrSandbox, d.cfg.SandboxID),
-		slog.String(AttrPolicy, pol.fingerprint),
-		slog.String(AttrClient, w.RemoteAddr().String()),
-		slog.String(AttrHost, v.host),
-		slog.String(AttrQType, v.qtype),
-		slog.String(AttrDecision, v.decision),
-		slog.String(AttrReason, v.reason),
-		slog.String(AttrRcode, dns.RcodeToString[v.rcode]),
-		slog.String(AttrAddr, strings.Join(v.addrs, ",")),
-		slog.Int(AttrStripped, v.stripped),
-		slog.Int(AttrBytesUp, v.up),
-		slog.Int(AttrBytesDown, v.down),
-		slog.Float64(AttrDurationMS, float64(time.Since(start).Microseconds())/1000),
+	audit.Decision(context.Background(), d.auditLog, audit.KindDNS, v.d,
+		slog.String(audit.AttrSandbox, d.cfg.SandboxID),
+		slog.String(audit.AttrPolicy, pol.fingerprint),
+		slog.String(audit.AttrClient, w.RemoteAddr().String()),
+		slog.String(audit.AttrHost, v.host),
+		slog.String(audit.AttrQType, v.qtype),
+		slog.String(audit.AttrRcode, dns.RcodeToString[v.rcode]),
+		slog.String(audit.AttrAddr, strings.Join(v.addrs, ",")),
+		slog.Int(audit.AttrStripped, v.stripped),
+		slog.Int(audit.AttrBytesUp, v.up),
+		slog.Int(audit.AttrBytesDown, v.down),
+		slog.Float64(audit.AttrDurationMS, float64(time.Since(start).Microseconds())/1000),
 	)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/proxy"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
@@ -127,11 +128,14 @@ func TestDNSAllowed(t *testing.T) {
 		t.Fatalf("NXDOMAIN from upstream should pass: %v", r)
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrKind] != "dns" || rec[proxy.AttrDecision] != "allow" || rec[proxy.AttrRcode] != "NOERROR" || rec[proxy.AttrSandbox] != "sbx-dns" {
+	if rec[audit.AttrKind] != "dns" || rec[audit.AttrDecision] != "allow" || rec[audit.AttrRcode] != "NOERROR" || rec[audit.AttrSandbox] != "sbx-dns" {
 		t.Fatalf("audit = %v", rec)
 	}
+	if r, _ := rec[audit.AttrRule].(string); r == "" {
+		t.Fatalf("audit line has no rule: %v", rec)
+	}
 	// The answered address and the sizes each way, as in the proxy's lines.
-	if rec[proxy.AttrAddr] != "8.8.4.4" || rec[proxy.AttrBytesUp].(float64) < 17 || rec[proxy.AttrBytesDown].(float64) <= rec[proxy.AttrBytesUp].(float64) {
+	if rec[audit.AttrAddr] != "8.8.4.4" || rec[audit.AttrBytesUp].(float64) < 17 || rec[audit.AttrBytesDown].(float64) <= rec[audit.AttrBytesUp].(float64) {
 		t.Fatalf("audit addr/bytes = %v", rec)
 	}
 }

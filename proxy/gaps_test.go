@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/proxy"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
@@ -194,14 +195,14 @@ func checkDialRefusal(t *testing.T, e *env, kind string, resp *http.Response, re
 		t.Errorf("body %q, want %q", got, reason+"\n")
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrKind] != kind {
-		t.Errorf("audit kind %v, want %s", rec[proxy.AttrKind], kind)
+	if rec[audit.AttrKind] != kind {
+		t.Errorf("audit kind %v, want %s", rec[audit.AttrKind], kind)
 	}
-	if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != reason {
-		t.Errorf("audit decision %v reason %v, want deny %q (line %v)", rec[proxy.AttrDecision], rec[proxy.AttrReason], reason, rec)
+	if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != reason {
+		t.Errorf("audit decision %v reason %v, want deny %q (line %v)", rec[audit.AttrDecision], rec[audit.AttrReason], reason, rec)
 	}
-	if kind == "http" && rec[proxy.AttrClose] != reason {
-		t.Errorf("audit close %v, want %q (line %v)", rec[proxy.AttrClose], reason, rec)
+	if kind == "http" && rec[audit.AttrClose] != reason {
+		t.Errorf("audit close %v, want %q (line %v)", rec[audit.AttrClose], reason, rec)
 	}
 }
 

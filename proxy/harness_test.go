@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/proxy"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
@@ -67,7 +68,7 @@ func (s *syncBuffer) waitAuditKind(t testing.TB, host, kind string) map[string]a
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, m := range s.lines(t) {
-			if m[proxy.AttrHost] == host && (kind == "" || m[proxy.AttrKind] == kind) {
+			if m[audit.AttrHost] == host && (kind == "" || m[audit.AttrKind] == kind) {
 				return m
 			}
 		}

@@ -37,34 +37,34 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 	rec := s.newRecord("http", r)
 	if r.URL.Scheme != "http" {
 		rec.host = r.URL.Host
-		rec.reason = fmt.Sprintf("%s: scheme %q is not proxied as plain HTTP (use CONNECT)", ReasonBadRequest, r.URL.Scheme)
+		rec.deny(fmt.Sprintf("%s: scheme %q is not proxied as plain HTTP (use CONNECT)", ReasonBadRequest, r.URL.Scheme))
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
 	}
 	if r.Header.Get("Upgrade") != "" {
 		// A protocol upgrade (websocket over plain HTTP) would leave a
 		// connection this proxy neither counts nor closes on a policy
 		// change; wss:// goes through CONNECT, which does both.
 		rec.host = r.URL.Host
-		rec.reason = ReasonBadRequest + ": protocol upgrade over plain HTTP is not proxied (use wss:// or https://)"
+		rec.deny(ReasonBadRequest + ": protocol upgrade over plain HTTP is not proxied (use wss:// or https://)")
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
 	}
 	if r.URL.User != nil {
 		rec.host = r.URL.Host
-		rec.reason = ReasonBadRequest + ": credentials in the request URL"
+		rec.deny(ReasonBadRequest + ": credentials in the request URL")
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
 	}
 	d, h, ap := s.decide(r.Context(), rawAuthority(r), "80", rec)
 	if !d.Allowed() {
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
 	}
 	if why := checkHostHeader(r, h, rec.port); why != "" {
-		rec.decision, rec.reason = "deny", why
+		rec.deny(why)
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
 	}
 	cctx, cancel := context.WithCancel(r.Context())
 	f := &inflight{host: h, addr: ap, cancel: cancel, rec: rec}
@@ -72,9 +72,9 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 	if s.closed {
 		s.mu.Unlock()
 		cancel()
-		rec.decision, rec.reason = "deny", "proxy shutting down"
+		rec.deny("proxy shutting down")
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusServiceUnavailable, rec.reason)
+		return r, denyResponse(r, http.StatusServiceUnavailable, rec.d.Reason)
 	}
 	s.inflight[f] = struct{}{}
 	s.mu.Unlock()
@@ -85,9 +85,9 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		delete(s.inflight, f)
 		s.mu.Unlock()
 		cancel()
-		rec.decision, rec.reason = "deny", ReasonPolicyChanged+": "+why
+		rec.deny(ReasonPolicyChanged + ": " + why)
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.reason)
+		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
 	}
 	hostHdr := h.String()
 	if h.IP.Is6() {
@@ -141,7 +141,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 		// upstream switching on its own; goproxy would hijack the client
 		// connection for it and leave it outside every count and close.
 		reason := fmt.Sprintf("%s: %s: answered 101 Switching Protocols to a request without an upgrade", ReasonUpstreamFailure, f.addr)
-		f.rec.decision, f.rec.reason = "deny", reason
+		f.rec.deny(reason)
 		s.finish(f, reason)
 		resp.Body.Close()
 		return denyResponse(ctx.Req, http.StatusBadGateway, reason)
@@ -155,7 +155,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 	}
 	// The client gets no upstream answer, so the line says deny and why,
 	// as a CONNECT whose dial fails does.
-	f.rec.decision, f.rec.reason = "deny", reason
+	f.rec.deny(reason)
 	s.finish(f, reason)
 	return denyResponse(ctx.Req, http.StatusBadGateway, reason)
 }

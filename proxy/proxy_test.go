@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/proxy"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
@@ -38,21 +39,25 @@ func TestConnectAllowedGoClient(t *testing.T) {
 	e.closeIdle()
 	rec := e.audit.waitAudit(t, "allowed.test")
 	for k, want := range map[string]any{
-		proxy.AttrKind: "connect", proxy.AttrDecision: "allow", proxy.AttrSandbox: "sbx-test",
-		proxy.AttrReason: `allowed by entry "allowed.test"`, proxy.AttrSNI: "allowed.test",
-		proxy.AttrAddr: "127.0.0.1:" + e.port, proxy.AttrPort: e.port, proxy.AttrPolicy: e.srv.Fingerprint(),
+		audit.AttrKind: "connect", audit.AttrDecision: "allow", audit.AttrSandbox: "sbx-test",
+		audit.AttrReason: `allowed by entry "allowed.test"`, audit.AttrSNI: "allowed.test",
+		audit.AttrAddr: "127.0.0.1:" + e.port, audit.AttrPort: e.port, audit.AttrPolicy: e.srv.Fingerprint(),
 	} {
 		if rec[k] != want {
 			t.Errorf("audit %s = %v, want %v", k, rec[k], want)
 		}
 	}
-	if rec[proxy.AttrBytesUp].(float64) <= 0 || rec[proxy.AttrBytesDown].(float64) <= 0 {
-		t.Errorf("audit bytes = %v/%v, want both > 0", rec[proxy.AttrBytesUp], rec[proxy.AttrBytesDown])
+	if rec[audit.AttrBytesUp].(float64) <= 0 || rec[audit.AttrBytesDown].(float64) <= 0 {
+		t.Errorf("audit bytes = %v/%v, want both > 0", rec[audit.AttrBytesUp], rec[audit.AttrBytesDown])
 	}
-	for _, k := range []string{"time", proxy.AttrClient, proxy.AttrDurationMS} {
+	for _, k := range []string{"time", audit.AttrClient, audit.AttrDurationMS} {
 		if _, ok := rec[k]; !ok {
 			t.Errorf("audit line lacks %s: %v", k, rec)
 		}
+	}
+	// The line's decision is the one Explain gives for the same target.
+	if d, _ := e.srv.Explain(context.Background(), "allowed.test:"+e.port); rec[audit.AttrRule] != d.Rule || d.Rule == "" || rec[audit.AttrReason] != d.Reason {
+		t.Errorf("audit rule %v reason %v, Explain %+v", rec[audit.AttrRule], rec[audit.AttrReason], d)
 	}
 }
 
@@ -67,7 +72,7 @@ func TestPlainHTTPAllowed(t *testing.T) {
 		t.Fatalf("body = %q, want %q", got, want)
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrKind] != "http" || rec[proxy.AttrDecision] != "allow" || rec[proxy.AttrBytesUp].(float64) != 4 {
+	if rec[audit.AttrKind] != "http" || rec[audit.AttrDecision] != "allow" || rec[audit.AttrBytesUp].(float64) != 4 {
 		t.Fatalf("audit = %v", rec)
 	}
 }
@@ -281,7 +286,7 @@ func TestSNI(t *testing.T) {
 			t.Fatal("a ClientHello naming other.test went through a tunnel to allowed.test")
 		}
 		rec := e.audit.waitAudit(t, "allowed.test")
-		if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != "sni mismatch: ClientHello names other.test but CONNECT named allowed.test" {
+		if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != "sni mismatch: ClientHello names other.test but CONNECT named allowed.test" {
 			t.Fatalf("audit = %v", rec)
 		}
 	})
@@ -303,7 +308,7 @@ func TestSNI(t *testing.T) {
 			t.Fatal("a ClientHello for other.test behind an alert record went through a tunnel to also.test")
 		}
 		rec := e.audit.waitAudit(t, "also.test")
-		if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != "sni mismatch: first TLS record (type 21) is not a ClientHello" {
+		if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != "sni mismatch: first TLS record (type 21) is not a ClientHello" {
 			t.Fatalf("audit = %v", rec)
 		}
 	})
@@ -317,7 +322,7 @@ func TestSNI(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := e.audit.waitAudit(t, "a.wild.test")
-		if rec[proxy.AttrSNI] != "none" || rec[proxy.AttrDecision] != "allow" {
+		if rec[audit.AttrSNI] != "none" || rec[audit.AttrDecision] != "allow" {
 			t.Fatalf("audit = %v", rec)
 		}
 	})
@@ -346,7 +351,7 @@ func TestServerSpeaksFirst(t *testing.T) {
 	}
 	c.Close()
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrSNI] != "not-tls" {
+	if rec[audit.AttrSNI] != "not-tls" {
 		t.Fatalf("audit = %v", rec)
 	}
 }
@@ -431,7 +436,7 @@ func TestPolicySwapClosesTunnel(t *testing.T) {
 	}
 	roundTrip(t, kept, "after")
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrClose] != "policy changed: not in allowlist: allowed.test" || rec[proxy.AttrPolicy] != oldFP || oldFP == e.srv.Fingerprint() {
+	if rec[audit.AttrClose] != "policy changed: not in allowlist: allowed.test" || rec[audit.AttrPolicy] != oldFP || oldFP == e.srv.Fingerprint() {
 		t.Fatalf("audit = %v (policy that decided %s, now %s)", rec, oldFP, e.srv.Fingerprint())
 	}
 	_, resp := e.connect("allowed.test:"+port, true)
@@ -479,8 +484,8 @@ func TestHalfClose(t *testing.T) {
 		t.Fatalf("read %d bytes, %v; want %d then EOF", len(got), err, len(payload))
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrBytesUp].(float64) != 1<<20 || rec[proxy.AttrBytesDown].(float64) != 1<<20 {
-		t.Fatalf("audit bytes %v/%v", rec[proxy.AttrBytesUp], rec[proxy.AttrBytesDown])
+	if rec[audit.AttrBytesUp].(float64) != 1<<20 || rec[audit.AttrBytesDown].(float64) != 1<<20 {
+		t.Fatalf("audit bytes %v/%v", rec[audit.AttrBytesUp], rec[audit.AttrBytesDown])
 	}
 }
 
@@ -495,7 +500,7 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("idle tunnel not closed: %v", err)
 	}
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrClose] != "idle timeout" {
+	if rec[audit.AttrClose] != "idle timeout" {
 		t.Fatalf("audit = %v", rec)
 	}
 }
@@ -775,7 +780,7 @@ func TestPolicySwapEndsPlainHTTPStream(t *testing.T) {
 	}
 	t.Logf("stream ended after %v", time.Since(start))
 	rec := e.audit.waitAudit(t, "allowed.test")
-	if rec[proxy.AttrClose] != "policy changed: not in allowlist: allowed.test" {
+	if rec[audit.AttrClose] != "policy changed: not in allowlist: allowed.test" {
 		t.Fatalf("audit %v", rec)
 	}
 	t.Logf("audit after %v", time.Since(start))
@@ -835,7 +840,7 @@ func TestIPv6Loopback(t *testing.T) {
 	roundTrip(t, c, "v6")
 	c.Close()
 	rec := e.audit.waitAudit(t, "six.test")
-	if rec[proxy.AttrAddr] != "[::1]:"+port {
+	if rec[audit.AttrAddr] != "[::1]:"+port {
 		t.Fatalf("audit %v", rec)
 	}
 }
@@ -894,7 +899,7 @@ func TestPolicySwapDuringDecision(t *testing.T) {
 			t.Fatalf("got %d %q, want 403 %q", resp.StatusCode, resp.Header.Get("X-Proxy-Error"), want)
 		}
 		rec := e.audit.waitAuditKind(t, "allowed.test", "connect") // not the plain request's line
-		if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != want {
+		if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != want {
 			t.Fatalf("audit = %v", rec)
 		}
 	})
@@ -936,7 +941,7 @@ func TestUnparsedRequestsAreRefusedLikeDenials(t *testing.T) {
 				t.Fatalf("body %q, want the reason line", b)
 			}
 			rec := e.audit.waitAudit(t, c.host)
-			if rec[proxy.AttrDecision] != "deny" || rec[proxy.AttrReason] != reason {
+			if rec[audit.AttrDecision] != "deny" || rec[audit.AttrReason] != reason {
 				t.Fatalf("audit = %v", rec)
 			}
 		})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
 )
 
@@ -54,7 +55,7 @@ type Config struct {
 	// negative: no cache). Cached answers still pass the dial guard on every
 	// use.
 	ResolveCacheTTL time.Duration
-	// Audit receives one line per decision (see the Attr constants). Nil
+	// Audit receives one line per decision (keys: internal/audit). Nil
 	// writes JSON to stderr.
 	Audit *slog.Logger
 	// DialTimeout bounds name resolution and the dial (default 10s).
@@ -323,10 +324,10 @@ func (l *capListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.s.conns.Load() >= int64(l.s.cfg.MaxConns) {
-			rec := &record{kind: "conn", client: c.RemoteAddr().String(), start: time.Now(), decision: "deny"}
-			rec.reason = fmt.Sprintf("%s: %d open (cap %d)", ReasonTooManyConns, l.s.conns.Load(), l.s.cfg.MaxConns)
+			rec := &record{kind: audit.KindConn, client: c.RemoteAddr().String(), start: time.Now()}
+			rec.deny(fmt.Sprintf("%s: %d open (cap %d)", ReasonTooManyConns, l.s.conns.Load(), l.s.cfg.MaxConns))
 			c.SetWriteDeadline(time.Now().Add(time.Second))
-			writeDeny(c, http.StatusServiceUnavailable, rec.reason)
+			writeDeny(c, http.StatusServiceUnavailable, rec.d.Reason)
 			c.Close()
 			l.s.audit(rec)
 			continue
@@ -385,14 +386,14 @@ func (s *Server) refuseUnparsed(c *tapConn, answer []byte) {
 		why = why[4:] // "400 Bad Request: x" → "Bad Request: x"
 	}
 	line := c.firstLine()
-	kind, target := "http", ""
+	kind, target := audit.KindHTTP, ""
 	if f := strings.Fields(line); len(f) >= 2 {
 		target = f[1]
 		if f[0] == http.MethodConnect {
-			kind = "connect"
+			kind = audit.KindConnect
 		}
 	}
-	rec := &record{kind: kind, client: c.RemoteAddr().String(), start: time.Now(), decision: "deny", host: oneLine(target)}
+	rec := &record{kind: kind, client: c.RemoteAddr().String(), start: time.Now(), host: oneLine(target)}
 	if why == "" {
 		why = "no reason given"
 	}
@@ -404,9 +405,9 @@ func (s *Server) refuseUnparsed(c *tapConn, answer []byte) {
 	if len(why) > 200 { // net/http may quote the offending header line
 		why = strings.ToValidUTF8(why[:200], "") + "…"
 	}
-	rec.reason = fmt.Sprintf("%s: the request could not be parsed (%s)", ReasonBadRequest, why)
+	rec.deny(fmt.Sprintf("%s: the request could not be parsed (%s)", ReasonBadRequest, why))
 	c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	writeDeny(c.Conn, http.StatusForbidden, rec.reason)
+	writeDeny(c.Conn, http.StatusForbidden, rec.d.Reason)
 	s.audit(rec)
 }
 
@@ -419,11 +420,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.authOK(r) {
 		rec := s.newRecord(kindOf(r), r)
 		rec.host = r.URL.Host
-		rec.decision, rec.reason = "deny", ReasonAuthRequired
+		rec.deny(ReasonAuthRequired)
 		w.Header().Set("Proxy-Authenticate", `Basic realm="barry-sandbox"`)
-		w.Header().Set("X-Proxy-Error", rec.reason)
+		w.Header().Set("X-Proxy-Error", rec.d.Reason)
 		w.Header().Set("Connection", "close")
-		http.Error(w, rec.reason, http.StatusProxyAuthRequired)
+		http.Error(w, rec.d.Reason, http.StatusProxyAuthRequired)
 		s.audit(rec)
 		return
 	}
@@ -478,11 +479,11 @@ func (w *flushingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return hj.Hijack()
 }
 
-func kindOf(r *http.Request) string {
+func kindOf(r *http.Request) audit.Kind {
 	if r.Method == http.MethodConnect {
-		return "connect"
+		return audit.KindConnect
 	}
-	return "http"
+	return audit.KindHTTP
 }
 
 func (s *Server) authOK(r *http.Request) bool {
@@ -498,8 +499,8 @@ func (s *Server) authOK(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(raw, []byte(s.authWant)) == 1
 }
 
-func (s *Server) newRecord(kind string, r *http.Request) *record {
-	return &record{kind: kind, client: r.RemoteAddr, start: time.Now(), decision: "deny"}
+func (s *Server) newRecord(kind audit.Kind, r *http.Request) *record {
+	return &record{kind: kind, client: r.RemoteAddr, start: time.Now()}
 }
 
 // oneLine makes a reason safe for a header and a one-line body.
@@ -513,7 +514,7 @@ func oneLine(s string) string {
 }
 
 func (s *Server) denyHTTP(w http.ResponseWriter, rec *record, reason string) {
-	rec.decision, rec.reason = "deny", reason
+	rec.deny(reason)
 	reason = oneLine(reason)
 	w.Header().Set("X-Proxy-Error", reason)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -544,10 +545,10 @@ func denyResponse(r *http.Request, code int, reason string) *http.Response {
 //  5. every address through the dial guard (compiled.checkAddr) and the
 //     proxy's own listeners; the first address that passes is pinned.
 //
-// It fills rec (host, port, addr, decision, reason, rule).
+// It fills rec (host, port, addr and the decision).
 func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *record) (policy.Decision, policy.Host, netip.AddrPort) {
 	deny := func(reason string) (policy.Decision, policy.Host, netip.AddrPort) {
-		rec.decision, rec.reason = "deny", reason
+		rec.deny(reason)
 		return policy.Denied(reason, ""), policy.Host{}, netip.AddrPort{}
 	}
 	rec.host = target
@@ -571,9 +572,8 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 	pol := s.pol.Load()
 	rec.policy = pol.fingerprint
 	d := pol.decideName(h)
-	rec.rule = d.Rule
+	rec.d = d
 	if !d.Allowed() {
-		rec.decision, rec.reason = "deny", d.Reason
 		return d, h, netip.AddrPort{}
 	}
 	var addrs []netip.Addr
@@ -599,7 +599,7 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 			ok, why = false, fmt.Sprintf("%s: %s is this proxy's own listener", ReasonPrivateAddress, ap)
 		}
 		if ok {
-			rec.addr, rec.decision, rec.reason = ap.String(), "allow", d.Reason
+			rec.addr = ap.String()
 			return d, h, ap
 		}
 		if first == "" {
@@ -669,9 +669,6 @@ func NewResolver(upstream string) *net.Resolver {
 // It is safe for concurrent use.
 func (s *Server) Explain(ctx context.Context, target string) (policy.Decision, netip.AddrPort) {
 	rec := &record{start: time.Now()}
-	_, _, ap := s.decide(ctx, target, "443", rec)
-	if rec.decision != "allow" {
-		return policy.Denied(rec.reason, rec.rule), netip.AddrPort{}
-	}
-	return policy.AllowedBy(rec.reason, rec.rule), ap
+	_, _, ap := s.decide(ctx, target, "443", rec) // ap is zero unless allowed
+	return rec.d, ap
 }

@@ -28,7 +28,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 	holder, _ := r.Context().Value(holderKey{}).(*hijackHolder)
 	rec := s.newRecord("connect", r)
 	if holder == nil {
-		rec.reason = ReasonBadRequest + ": CONNECT outside the proxy handler"
+		rec.deny(ReasonBadRequest + ": CONNECT outside the proxy handler")
 		return s.hijackDeny(rec), host
 	}
 	rec.start = holder.start
@@ -49,7 +49,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 func (s *Server) hijackDeny(rec *record) *goproxy.ConnectAction {
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		writeDeny(client, http.StatusForbidden, rec.reason)
+		writeDeny(client, http.StatusForbidden, rec.d.Reason)
 		closeGently(client)
 		s.audit(rec)
 	}}
@@ -109,8 +109,8 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 	client = unwrapTap(client)
 	hc, ok := client.(halfCloser)
 	if !ok {
-		rec.decision, rec.reason = "deny", ReasonBadRequest+": client connection type cannot be relayed"
-		writeDeny(client, http.StatusForbidden, rec.reason)
+		rec.deny(ReasonBadRequest + ": client connection type cannot be relayed")
+		writeDeny(client, http.StatusForbidden, rec.d.Reason)
 		client.Close()
 		s.audit(rec)
 		return
@@ -136,9 +136,9 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 		err = errors.New("dialer returned a non-TCP connection")
 	}
 	if err != nil {
-		rec.decision, rec.reason = "deny", fmt.Sprintf("%s: %s: %s", ReasonDialFailed, ap, dialErr(err))
+		rec.deny(fmt.Sprintf("%s: %s: %s", ReasonDialFailed, ap, dialErr(err)))
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		writeDeny(client, http.StatusBadGateway, rec.reason)
+		writeDeny(client, http.StatusBadGateway, rec.d.Reason)
 		closeGently(client)
 		s.audit(rec)
 		return
@@ -164,9 +164,9 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 		delete(s.tunnels, t)
 		s.mu.Unlock()
 		target.Close()
-		rec.decision, rec.reason = "deny", ReasonPolicyChanged+": "+why
+		rec.deny(ReasonPolicyChanged + ": " + why)
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		writeDeny(client, http.StatusForbidden, rec.reason)
+		writeDeny(client, http.StatusForbidden, rec.d.Reason)
 		closeGently(client)
 		s.audit(rec)
 		return
@@ -297,25 +297,25 @@ func (t *tunnel) firstFlight(pending []byte) error {
 			rec.sni = "none"
 		case helloMalformed:
 			rec.sni = "malformed"
-			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": first record is a malformed TLS ClientHello"
+			rec.deny(ReasonSNIMismatch + ": first record is a malformed TLS ClientHello")
 			return errSNI
 		case helloECH:
 			rec.sni = "ech"
-			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": ClientHello carries encrypted_client_hello (the server name the server sees is hidden)"
+			rec.deny(ReasonSNIMismatch + ": ClientHello carries encrypted_client_hello (the server name the server sees is hidden)")
 			return errSNI
 		case helloOtherRecord:
 			rec.sni = "malformed"
-			rec.decision, rec.reason = "deny", fmt.Sprintf("%s: first TLS record (type %d) is not a ClientHello", ReasonSNIMismatch, buf[0])
+			rec.deny(fmt.Sprintf("%s: first TLS record (type %d) is not a ClientHello", ReasonSNIMismatch, buf[0]))
 			return errSNI
 		case helloSNI:
 			rec.sni = name
 			sh, err := policy.ParseHost(name)
 			switch {
 			case err != nil:
-				rec.decision, rec.reason = "deny", fmt.Sprintf("%s: ClientHello server name %q is not a valid host", ReasonSNIMismatch, name)
+				rec.deny(fmt.Sprintf("%s: ClientHello server name %q is not a valid host", ReasonSNIMismatch, name))
 				return errSNI
 			case t.host.IsIP() || sh.IsIP() || sh.Name != t.host.Name:
-				rec.decision, rec.reason = "deny", fmt.Sprintf("%s: ClientHello names %s but CONNECT named %s", ReasonSNIMismatch, sh, t.host)
+				rec.deny(fmt.Sprintf("%s: ClientHello names %s but CONNECT named %s", ReasonSNIMismatch, sh, t.host))
 				return errSNI
 			}
 		}
@@ -323,7 +323,7 @@ func (t *tunnel) firstFlight(pending []byte) error {
 			break
 		}
 		if len(buf) >= maxHelloBytes {
-			rec.decision, rec.reason = "deny", ReasonSNIMismatch+": ClientHello too large"
+			rec.deny(ReasonSNIMismatch + ": ClientHello too large")
 			return errSNI
 		}
 		if len(buf) == cap(buf) {
@@ -345,7 +345,7 @@ func (t *tunnel) firstFlight(pending []byte) error {
 				// A short non-TLS or partial flight then EOF: send it on;
 				// a partial TLS record is refused.
 				if buf[0] == 0x16 {
-					rec.decision, rec.reason = "deny", ReasonSNIMismatch+": connection closed inside the ClientHello"
+					rec.deny(ReasonSNIMismatch + ": connection closed inside the ClientHello")
 					return errSNI
 				}
 				rec.sni = "not-tls"

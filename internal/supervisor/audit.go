@@ -14,40 +14,17 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/barry-rocks/sandbox/proxy"
-)
-
-// Audit attribute keys and messages of the session's own lines. Proxy and
-// DNS lines use proxy's Attr* keys; hook rulings carry "verdict".
-const (
-	AttrOldPolicy   = "old_policy" // reload: the fingerprint before
-	AttrNewPolicy   = "new_policy" // reload: the fingerprint after
-	AttrPolicyFile  = "policy_file"
-	AttrCommand     = "command"
-	AttrExitStatus  = "status"
-	AttrVerdict     = "verdict" // hook rulings
-	MsgSessionStart = "session start"
-	// MsgFileLayerFixed: a reload changed file rules the kernel layer
-	// keeps as they were at start.
-	MsgFileLayerFixed = "file layer fixed"
-	// MsgProtectedCreated: a protected path appeared during the session.
-	MsgProtectedCreated = "protected path created"
-	MsgSessionExit      = "session exit"
-	MsgPolicyReload     = "policy reload"
-	MsgHookRuling       = "hooks: ruling"
-	KindReload          = "reload"
-	KindHook            = "hook"
-	KindSession         = "session"
-	decisionAllow       = "allow"
-	decisionDeny        = "deny"
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 // Audit is a session's one JSON-lines audit stream. Every line carries the
 // sandbox id and the policy fingerprint in force; each line is built whole
 // and written with one write under a lock, so lines from concurrent
 // goroutines are never torn or interleaved (a file is opened O_APPEND, so
-// several sandboxes may share one). It counts decisions by kind. It is safe
-// for concurrent use.
+// several sandboxes may share one). It counts allowed and denied decisions
+// by the lines' kind and decision keys alone (internal/audit is the schema).
+// It is safe for concurrent use.
 type Audit struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -144,13 +121,14 @@ func FormatCounts(c map[string][2]int64) string {
 func (a *Audit) write(line []byte, kind, decision string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if kind != "" && (decision == decisionAllow || decision == decisionDeny) {
+	allow, deny := policy.Allow.String(), policy.Deny.String()
+	if kind != "" && (decision == allow || decision == deny) {
 		c := a.counts[kind]
 		if c == nil {
 			c = new([2]int64)
 			a.counts[kind] = c
 		}
-		if decision == decisionAllow {
+		if decision == allow {
 			c[0]++
 		} else {
 			c[1]++
@@ -192,9 +170,9 @@ func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
 	see := func(at slog.Attr) {
 		has[at.Key] = true
 		switch at.Key {
-		case proxy.AttrKind:
+		case audit.AttrKind:
 			kind = at.Value.String()
-		case proxy.AttrDecision, AttrVerdict:
+		case audit.AttrDecision:
 			decision = at.Value.String()
 		}
 	}
@@ -202,20 +180,12 @@ func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
 		see(at)
 	}
 	r.Attrs(func(at slog.Attr) bool { see(at); return true })
-	if kind == "" {
-		switch r.Message {
-		case MsgHookRuling:
-			kind = KindHook
-		case MsgPolicyReload:
-			kind = KindReload
-		}
-	}
 	var extra []slog.Attr
-	if !has[proxy.AttrSandbox] {
-		extra = append(extra, slog.String(proxy.AttrSandbox, h.a.sandbox))
+	if !has[audit.AttrSandbox] {
+		extra = append(extra, slog.String(audit.AttrSandbox, h.a.sandbox))
 	}
-	if !has[proxy.AttrPolicy] {
-		extra = append(extra, slog.String(proxy.AttrPolicy, *h.a.policy.Load()))
+	if !has[audit.AttrPolicy] {
+		extra = append(extra, slog.String(audit.AttrPolicy, *h.a.policy.Load()))
 	}
 	var buf bytes.Buffer
 	var jh slog.Handler = slog.NewJSONHandler(&buf, nil)

@@ -11,7 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/barry-rocks/sandbox/proxy"
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 // TestAuditConcurrent: 10,000 decisions logged from many goroutines through
@@ -35,14 +36,14 @@ func TestAuditConcurrent(t *testing.T) {
 				l := loggers[(w+i)%len(loggers)]
 				switch i % 3 {
 				case 0:
-					l.LogAttrs(context.Background(), slog.LevelInfo, proxy.AuditMsgProxy, slog.String(proxy.AttrKind, "connect"),
-						slog.String(proxy.AttrHost, fmt.Sprintf("h%d-%d.example", w, i)), slog.String(proxy.AttrDecision, "allow"),
-						slog.String(proxy.AttrReason, string(make([]byte, 0, 10))+fmt.Sprintf("%0500d", i)))
+					l.LogAttrs(context.Background(), slog.LevelInfo, audit.MsgProxy, slog.String(audit.AttrKind, "connect"),
+						slog.String(audit.AttrHost, fmt.Sprintf("h%d-%d.example", w, i)), slog.String(audit.AttrDecision, "allow"),
+						slog.String(audit.AttrReason, string(make([]byte, 0, 10))+fmt.Sprintf("%0500d", i)))
 				case 1:
-					l.LogAttrs(context.Background(), slog.LevelInfo, proxy.AuditMsgDNS, slog.String(proxy.AttrKind, "dns"),
-						slog.String(proxy.AttrDecision, "deny"), slog.String(proxy.AttrPolicy, "fp-dns"))
+					l.LogAttrs(context.Background(), slog.LevelInfo, audit.MsgDNS, slog.String(audit.AttrKind, "dns"),
+						slog.String(audit.AttrDecision, "deny"), slog.String(audit.AttrPolicy, "fp-dns"))
 				default:
-					l.Info(MsgHookRuling, "verdict", "deny", "reason", "x\ny\"z")
+					audit.Decision(context.Background(), l, audit.KindHook, policy.Decision{Verdict: policy.Deny, Reason: "x\ny\"z"})
 				}
 			}
 		}(w)
@@ -62,7 +63,7 @@ func TestAuditConcurrent(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("line %d does not parse: %v", n+1, err)
 		}
-		if m[proxy.AttrSandbox] != "sandboxd-test" || m[proxy.AttrPolicy] == nil || m[proxy.AttrPolicy] == "" {
+		if m[audit.AttrSandbox] != "sandboxd-test" || m[audit.AttrPolicy] == nil || m[audit.AttrPolicy] == "" {
 			t.Fatalf("line %d lacks sandbox or policy: %v", n+1, m)
 		}
 		n++
@@ -76,7 +77,7 @@ func TestAuditConcurrent(t *testing.T) {
 		allowed += v[0]
 		denied += v[1]
 	}
-	if allowed+denied != workers*each || c["connect"][0] == 0 || c["dns"][1] == 0 || c[KindHook][1] == 0 {
+	if allowed+denied != workers*each || c["connect"][0] == 0 || c["dns"][1] == 0 || c[string(audit.KindHook)][1] == 0 {
 		t.Fatalf("counts %v", c)
 	}
 	if s := a.Summary(); s == "" || s == "no decisions" {
@@ -129,12 +130,12 @@ func TestAuditWriteErrorReported(t *testing.T) {
 	a.OnWriteError(func(err error) { reports = append(reports, err) })
 	a.Close() // every later write fails
 	for i := 0; i < 3; i++ {
-		a.Logger().Info(MsgHookRuling, "verdict", "deny")
+		audit.Decision(context.Background(), a.Logger(), audit.KindHook, policy.Decision{Verdict: policy.Deny, Reason: "r"})
 	}
 	if len(reports) != 1 {
 		t.Fatalf("%d reports, want 1", len(reports))
 	}
-	if c := a.Counts()[KindHook]; c[1] != 3 {
+	if c := a.Counts()[string(audit.KindHook)]; c[1] != 3 {
 		t.Fatalf("counts %v: decisions must still be counted", c)
 	}
 }
@@ -159,5 +160,28 @@ func TestOpenAuditRefusesSymlink(t *testing.T) {
 	if a, err := OpenAudit(dir, "s"); err == nil {
 		a.Close()
 		t.Fatal("OpenAudit took a directory")
+	}
+}
+
+// TestAuditCountsByKindAndDecision: the stream counts a line from its kind
+// and decision keys alone; a line lacking either (or saying allow/deny under
+// another key, or in its message) is written but not counted.
+func TestAuditCountsByKindAndDecision(t *testing.T) {
+	a, err := OpenAudit("", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := a.Logger()
+	ctx := context.Background()
+	audit.Decision(ctx, l, audit.KindReload, policy.Decision{Verdict: policy.Allow, Reason: "policy file changed"})
+	audit.Decision(ctx, l, audit.KindReload, policy.Decision{Verdict: policy.Deny, Reason: "bad"})
+	audit.Decision(ctx, l, audit.KindHook, policy.Decision{Verdict: policy.Ask, Reason: "ask"}) // neither allowed nor denied
+	audit.Event(ctx, l, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart)
+	l.Info(audit.MsgHookRuling, "verdict", "deny")
+	l.Info(audit.MsgPolicyReload, audit.AttrDecision, "deny")
+	got := a.Counts()
+	want := map[string][2]int64{"reload": {1, 1}}
+	if len(got) != len(want) || got["reload"] != want["reload"] {
+		t.Fatalf("counts %v, want %v", got, want)
 	}
 }

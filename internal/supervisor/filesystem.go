@@ -8,19 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
-)
-
-// Audit keys of the session start line's filesystem part.
-const (
-	AttrWriteRoots  = "write_roots"
-	AttrProtected   = "protected"
-	AttrWatched     = "protected_missing" // protected paths absent at start, checked at exit
-	AttrHidden      = "hidden"
-	AttrHomeOverlay = "home_overlay"
-	AttrLandlock    = "landlock_abi"
-	AttrNotCovered  = "not_covered"
 )
 
 // fsState is the session's filesystem plan, fixed at start.
@@ -146,15 +136,15 @@ func (f *fsState) auditAttrs(landlockABI int) []slog.Attr {
 		}
 	}
 	attrs := []slog.Attr{
-		slog.Any(AttrWriteRoots, f.WriteRoots), slog.Any(AttrProtected, bound), slog.Any(AttrWatched, watched), slog.Any(AttrHidden, f.Hidden),
-		slog.String(AttrHomeOverlay, f.HomeOverlay), slog.Int(AttrLandlock, landlockABI),
+		slog.Any(audit.AttrWriteRoots, f.WriteRoots), slog.Any(audit.AttrProtected, bound), slog.Any(audit.AttrWatched, watched), slog.Any(audit.AttrHidden, f.Hidden),
+		slog.String(audit.AttrHomeOverlay, f.HomeOverlay), slog.Int(audit.AttrLandlock, landlockABI),
 	}
 	notCovered := append([]string{}, f.NotCovered...)
 	if landlockABI == 0 {
 		notCovered = append(notCovered, "the kernel has no Landlock: the mount namespace alone holds the file rules")
 	}
 	if len(notCovered) > 0 {
-		attrs = append(attrs, slog.Any(AttrNotCovered, notCovered))
+		attrs = append(attrs, slog.Any(audit.AttrNotCovered, notCovered))
 	}
 	return attrs
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 	"github.com/barry-rocks/sandbox/proxy"
@@ -172,13 +173,13 @@ func Run(opts Options) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 	id := filepath.Base(dir)
-	audit, err := OpenAudit(opts.AuditPath, id)
+	stream, err := OpenAudit(opts.AuditPath, id)
 	if err != nil {
 		return 0, err
 	}
-	defer audit.Close()
-	audit.SetPolicy(cur.fingerprint)
-	auditLog := audit.Logger()
+	defer stream.Close()
+	stream.SetPolicy(cur.fingerprint)
+	auditLog := stream.Logger()
 	proxySock, dnsSock := filepath.Join(dir, "proxy.sock"), filepath.Join(dir, "dns.sock")
 
 	// The listeners exist before the sandbox starts (its forwarders check
@@ -337,7 +338,7 @@ func Run(opts Options) (int, error) {
 		s := status
 		s.Fingerprint = cur.fingerprint
 		curMu.Unlock()
-		s.Counters, s.Updated = audit.Counts(), time.Now().UTC()
+		s.Counters, s.Updated = stream.Counts(), time.Now().UTC()
 		return writeStatus(dir, s)
 	}
 	saveStatus := func() {
@@ -353,9 +354,8 @@ func Run(opts Options) (int, error) {
 		curMu.Lock()
 		fp := cur.fingerprint
 		curMu.Unlock()
-		auditLog.LogAttrs(context.Background(), slog.LevelWarn, MsgPolicyReload,
-			slog.String(proxy.AttrDecision, decisionDeny), slog.String(proxy.AttrReason, oneLine(err.Error())),
-			slog.String(AttrOldPolicy, fp), slog.String(AttrPolicyFile, status.PolicyFile))
+		audit.Decision(context.Background(), auditLog, audit.KindReload, policy.Decision{Verdict: policy.Deny, Reason: oneLine(err.Error())},
+			slog.String(audit.AttrOldPolicy, fp), slog.String(audit.AttrPolicyFile, status.PolicyFile))
 		fmt.Fprintf(stderr, "sandboxd: policy %s: %s; keeping the last good policy\n", status.PolicyFile, oneLine(err.Error()))
 	}
 	applyChange := func(c policy.Change) {
@@ -382,23 +382,22 @@ func Run(opts Options) (int, error) {
 		}
 		hsrv.SetPolicy(e)
 		if note := fsPlan.reloadNote(next); note != "" {
-			auditLog.LogAttrs(context.Background(), slog.LevelWarn, MsgFileLayerFixed,
-				slog.String(proxy.AttrKind, KindSession), slog.String(proxy.AttrReason, note), slog.String(AttrPolicyFile, status.PolicyFile))
+			audit.Event(context.Background(), auditLog, slog.LevelWarn, audit.KindSession, audit.MsgFileLayerFixed,
+				slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, status.PolicyFile))
 			fmt.Fprintf(stderr, "sandboxd: policy %s: %s\n", status.PolicyFile, note)
 		}
 		curMu.Lock()
 		old := cur
 		cur = next
 		curMu.Unlock()
-		audit.SetPolicy(next.fingerprint)
+		stream.SetPolicy(next.fingerprint)
 		why := "policy file changed"
 		if old.fingerprint == next.fingerprint {
 			why = "policy reloaded, unchanged"
 		}
-		auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgPolicyReload,
-			slog.String(proxy.AttrDecision, decisionAllow), slog.String(proxy.AttrReason, why),
-			slog.String(AttrOldPolicy, old.fingerprint), slog.String(AttrNewPolicy, next.fingerprint),
-			slog.String(AttrPolicyFile, status.PolicyFile))
+		audit.Decision(context.Background(), auditLog, audit.KindReload, policy.Decision{Verdict: policy.Allow, Reason: why},
+			slog.String(audit.AttrOldPolicy, old.fingerprint), slog.String(audit.AttrNewPolicy, next.fingerprint),
+			slog.String(audit.AttrPolicyFile, status.PolicyFile))
 		saveStatus()
 	}
 
@@ -453,15 +452,15 @@ func Run(opts Options) (int, error) {
 		// The session's first audit line is written before the command
 		// starts: an audit file that cannot take it (a full disk) refuses
 		// the session rather than run it unaudited.
-		auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionStart,
-			append([]slog.Attr{slog.String(proxy.AttrKind, KindSession), slog.Any(AttrCommand, opts.Command), slog.String(AttrPolicyFile, status.PolicyFile)},
+		audit.Event(context.Background(), auditLog, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
+			append([]slog.Attr{slog.Any(audit.AttrCommand, opts.Command), slog.String(audit.AttrPolicyFile, status.PolicyFile)},
 				fsPlan.auditAttrs(landlockABI)...)...)
-		if err := audit.Err(); err != nil {
+		if err := stream.Err(); err != nil {
 			return fmt.Errorf("audit file %s: %w", opts.AuditPath, err)
 		}
 		startLogged = true
 		// From here on a lost line is reported once and the session goes on.
-		audit.OnWriteError(func(err error) {
+		stream.OnWriteError(func(err error) {
 			fmt.Fprintf(stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", opts.AuditPath, oneLine(err.Error()))
 		})
 		sigMu.Lock()
@@ -510,8 +509,8 @@ func Run(opts Options) (int, error) {
 			if errors.As(err, &ce) {
 				code = ce.ExitCode
 			}
-			auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionExit,
-				slog.String(proxy.AttrKind, KindSession), slog.Int(AttrExitStatus, code), slog.String(proxy.AttrReason, oneLine(err.Error())))
+			audit.Event(context.Background(), auditLog, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
+				slog.Int(audit.AttrExitStatus, code), slog.String(audit.AttrReason, oneLine(err.Error())))
 		}
 		return 0, err
 	}
@@ -551,14 +550,14 @@ func Run(opts Options) (int, error) {
 	}
 	for _, p := range fsPlan.createdProtected() {
 		msg := fmt.Sprintf("%s was created during the session (a protected path that did not exist at start, so the sandbox could not make it read-only); review it before running anything there outside the sandbox", p)
-		auditLog.LogAttrs(context.Background(), slog.LevelWarn, MsgProtectedCreated,
-			slog.String(proxy.AttrKind, KindSession), slog.String(proxy.AttrReason, msg))
+		audit.Event(context.Background(), auditLog, slog.LevelWarn, audit.KindSession, audit.MsgProtectedCreated,
+			slog.String(audit.AttrReason, msg))
 		fmt.Fprintf(stderr, "sandboxd: %s\n", msg)
 	}
-	auditLog.LogAttrs(context.Background(), slog.LevelInfo, MsgSessionExit,
-		slog.String(proxy.AttrKind, KindSession), slog.Int(AttrExitStatus, code))
+	audit.Event(context.Background(), auditLog, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
+		slog.Int(audit.AttrExitStatus, code))
 	if opts.AuditPath != "" {
-		fmt.Fprintf(stderr, "sandboxd: %s: %s\n", id, audit.Summary())
+		fmt.Fprintf(stderr, "sandboxd: %s: %s\n", id, stream.Summary())
 	}
 	return code, nil
 }

@@ -1,0 +1,144 @@
+// Package audit is the audit line's schema: its one job is to say what a
+// line of the session's JSON-lines audit stream holds. It names the kinds of
+// line, the attribute keys and the messages, and it has the one call every
+// enforcer (the CONNECT/HTTP proxy, the DNS proxy, the hook ruling server,
+// the live policy applier) uses to log a decision, so every decision line
+// carries the same four keys: kind, decision, reason and rule.
+//
+// A line is one slog JSON object: slog's "time", "level" and "msg", then
+// kind, then for a decision decision/reason/rule, then the kind's own keys.
+// The stream's writer (internal/supervisor) adds sandbox and policy to lines
+// that lack them and counts decisions by kind and decision alone.
+package audit
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// Kind is what a line is about. Decisions are counted by kind.
+type Kind string
+
+// The kinds of line.
+const (
+	KindConnect Kind = "connect" // a CONNECT tunnel (proxy)
+	KindHTTP    Kind = "http"    // a plain-HTTP request (proxy)
+	KindConn    Kind = "conn"    // a client connection refused before any request (proxy, past MaxConns)
+	KindDNS     Kind = "dns"     // a DNS question (DNS proxy)
+	KindHook    Kind = "hook"    // a hook ruling, or a refused ruling connection
+	KindReload  Kind = "reload"  // a live policy reload, applied or refused
+	// KindSession is the session's own lines: start, exit, and the file
+	// layer's (the kernel layer kept fixed on reload, a protected path
+	// created during the session). None is a decision.
+	KindSession Kind = "session"
+)
+
+// Messages ("msg") of the lines. A decision's message follows from its kind.
+const (
+	MsgProxy            = "proxy decision" // connect, http, conn
+	MsgDNS              = "dns decision"
+	MsgHookRuling       = "hooks: ruling"
+	MsgHookRefused      = "hooks: connection refused"
+	MsgPolicyReload     = "policy reload"
+	MsgSessionStart     = "session start"
+	MsgSessionExit      = "session exit"
+	MsgFileLayerFixed   = "file layer fixed"       // a reload changed file rules the kernel layer keeps as at start
+	MsgProtectedCreated = "protected path created" // a protected path appeared during the session
+)
+
+// Attribute keys. Every line has AttrKind, AttrSandbox and AttrPolicy; every
+// decision line AttrDecision, AttrReason and AttrRule.
+const (
+	AttrKind     = "kind"
+	AttrSandbox  = "sandbox"  // sandbox id
+	AttrPolicy   = "policy"   // fingerprint of the policy in force (that decided)
+	AttrDecision = "decision" // "allow", "deny" or "ask" (policy.Verdict.String)
+	AttrReason   = "reason"   // one-line reason; on a session line, what happened
+	AttrRule     = "rule"     // the policy entry that decided, "" when none
+
+	// Proxy and DNS lines.
+	AttrClient     = "client"      // client address
+	AttrHost       = "host"        // requested host, canonical when valid
+	AttrPort       = "port"        // requested port
+	AttrAddr       = "addr"        // resolved and dialed address; DNS: the answered A/AAAA addresses, comma-separated
+	AttrSNI        = "sni"         // CONNECT: the ClientHello server name, "none", "not-tls", "ech" or "malformed"
+	AttrBytesUp    = "bytes_up"    // client to server; DNS: the query's size
+	AttrBytesDown  = "bytes_down"  // server to client; DNS: the answer's size
+	AttrDurationMS = "duration_ms" // from request to close
+	AttrClose      = "close"       // why an allowed connection ended
+	AttrQType      = "qtype"       // DNS question type
+	AttrRcode      = "rcode"       // DNS response code
+	AttrStripped   = "stripped"    // DNS: address records removed by the dial guard
+
+	// Hook lines.
+	AttrHarness    = "harness"
+	AttrEvent      = "event"
+	AttrTool       = "tool"
+	AttrSession    = "session" // the harness's session id
+	AttrDurationUS = "duration_us"
+
+	// Reload lines.
+	AttrOldPolicy  = "old_policy" // the fingerprint before
+	AttrNewPolicy  = "new_policy" // the fingerprint after
+	AttrPolicyFile = "policy_file"
+
+	// Session lines.
+	AttrCommand     = "command"
+	AttrExitStatus  = "status"
+	AttrWriteRoots  = "write_roots"
+	AttrProtected   = "protected"
+	AttrWatched     = "protected_missing" // protected paths absent at start, checked at exit
+	AttrHidden      = "hidden"
+	AttrHomeOverlay = "home_overlay"
+	AttrLandlock    = "landlock_abi"
+	AttrNotCovered  = "not_covered"
+)
+
+// Message returns the message of a decision line of kind k.
+func (k Kind) Message() string {
+	switch k {
+	case KindDNS:
+		return MsgDNS
+	case KindHook:
+		return MsgHookRuling
+	case KindReload:
+		return MsgPolicyReload
+	default:
+		return MsgProxy
+	}
+}
+
+// Decision logs decision d of kind k to log: the line's message follows
+// from k, and it carries kind, decision, reason and rule, then attrs. It is
+// at level Info, except a refused reload (the operator's edit did not take),
+// which is a warning. A nil log discards.
+func Decision(ctx context.Context, log *slog.Logger, k Kind, d policy.Decision, attrs ...slog.Attr) {
+	level := slog.LevelInfo
+	if k == KindReload && !d.Allowed() {
+		level = slog.LevelWarn
+	}
+	if log == nil || !log.Enabled(ctx, level) {
+		return
+	}
+	all := make([]slog.Attr, 0, 4+len(attrs))
+	all = append(all,
+		slog.String(AttrKind, string(k)),
+		slog.String(AttrDecision, d.Verdict.String()),
+		slog.String(AttrReason, d.Reason),
+		slog.String(AttrRule, d.Rule))
+	log.LogAttrs(ctx, level, k.Message(), append(all, attrs...)...)
+}
+
+// Event logs a line of kind k that is not a decision (a session's start and
+// exit, the file layer's notes, a refused ruling connection): msg, kind,
+// then attrs. A nil log discards.
+func Event(ctx context.Context, log *slog.Logger, level slog.Level, k Kind, msg string, attrs ...slog.Attr) {
+	if log == nil || !log.Enabled(ctx, level) {
+		return
+	}
+	all := make([]slog.Attr, 0, 1+len(attrs))
+	all = append(all, slog.String(AttrKind, string(k)))
+	log.LogAttrs(ctx, level, msg, append(all, attrs...)...)
+}
