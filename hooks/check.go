@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -133,21 +132,16 @@ func (st *checkState) run(ctx context.Context, a CheckArgs) Output {
 	}
 	r, err := a.Source.Open(ctx)
 	if err != nil {
-		return st.deny("hookgate: " + oneLine(err.Error()) + "; denied")
+		return st.deny("hookgate: " + policy.OneLine(err.Error()) + "; denied")
 	}
 	d, err := r.Rule(ctx, c)
 	if err != nil {
-		return st.deny("hookgate: " + oneLine(err.Error()) + "; denied")
+		return st.deny("hookgate: " + policy.OneLine(err.Error()) + "; denied")
 	}
 	if ctx.Err() != nil {
 		return st.deny("hookgate: ruling arrived after the deadline; denied")
 	}
 	return Encode(c, AnswerFor(d))
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\r", " ")
-	return strings.ReplaceAll(s, "\n", " ")
 }
 
 // LocalSource rules with an engine built from a session policy file, loaded

@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // Verdict is the outcome of a decision. Its zero value is Deny, so a decision
 // that was never made denies.
 type Verdict uint8
@@ -80,3 +82,15 @@ const (
 	RuleBashDeny         = "bash.deny"
 	RuleBashDenyPrograms = "bash.denyPrograms"
 )
+
+// OneLine makes s fit one line of an answer, a header or a log: every
+// control character (newlines included) becomes a space. Reasons shown to
+// a harness, a client or a terminal go through it.
+func OneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}

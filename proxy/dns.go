@@ -349,7 +349,7 @@ func (d *DNSServer) reply(w dns.ResponseWriter, r *dns.Msg, rcode int, ede uint1
 		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
 		o.SetUDPSize(uint16(size))
 		if text != "" || ede != 0 {
-			o.Option = append(o.Option, &dns.EDNS0_EDE{InfoCode: ede, ExtraText: oneLine(text)})
+			o.Option = append(o.Option, &dns.EDNS0_EDE{InfoCode: ede, ExtraText: policy.OneLine(text)})
 		}
 		out.Extra = append(out.Extra, o)
 	}

@@ -393,7 +393,7 @@ func (s *Server) refuseUnparsed(c *tapConn, answer []byte) {
 			kind = audit.KindConnect
 		}
 	}
-	rec := &record{kind: kind, client: c.RemoteAddr().String(), start: time.Now(), host: oneLine(target)}
+	rec := &record{kind: kind, client: c.RemoteAddr().String(), start: time.Now(), host: policy.OneLine(target)}
 	if why == "" {
 		why = "no reason given"
 	}
@@ -503,19 +503,9 @@ func (s *Server) newRecord(kind audit.Kind, r *http.Request) *record {
 	return &record{kind: kind, client: r.RemoteAddr, start: time.Now()}
 }
 
-// oneLine makes a reason safe for a header and a one-line body.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
 func (s *Server) denyHTTP(w http.ResponseWriter, rec *record, reason string) {
 	rec.deny(reason)
-	reason = oneLine(reason)
+	reason = policy.OneLine(reason)
 	w.Header().Set("X-Proxy-Error", reason)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusForbidden)
@@ -524,14 +514,14 @@ func (s *Server) denyHTTP(w http.ResponseWriter, rec *record, reason string) {
 }
 
 func writeDeny(w io.Writer, code int, reason string) {
-	reason = oneLine(reason)
+	reason = policy.OneLine(reason)
 	body := reason + "\n"
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nX-Proxy-Error: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		code, http.StatusText(code), reason, len(body), body)
 }
 
 func denyResponse(r *http.Request, code int, reason string) *http.Response {
-	reason = oneLine(reason)
+	reason = policy.OneLine(reason)
 	resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", code, reason+"\n")
 	resp.Header.Set("X-Proxy-Error", reason)
 	return resp

@@ -49,7 +49,7 @@ func runProxy(ctx context.Context, io cli.IO, args []string) int {
 		return code
 	}
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(io.Err, "sandboxd proxy: %s\n", oneLine(fmt.Sprintf(format, a...)))
+		fmt.Fprintf(io.Err, "sandboxd proxy: %s\n", policy.OneLine(fmt.Sprintf(format, a...)))
 		return 1
 	}
 	if fs.NArg() > 0 || *listen == "" {

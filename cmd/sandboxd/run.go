@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
 	"github.com/barry-rocks/sandbox/internal/supervisor"
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
@@ -69,17 +69,13 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 	if err != nil {
 		var ce *procjail.CommandError
 		if errors.As(err, &ce) {
-			fmt.Fprintf(io.Err, "sandboxd: cannot run %s\n", oneLine(ce.Error()))
+			fmt.Fprintf(io.Err, "sandboxd: cannot run %s\n", policy.OneLine(ce.Error()))
 			return ce.ExitCode
 		}
-		fmt.Fprintf(io.Err, "sandboxd: sandbox could not start: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(io.Err, "sandboxd: sandbox could not start: %s\n", policy.OneLine(err.Error()))
 		return 125
 	}
 	return code
-}
-
-func oneLine(s string) string {
-	return strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
 }
 
 // onceString is a string flag that refuses to be given twice: a second

@@ -10,6 +10,7 @@ import (
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 const serveHooksUsage = `sandboxd serve-hooks --policy FILE --socket ADDR
@@ -46,12 +47,12 @@ func serveHooksCommand() *cli.Command {
 			srv := hooks.NewServer(nil, log)
 			reload, err := hooks.ServePolicyFile(ctx, srv, *policyPath, log)
 			if err != nil {
-				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", oneLine(err.Error()))
+				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", policy.OneLine(err.Error()))
 				return 1
 			}
 			ln, err := hooks.Listen(*addr)
 			if err != nil {
-				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", oneLine(err.Error()))
+				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", policy.OneLine(err.Error()))
 				return 1
 			}
 			hup := make(chan os.Signal, 1)
@@ -69,7 +70,7 @@ func serveHooksCommand() *cli.Command {
 			}()
 			log.Info("hooks: serving", "addr", ln.Addr().String(), "policy", *policyPath)
 			if err := srv.Serve(ctx, ln); err != nil {
-				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", oneLine(err.Error()))
+				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", policy.OneLine(err.Error()))
 				return 1
 			}
 			return 0

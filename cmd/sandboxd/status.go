@@ -10,6 +10,7 @@ import (
 
 	"github.com/barry-rocks/sandbox/internal/cli"
 	"github.com/barry-rocks/sandbox/internal/supervisor"
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 func statusCommand() *cli.Command {
@@ -165,7 +166,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 		opts.Write = write
 		e, err := supervisor.ExplainPath(opts, path, *forWrite)
 		if err != nil {
-			fmt.Fprintf(io.Err, "sandboxd explain: %s\n", oneLine(err.Error()))
+			fmt.Fprintf(io.Err, "sandboxd explain: %s\n", policy.OneLine(err.Error()))
 			return 1
 		}
 		return print(e, fmt.Sprintf("%s: %s: %s\n", e.Path, e.Verdict, e.Reason), e.Decision.Allowed())
@@ -180,7 +181,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	}
 	e, err := supervisor.ExplainHost(ctx, opts, fs.Arg(0))
 	if err != nil {
-		fmt.Fprintf(io.Err, "sandboxd explain: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(io.Err, "sandboxd explain: %s\n", policy.OneLine(err.Error()))
 		return 1
 	}
 	line := fmt.Sprintf("%s: %s: %s\n", e.Target, e.Verdict, e.Reason)

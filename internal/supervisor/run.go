@@ -344,7 +344,7 @@ func Run(opts Options) (int, error) {
 	saveStatus := func() {
 		if err := writeCurrent(); err != nil && !statusFailed {
 			statusFailed = true
-			fmt.Fprintf(stderr, "sandboxd: status file: %s; sandboxd status shows a stale state\n", oneLine(err.Error()))
+			fmt.Fprintf(stderr, "sandboxd: status file: %s; sandboxd status shows a stale state\n", policy.OneLine(err.Error()))
 		}
 	}
 	if err := writeCurrent(); err != nil {
@@ -354,9 +354,9 @@ func Run(opts Options) (int, error) {
 		curMu.Lock()
 		fp := cur.fingerprint
 		curMu.Unlock()
-		audit.Decision(context.Background(), auditLog, audit.KindReload, policy.Decision{Verdict: policy.Deny, Reason: oneLine(err.Error())},
+		audit.Decision(context.Background(), auditLog, audit.KindReload, policy.Decision{Verdict: policy.Deny, Reason: policy.OneLine(err.Error())},
 			slog.String(audit.AttrOldPolicy, fp), slog.String(audit.AttrPolicyFile, status.PolicyFile))
-		fmt.Fprintf(stderr, "sandboxd: policy %s: %s; keeping the last good policy\n", status.PolicyFile, oneLine(err.Error()))
+		fmt.Fprintf(stderr, "sandboxd: policy %s: %s; keeping the last good policy\n", status.PolicyFile, policy.OneLine(err.Error()))
 	}
 	applyChange := func(c policy.Change) {
 		if c.Err != nil {
@@ -461,7 +461,7 @@ func Run(opts Options) (int, error) {
 		startLogged = true
 		// From here on a lost line is reported once and the session goes on.
 		stream.OnWriteError(func(err error) {
-			fmt.Fprintf(stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", opts.AuditPath, oneLine(err.Error()))
+			fmt.Fprintf(stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", opts.AuditPath, policy.OneLine(err.Error()))
 		})
 		sigMu.Lock()
 		defer sigMu.Unlock()
@@ -510,7 +510,7 @@ func Run(opts Options) (int, error) {
 				code = ce.ExitCode
 			}
 			audit.Event(context.Background(), auditLog, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
-				slog.Int(audit.AttrExitStatus, code), slog.String(audit.AttrReason, oneLine(err.Error())))
+				slog.Int(audit.AttrExitStatus, code), slog.String(audit.AttrReason, policy.OneLine(err.Error())))
 		}
 		return 0, err
 	}
@@ -546,7 +546,7 @@ func Run(opts Options) (int, error) {
 	<-loopDone
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
-		fmt.Fprintf(stderr, "sandboxd: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "sandboxd: %s\n", policy.OneLine(err.Error()))
 	}
 	for _, p := range fsPlan.createdProtected() {
 		msg := fmt.Sprintf("%s was created during the session (a protected path that did not exist at start, so the sandbox could not make it read-only); review it before running anything there outside the sandbox", p)
@@ -571,10 +571,6 @@ func withoutEnv(env []string, name string) []string {
 		}
 	}
 	return out
-}
-
-func oneLine(s string) string {
-	return strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
 }
 
 // randomSecret returns 32 random bytes in hex ("" if randomness fails).
