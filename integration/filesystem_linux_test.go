@@ -817,7 +817,8 @@ echo DONE`
 	}
 }
 
-// TestFSAllowOnly: with files.allowOnly ["<workspace>/src/**"], writes
+// TestFSAllowOnly: with files.allowOnly ["<workspace>/src/**"] (and
+// files.deny ["**/*.pem"], whose match under src stays unreadable), writes
 // land only under src; other writes in the workspace and in home fail;
 // the rest of home (a sibling of the workspace, with a file) is not
 // readable; the system still runs (/usr/bin/env); as root, /etc/shadow is
@@ -833,7 +834,10 @@ func TestFSAllowOnly(t *testing.T) {
 			sibling := filepath.Join(b.home, "sibling", "file")
 			b.write(t, sibling, "S3CR3T-sibling-"+id+"\n", 0o644)
 			b.write(t, filepath.Join(b.home, "top-secret"), "S3CR3T-home-"+id+"\n", 0o644)
-			pol := b.policy(t, fmt.Sprintf(`{files: {allowOnly: [%q]}}`, src+"/**"))
+			// A files.deny match inside the allowed tree stays hidden (the
+			// workspace is shown again inside its hidden parent).
+			b.write(t, filepath.Join(src, "keys", "id.pem"), "S3CR3T-pem-"+id+"\n", 0o644)
+			pol := b.policy(t, fmt.Sprintf(`{files: {allowOnly: [%q], deny: ["**/*.pem"]}}`, src+"/**"))
 			homeBefore := treeState(t, b.home, src)
 			script := `exec 2>&1
 echo new > src/new.txt && echo src-write-ok
@@ -844,6 +848,7 @@ for f in top.txt other.txt "$HOME/new-in-home" "$HOME/sibling/file" "$HOME/sibli
 done
 mkdir newdir 2>/dev/null && echo "WROTE newdir"
 cat "$HOME/sibling/file"; cat "$HOME/top-secret"; ls -la "$HOME" "$HOME/sibling"
+cat src/keys/id.pem
 /usr/bin/env sh -c 'echo env-ok'
 if [ "$(id -u)" = 0 ]; then cat /etc/shadow >/dev/null 2>&1 && echo SHADOW-READ || echo shadow-refused; fi
 echo DONE`

@@ -284,7 +284,7 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 			}
 		}
 	}
-	p.Hidden = outermost(dedupe(hidden))
+	p.Hidden = outermostBetween(dedupe(hidden), append(append([]string{}, p.Revealed...), p.WriteRoots...))
 	if hasPath(p.Hidden, "/") {
 		return nil, errors.New("files.deny would hide the whole filesystem")
 	}
@@ -715,7 +715,10 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 			}
 		}
 		if revealed {
-			break
+			// A deeper root shows this path again; a hidden path below
+			// that root (a files.deny match inside the workspace) may still
+			// hide it.
+			continue
 		}
 		why := "files.deny"
 		if p.files != nil {
@@ -804,13 +807,27 @@ func dedupe(l []string) []string {
 	return out
 }
 
-// outermost drops every path below another one of the list.
-func outermost(l []string) []string {
+
+// outermostBetween drops the paths of l inside another path of l, unless a
+// root that shows them again (a revealed path or write root) lies between:
+// under files.allowOnly the workspace's parent is hidden and the
+// workspace revealed, and a files.deny match inside the workspace must
+// stay hidden.
+func outermostBetween(l, roots []string) []string {
 	out := []string{}
 	for _, x := range l {
 		inner := false
 		for _, y := range l {
-			if x != y && under(x, y) {
+			if x == y || !under(x, y) {
+				continue
+			}
+			shown := false
+			for _, r := range roots {
+				if r != y && under(r, y) && under(x, r) {
+					shown = true
+				}
+			}
+			if !shown {
 				inner = true
 			}
 		}
