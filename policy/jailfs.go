@@ -807,7 +807,6 @@ func dedupe(l []string) []string {
 	return out
 }
 
-
 // outermostBetween drops the paths of l inside another path of l, unless a
 // root that shows them again (a revealed path or write root) lies between:
 // under files.allowOnly the workspace's parent is hidden and the
