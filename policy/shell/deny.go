@@ -102,6 +102,9 @@ func (a *analyzer) suspect(inv invocation, depth int) {
 	if a.noSuspects || nonExec()[inv.prog] || opaqueExecutors()[inv.prog] || lookups()[inv.prog] || depth >= MaxDepth {
 		return
 	}
+	if p := programs[inv.prog]; p != nil && p.nonExec {
+		return
+	}
 	n := 0
 	for j := 1; j < len(inv.args) && n < maxSuspects; j++ {
 		w := inv.args[j]

@@ -9,6 +9,14 @@
 // classify" both call it, so the explanation names the rule the gate
 // applied.
 //
+// Programs are moving into a registry keyed by program (registry.go): one
+// entry per program holds its options and its answers to every question
+// the classifier asks (what it runs, network actions, hosts, writes), in
+// one file per family (prog_net.go: curl, wget, httpie/xh, netcat, telnet,
+// socat; prog_remote.go: ssh, scp, sftp, rsync). The walks ask the
+// registry first; the programs not yet moved are still cases of their
+// switches in programs.go, network.go and writes.go.
+//
 // It parses with mvdan.cc/sh/v3/syntax (bash dialect; zsh for zsh -c
 // strings) and never runs or expands anything. Every function is pure and
 // safe for concurrent use, except that Decide looks at the filesystem

@@ -308,36 +308,3 @@ func (a *analyzer) gh(inv invocation, depth int) {
 		a.fail("gh alias " + chain[1] + " defines a new gh command")
 	}
 }
-
-var sshValueShort = "BbcDEeFIiJLlmOoPpQRSWw"
-
-func (a *analyzer) ssh(inv invocation, depth int) {
-	a.record(inv)
-	args := inv.args
-	o := scanOpts(args, 1, optSpec{short: sshValueShort})
-	if o.bad != "" {
-		a.fail("option of ssh is not static: " + o.bad)
-		return
-	}
-	for _, v := range o.seen["-o"] {
-		a.sshOption(v, depth)
-	}
-	if o.next+1 < len(args) {
-		a.joinedString("ssh remote command", args[o.next+1:], depth)
-	}
-}
-
-var reSSHCmdOpt = newLazyRegexp(`(?i)^\s*(proxycommand|localcommand|knownhostscommand|remotecommand)\s*[= ]\s*(.*)$`)
-
-func (a *analyzer) sshOption(v word, depth int) {
-	if v.dyn {
-		a.fail("ssh -o with a value that is not static: " + v.val)
-		return
-	}
-	if m := reSSHCmdOpt.FindStringSubmatch(v.val); m != nil {
-		if strings.EqualFold(m[2], "none") {
-			return
-		}
-		a.source(m[2], syntax.LangBash, depth+1)
-	}
-}

@@ -8,26 +8,6 @@ import (
 	"github.com/barry-rocks/sandbox/policy"
 )
 
-var curlOpts = optSpec{
-	short: "AbcCdDeEFHKmoPQrTtuUwxXyYz",
-	long: []string{"user-agent", "cookie", "cookie-jar", "continue-at", "data", "data-raw", "data-binary", "data-ascii",
-		"data-urlencode", "json", "dump-header", "referer", "cert", "form", "form-string", "header", "config", "max-time",
-		"output", "ftp-port", "quote", "range", "upload-file", "telnet-option", "user", "proxy-user", "write-out", "proxy",
-		"request", "speed-limit", "speed-time", "time-cond", "url", "resolve", "connect-to", "output-dir", "trace",
-		"trace-ascii", "connect-timeout", "retry", "retry-delay", "retry-max-time", "cacert", "capath", "key", "pass",
-		"max-filesize", "limit-rate", "interface", "local-port", "oauth2-bearer", "etag-save", "etag-compare", "variable",
-		"expect100-timeout", "happy-eyeballs-timeout-ms", "dns-servers", "doh-url", "preproxy", "proxy-header", "request-target",
-		"unix-socket", "abstract-unix-socket", "aws-sigv4", "url-query", "hsts", "alt-svc", "netrc-file", "mail-from", "mail-rcpt"},
-}
-
-var wgetOpts = optSpec{
-	short: "OoaPUeiTtwQlABDIXR",
-	long: []string{"output-document", "output-file", "append-output", "directory-prefix", "user-agent", "execute",
-		"input-file", "timeout", "tries", "wait", "quota", "level", "accept", "reject", "domains", "include-directories",
-		"exclude-directories", "header", "post-data", "post-file", "method", "body-data", "body-file", "user", "password",
-		"referer", "load-cookies", "save-cookies", "bind-address", "limit-rate", "ca-certificate", "certificate", "private-key"},
-}
-
 var allLeafActions = []string{policy.ActionDNS, policy.ActionGitFetch, policy.ActionGitPush, policy.ActionHTTPRead,
 	policy.ActionHTTPWrite, policy.ActionSSHRead, policy.ActionSSHWrite}
 
@@ -156,6 +136,12 @@ var pkgWrite = sync.OnceValue(func() map[string]map[string]bool {
 
 // networkActions returns the tags one invocation performs.
 func networkActions(inv invocation) []string {
+	if p := programs[inv.prog]; p != nil {
+		if p.actions == nil {
+			return nil
+		}
+		return p.actions(inv)
+	}
 	args := inv.args
 	sub := ""
 	if len(inv.chain) > 0 {
@@ -199,52 +185,6 @@ func networkActions(inv invocation) []string {
 			return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
 		}
 		return []string{policy.ActionHTTPRead}
-	case "curl":
-		if all := curlAllOpts(args); len(all.strs) == 0 && !all.has("--url") && !hasDynamic(args) {
-			return nil // curl --version, curl -h: no transfer
-		}
-		return []string{curlMethod(args)}
-	case "wget":
-		if len(operands(args, wgetOpts)) == 0 && !hasDynamic(args) {
-			o := scanOpts(args, 1, wgetOpts)
-			if !o.has("-i", "--input-file") {
-				return nil
-			}
-		}
-		o := scanOpts(args, 1, wgetOpts)
-		if o.bad != "" {
-			return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
-		}
-		if o.has("--post-data", "--post-file", "--body-data", "--body-file") {
-			return []string{policy.ActionHTTPWrite}
-		}
-		if m, ok := o.val("--method"); ok && !readMethod(m.val) {
-			return []string{policy.ActionHTTPWrite}
-		}
-		return []string{policy.ActionHTTPRead}
-	case "http", "https", "xh", "xhs", "httpie":
-		return []string{httpieMethod(args)}
-	case "ssh":
-		if sshDest(args) != "" {
-			return []string{policy.ActionSSHRead}
-		}
-	case "scp", "rsync", "sftp":
-		ops := operands(args, scpRsyncOpts(inv.prog))
-		var out []string
-		for i, w := range ops {
-			if !isRemote(w.val) && !(inv.prog == "sftp") {
-				continue
-			}
-			if inv.prog == "sftp" {
-				return []string{policy.ActionSSHRead, policy.ActionSSHWrite}
-			}
-			if i == len(ops)-1 && len(ops) > 1 {
-				out = append(out, policy.ActionSSHWrite)
-			} else {
-				out = append(out, policy.ActionSSHRead)
-			}
-		}
-		return out
 	case "dig", "nslookup", "host", "drill", "delv", "kdig":
 		return []string{policy.ActionDNS}
 	case "resolvectl":
@@ -255,8 +195,6 @@ func networkActions(inv invocation) []string {
 		if len(args) > 1 && strings.Contains(args[1].val, "hosts") {
 			return []string{policy.ActionDNS}
 		}
-	case "nc", "ncat", "netcat", "socat", "telnet":
-		return allLeafActions
 	case "ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links", "elinks", "w3m", "whois",
 		"ping", "ping6", "fping", "arping", "traceroute", "traceroute6", "tracepath", "mtr", "nmap", "hping3",
 		"rclone", "s3cmd", "gsutil",
@@ -310,85 +248,6 @@ func readMethod(m string) bool {
 	return false
 }
 
-// curlMethod decides read or write for curl, in the order curl's manual
-// gives: -G/-I read; data flags write; -X by method; otherwise read.
-func curlMethod(args []word) string {
-	for _, w := range args[1:] {
-		if w.dyn && w.mayBeOption() {
-			return policy.ActionHTTPWrite
-		}
-	}
-	// Options after operands are still options to curl.
-	all := curlAllOpts(args)
-	if all.has("-G", "--get", "-I", "--head") {
-		return policy.ActionHTTPRead
-	}
-	if all.has("-d", "--data", "--data-raw", "--data-binary", "--data-ascii", "--data-urlencode", "--json", "-F", "--form", "--form-string", "-T", "--upload-file") {
-		return policy.ActionHTTPWrite
-	}
-	if m, ok := all.val("-X", "--request"); ok && !readMethod(m.val) {
-		return policy.ActionHTTPWrite
-	}
-	return policy.ActionHTTPRead
-}
-
-// curlAllOpts scans curl's options anywhere in argv (curl accepts options
-// after URLs).
-func curlAllOpts(args []word) opts {
-	all := opts{seen: map[string][]word{}}
-	i := 1
-	for i < len(args) {
-		o := scanOpts(args, i, curlOpts)
-		for k, v := range o.seen {
-			all.seen[k] = append(all.seen[k], v...)
-		}
-		if o.next >= len(args) {
-			break
-		}
-		if o.next > i && args[o.next-1].val == "--" {
-			break
-		}
-		all.strs = append(all.strs, args[o.next])
-		i = o.next + 1
-	}
-	return all
-}
-
-func httpieMethod(args []word) string {
-	o := scanOpts(args, 1, optSpec{short: "abAvp", long: []string{"auth", "auth-type", "verify", "cert", "cert-key", "proxy", "session", "output", "print", "timeout", "pretty", "style", "format-options"}})
-	if o.has("-f", "--form", "--raw", "--multipart") {
-		return policy.ActionHTTPWrite
-	}
-	ops := args[o.next:]
-	if len(ops) == 0 {
-		return policy.ActionHTTPRead
-	}
-	if m := ops[0].val; m == strings.ToUpper(m) && isAlpha(m) {
-		if readMethod(m) {
-			return policy.ActionHTTPRead
-		}
-		return policy.ActionHTTPWrite
-	}
-	for _, w := range ops[1:] {
-		if w.dyn || strings.Contains(w.val, "=") && !strings.Contains(w.val, "==") || strings.Contains(w.val, ":=") || strings.Contains(w.val, "@") {
-			return policy.ActionHTTPWrite
-		}
-	}
-	return policy.ActionHTTPRead
-}
-
-func isAlpha(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < 'A' || c > 'Z' {
-			return false
-		}
-	}
-	return true
-}
-
 func ghAPIWrite(args []word) bool {
 	for i, w := range args {
 		v := w.val
@@ -413,13 +272,6 @@ func ghAPIWrite(args []word) bool {
 	return false
 }
 
-func scpRsyncOpts(prog string) optSpec {
-	if prog == "rsync" {
-		return optSpec{short: "eBfT", long: []string{"rsh", "rsync-path", "filter", "exclude", "include", "exclude-from", "include-from", "files-from", "temp-dir", "log-file", "partial-dir", "backup-dir", "suffix", "chmod", "password-file", "bwlimit", "timeout", "port"}}
-	}
-	return optSpec{short: "cFiJlPoSBDX"}
-}
-
 // operands returns argv's non-option words, skipping option values.
 func operands(args []word, sp optSpec) []word {
 	var out []word
@@ -439,14 +291,6 @@ func operands(args []word, sp optSpec) []word {
 	return out
 }
 
-func sshDest(args []word) string {
-	o := scanOpts(args, 1, optSpec{short: sshValueShort})
-	if o.next < len(args) {
-		return args[o.next].val
-	}
-	return ""
-}
-
 // ExtractDomainsFromCommand returns the canonical hosts (policy.ParseHost)
 // the line's network commands contact: URL arguments of curl, wget, httpie
 // and git, git's repository argument (https://, ssh://, git://,
@@ -461,8 +305,7 @@ func ExtractDomainsFromCommand(line string) []string {
 // Domains is ExtractDomainsFromCommand for a line already classified.
 func (c Classification) Domains() []string {
 	var out []string
-	add := func(raw string, scp bool) {
-		h := urlHost(raw, scp)
+	addHost := func(h string) {
 		if h == "" {
 			return
 		}
@@ -474,7 +317,16 @@ func (c Classification) Domains() []string {
 			out = append(out, s)
 		}
 	}
+	add := func(raw string, scp bool) { addHost(urlHost(raw, scp)) }
 	for _, inv := range c.invs {
+		if p := programs[inv.prog]; p != nil {
+			if p.hosts != nil {
+				for _, h := range p.hosts(inv) {
+					addHost(h)
+				}
+			}
+			continue
+		}
 		args := inv.args
 		switch inv.prog {
 		case "git":
@@ -493,86 +345,6 @@ func (c Classification) Domains() []string {
 					}
 				}
 			}
-		case "curl":
-			all := curlAllOpts(args)
-			for _, w := range all.strs {
-				if !w.dyn {
-					add(w.val, false)
-				}
-			}
-			for _, w := range all.seen["--url"] {
-				add(w.val, false)
-			}
-			// The proxy is the host curl connects to.
-			for _, f := range []string{"-x", "--proxy", "--preproxy"} {
-				for _, w := range all.seen[f] {
-					if !w.dyn {
-						add(w.val, false)
-					}
-				}
-			}
-			for _, w := range append(all.seen["--resolve"], all.seen["--connect-to"]...) {
-				parts := strings.Split(w.val, ":")
-				if len(parts) >= 1 {
-					add(parts[0], false)
-				}
-				if len(parts) >= 3 && parts[2] != "" {
-					add(strings.Trim(strings.Split(parts[2], ",")[0], "[]"), false)
-				}
-			}
-		case "wget":
-			for _, w := range operands(args, wgetOpts) {
-				if !w.dyn {
-					add(w.val, false)
-				}
-			}
-		case "http", "https", "xh", "xhs", "httpie":
-			for _, w := range operands(args, optSpec{short: "abAvp"}) {
-				if w.dyn || isAlpha(w.val) && w.val == strings.ToUpper(w.val) {
-					continue
-				}
-				add(w.val, false)
-				break
-			}
-		case "ssh", "scp", "sftp", "rsync":
-			if inv.prog == "ssh" {
-				if d := sshDest(args); d != "" {
-					add(d, false)
-				}
-			}
-			// Jump hosts and a HostName override are where ssh connects:
-			// "ssh -J evil.example good.example",
-			// "ssh -o HostName=evil.example good.example".
-			if inv.prog != "rsync" {
-				o := scanAll(args, 1, optSpec{short: sshValueShort})
-				for _, w := range o.seen["-J"] {
-					for _, h := range strings.Split(w.val, ",") {
-						add(jumpHost(h), false)
-					}
-				}
-				for _, w := range o.seen["-o"] {
-					k, v, ok := strings.Cut(w.val, "=")
-					if !ok {
-						k, v, _ = strings.Cut(strings.TrimSpace(w.val), " ")
-					}
-					switch strings.ToLower(strings.TrimSpace(k)) {
-					case "hostname":
-						add(strings.TrimSpace(v), false)
-					case "proxyjump":
-						for _, h := range strings.Split(strings.TrimSpace(v), ",") {
-							add(jumpHost(h), false)
-						}
-					}
-				}
-			}
-			if inv.prog == "ssh" {
-				continue
-			}
-			for _, w := range operands(args, scpRsyncOpts(inv.prog)) {
-				if !w.dyn && (isRemote(w.val) || inv.prog == "sftp") {
-					add(w.val, true)
-				}
-			}
 		case "dig", "drill", "delv", "kdig", "nslookup", "host":
 			for _, w := range operands(args, optSpec{short: "tcpqbfkxyW"}) {
 				v := w.val
@@ -581,13 +353,6 @@ func (c Classification) Domains() []string {
 				}
 				add(v, false)
 				break
-			}
-		case "nc", "ncat", "netcat", "telnet":
-			for _, w := range operands(args, optSpec{short: "pswiqxXeco"}) {
-				if !w.dyn && !isDigits(w.val) {
-					add(w.val, false)
-					break
-				}
 			}
 		case "pip", "pip3", "pipx", "npm", "pnpm", "yarn", "bun", "npx", "bunx", "uv", "poetry", "go", "cargo", "gem", "brew", "helm", "docker", "podman", "composer":
 			for _, w := range args[1:] {
@@ -599,13 +364,6 @@ func (c Classification) Domains() []string {
 			for j := 2; j+1 < len(args); j++ {
 				if args[j].val == "-connect" && !args[j+1].dyn {
 					add(args[j+1].val, false)
-				}
-			}
-		case "socat":
-			for _, w := range operands(args, optSpec{}) {
-				parts := strings.Split(w.val, ":")
-				if len(parts) >= 3 && strings.HasPrefix(strings.ToUpper(parts[0]), "TCP") || len(parts) >= 3 && strings.HasPrefix(strings.ToUpper(parts[0]), "UDP") || len(parts) >= 3 && strings.HasPrefix(strings.ToUpper(parts[0]), "OPENSSL") {
-					add(strings.Split(parts[1], ",")[0], false)
 				}
 			}
 		}
@@ -687,22 +445,4 @@ func urlHost(s string, scp bool) string {
 		return ""
 	}
 	return h
-}
-
-// jumpHost returns the host of an ssh jump spec: [user@]host[:port] or
-// ssh://[user@]host[:port].
-func jumpHost(s string) string {
-	s = strings.TrimPrefix(strings.TrimSpace(s), "ssh://")
-	if i := strings.LastIndexByte(s, '@'); i >= 0 {
-		s = s[i+1:]
-	}
-	if strings.HasPrefix(s, "[") {
-		if i := strings.IndexByte(s, ']'); i > 0 {
-			return s[1:i]
-		}
-	}
-	if i := strings.IndexByte(s, ':'); i >= 0 && strings.Count(s, ":") == 1 {
-		s = s[:i]
-	}
-	return s
 }

@@ -163,7 +163,8 @@ var globalOpts = sync.OnceValue(func() map[string]optSpec {
 })
 
 // nonExec are common programs that never run their arguments as commands:
-// their arguments are not scanned for program names.
+// their arguments are not scanned for program names. (A program in the
+// registry says so in its entry instead.)
 var nonExec = sync.OnceValue(func() map[string]bool {
 	return map[string]bool{
 		"echo": true, "printf": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
@@ -179,7 +180,7 @@ var nonExec = sync.OnceValue(func() map[string]bool {
 		"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
 		"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
 		"brew": true, "apt": true, "apt-get": true, "pip": true, "pip3": true, "npm": true, "pnpm": true,
-		"yarn": true, "gem": true, "curl": true, "wget": true, "git": true, "gh": true, "code": true, "open": true,
+		"yarn": true, "gem": true, "git": true, "gh": true, "code": true, "open": true,
 		"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
 		"podman": true, "kubectl": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
 	}
@@ -251,6 +252,14 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			return
 		}
 		rest(i)
+		return
+	}
+	if p := programs[prog]; p != nil {
+		if p.run == nil {
+			a.generic(inv, in, depth)
+		} else {
+			p.run(a, inv, in, depth)
+		}
 		return
 	}
 	switch prog {
@@ -516,41 +525,6 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		return
 	case "gh":
 		a.gh(inv, depth)
-		return
-	case "ssh":
-		a.ssh(inv, depth)
-		return
-	case "scp", "sftp":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "cFiJlPoSBDX"})
-		for _, v := range o.seen["-o"] {
-			a.sshOption(v, depth)
-		}
-		if v, ok := o.val("-S"); ok {
-			a.command([]word{v}, stdin{}, depth+1)
-		}
-		a.commandWrites(inv)
-		return
-	case "rsync":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "eBfT", long: []string{"rsh", "rsync-path", "filter", "exclude", "include", "exclude-from", "include-from", "files-from", "temp-dir", "log-file", "partial-dir", "backup-dir", "suffix", "chmod", "password-file", "bwlimit", "timeout", "port", "compare-dest", "copy-dest", "link-dest", "out-format", "max-size", "min-size"}})
-		for _, v := range append(o.seen["-e"], o.seen["--rsh"]...) {
-			a.codeString("rsync -e", v, syntax.LangBash, depth)
-		}
-		if v, ok := o.val("--rsync-path"); ok {
-			a.codeString("rsync --rsync-path", v, syntax.LangBash, depth)
-		}
-		a.commandWrites(inv)
-		return
-	case "curl":
-		a.record(inv)
-		for _, w := range args[1:] {
-			if w.val == "-K" || strings.HasPrefix(w.val, "--config") || (strings.HasPrefix(w.val, "-") && !strings.HasPrefix(w.val, "--") && strings.Contains(w.val, "K")) {
-				a.fail("curl -K reads URLs and options from a file")
-				return
-			}
-		}
-		a.commandWrites(inv)
 		return
 	case "sudoedit":
 		a.record(inv)

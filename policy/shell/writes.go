@@ -56,6 +56,18 @@ func (c Classification) FileWrite() *FileWriteFinding {
 	return &f
 }
 
+// writeOperands returns the words commandWrites takes for operands: every
+// word after the program that does not start with "-" (and "-" itself).
+func writeOperands(args []word) []word {
+	var ops []word
+	for _, w := range args[1:] {
+		if !strings.HasPrefix(w.val, "-") || w.val == "-" {
+			ops = append(ops, w)
+		}
+	}
+	return ops
+}
+
 // writers whose operands are all written (path = first operand).
 var writeAll = sync.OnceValue(func() map[string]bool {
 	return setOf(`touch mkdir rm rmdir unlink shred mkfifo mknod gzip gunzip bzip2 xz unxz zstd`)
@@ -68,18 +80,19 @@ var writeAfterFirst = sync.OnceValue(func() map[string]bool {
 
 // writers whose last operand is the destination.
 var writeLast = sync.OnceValue(func() map[string]bool {
-	return setOf(`cp mv install ln rsync scp`)
+	return setOf(`cp mv install ln`)
 })
 
 // commandWrites records writes made by a command's own semantics.
 func (a *analyzer) commandWrites(inv invocation) {
-	prog, args := inv.prog, inv.args
-	var ops []word
-	for _, w := range args[1:] {
-		if !strings.HasPrefix(w.val, "-") || w.val == "-" {
-			ops = append(ops, w)
+	if p := programs[inv.prog]; p != nil {
+		if p.writes != nil {
+			p.writes(a, inv)
 		}
+		return
 	}
+	prog, args := inv.prog, inv.args
+	ops := writeOperands(args)
 	first := func() string {
 		if len(ops) > 0 {
 			return ops[0].val
@@ -95,15 +108,12 @@ func (a *analyzer) commandWrites(inv invocation) {
 		if len(ops) > 1 {
 			a.write(ops[1].val, prog)
 		}
-	case writeLast()[prog] && prog != "rsync" && prog != "scp" && targetDir(args) != nil:
+	case writeLast()[prog] && targetDir(args) != nil:
 		// "cp -t /dir a": the destination is -t's value, not the last word.
 		a.write(targetDir(args).val, prog+" -t")
 	case writeLast()[prog]:
 		if len(ops) > 1 {
 			dst := ops[len(ops)-1].val
-			if (prog == "scp" || prog == "rsync") && isRemote(dst) {
-				return
-			}
 			a.write(dst, prog)
 			if prog == "cp" || prog == "ln" || prog == "install" || prog == "mv" {
 				a.noteCopy(ops[0], ops[len(ops)-1])
@@ -173,43 +183,7 @@ func (a *analyzer) commandWrites(inv invocation) {
 				a.write(args[j+1].val, "git archive -o")
 			}
 		}
-	case prog == "curl":
-		// Options may follow the URL: "curl URL --output out".
-		o := curlAllOpts(args)
-		for _, f := range []string{"-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace", "--trace-ascii", "--output-dir", "--etag-save"} {
-			if v, ok := o.val(f); ok && !harmlessSink(v.val) {
-				a.write(v.val, "curl "+f)
-				return
-			}
-		}
-		if o.has("-O", "--remote-name", "--remote-name-all", "-J") {
-			a.write("", "curl -O")
-		}
-	case prog == "wget":
-		o := scanOpts(args, 1, wgetOpts)
-		if o.has("--spider") || len(operands(args, wgetOpts)) == 0 && !o.has("-i", "--input-file") && !hasDynamic(args) {
-			return
-		}
-		if v, ok := o.val("-O", "--output-document"); ok {
-			if !harmlessSink(v.val) {
-				a.write(v.val, "wget -O")
-			}
-			return
-		}
-		a.write("", "wget")
 	}
-}
-
-// isRemote reports whether an scp/rsync operand names a remote location.
-func isRemote(s string) bool {
-	if strings.Contains(s, "://") {
-		return true
-	}
-	i := strings.IndexByte(s, ':')
-	if i <= 0 {
-		return false
-	}
-	return !strings.Contains(s[:i], "/")
 }
 
 var reWhich = newLazyRegexp("^(\\$\\(|`)\\s*(which|command\\s+-v|type\\s+-P|whereis)\\s+([A-Za-z0-9._+-]+)\\s*(\\)|`)$")
