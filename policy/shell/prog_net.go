@@ -200,21 +200,17 @@ func wgetWrites(a *analyzer, inv invocation) {
 
 var httpie = &program{actions: httpieActions, hosts: httpieHosts}
 
-// httpieOpts is the grammar httpieMethod reads. httpieHosts reads the
-// operands with the short letters only, so a long value option's value is
-// taken for the URL ("http --session NAME HOST" reports NAME): a
-// divergence kept as found (no behaviour change in the move), to be
-// settled on the full table.
-var (
-	httpieOpts     = optSpec{short: "abAvp", long: []string{"auth", "auth-type", "verify", "cert", "cert-key", "proxy", "session", "output", "print", "timeout", "pretty", "style", "format-options"}}
-	httpieHostOpts = optSpec{short: "abAvp"}
-)
+// httpieOpts is httpie's grammar, for its method and its host alike: a
+// long option's value is never its URL ("http --session NAME HOST" goes to
+// HOST; read with the short letters only, NAME was taken for the host and
+// HOST went unchecked).
+var httpieOpts = optSpec{short: "abAvp", long: []string{"auth", "auth-type", "verify", "cert", "cert-key", "proxy", "session", "session-read-only", "output", "print", "timeout", "pretty", "style", "format-options", "boundary", "chunked-size", "max-redirects", "max-headers", "ssl", "ciphers", "unsorted", "response-charset", "response-mime"}}
 
 func httpieActions(inv invocation) []string { return []string{httpieMethod(inv.args)} }
 
 func httpieHosts(inv invocation) []string {
 	var h hostList
-	for _, w := range operands(inv.args, httpieHostOpts) {
+	for _, w := range operands(inv.args, httpieOpts) {
 		if w.dyn || isAlpha(w.val) && w.val == strings.ToUpper(w.val) {
 			continue
 		}

@@ -157,3 +157,13 @@ func TestRegistryProgramsHaveNoCases(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPieHostAfterLongOptions: a long option's value is not httpie's
+// URL ("http --session NAME HOST" contacts HOST).
+func TestHTTPieHostAfterLongOptions(t *testing.T) {
+	for _, line := range []string{"http --session work api.example.com", "https --timeout 5 api.example.com/x", "http --verify no POST api.example.com a=1"} {
+		if got := Classify(line).Domains(); len(got) != 1 || got[0] != "api.example.com" {
+			t.Errorf("%s: hosts %v, want [api.example.com]", line, got)
+		}
+	}
+}
