@@ -440,7 +440,7 @@ func TestSocketServeHooks(t *testing.T) {
 	// A broken edit keeps the last good (open) policy, once the server has
 	// seen and refused it.
 	os.WriteFile(pol, []byte("version: 2\n"), 0o600)
-	for i := 0; !strings.Contains(logs.String(), "policy reload refused"); i++ {
+	for i := 0; !strings.Contains(logs.String(), `"msg":"policy reload","kind":"reload","decision":"deny"`); i++ {
 		if i > 200 {
 			t.Fatalf("the broken edit was never refused; log: %s", logs.String())
 		}

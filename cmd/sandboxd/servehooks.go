@@ -10,6 +10,7 @@ import (
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/policywatch"
 	"github.com/barry-rocks/sandbox/policy"
 )
 
@@ -45,11 +46,12 @@ func serveHooksCommand() *cli.Command {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			srv := hooks.NewServer(nil, log)
-			reload, err := hooks.ServePolicyFile(ctx, srv, *policyPath, log)
+			live, err := serveHooksPolicy(ctx, srv, *policyPath, log)
 			if err != nil {
 				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", policy.OneLine(err.Error()))
 				return 1
 			}
+			defer live.Close()
 			ln, err := hooks.Listen(*addr)
 			if err != nil {
 				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", policy.OneLine(err.Error()))
@@ -64,10 +66,11 @@ func serveHooksCommand() *cli.Command {
 					case <-ctx.Done():
 						return
 					case <-hup:
-						reload()
+						live.Reload()
 					}
 				}
 			}()
+			go live.Serve(ctx)
 			log.Info("hooks: serving", "addr", ln.Addr().String(), "policy", *policyPath)
 			if err := srv.Serve(ctx, ln); err != nil {
 				fmt.Fprintf(io.Err, "sandboxd serve-hooks: %s\n", policy.OneLine(err.Error()))
@@ -76,4 +79,53 @@ func serveHooksCommand() *cli.Command {
 			return 0
 		},
 	}
+}
+
+// hookPolicy is one version of the served policy: its ruling engine.
+type hookPolicy struct {
+	rulings     hooks.Engine
+	fingerprint string
+}
+
+// Fingerprint is the resolved policy's fingerprint.
+func (p *hookPolicy) Fingerprint() string { return p.fingerprint }
+
+// compileHookPolicy builds the ruling engine of a resolved session policy.
+func compileHookPolicy(r *policy.Resolved) (*hookPolicy, error) {
+	s, err := hooks.SessionFromResolved(r)
+	if err != nil {
+		return nil, err
+	}
+	e, err := hooks.NewEngine(s, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &hookPolicy{rulings: e, fingerprint: r.Fingerprint}, nil
+}
+
+// serveHooksPolicy resolves the session policy file at path into srv's
+// engine and keeps it live (the applier "sandboxd run" uses): every change
+// that resolves takes effect for the next request once Serve runs; an edit
+// that does not decode or resolve, and a deleted file, keep the last good
+// policy, so the proxy and the rulings never disagree. Each outcome is an
+// audit line of kind reload on log. The first resolution's error is
+// returned.
+func serveHooksPolicy(ctx context.Context, srv *hooks.Server, path string, log *slog.Logger) (*policywatch.Live[*hookPolicy], error) {
+	live := &policywatch.Live[*hookPolicy]{
+		Log:       log,
+		Compile:   compileHookPolicy,
+		Enforcers: []func(*hookPolicy) error{func(p *hookPolicy) error { srv.SetPolicy(p.rulings); return nil }},
+	}
+	r, err := live.Watch(ctx, path, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", hooks.ErrNoPolicy, path, err)
+	}
+	first, err := compileHookPolicy(r)
+	if err != nil {
+		live.Close()
+		return nil, err
+	}
+	live.Set(first)
+	srv.SetPolicy(first.rulings)
+	return live, nil
 }

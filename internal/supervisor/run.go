@@ -10,15 +10,14 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/internal/policywatch"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 	"github.com/barry-rocks/sandbox/proxy"
@@ -59,17 +58,36 @@ type Options struct {
 	Stdin     *os.File
 	Stdout    *os.File
 	Stderr    *os.File
-	// Debounce of the policy file watcher (0: policy.DefaultDebounce).
+	// Debounce of the policy file watcher (0: policywatch.DefaultDebounce).
 	Debounce time.Duration
 }
 
 // sessionPolicy is one resolved state of the session: what every enforcer
 // reads, computed once per policy version so they cannot disagree.
 type sessionPolicy struct {
-	resolved    *policy.Resolved // nil without a policy file
-	bound       *policy.Bound
-	proxy       proxy.Policy
+	resolved *policy.Resolved // nil without a policy file
+	bound    *policy.Bound
+	proxy    proxy.Policy
+	rulings  hooks.Engine // nil without a policy file
+	// fingerprint is the session's one fingerprint of this version: the
+	// proxies', the audit stream's, the status file's and the reload lines'.
 	fingerprint string
+}
+
+// Fingerprint is the session's fingerprint of this policy version.
+func (sp *sessionPolicy) Fingerprint() string { return sp.fingerprint }
+
+// compileReload derives a reloaded policy version: the session policy and
+// its ruling engine.
+func (o *Options) compileReload(r *policy.Resolved) (*sessionPolicy, error) {
+	sp, err := o.compute(r)
+	if err != nil {
+		return nil, err
+	}
+	if sp.rulings, err = sp.engine(); err != nil {
+		return nil, err
+	}
+	return sp, nil
 }
 
 // compute merges the flags' bound into the resolved policy's and derives
@@ -127,133 +145,208 @@ func Run(opts Options) (int, error) {
 	if len(opts.Command) == 0 {
 		return 0, errors.New("no command to run")
 	}
-	stderr := opts.Stderr
-	if stderr == nil {
-		stderr = os.Stderr
+	s := &session{opts: opts, stderr: opts.Stderr}
+	if s.stderr == nil {
+		s.stderr = os.Stderr
 	}
-	var (
-		watcher *policy.Watcher
-		first   *policy.Resolved
-	)
-	wctx, wcancel := context.WithCancel(context.Background())
-	defer wcancel()
-	// changes carries the watcher's reports to the apply loop, which starts
-	// once the enforcers exist.
-	changes := make(chan policy.Change, 16)
-	if opts.PolicyFile != "" {
-		w, err := policy.WatchFile(wctx, opts.PolicyFile, opts.Debounce, func(c policy.Change) {
-			select {
-			case changes <- c:
-			case <-wctx.Done():
-			}
-		})
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+	for _, step := range []func() (func(), error){
+		s.resolve, s.runtimeDir, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.livePolicy,
+	} {
+		cleanup, err := step()
+		if cleanup != nil {
+			cleanups = append(cleanups, cleanup)
+		}
 		if err != nil {
 			return 0, err
 		}
-		defer w.Close()
-		watcher, first = w, w.Current()
 	}
-	cur, err := opts.compute(first)
+	return s.wait(), nil
+}
+
+// proxies are the session's egress and DNS proxies, once up.
+type proxies struct {
+	px  *proxy.Server
+	dns *proxy.DNSServer
+	err error
+}
+
+// session is one "sandboxd run", set up step by step (Run calls them in
+// order); each step returns its cleanup and an error.
+type session struct {
+	opts   Options
+	stderr *os.File
+
+	live      *policywatch.Live[*sessionPolicy]
+	allowUnix []string
+
+	dir, id string
+	stream  *Audit
+	log     *slog.Logger
+
+	proxySock, dnsSock string
+	pln, dln           net.Listener
+	secret             string
+	upc                chan proxies
+	up                 proxies
+	upDone             bool
+
+	env         []string
+	forwards    []procjail.Forward
+	readOnly    []string
+	hsrv        *hooks.Server
+	fsPlan      *fsState
+	landlockABI int
+
+	status       Status
+	statusFailed bool
+
+	sig         *sigRelay
+	startLogged bool // set by ready, read after Start returns
+	sb          *procjail.Sandbox
+
+	stopLive func()
+}
+
+// resolve watches the policy file (its changes queue until livePolicy) and
+// computes the first session policy.
+func (s *session) resolve() (func(), error) {
+	s.live = &policywatch.Live[*sessionPolicy]{Compile: s.opts.compileReload}
+	var first *policy.Resolved
+	wctx, wcancel := context.WithCancel(context.Background())
+	cleanup := wcancel
+	if s.opts.PolicyFile != "" {
+		r, err := s.live.Watch(wctx, s.opts.PolicyFile, s.opts.Debounce)
+		if err != nil {
+			return cleanup, err
+		}
+		cleanup = func() { s.live.Close(); wcancel() }
+		first = r
+	}
+	cur, err := s.opts.compute(first)
 	if err != nil {
-		return 0, err
+		return cleanup, err
 	}
-	var allowUnix []string
-	for _, p := range opts.AllowUnixSockets {
+	s.live.Set(cur)
+	for _, p := range s.opts.AllowUnixSockets {
 		a, err := filepath.Abs(p)
 		if err != nil {
-			return 0, err
+			return cleanup, err
 		}
-		allowUnix = append(allowUnix, a)
+		s.allowUnix = append(s.allowUnix, a)
 	}
+	return cleanup, nil
+}
 
+// runtimeDir makes the session's runtime directory (its id) and opens the
+// audit stream.
+func (s *session) runtimeDir() (func(), error) {
 	PruneStale(RuntimeBase())
 	dir, err := os.MkdirTemp(RuntimeBase(), runtimePrefix)
 	if err != nil {
-		return 0, fmt.Errorf("runtime directory: %w", err)
+		return nil, fmt.Errorf("runtime directory: %w", err)
 	}
-	defer os.RemoveAll(dir)
-	id := filepath.Base(dir)
-	stream, err := OpenAudit(opts.AuditPath, id)
+	s.dir, s.id = dir, filepath.Base(dir)
+	stream, err := OpenAudit(s.opts.AuditPath, s.id)
 	if err != nil {
-		return 0, err
+		return func() { os.RemoveAll(dir) }, err
 	}
-	defer stream.Close()
-	stream.SetPolicy(cur.fingerprint)
-	auditLog := stream.Logger()
-	proxySock, dnsSock := filepath.Join(dir, "proxy.sock"), filepath.Join(dir, "dns.sock")
+	s.stream = stream
+	stream.SetPolicy(s.live.Current().fingerprint)
+	s.log = stream.Logger()
+	return func() { stream.Close(); os.RemoveAll(dir) }, nil
+}
 
-	// The listeners exist before the sandbox starts (its forwarders check
-	// them); the proxies themselves come up while the namespaces are being
-	// set up, and the command starts only once they are (Spec.Ready).
-	pln, err := net.Listen("unix", proxySock)
+// startProxies opens the proxies' listeners and starts the proxies. The
+// listeners exist before the sandbox starts (its forwarders check them); the
+// proxies themselves come up while the namespaces are being set up, and the
+// command starts only once they are (awaitProxies in ready).
+func (s *session) startProxies() (func(), error) {
+	var cleanup []func()
+	undo := func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	s.proxySock, s.dnsSock = filepath.Join(s.dir, "proxy.sock"), filepath.Join(s.dir, "dns.sock")
+	pln, err := net.Listen("unix", s.proxySock)
 	if err != nil {
-		return 0, fmt.Errorf("proxy listener: %w", err)
+		return nil, fmt.Errorf("proxy listener: %w", err)
 	}
-	defer pln.Close()
-	dln, err := net.Listen("unix", dnsSock)
+	cleanup = append(cleanup, func() { pln.Close() })
+	dln, err := net.Listen("unix", s.dnsSock)
 	if err != nil {
-		return 0, fmt.Errorf("dns proxy listener: %w", err)
+		return undo, fmt.Errorf("dns proxy listener: %w", err)
 	}
-	defer dln.Close()
-	secret := randomSecret()
-	if secret == "" {
-		return 0, errors.New("proxy credentials: no randomness")
+	cleanup = append(cleanup, func() { dln.Close() })
+	s.pln, s.dln = pln, dln
+	if s.secret = randomSecret(); s.secret == "" {
+		return undo, errors.New("proxy credentials: no randomness")
 	}
-	type proxies struct {
-		px  *proxy.Server
-		dns *proxy.DNSServer
-		err error
-	}
-	upc := make(chan proxies, 1)
+	pp := s.live.Current().proxy
+	s.upc = make(chan proxies, 1)
 	go func() {
-		px, err := proxy.New(proxy.Config{SandboxID: id, Policy: cur.proxy, User: id, Secret: secret,
-			DNSUpstream: opts.DNSUpstream, Audit: auditLog})
+		px, err := proxy.New(proxy.Config{SandboxID: s.id, Policy: pp, User: s.id, Secret: s.secret,
+			DNSUpstream: s.opts.DNSUpstream, Audit: s.log})
 		if err != nil {
-			upc <- proxies{err: fmt.Errorf("proxy: %w", err)}
+			s.upc <- proxies{err: fmt.Errorf("proxy: %w", err)}
 			return
 		}
-		dnsSrv, err := proxy.NewDNS(proxy.DNSConfig{SandboxID: id, Policy: cur.proxy, Upstream: opts.DNSUpstream, Audit: auditLog})
+		dnsSrv, err := proxy.NewDNS(proxy.DNSConfig{SandboxID: s.id, Policy: pp, Upstream: s.opts.DNSUpstream, Audit: s.log})
 		if err != nil {
 			px.Close()
-			upc <- proxies{err: fmt.Errorf("dns proxy: %w", err)}
+			s.upc <- proxies{err: fmt.Errorf("dns proxy: %w", err)}
 			return
 		}
 		go px.Serve(pln)
 		go dnsSrv.ServeTCP(dln)
-		upc <- proxies{px: px, dns: dnsSrv}
+		s.upc <- proxies{px: px, dns: dnsSrv}
 	}()
-	var up proxies
-	upDone := false
-	awaitProxies := func() error {
-		if !upDone {
-			up, upDone = <-upc, true
+	cleanup = append(cleanup, func() {
+		s.awaitProxies()
+		if s.up.px != nil {
+			s.up.px.Close()
+			s.up.dns.Close()
 		}
-		return up.err
-	}
-	defer func() {
-		awaitProxies()
-		if up.px != nil {
-			up.px.Close()
-			up.dns.Close()
-		}
-	}()
+	})
+	return undo, nil
+}
 
+// awaitProxies waits for the proxies to be up (once) and says whether they
+// are. It is called only from Run's goroutine and the ones it waits for in
+// turn (ready, the apply loop).
+func (s *session) awaitProxies() error {
+	if !s.upDone {
+		s.up, s.upDone = <-s.upc, true
+	}
+	return s.up.err
+}
+
+// jailSpec gathers what the jail is given: the environment, the forwards,
+// the read-only paths, the hook ruling server (with a policy file) and the
+// filesystem plan.
+func (s *session) jailSpec() (func(), error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, fmt.Errorf("own executable: %w", err)
+		return nil, fmt.Errorf("own executable: %w", err)
 	}
 	env := procjail.ProxyEnv(os.Environ(), procjail.ProxyEnvArgs{
-		Port: ProxyInsidePort, User: id, Password: secret, ConnectHelper: self,
+		Port: ProxyInsidePort, User: s.id, Password: s.secret, ConnectHelper: self,
 	})
-	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+id)
-	forwards := []procjail.Forward{
-		{InsidePort: ProxyInsidePort, Network: "tcp", Target: proxySock},
-		{InsidePort: 53, Network: "udp", Target: dnsSock},
-		{InsidePort: 53, Network: "tcp", Target: dnsSock},
+	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+s.id)
+	s.forwards = []procjail.Forward{
+		{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock},
+		{InsidePort: 53, Network: "udp", Target: s.dnsSock},
+		{InsidePort: 53, Network: "tcp", Target: s.dnsSock},
 	}
 	// The runtime directory and the policy file's directory are read-only
 	// inside: an agent cannot grant itself a domain by editing them.
-	readOnly := []string{dir}
+	s.readOnly = []string{s.dir}
 	// The proxy's resolver runs out here and reads the host's /etc/hosts
 	// and nsswitch.conf: a sandbox started by root could otherwise add
 	// "ADDR allowed.name" and have the proxy take an allowed name to any
@@ -262,246 +355,142 @@ func Run(opts Options) (int, error) {
 	// a filesystem policy is what closes that for good.)
 	for _, f := range resolverFiles {
 		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
-			readOnly = append(readOnly, f)
+			s.readOnly = append(s.readOnly, f)
 		}
 	}
 	// With a session policy, hookgate inside the sandbox asks sandboxd for
 	// rulings (a policy edit applies to the next call); a host socket named
 	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
-	env = withoutEnv(env, "BARRY_HOOK_SOCKET")
-	var hsrv *hooks.Server
-	if opts.PolicyFile != "" {
-		// The policy's directory is bound read-only inside. Binding only the
-		// file would not hold: when an editor on the host renames a new
-		// version over it, the kernel detaches mounts on the replaced
-		// dentry in every namespace, and the sandbox could then edit the
-		// new file. The watcher holds the directory open, so moving it away
-		// and putting another in its place substitutes nothing. A policy
-		// directory that holds the working directory would make the
-		// workspace read-only, so it is refused with a clear reason.
-		roPolicy := filepath.Dir(watcher.Path())
-		if real, err := filepath.EvalSymlinks(roPolicy); err == nil {
-			roPolicy = real
+	s.env = withoutEnv(env, "BARRY_HOOK_SOCKET")
+	var cleanup func()
+	if s.opts.PolicyFile != "" {
+		if cleanup, err = s.startHookServer(); err != nil {
+			return cleanup, err
 		}
-		cwd := opts.Dir
-		if cwd == "" {
-			cwd, _ = os.Getwd()
-		}
-		if real, err := filepath.EvalSymlinks(cwd); err == nil {
-			cwd = real
-		}
-		if cwd == roPolicy || strings.HasPrefix(cwd, strings.TrimSuffix(roPolicy, "/")+"/") {
-			return 0, fmt.Errorf("the policy file's directory %s holds the working directory %s; the sandbox makes the policy's directory read-only, so keep the policy in a directory of its own", roPolicy, cwd)
-		}
-		readOnly = append(readOnly, roPolicy)
-		hookSock := filepath.Join(dir, "hooks.sock")
-		hln, err := hooks.ListenUnix(hookSock)
-		if err != nil {
-			return 0, fmt.Errorf("hook ruling server: %w", err)
-		}
-		defer hln.Close()
-		e, err := cur.engine()
-		if err != nil {
-			return 0, fmt.Errorf("hook ruling server: %w", err)
-		}
-		hsrv = hooks.NewServer(e, auditLog)
-		hctx, hcancel := context.WithCancel(context.Background())
-		defer hcancel()
-		go hsrv.Serve(hctx, hln)
-		forwards = append(forwards, procjail.Forward{InsidePort: HookInsidePort, Network: "tcp", Target: hookSock})
-		env = append(env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", HookInsidePort))
 	}
-
-	fsPlan, err := planFilesystem(&opts, cur, readOnly)
+	s.fsPlan, err = planFilesystem(&s.opts, s.live.Current(), s.readOnly)
 	if err != nil {
-		return 0, err
+		return cleanup, err
 	}
-	if fsPlan.AllWritable {
-		fmt.Fprintln(stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
+	if s.fsPlan.AllWritable {
+		fmt.Fprintln(s.stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
 	}
-	landlockABI := procjail.LandlockABI()
+	s.landlockABI = procjail.LandlockABI()
+	return cleanup, nil
+}
 
-	// The live policy: every change that resolves is applied to the proxy,
-	// the DNS proxy and the ruling server at once; one that does not keeps
-	// the last good policy. Both are audited.
-	var curMu sync.Mutex
-	status := Status{ID: id, PID: os.Getpid(), Command: opts.Command, Started: time.Now().UTC(), PolicyFile: opts.PolicyFile}
-	if watcher != nil {
-		status.PolicyFile = watcher.Path()
+// startHookServer binds the policy's directory read-only and starts the
+// hook ruling server, forwarded inside.
+func (s *session) startHookServer() (func(), error) {
+	// The policy's directory is bound read-only inside. Binding only the
+	// file would not hold: when an editor on the host renames a new
+	// version over it, the kernel detaches mounts on the replaced
+	// dentry in every namespace, and the sandbox could then edit the
+	// new file. The watcher holds the directory open, so moving it away
+	// and putting another in its place substitutes nothing. A policy
+	// directory that holds the working directory would make the
+	// workspace read-only, so it is refused with a clear reason.
+	roPolicy := filepath.Dir(s.live.Path())
+	if real, err := filepath.EvalSymlinks(roPolicy); err == nil {
+		roPolicy = real
 	}
-	// The first status is written before the sandbox starts: a sandbox that
-	// "sandboxd status" cannot show (and PruneStale cannot find) does not
-	// start. A later refresh that fails is reported once on stderr.
-	statusFailed := false
-	writeCurrent := func() error {
-		curMu.Lock()
-		s := status
-		s.Fingerprint = cur.fingerprint
-		curMu.Unlock()
-		s.Counters, s.Updated = stream.Counts(), time.Now().UTC()
-		return writeStatus(dir, s)
+	cwd := s.opts.Dir
+	if cwd == "" {
+		cwd, _ = os.Getwd()
 	}
-	saveStatus := func() {
-		if err := writeCurrent(); err != nil && !statusFailed {
-			statusFailed = true
-			fmt.Fprintf(stderr, "sandboxd: status file: %s; sandboxd status shows a stale state\n", policy.OneLine(err.Error()))
-		}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
 	}
-	if err := writeCurrent(); err != nil {
-		return 0, fmt.Errorf("status file: %w", err)
+	if cwd == roPolicy || strings.HasPrefix(cwd, strings.TrimSuffix(roPolicy, "/")+"/") {
+		return nil, fmt.Errorf("the policy file's directory %s holds the working directory %s; the sandbox makes the policy's directory read-only, so keep the policy in a directory of its own", roPolicy, cwd)
 	}
-	refuse := func(err error) {
-		curMu.Lock()
-		fp := cur.fingerprint
-		curMu.Unlock()
-		audit.Decision(context.Background(), auditLog, audit.KindReload, policy.Decision{Verdict: policy.Deny, Reason: policy.OneLine(err.Error())},
-			slog.String(audit.AttrOldPolicy, fp), slog.String(audit.AttrPolicyFile, status.PolicyFile))
-		fmt.Fprintf(stderr, "sandboxd: policy %s: %s; keeping the last good policy\n", status.PolicyFile, policy.OneLine(err.Error()))
+	s.readOnly = append(s.readOnly, roPolicy)
+	hookSock := filepath.Join(s.dir, "hooks.sock")
+	hln, err := hooks.ListenUnix(hookSock)
+	if err != nil {
+		return nil, fmt.Errorf("hook ruling server: %w", err)
 	}
-	applyChange := func(c policy.Change) {
-		if c.Err != nil {
-			refuse(c.Err)
-			return
-		}
-		next, err := opts.compute(c.New)
-		var e hooks.Engine
-		if err == nil {
-			e, err = next.engine()
-		}
-		if err == nil {
-			err = awaitProxies()
-		}
-		if err == nil {
-			if err = up.px.SetPolicy(next.proxy); err == nil {
-				err = up.dns.SetPolicy(next.proxy)
-			}
-		}
-		if err != nil {
-			refuse(err)
-			return
-		}
-		hsrv.SetPolicy(e)
-		if note := fsPlan.reloadNote(next); note != "" {
-			audit.Event(context.Background(), auditLog, slog.LevelWarn, audit.KindSession, audit.MsgFileLayerFixed,
-				slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, status.PolicyFile))
-			fmt.Fprintf(stderr, "sandboxd: policy %s: %s\n", status.PolicyFile, note)
-		}
-		curMu.Lock()
-		old := cur
-		cur = next
-		curMu.Unlock()
-		stream.SetPolicy(next.fingerprint)
-		why := "policy file changed"
-		if old.fingerprint == next.fingerprint {
-			why = "policy reloaded, unchanged"
-		}
-		audit.Decision(context.Background(), auditLog, audit.KindReload, policy.Decision{Verdict: policy.Allow, Reason: why},
-			slog.String(audit.AttrOldPolicy, old.fingerprint), slog.String(audit.AttrNewPolicy, next.fingerprint),
-			slog.String(audit.AttrPolicyFile, status.PolicyFile))
-		saveStatus()
+	cur := s.live.Current()
+	if cur.rulings, err = cur.engine(); err != nil {
+		return func() { hln.Close() }, fmt.Errorf("hook ruling server: %w", err)
 	}
+	s.hsrv = hooks.NewServer(cur.rulings, s.log)
+	hctx, hcancel := context.WithCancel(context.Background())
+	go s.hsrv.Serve(hctx, hln)
+	s.forwards = append(s.forwards, procjail.Forward{InsidePort: HookInsidePort, Network: "tcp", Target: hookSock})
+	s.env = append(s.env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", HookInsidePort))
+	return func() { hcancel(); hln.Close() }, nil
+}
 
-	// Signals: until the sandbox is told to start the command (Spec.Ready),
-	// SIGINT, SIGTERM, SIGHUP or SIGQUIT abort the setup and the command
-	// never starts; from then on every signal is forwarded to the command
-	// (held until Start returns), except SIGHUP under a policy file, which
-	// reloads the policy. The sandbox's lifetime is not tied to the CLI's
-	// interrupt context.
-	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
-		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-	defer signal.Stop(sigs)
+// firstStatus writes the status file before the sandbox starts: a sandbox
+// that "sandboxd status" cannot show (and PruneStale cannot find) does not
+// start.
+func (s *session) firstStatus() (func(), error) {
+	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile}
+	if s.live.Path() != "" {
+		s.status.PolicyFile = s.live.Path()
+	}
+	if err := s.writeStatus(); err != nil {
+		return nil, fmt.Errorf("status file: %w", err)
+	}
+	return nil, nil
+}
+
+func (s *session) writeStatus() error {
+	st := s.status
+	st.Fingerprint = s.live.Current().fingerprint
+	st.Counters, st.Updated = s.stream.Counts(), time.Now().UTC()
+	return writeStatus(s.dir, st)
+}
+
+// saveStatus refreshes the status file; a refresh that fails is reported
+// once on stderr.
+func (s *session) saveStatus() {
+	if err := s.writeStatus(); err != nil && !s.statusFailed {
+		s.statusFailed = true
+		fmt.Fprintf(s.stderr, "sandboxd: status file: %s; sandboxd status shows a stale state\n", policy.OneLine(err.Error()))
+	}
+}
+
+// start relays signals (see sigRelay; SIGHUP under a policy file reloads)
+// and starts the jail; the command starts once ready says so. The sandbox's
+// lifetime is not tied to the CLI's interrupt context.
+func (s *session) start() (func(), error) {
 	setupCtx, abortSetup := context.WithCancel(context.Background())
-	defer abortSetup()
-	var (
-		sigMu     sync.Mutex
-		running   *procjail.Sandbox
-		committed bool
-		aborted   os.Signal
-		pending   []os.Signal
-	)
-	go func() {
-		for sig := range sigs {
-			sigMu.Lock()
-			sb := running
-			reload := committed && sig == syscall.SIGHUP && watcher != nil
-			switch {
-			case reload:
-				sb = nil
-			case sb != nil:
-			case committed:
-				pending = append(pending, sig)
-			case aborted == nil && sig != syscall.SIGWINCH && sig != syscall.SIGUSR1 && sig != syscall.SIGUSR2:
-				aborted = sig
-				abortSetup()
-			}
-			sigMu.Unlock()
-			if reload {
-				watcher.Reload()
-			}
-			if sb != nil {
-				sb.Signal(sig)
-			}
-		}
-	}()
-	startLogged := false // set by ready, read after Start returns
-	ready := func() error {
-		if err := awaitProxies(); err != nil {
-			return err
-		}
-		// The session's first audit line is written before the command
-		// starts: an audit file that cannot take it (a full disk) refuses
-		// the session rather than run it unaudited.
-		audit.Event(context.Background(), auditLog, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
-			append([]slog.Attr{slog.Any(audit.AttrCommand, opts.Command), slog.String(audit.AttrPolicyFile, status.PolicyFile)},
-				fsPlan.auditAttrs(landlockABI)...)...)
-		if err := stream.Err(); err != nil {
-			return fmt.Errorf("audit file %s: %w", opts.AuditPath, err)
-		}
-		startLogged = true
-		// From here on a lost line is reported once and the session goes on.
-		stream.OnWriteError(func(err error) {
-			fmt.Fprintf(stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", opts.AuditPath, policy.OneLine(err.Error()))
-		})
-		sigMu.Lock()
-		defer sigMu.Unlock()
-		if aborted != nil {
-			return fmt.Errorf("interrupted by %v before the command started", aborted)
-		}
-		committed = true
-		return nil
+	var reload func()
+	if s.opts.PolicyFile != "" {
+		reload = s.live.Reload
 	}
-
-	stdin, stdout := opts.Stdin, opts.Stdout
+	s.sig = newSigRelay(abortSetup, reload)
+	s.sig.Notify()
+	cleanup := func() { abortSetup(); s.sig.Stop() }
+	stdin, stdout := s.opts.Stdin, s.opts.Stdout
 	if stdin == nil {
 		stdin = os.Stdin
 	}
 	if stdout == nil {
 		stdout = os.Stdout
 	}
+	opts := s.opts
 	sb, err := procjail.Start(setupCtx, procjail.Spec{
-		Command: opts.Command[0], Args: opts.Command[1:], Env: env, Dir: opts.Dir,
-		Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		Forwards:         forwards,
+		Command: opts.Command[0], Args: opts.Command[1:], Env: s.env, Dir: opts.Dir,
+		Stdin: stdin, Stdout: stdout, Stderr: s.stderr,
+		Forwards:         s.forwards,
 		ResolvConf:       procjail.ResolvConf(),
-		RuntimeDir:       dir,
-		ReadOnlyPaths:    readOnly,
-		AllowUnixSockets: allowUnix,
-		FileSystem:       fsPlan.jail(),
-		Ready:            ready,
+		RuntimeDir:       s.dir,
+		ReadOnlyPaths:    s.readOnly,
+		AllowUnixSockets: s.allowUnix,
+		FileSystem:       s.fsPlan.jail(),
+		Ready:            s.ready,
 	})
 	if err != nil {
-		sigMu.Lock()
-		interrupted := aborted
-		sigMu.Unlock()
 		var se *procjail.SetupError
-		switch {
-		case interrupted != nil:
-			err = fmt.Errorf("interrupted by %v before the command started", interrupted)
-		case errors.As(err, &se) && se.Step == "ready":
+		if ierr := s.sig.Aborted(); ierr != nil {
+			err = ierr
+		} else if errors.As(err, &se) && se.Step == "ready" {
 			err = se.Err
 		}
-		if startLogged {
+		if s.startLogged {
 			// The start line is written; the audit says the session ended
 			// without the command, and why.
 			code := 125
@@ -509,21 +498,73 @@ func Run(opts Options) (int, error) {
 			if errors.As(err, &ce) {
 				code = ce.ExitCode
 			}
-			audit.Event(context.Background(), auditLog, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
+			audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
 				slog.Int(audit.AttrExitStatus, code), slog.String(audit.AttrReason, policy.OneLine(err.Error())))
 		}
-		return 0, err
+		return cleanup, err
 	}
-	sigMu.Lock()
-	running = sb
-	held := pending
-	pending = nil
-	sigMu.Unlock()
-	for _, sig := range held {
-		sb.Signal(sig)
-	}
+	s.sb = sb
+	s.sig.Attach(sb)
+	return cleanup, nil
+}
 
-	// Apply policy changes and refresh the status until the command exits.
+// ready is the last step before the command starts: the proxies are up,
+// the session's first audit line is written, and the signals become the
+// command's.
+func (s *session) ready() error {
+	if err := s.awaitProxies(); err != nil {
+		return err
+	}
+	// The session's first audit line is written before the command
+	// starts: an audit file that cannot take it (a full disk) refuses
+	// the session rather than run it unaudited.
+	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
+		append([]slog.Attr{slog.Any(audit.AttrCommand, s.opts.Command), slog.String(audit.AttrPolicyFile, s.status.PolicyFile)},
+			s.fsPlan.auditAttrs(s.landlockABI)...)...)
+	if err := s.stream.Err(); err != nil {
+		return fmt.Errorf("audit file %s: %w", s.opts.AuditPath, err)
+	}
+	s.startLogged = true
+	// From here on a lost line is reported once and the session goes on.
+	s.stream.OnWriteError(func(err error) {
+		fmt.Fprintf(s.stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", s.opts.AuditPath, policy.OneLine(err.Error()))
+	})
+	return s.sig.Commit()
+}
+
+// livePolicy applies policy changes and refreshes the status until the
+// command exits. Every change that resolves is applied to the proxy, the
+// DNS proxy and the ruling server at once, and to the audit stream's policy
+// label; one that does not keeps the last good policy. Both are audited.
+func (s *session) livePolicy() (func(), error) {
+	l := s.live
+	l.Log = s.log
+	l.Enforcers = []func(*sessionPolicy) error{
+		func(next *sessionPolicy) error {
+			if err := s.awaitProxies(); err != nil {
+				return err
+			}
+			if err := s.up.px.SetPolicy(next.proxy); err != nil {
+				return err
+			}
+			return s.up.dns.SetPolicy(next.proxy)
+		},
+		func(next *sessionPolicy) error { s.hsrv.SetPolicy(next.rulings); return nil },
+		func(next *sessionPolicy) error {
+			if note := s.fsPlan.reloadNote(next); note != "" {
+				audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgFileLayerFixed,
+					slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
+				fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
+			}
+			return nil
+		},
+		func(next *sessionPolicy) error { s.stream.SetPolicy(next.fingerprint); return nil },
+	}
+	l.Refused = func(err error) {
+		fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s; keeping the last good policy\n", s.status.PolicyFile, policy.OneLine(err.Error()))
+	}
+	l.Applied = func(_, _ *sessionPolicy) { s.saveStatus() }
+
 	loopDone := make(chan struct{})
 	stopLoop := make(chan struct{})
 	go func() {
@@ -532,34 +573,41 @@ func Run(opts Options) (int, error) {
 		defer tick.Stop()
 		for {
 			select {
-			case c := <-changes:
-				applyChange(c)
+			case c := <-l.Changes():
+				l.Apply(c)
 			case <-tick.C:
-				saveStatus()
+				s.saveStatus()
 			case <-stopLoop:
 				return
 			}
 		}
 	}()
-	code, err := sb.Wait()
-	close(stopLoop)
-	<-loopDone
+	var once sync.Once
+	s.stopLive = func() { once.Do(func() { close(stopLoop); <-loopDone }) }
+	return s.stopLive, nil
+}
+
+// wait waits for the command, stops the live policy, and writes the
+// session's last lines. It returns the command's status.
+func (s *session) wait() int {
+	code, err := s.sb.Wait()
+	s.stopLive()
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
-		fmt.Fprintf(stderr, "sandboxd: %s\n", policy.OneLine(err.Error()))
+		fmt.Fprintf(s.stderr, "sandboxd: %s\n", policy.OneLine(err.Error()))
 	}
-	for _, p := range fsPlan.createdProtected() {
+	for _, p := range s.fsPlan.createdProtected() {
 		msg := fmt.Sprintf("%s was created during the session (a protected path that did not exist at start, so the sandbox could not make it read-only); review it before running anything there outside the sandbox", p)
-		audit.Event(context.Background(), auditLog, slog.LevelWarn, audit.KindSession, audit.MsgProtectedCreated,
+		audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgProtectedCreated,
 			slog.String(audit.AttrReason, msg))
-		fmt.Fprintf(stderr, "sandboxd: %s\n", msg)
+		fmt.Fprintf(s.stderr, "sandboxd: %s\n", msg)
 	}
-	audit.Event(context.Background(), auditLog, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
+	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
 		slog.Int(audit.AttrExitStatus, code))
-	if opts.AuditPath != "" {
-		fmt.Fprintf(stderr, "sandboxd: %s: %s\n", id, stream.Summary())
+	if s.opts.AuditPath != "" {
+		fmt.Fprintf(s.stderr, "sandboxd: %s: %s\n", s.id, s.stream.Summary())
 	}
-	return code, nil
+	return code
 }
 
 // withoutEnv drops every NAME=... entry from env.

@@ -1,4 +1,4 @@
-package policy
+package policywatch
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -20,7 +21,7 @@ const DefaultDebounce = 50 * time.Millisecond
 // Change is one outcome of a reload: either a new policy (Old and New set,
 // Err nil) or a refused edit (Err set; the last good policy stays).
 type Change struct {
-	Old, New *Resolved
+	Old, New *policy.Resolved
 	Err      error
 	// Time is when the reload finished.
 	Time time.Time
@@ -41,7 +42,7 @@ type Watcher struct {
 	onChange func(Change)
 
 	mu      sync.Mutex
-	current *Resolved
+	current *policy.Resolved
 	raw     []byte
 	lastErr string
 
@@ -58,7 +59,7 @@ type Watcher struct {
 func WatchFile(ctx context.Context, path string, debounce time.Duration, onChange func(Change)) (*Watcher, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
+		return nil, fmt.Errorf("%w: %v", policy.ErrInvalidPolicy, err)
 	}
 	// The directory is opened once and every reload reads the policy's
 	// name inside that same directory: renaming or replacing an ancestor
@@ -66,7 +67,7 @@ func WatchFile(ctx context.Context, path string, debounce time.Duration, onChang
 	// policy must point inside its directory (as a ConfigMap's ..data does).
 	root, err := os.OpenRoot(filepath.Dir(abs))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
+		return nil, fmt.Errorf("%w: %v", policy.ErrInvalidPolicy, err)
 	}
 	w := &Watcher{path: abs, root: root, name: filepath.Base(abs), onChange: onChange}
 	raw, r, err := w.load()
@@ -94,16 +95,16 @@ func WatchFile(ctx context.Context, path string, debounce time.Duration, onChang
 }
 
 // load reads and resolves the policy through the held directory.
-func (w *Watcher) load() ([]byte, *Resolved, error) {
+func (w *Watcher) load() ([]byte, *policy.Resolved, error) {
 	raw, err := w.root.ReadFile(w.name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
+		return nil, nil, fmt.Errorf("%w: %v", policy.ErrInvalidPolicy, err)
 	}
-	pf, err := DecodePolicyFile(raw, FormatForPath(w.name))
+	pf, err := policy.DecodePolicyFile(raw, policy.FormatForPath(w.name))
 	if err != nil {
 		return raw, nil, err
 	}
-	r, err := ResolveSession(pf)
+	r, err := policy.ResolveSession(pf)
 	if err != nil {
 		return raw, nil, err
 	}
@@ -111,7 +112,7 @@ func (w *Watcher) load() ([]byte, *Resolved, error) {
 }
 
 // Current returns the last good resolution.
-func (w *Watcher) Current() *Resolved {
+func (w *Watcher) Current() *policy.Resolved {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.current
