@@ -334,7 +334,7 @@ func (b *claudeBox) install(t *testing.T, scope, policy string) {
 	cmd := exec.CommandContext(ctx, b.hookgate, args...)
 	cmd.Dir = b.proj
 	cmd.Env = b.env()
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 	if err != nil || !strings.Contains(string(out), "hookgate installed") {
 		t.Fatalf("hookgate %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

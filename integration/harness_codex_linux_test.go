@@ -346,7 +346,7 @@ func (w *codexWorld) install(t *testing.T, scope string) string {
 	cmd := exec.Command(w.hookgate, args...)
 	cmd.Dir = w.work
 	cmd.Env = w.env()
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 	if err != nil {
 		t.Fatalf("hookgate %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -597,7 +597,7 @@ func (w *copilotWorld) hookgate(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(w.bin, args...)
 	cmd.Dir, cmd.Env = w.ws, w.env()
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 	if err != nil {
 		t.Fatalf("hookgate %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -632,7 +632,7 @@ func (w *copilotWorld) tryInstall(t *testing.T, args ...string) (string, error) 
 	t.Helper()
 	cmd := exec.Command(w.bin, append([]string{"install", "--harness", "copilot", "--policy", w.policy}, args...)...)
 	cmd.Dir, cmd.Env = w.ws, w.env()
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 	return string(out), err
 }
 
@@ -646,7 +646,7 @@ func (w *copilotWorld) verifyEnv(t *testing.T, env []string, args ...string) (in
 	t.Helper()
 	cmd := exec.Command(w.bin, append([]string{"verify", "--harness", "copilot"}, args...)...)
 	cmd.Dir, cmd.Env = w.ws, append(w.env(), env...)
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("hookgate verify: %v", err)

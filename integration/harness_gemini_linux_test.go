@@ -207,7 +207,7 @@ func TestHarnessGemini(t *testing.T) {
 			case c.installRefused:
 				cmd := exec.Command(w.bin, "install", "--harness", "gemini", "--policy", w.policy, "--scope", "project", "--project", w.ws)
 				cmd.Dir, cmd.Env = w.ws, []string{"HOME=" + w.home, "PATH=" + os.Getenv("PATH")}
-				out, err := cmd.CombinedOutput()
+				out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 				if err == nil || !strings.Contains(string(out), "--trust-project") {
 					t.Fatalf("install into an untrusted project: %v %s", err, out)
 				}
@@ -225,7 +225,7 @@ func TestHarnessGemini(t *testing.T) {
 			if c.verifyFails != "" {
 				cmd := exec.Command(w.bin, "verify", "--harness", "gemini")
 				cmd.Dir, cmd.Env = w.ws, []string{"HOME=" + w.home, "PATH=" + os.Getenv("PATH")}
-				out, err := cmd.CombinedOutput()
+				out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 				if err == nil || !strings.Contains(string(out), c.verifyFails) {
 					t.Errorf("hookgate verify with the hook switched off: %v %s", err, out)
 				}
@@ -584,7 +584,7 @@ func (w *geminiWorld) installWith(t *testing.T, policy bool, args ...string) str
 	cmd := exec.Command(w.bin, append(argv, args...)...)
 	cmd.Dir = w.ws
 	cmd.Env = []string{"HOME=" + w.home, "PATH=" + os.Getenv("PATH")}
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
 	if err != nil {
 		t.Fatalf("hookgate %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
 	}
