@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -18,15 +19,26 @@ import (
 // three levels into home (elsewhere only hookgate denies it, which
 // docs/limits.md says).
 func TestPathDecisionsAgree(t *testing.T) {
-	// Not under /tmp: the sandbox's /tmp is its own, so a host path there
-	// would be invisible for that reason instead of the rule's.
-	root, err := os.MkdirTemp(".", ".pathagree-")
+	// In home, not under a temporary directory: the sandbox's /tmp and
+	// /var/tmp are its own, so a host path there would be invisible for
+	// that reason instead of the rule's (a checkout, CI's included, may
+	// itself lie under /tmp).
+	home, err := os.UserHomeDir()
+	if err != nil && os.Geteuid() == 0 {
+		home, err = "/root", nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(home, ".barry-pathagree-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	if root, err = filepath.Abs(root); err != nil {
-		t.Fatal(err)
+	for _, tmp := range []string{os.TempDir(), "/tmp", "/var/tmp"} {
+		if strings.HasPrefix(root+"/", filepath.Clean(tmp)+"/") {
+			t.Fatalf("home %s is under %s: the sandbox would hide it as private tmp", home, tmp)
+		}
 	}
 	ws := filepath.Join(root, "ws")
 	for _, d := range []string{"ws/src", "ws/keys", "other"} {
