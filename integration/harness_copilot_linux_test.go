@@ -646,7 +646,7 @@ func (w *copilotWorld) verifyEnv(t *testing.T, env []string, args ...string) (in
 	t.Helper()
 	cmd := exec.Command(w.bin, append([]string{"verify", "--harness", "copilot"}, args...)...)
 	cmd.Dir, cmd.Env = w.ws, append(w.env(), env...)
-	out, err := combinedOutputOfCopy(func() *exec.Cmd { c := *cmd; return &c })
+	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("hookgate verify: %v", err)
