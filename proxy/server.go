@@ -505,26 +505,48 @@ func (s *Server) newRecord(kind audit.Kind, r *http.Request) *record {
 
 func (s *Server) denyHTTP(w http.ResponseWriter, rec *record, reason string) {
 	rec.deny(reason)
-	reason = policy.OneLine(reason)
-	w.Header().Set("X-Proxy-Error", reason)
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusForbidden)
-	io.WriteString(w, reason+"\n")
+	denial{http.StatusForbidden, reason}.serve(w)
 	s.audit(rec)
 }
 
-func writeDeny(w io.Writer, code int, reason string) {
-	reason = policy.OneLine(reason)
-	body := reason + "\n"
-	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nX-Proxy-Error: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		code, http.StatusText(code), reason, len(body), body)
+// denial is the proxy's refusal as the client sees it: a status and the
+// one-line reason, in the body and in X-Proxy-Error. goproxy has three
+// places a refusal leaves from (a handler's ResponseWriter, a raw
+// connection, a response hook), so it renders three ways; the text is one.
+type denial struct {
+	code   int
+	reason string
 }
 
-func denyResponse(r *http.Request, code int, reason string) *http.Response {
-	reason = policy.OneLine(reason)
-	resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", code, reason+"\n")
-	resp.Header.Set("X-Proxy-Error", reason)
+func (d denial) line() string { return policy.OneLine(d.reason) }
+
+// serve writes the refusal through a ResponseWriter.
+func (d denial) serve(w http.ResponseWriter) {
+	w.Header().Set("X-Proxy-Error", d.line())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(d.code)
+	io.WriteString(w, d.line()+"\n")
+}
+
+// writeTo writes the refusal as a raw HTTP/1.1 response that closes the
+// connection (a hijacked or tunnelled client).
+func (d denial) writeTo(w io.Writer) {
+	body := d.line() + "\n"
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nX-Proxy-Error: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		d.code, http.StatusText(d.code), d.line(), len(body), body)
+}
+
+// response is the refusal as goproxy's response to r.
+func (d denial) response(r *http.Request) *http.Response {
+	resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", d.code, d.line()+"\n")
+	resp.Header.Set("X-Proxy-Error", d.line())
 	return resp
+}
+
+func writeDeny(w io.Writer, code int, reason string) { denial{code, reason}.writeTo(w) }
+
+func denyResponse(r *http.Request, code int, reason string) *http.Response {
+	return denial{code, reason}.response(r)
 }
 
 // decide makes the one decision for a request target, in this order:
