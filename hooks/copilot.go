@@ -377,3 +377,11 @@ func copilotOtherPreToolUse(files []string, ours string) string {
 	}
 	return ""
 }
+
+// within reports, for trustedFolders, whether the clean path p is dir or below it.
+func within(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}

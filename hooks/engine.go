@@ -160,13 +160,6 @@ func (r *Ruler) fileRules() *policy.FileRules {
 	return nil
 }
 
-func (r *Ruler) network() *policy.NetworkRules {
-	if b := r.bound(); b != nil {
-		return b.Network
-	}
-	return nil
-}
-
 func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.Decision {
 	in := input{m: c.Input}
 	switch t.Reach {
@@ -578,11 +571,9 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 		if d := policy.DecideToolDenied(r.bound(), server, tool); !d.Allowed() {
 			return d
 		}
-		if n := r.network(); n != nil {
-			for _, a := range policy.NetworkToolActions[tool] {
-				if d, denied := r.checkAction(a); denied {
-					return d
-				}
+		for _, a := range policy.NetworkToolActions[tool] {
+			if d, denied := r.checkAction(a); denied {
+				return d
 			}
 		}
 		in := input{m: c.Input}

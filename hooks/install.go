@@ -481,11 +481,3 @@ func installedEvents(h Harness, data []byte) []string {
 	slices.Sort(out)
 	return out
 }
-
-// within reports whether the clean path p is dir or below it.
-func within(p, dir string) bool {
-	if dir == "/" {
-		return true
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}

@@ -39,7 +39,7 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		rec.host = r.URL.Host
 		rec.deny(fmt.Sprintf("%s: scheme %q is not proxied as plain HTTP (use CONNECT)", ReasonBadRequest, r.URL.Scheme))
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
+		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
 	if r.Header.Get("Upgrade") != "" {
 		// A protocol upgrade (websocket over plain HTTP) would leave a
@@ -48,23 +48,23 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		rec.host = r.URL.Host
 		rec.deny(ReasonBadRequest + ": protocol upgrade over plain HTTP is not proxied (use wss:// or https://)")
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
+		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
 	if r.URL.User != nil {
 		rec.host = r.URL.Host
 		rec.deny(ReasonBadRequest + ": credentials in the request URL")
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
+		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
 	d, h, ap := s.decide(r.Context(), rawAuthority(r), "80", rec)
 	if !d.Allowed() {
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
+		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
 	if why := checkHostHeader(r, h, rec.port); why != "" {
 		rec.deny(why)
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
+		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
 	cctx, cancel := context.WithCancel(r.Context())
 	f := &inflight{host: h, addr: ap, cancel: cancel, rec: rec}
@@ -74,7 +74,7 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		cancel()
 		rec.deny("proxy shutting down")
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusServiceUnavailable, rec.d.Reason)
+		return r, denial{http.StatusServiceUnavailable, rec.d.Reason}.response(r)
 	}
 	s.inflight[f] = struct{}{}
 	s.mu.Unlock()
@@ -87,7 +87,7 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		cancel()
 		rec.deny(ReasonPolicyChanged + ": " + why)
 		s.audit(rec)
-		return r, denyResponse(r, http.StatusForbidden, rec.d.Reason)
+		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
 	hostHdr := h.String()
 	if h.IP.Is6() {
@@ -144,7 +144,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 		f.rec.deny(reason)
 		s.finish(f, reason)
 		resp.Body.Close()
-		return denyResponse(ctx.Req, http.StatusBadGateway, reason)
+		return denial{http.StatusBadGateway, reason}.response(ctx.Req)
 	}
 	if resp != nil || f == nil {
 		return resp
@@ -157,7 +157,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 	// as a CONNECT whose dial fails does.
 	f.rec.deny(reason)
 	s.finish(f, reason)
-	return denyResponse(ctx.Req, http.StatusBadGateway, reason)
+	return denial{http.StatusBadGateway, reason}.response(ctx.Req)
 }
 
 func (s *Server) finish(f *inflight, failure string) {

@@ -327,7 +327,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			rec := &record{kind: audit.KindConn, client: c.RemoteAddr().String(), start: time.Now()}
 			rec.deny(fmt.Sprintf("%s: %d open (cap %d)", ReasonTooManyConns, l.s.conns.Load(), l.s.cfg.MaxConns))
 			c.SetWriteDeadline(time.Now().Add(time.Second))
-			writeDeny(c, http.StatusServiceUnavailable, rec.d.Reason)
+			denial{http.StatusServiceUnavailable, rec.d.Reason}.writeTo(c)
 			c.Close()
 			l.s.audit(rec)
 			continue
@@ -407,7 +407,7 @@ func (s *Server) refuseUnparsed(c *tapConn, answer []byte) {
 	}
 	rec.deny(fmt.Sprintf("%s: the request could not be parsed (%s)", ReasonBadRequest, why))
 	c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	writeDeny(c.Conn, http.StatusForbidden, rec.d.Reason)
+	denial{http.StatusForbidden, rec.d.Reason}.writeTo(c.Conn)
 	s.audit(rec)
 }
 
@@ -541,12 +541,6 @@ func (d denial) response(r *http.Request) *http.Response {
 	resp := goproxy.NewResponse(r, "text/plain; charset=utf-8", d.code, d.line()+"\n")
 	resp.Header.Set("X-Proxy-Error", d.line())
 	return resp
-}
-
-func writeDeny(w io.Writer, code int, reason string) { denial{code, reason}.writeTo(w) }
-
-func denyResponse(r *http.Request, code int, reason string) *http.Response {
-	return denial{code, reason}.response(r)
 }
 
 // decide makes the one decision for a request target, in this order:

@@ -49,7 +49,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 func (s *Server) hijackDeny(rec *record) *goproxy.ConnectAction {
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		writeDeny(client, http.StatusForbidden, rec.d.Reason)
+		denial{http.StatusForbidden, rec.d.Reason}.writeTo(client)
 		closeGently(client)
 		s.audit(rec)
 	}}
@@ -110,7 +110,7 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 	hc, ok := client.(halfCloser)
 	if !ok {
 		rec.deny(ReasonBadRequest + ": client connection type cannot be relayed")
-		writeDeny(client, http.StatusForbidden, rec.d.Reason)
+		denial{http.StatusForbidden, rec.d.Reason}.writeTo(client)
 		client.Close()
 		s.audit(rec)
 		return
@@ -138,7 +138,7 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 	if err != nil {
 		rec.deny(fmt.Sprintf("%s: %s: %s", ReasonDialFailed, ap, dialErr(err)))
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		writeDeny(client, http.StatusBadGateway, rec.d.Reason)
+		denial{http.StatusBadGateway, rec.d.Reason}.writeTo(client)
 		closeGently(client)
 		s.audit(rec)
 		return
@@ -166,7 +166,7 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 		target.Close()
 		rec.deny(ReasonPolicyChanged + ": " + why)
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		writeDeny(client, http.StatusForbidden, rec.d.Reason)
+		denial{http.StatusForbidden, rec.d.Reason}.writeTo(client)
 		closeGently(client)
 		s.audit(rec)
 		return
