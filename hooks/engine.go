@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -184,7 +185,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		if !strings.HasPrefix(cwd, "/") && r.fileRules() != nil {
 			// Relative paths in the command would be checked against the
 			// wrong directory.
-			return policy.Denied("shell command has no absolute working directory and the bound has files rules", policy.RuleInput)
+			return policy.Denied(policy.Because(policy.ReasonShellNoCwd, "%s has cwd %q", c.Tool, cwd), policy.RuleInput)
 		}
 		if mustProtocol(c.Harness).typedShells && ShellRuleIn(r.bound()) != "" {
 			if prog := interactiveReader(cmd); prog != "" {
@@ -198,7 +199,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		if len(paths) == 0 {
-			return policy.Denied(fmt.Sprintf("%s names no path", c.Tool), policy.RuleInput)
+			return policy.Denied(policy.Because(policy.ReasonNoPath, "%s", c.Tool), policy.RuleInput)
 		}
 		return r.checkPaths(c, paths, t.Reach == policy.ReachFileWrite)
 	case policy.ReachPatch:
@@ -224,10 +225,10 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		}
 		if len(roots) == 0 {
 			if t.RequireDir {
-				return policy.Denied(fmt.Sprintf("%s names no search root", c.Tool), policy.RuleInput)
+				return policy.Denied(policy.Because(policy.ReasonNoSearchRoot, "%s", c.Tool), policy.RuleInput)
 			}
 			if c.Cwd == "" {
-				return policy.Denied(fmt.Sprintf("%s has no path and the call no cwd", c.Tool), policy.RuleInput)
+				return policy.Denied(policy.Because(policy.ReasonNoSearchRoot, "%s has no path and the call no cwd", c.Tool), policy.RuleInput)
 			}
 			roots = []string{c.Cwd}
 		}
@@ -253,7 +254,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			return policy.Denied(in.err.Error(), policy.RuleInput)
 		}
 		if len(urls) == 0 {
-			return policy.Denied(fmt.Sprintf("%s names no URL to check", c.Tool), policy.RuleInput)
+			return policy.Denied(policy.Because(policy.ReasonNoURL, "%s", c.Tool), policy.RuleInput)
 		}
 		if extra := mustProtocol(c.Harness).extraURLs; extra != nil {
 			urls = append(urls, extra(urls)...)
@@ -278,7 +279,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		}
 		if r.net.HasDomainRules() {
 			if len(domains) == 0 {
-				return policy.Denied(fmt.Sprintf("%s is not confined to allowed_domains and the bound has domain rules", c.Tool), "network.domains")
+				return policy.Denied(policy.Because(policy.ReasonUnconfinedSearch, "%s", c.Tool), policy.RuleNetworkDomains)
 			}
 			for _, dom := range domains {
 				if d := r.checkHost(c.Tool, dom); !d.Allowed() {
@@ -324,7 +325,7 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 	for _, p := range paths {
 		ap := r.abs(p, c.Cwd)
 		if ap == "" {
-			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", p), policy.RuleInput)
+			return policy.Denied(policy.Because(policy.ReasonRelativeNoCwd, "%q", p), policy.RuleInput)
 		}
 		if d, denied := r.processView(m, c.Tool, ap); denied {
 			return d
@@ -346,7 +347,7 @@ func (r *Ruler) processView(m policy.FileMatcher, tool, p string) (policy.Decisi
 	if r.fileRules() == nil || !m.ThroughProcessView(p) {
 		return policy.Decision{}, false
 	}
-	return policy.Denied(fmt.Sprintf("%s path %s goes through another process's view of the filesystem (/proc/<pid>, /proc/self, /dev/fd) and the bound has files rules", tool, clipField(p)), "files"), true
+	return policy.Denied(policy.Because(policy.ReasonProcessView, "%s path %s", tool, clipField(p)), policy.RuleFiles), true
 }
 
 func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
@@ -355,7 +356,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 	for _, root := range roots {
 		ar := r.abs(root, c.Cwd)
 		if ar == "" {
-			return policy.Denied(fmt.Sprintf("relative path %q with no cwd", root), policy.RuleInput)
+			return policy.Denied(policy.Because(policy.ReasonRelativeNoCwd, "%q", root), policy.RuleInput)
 		}
 		if d, denied := r.processView(m, c.Tool, ar); denied {
 			return d
@@ -370,7 +371,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 		canon := m.Canonicalize(ar)
 		for _, pat := range fr.Deny {
 			if m.ReachesBelow(canon, pat) {
-				return policy.Denied(fmt.Sprintf("%s below %s could reach files denied by files.deny %q", c.Tool, canon, pat), policy.RuleFilesDeny+":"+pat)
+				return policy.Denied(policy.Because(policy.ReasonSearchReachesDeny, "%s below %s could reach files.deny %q", c.Tool, canon, pat), policy.RuleAt(policy.RuleFilesDeny, pat))
 			}
 		}
 	}
@@ -434,7 +435,7 @@ func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			return policy.Denied(fmt.Sprintf("%s URL %q is not an http(s) URL with a host", tool, clipField(raw)), policy.RuleInput)
+			return policy.Denied(policy.Because(policy.ReasonNotHTTPURL, "%s URL %q", tool, clipField(raw)), policy.RuleInput)
 		}
 		if d = r.checkHost(tool, u.Hostname()); !d.Allowed() {
 			return d
@@ -587,7 +588,7 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 		}
 		deepURLs, hosts, deepPaths, ok := scanMCPInput(c.Input)
 		if !ok {
-			return policy.Denied(fmt.Sprintf("MCP tool %s input has more than %d values to check", id, maxScannedValues), policy.RuleInput)
+			return policy.Denied(policy.Because(policy.ReasonInputTooMany, "MCP tool %s has more than %d", id, maxScannedValues), policy.RuleInput)
 		}
 		pin := input{m: map[string]any{"paths": toAny(deepPaths)}}
 		paths = append(paths, pin.paths([]string{"paths"})...)
@@ -627,9 +628,11 @@ type input struct {
 	err error
 }
 
-func (in *input) fail(format string, args ...any) {
+// fail keeps the first error: a policy.ReasonInput* phrase and its
+// details.
+func (in *input) fail(phrase, format string, args ...any) {
 	if in.err == nil {
-		in.err = fmt.Errorf(format, args...)
+		in.err = errors.New(policy.Because(phrase, format, args...))
 	}
 }
 
@@ -637,17 +640,17 @@ func (in *input) str(key string, required bool) string {
 	v, ok := in.m[key]
 	if !ok || v == nil {
 		if required {
-			in.fail("tool input %s: missing", key)
+			in.fail(policy.ReasonInputMissing, "%s", key)
 		}
 		return ""
 	}
 	s, ok := v.(string)
 	if !ok {
-		in.fail("tool input %s: want a string", key)
+		in.fail(policy.ReasonInputNotString, "%s", key)
 		return ""
 	}
 	if required && s == "" {
-		in.fail("tool input %s: empty", key)
+		in.fail(policy.ReasonInputEmpty, "%s", key)
 	}
 	return s
 }
@@ -663,7 +666,7 @@ func (in *input) first(keys []string) string {
 			continue
 		}
 		if found != "" && s != found {
-			in.fail("tool input %s and %s disagree", key, k)
+			in.fail(policy.ReasonInputDisagree, "%s and %s", key, k)
 			return ""
 		}
 		found, key = s, k
@@ -688,13 +691,13 @@ func (in *input) all(keys []string) []string {
 			for _, e := range x {
 				s, ok := e.(string)
 				if !ok {
-					in.fail("tool input %s: want strings", k)
+					in.fail(policy.ReasonInputNotStrings, "%s", k)
 					return nil
 				}
 				out = append(out, s)
 			}
 		default:
-			in.fail("tool input %s: want a string", k)
+			in.fail(policy.ReasonInputNotString, "%s", k)
 			return nil
 		}
 	}
@@ -706,13 +709,13 @@ func (in *input) paths(keys []string) []string {
 	out := in.all(keys)
 	for _, p := range out {
 		if strings.ContainsRune(p, 0) {
-			in.fail("tool input path contains NUL")
+			in.fail(policy.ReasonInputNUL, "%q", clipField(p))
 			return nil
 		}
 		if strings.Contains(p, `\`) {
 			// Windows separators: matching them as Unix names would let
 			// C:\x\.env past a "**/.env" rule.
-			in.fail("tool input path %q has a backslash", clipField(p))
+			in.fail(policy.ReasonInputBackslash, "%q", clipField(p))
 			return nil
 		}
 	}

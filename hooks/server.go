@@ -266,13 +266,13 @@ func (s *Server) handle(ctx context.Context, line []byte) Response {
 func (s *Server) rule(ctx context.Context, c Call) policy.Decision {
 	box := s.engine.Load()
 	if box == nil || box.e == nil {
-		return policy.Denied("ruling server has no policy", "server")
+		return policy.Denied("ruling server has no policy", policy.RuleServer)
 	}
 	ch := make(chan policy.Decision, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				ch <- policy.Denied(fmt.Sprintf("internal error (panic: %v)", p), "server")
+				ch <- policy.Denied(fmt.Sprintf("internal error (panic: %v)", p), policy.RuleServer)
 			}
 		}()
 		ch <- box.e.Rule(ctx, c)
@@ -280,7 +280,7 @@ func (s *Server) rule(ctx context.Context, c Call) policy.Decision {
 	select {
 	case d := <-ch:
 		if d.Reason == "" {
-			d = policy.Denied("engine gave no reason", "server")
+			d = policy.Denied("engine gave no reason", policy.RuleServer)
 		}
 		return d
 	case <-ctx.Done():

@@ -93,7 +93,7 @@ func TestServerRulesAndReloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := policy.Denied(`path /home/dev/acme-api/.env is denied by files.deny "**/.env*"`, "files.deny:**/.env*")
+	want := policy.Denied(`file denied: /home/dev/acme-api/.env matches files.deny "**/.env*"`, "files.deny:**/.env*")
 	if d != want {
 		t.Errorf("got %+v, want %+v", d, want)
 	}
@@ -379,7 +379,7 @@ func TestServerAuditLine(t *testing.T) {
 	}
 	want := map[string]any{
 		"msg": audit.MsgHookRuling, audit.AttrKind: "hook", audit.AttrDecision: "deny",
-		audit.AttrReason: `path /home/dev/acme-api/.env is denied by files.deny "**/.env*"`, audit.AttrRule: "files.deny:**/.env*",
+		audit.AttrReason: `file denied: /home/dev/acme-api/.env matches files.deny "**/.env*"`, audit.AttrRule: "files.deny:**/.env*",
 		audit.AttrHarness: "claude-code", audit.AttrEvent: "PreToolUse", audit.AttrTool: "Read",
 	}
 	for k, v := range want {

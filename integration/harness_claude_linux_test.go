@@ -81,7 +81,7 @@ func TestHarnessClaude(t *testing.T) {
 			{Name: "Edit", Input: map[string]any{"file_path": existing, "old_string": "original", "new_string": "edited"}},
 			{Name: "Write", Input: map[string]any{"file_path": allowed, "content": "written\n"}},
 		})
-		reason := `is denied by files.deny "` + filepath.Join(b.proj, "forbidden*") + `"`
+		reason := `matches files.deny "` + filepath.Join(b.proj, "forbidden*") + `"`
 		r.requireDenied(t, 0, "Write", "hookgate: path "+created+" "+reason)
 		r.requireDenied(t, 1, "Edit", "hookgate: path "+existing+" "+reason)
 		r.requireRan(t, 2, "Write")

@@ -90,7 +90,7 @@ func TestHarnessPi(t *testing.T) {
 			{Name: "write", Input: map[string]any{"path": "forbidden-relative.txt", "content": "written\n"}},
 			{Name: "write", Input: map[string]any{"path": allowed, "content": "written\n"}},
 		})
-		reason := `is denied by files.deny "` + filepath.Join(b.proj, "forbidden*") + `"`
+		reason := `matches files.deny "` + filepath.Join(b.proj, "forbidden*") + `"`
 		r.requireDenied(t, 0, "write", "hookgate: path "+created+" "+reason)
 		r.requireDenied(t, 1, "edit", "hookgate: path "+existing+" "+reason)
 		r.requireDenied(t, 2, "write", reason)

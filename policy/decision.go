@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Verdict is the outcome of a decision. Its zero value is Deny, so a decision
 // that was never made denies.
@@ -81,7 +84,41 @@ const (
 	RuleFilesAllowOnly   = "files.allowOnly"
 	RuleBashDeny         = "bash.deny"
 	RuleBashDenyPrograms = "bash.denyPrograms"
+	// RuleFiles: a call whose paths cannot be checked against the files
+	// rules (an expansion, an unnamed write, another process's view).
+	RuleFiles = "files"
+	// RuleServer: the ruling server failed (no policy, a panic).
+	RuleServer = "server"
 )
+
+// Reasons of RuleInput denials: a reason is the phrase, then ": " and the
+// details (the tool, the key, the value), so grepping the phrase of an
+// audit line lands here.
+const (
+	ReasonInputMissing      = "tool input missing"
+	ReasonInputEmpty        = "tool input empty"
+	ReasonInputNotString    = "tool input not a string"
+	ReasonInputNotStrings   = "tool input not a list of strings"
+	ReasonInputDisagree     = "tool input keys disagree"
+	ReasonInputNUL          = "tool input path holds NUL"
+	ReasonInputBackslash    = "tool input path has a backslash"
+	ReasonInputTooMany      = "tool input has too many values to check"
+	ReasonNoPath            = "tool names no path"
+	ReasonNoSearchRoot      = "tool names no search root"
+	ReasonNoURL             = "tool names no URL to check"
+	ReasonNotHTTPURL        = "not an http(s) URL with a host"
+	ReasonRelativeNoCwd     = "relative path with no cwd"
+	ReasonShellNoCwd        = "shell command has no absolute working directory under files rules"
+	ReasonProcessView       = "path through another process's view of the filesystem (/proc/<pid>, /proc/self, /dev/fd) under files rules"
+	ReasonSearchReachesDeny = "search root reaches denied files"
+	ReasonUnconfinedSearch  = "web search not confined to allowed_domains under domain rules"
+)
+
+// Because is a reason: the fixed phrase, then ": " and the details
+// formatted as fmt.Sprintf does.
+func Because(phrase, format string, args ...any) string {
+	return phrase + ": " + fmt.Sprintf(format, args...)
+}
 
 // OneLine makes s fit one line of an answer, a header or a log: every
 // control character (newlines included) becomes a space. Reasons shown to

@@ -185,20 +185,45 @@ func (m FileMatcher) Allowed(canonical string, allowOnly []string) string {
 func (m FileMatcher) Check(p string, rules *FileRules) Decision {
 	c := m.Canonicalize(p)
 	if rules == nil {
-		return AllowedBy("no file rules", "")
+		return AllowedBy(ReasonNoFileRules, "")
 	}
 	if pat := m.Denied(c, rules.Deny); pat != "" {
-		return Denied(fmt.Sprintf("path %s is denied by files.deny %q", c, pat), "files.deny:"+pat)
+		return Denied(Because(ReasonFileDenied, "%s matches files.deny %q", c, pat), RuleAt(RuleFilesDeny, pat))
 	}
 	if rules.AllowOnly != nil {
 		pat := m.Allowed(c, rules.AllowOnly)
 		if pat == "" {
-			return Denied(fmt.Sprintf("path %s is outside files.allowOnly", c), "files.allowOnly")
+			return Denied(Because(ReasonFileNotAllowed, "%s is outside files.allowOnly", c), RuleFilesAllowOnly)
 		}
-		return AllowedBy(fmt.Sprintf("path %s is allowed by files.allowOnly %q", c, pat), "files.allowOnly:"+pat)
+		return AllowedBy(Because(ReasonFileAllowed, "%s matches files.allowOnly %q", c, pat), RuleAt(RuleFilesAllowOnly, pat))
 	}
-	return AllowedBy("path "+c+" is not denied", "")
+	return AllowedBy(Because(ReasonFileNotDenied, "%s", c), "")
 }
+
+// Reasons of the file decisions (Check, and FSPlan.Explain for what the
+// sandbox shows): the phrase, then ": " and the path with its details.
+const (
+	ReasonNoFileRules    = "no file rules"
+	ReasonFileDenied     = "file denied"
+	ReasonFileNotAllowed = "file not in the allowlist"
+	ReasonFileAllowed    = "file allowed"
+	ReasonFileNotDenied  = "file not denied"
+	ReasonHidden         = "hidden in the sandbox"
+	ReasonNotVisible     = "not visible in the sandbox"
+	ReasonReadable       = "readable in the sandbox"
+	ReasonWritable       = "writable in the sandbox"
+	ReasonReadOnly       = "read-only in the sandbox"
+)
+
+// Rule codes of the sandbox's own filesystem (FSPlan.Explain); RuleAt adds
+// the root.
+const (
+	RuleFilesystemWrite     = "filesystem.write"
+	RuleFilesystemHome      = "filesystem.home"
+	RuleFilesystemTmp       = "filesystem.tmp"
+	RuleFilesystemProtected = "filesystem.protected"
+	RuleFilesystemReadonly  = "filesystem.readonly"
+)
 
 // ReachesBelow reports whether the deny pattern pat could match a path at
 // or below the canonical directory root, which is what a search or a

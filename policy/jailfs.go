@@ -720,17 +720,15 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 			// hide it.
 			continue
 		}
-		why := "files.deny"
 		if p.files != nil {
 			if pat := p.matcher.Denied(c, p.files.Deny); pat != "" {
-				return Denied(fmt.Sprintf("path %s is hidden in the sandbox (files.deny %q)", c, pat), "files.deny:"+pat)
+				return Denied(Because(ReasonHidden, "%s matches files.deny %q", c, pat), RuleAt(RuleFilesDeny, pat))
 			}
 			if p.files.AllowOnly != nil {
-				why = "files.allowOnly"
-				return Denied(fmt.Sprintf("path %s is hidden in the sandbox (outside files.allowOnly)", c), why)
+				return Denied(Because(ReasonHidden, "%s is outside files.allowOnly", c), RuleFilesAllowOnly)
 			}
 		}
-		return Denied(fmt.Sprintf("path %s is hidden in the sandbox (%s)", c, h), why)
+		return Denied(Because(ReasonHidden, "%s is below %s", c, h), RuleFilesDeny)
 	}
 	// The most specific of the places the jail mounts decides.
 	type place struct {
@@ -740,16 +738,16 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 	}
 	var places []place
 	for _, r := range p.WriteRoots {
-		places = append(places, place{r, true, AllowedBy(fmt.Sprintf("path %s is writable in the sandbox: write root %s (lands on the host)", c, r), "filesystem.write:"+r)})
+		places = append(places, place{r, true, AllowedBy(Because(ReasonWritable, "%s is under write root %s (lands on the host)", c, r), RuleAt(RuleFilesystemWrite, r))})
 	}
 	for _, r := range p.Revealed {
-		places = append(places, place{r, false, Denied(fmt.Sprintf("path %s is read-only in the sandbox (files.allowOnly: not a write root)", c), "files.allowOnly")})
+		places = append(places, place{r, false, Denied(Because(ReasonReadOnly, "%s is shown by files.allowOnly, not a write root", c), RuleFilesAllowOnly)})
 	}
 	if p.HomeOverlay != "" {
-		places = append(places, place{p.HomeOverlay, true, AllowedBy(fmt.Sprintf("path %s is writable in the sandbox's home overlay (discarded at exit)", c), "filesystem.home")})
+		places = append(places, place{p.HomeOverlay, true, AllowedBy(Because(ReasonWritable, "%s is in the sandbox's home overlay (discarded at exit)", c), RuleFilesystemHome)})
 	}
 	for _, t := range PrivateTmpDirs {
-		places = append(places, place{t, true, AllowedBy(fmt.Sprintf("path %s is in the sandbox's private %s (the host's is not visible; writes are discarded at exit)", c, t), "filesystem.tmp")})
+		places = append(places, place{t, true, AllowedBy(Because(ReasonWritable, "%s is in the sandbox's private %s (the host's is not visible; writes are discarded at exit)", c, t), RuleFilesystemTmp)})
 	}
 	best := -1
 	for i, pl := range places {
@@ -758,16 +756,16 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 		}
 	}
 	if !write {
-		if best >= 0 && places[best].d.Rule == "filesystem.tmp" {
+		if best >= 0 && places[best].d.Rule == RuleFilesystemTmp {
 			if _, err := os.Lstat(c); err == nil {
-				return Denied(fmt.Sprintf("path %s is not visible in the sandbox: its %s is private", c, places[best].root), "filesystem.tmp")
+				return Denied(Because(ReasonNotVisible, "%s is in the host's %s, which the sandbox replaces with its own", c, places[best].root), RuleFilesystemTmp)
 			}
 		}
-		return AllowedBy("path "+c+" is readable in the sandbox", "")
+		return AllowedBy(Because(ReasonReadable, "%s", c), "")
 	}
 	for _, pr := range p.Protected {
 		if under(c, pr) {
-			return Denied(fmt.Sprintf("path %s is read-only in the sandbox: %s is protected", c, pr), "filesystem.protected:"+pr)
+			return Denied(Because(ReasonReadOnly, "%s is under protected %s", c, pr), RuleAt(RuleFilesystemProtected, pr))
 		}
 	}
 	if best >= 0 {
@@ -775,10 +773,10 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 	}
 	for r, pat := range p.denyWrite {
 		if under(c, r) {
-			return Denied(fmt.Sprintf("path %s is not writable: write root %s is denied by files.deny %q", c, r, pat), "files.deny:"+pat)
+			return Denied(Because(ReasonReadOnly, "%s is under write root %s, which files.deny %q denies", c, r, pat), RuleAt(RuleFilesDeny, pat))
 		}
 	}
-	return Denied(fmt.Sprintf("path %s is read-only in the sandbox (not under a write root)", c), "filesystem.readonly")
+	return Denied(Because(ReasonReadOnly, "%s is not under a write root", c), RuleFilesystemReadonly)
 }
 
 // PrivateTmpDirs are fresh in every sandbox (tmpfs, discarded at exit).

@@ -345,7 +345,7 @@ func TestProtocolExitCodes(t *testing.T) {
 		{"codex deny is JSON exit 0", "codex", "codex/pretooluse-mcp", guarded,
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: MCP tool postgres:query is not in the session's tools"}}` + "\n", 0},
 		{"claude deny is JSON exit 0", "claude-code", "claude-code/pretooluse-read-dotenv", guarded,
-			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: path /home/dev/acme-api/.env is denied by files.deny \"**/.env*\""}}` + "\n", 0},
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: file denied: /home/dev/acme-api/.env matches files.deny \"**/.env*\""}}` + "\n", 0},
 		{"cursor allow", "cursor", "cursor/beforeShellExecution", open, `{"permission":"allow"}` + "\n", 0},
 		{"gemini pass", "gemini", "gemini/beforetool-run-shell-command", open, "{}\n", 0},
 		{"claude event not gated, no policy", "claude-code", "claude-code/sessionstart", nil, "", 0},
@@ -414,7 +414,7 @@ func TestSocketServeHooks(t *testing.T) {
 	}
 	dotenv := fixture(t, "claude-code/pretooluse-read-dotenv")
 	r := runGate(t, bin, nil, dotenv, "check", "--harness", "claude-code", "--socket", sock)
-	want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: path /home/dev/acme-api/.env is denied by files.deny \"**/.env*\""}}` + "\n"
+	want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: file denied: /home/dev/acme-api/.env matches files.deny \"**/.env*\""}}` + "\n"
 	if r.stdout != want || r.code != 0 {
 		t.Fatalf("guarded: got %q exit %d stderr %q; want %q", r.stdout, r.code, r.stderr, want)
 	}
@@ -464,7 +464,7 @@ func TestPiExtension(t *testing.T) {
 	home := t.TempDir()
 	policy := policyFile(t, "guarded", "pi")
 	for _, tc := range []struct{ name, binary, want string }{
-		{"built hookgate", bin, `[{"block":true,"reason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""},null,{"block":true,"reason":"hookgate: path /home/dev/.ssh/config is denied by files.deny \"~/.ssh\""},{"block":true,"reason":"hookgate: native tool web_fetch is not granted for pi"}]`},
+		{"built hookgate", bin, `[{"block":true,"reason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""},null,{"block":true,"reason":"hookgate: file denied: /home/dev/.ssh/config matches files.deny \"~/.ssh\""},{"block":true,"reason":"hookgate: native tool web_fetch is not granted for pi"}]`},
 		{"missing binary", filepath.Join(home, "nope", "hookgate"), `"hookgate: no ruling (spawnSync`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -535,7 +535,7 @@ func TestSandboxdRunServesHooks(t *testing.T) {
 		t.Fatalf("sandboxd run: %v\n%s%s", err, stdout.String(), stderr.String())
 	}
 	want := "socket=tcp:127.0.0.1:3129\n" +
-		`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: path /home/dev/acme-api/.env is denied by files.deny \"**/.env*\""}}` + "\nrc=0\nrc=0\n"
+		`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: file denied: /home/dev/acme-api/.env matches files.deny \"**/.env*\""}}` + "\nrc=0\nrc=0\n"
 	if stdout.String() != want {
 		t.Errorf("got\n%s\nwant\n%s\nstderr: %s", stdout.String(), want, stderr.String())
 	}
