@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/barry-rocks/sandbox/policy"
 )
@@ -80,24 +77,22 @@ func compilePolicy(p Policy) (*compiled, error) {
 	return c, nil
 }
 
+// fingerprint is policy's one fingerprint (policy.ScopeFingerprint) of
+// the proxy policy's content, lists sorted: a proxy run without a session
+// (sandboxd proxy) names its policy the way a session does.
 func fingerprint(p Policy) string {
-	h := sha256.New()
-	w := func(tag string, list []string) {
-		l := slices.Clone(list)
+	sorted := func(list []string) []string {
+		l := append([]string{}, list...) // never nil: absent and empty are one
 		slices.Sort(l)
-		fmt.Fprintf(h, "%s:%d\n%s\n", tag, len(l), strings.Join(l, "\n"))
-	}
-	w("allow", p.Allow)
-	w("deny", p.Deny)
-	if len(p.Actions) > 0 {
-		w("actions", p.Actions)
+		return l
 	}
 	var pr []string
 	for _, x := range p.AllowPrivate {
 		pr = append(pr, x.Masked().String())
 	}
-	w("private", pr)
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return policy.ScopeFingerprint(map[string]any{
+		"allow": sorted(p.Allow), "deny": sorted(p.Deny), "actions": sorted(p.Actions), "private": sorted(pr),
+	})
 }
 
 // Reasons, the exact strings tests assert. Each is the start of a one-line
