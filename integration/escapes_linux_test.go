@@ -41,11 +41,9 @@ func TestEscapes(t *testing.T) {
 	defer pln.Close()
 	os.Chmod(hostSock, 0o777)
 	abstract := fmt.Sprintf("barry-escape-%d", rand.Int64())
-	var aln net.Listener
-	inNetns(t, w.host, func() (err error) { aln, err = net.Listen("unix", "@"+abstract); return err })
+	aln := w.host.Listen(t, "unix", "@"+abstract)
 	defer aln.Close()
-	var own net.Listener
-	inNetns(t, w.host, func() (err error) { own, err = net.Listen("tcp", hostOwnAddr+":80"); return err })
+	own := w.host.Listen(t, "tcp", hostOwnAddr+":80")
 	defer own.Close()
 	reached := make(chan string, 8)
 	for _, l := range []net.Listener{pln, aln, own} {
@@ -184,7 +182,7 @@ func TestProcessTreeContainment(t *testing.T) {
 		})
 		t.Run(u.name+"/sandboxd killed", func(t *testing.T) {
 			marker := strconv.Itoa(910000 + rand.IntN(80000))
-			args := []string{"netns", "exec", w.host}
+			args := []string{"netns", "exec", w.host.Name}
 			if u.uid != 0 {
 				args = append(args, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
 			}
@@ -216,7 +214,7 @@ func TestOtherSandboxCredentials(t *testing.T) {
 	w := newWorld(t)
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
-			args := []string{"netns", "exec", w.host}
+			args := []string{"netns", "exec", w.host.Name}
 			if u.uid != 0 {
 				args = append(args, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
 			}
@@ -345,9 +343,8 @@ func TestHostsFileRedirect(t *testing.T) {
 	testenv.NeedCommand(t, "curl")
 	testenv.NeedCommand(t, "unshare")
 	const elsewhere = "192.0.2.77" // inside the range the test opens, like any address would be
-	sh(t, "ip", "-n", w.world, "addr", "add", elsewhere+"/32", "dev", "lo")
-	var ln net.Listener
-	inNetns(t, w.world, func() (err error) { ln, err = net.Listen("tcp", elsewhere+":80"); return err })
+	sh(t, "ip", "-n", w.world.Name, "addr", "add", elsewhere+"/32", "dev", "lo")
+	ln := w.world.Listen(t, "tcp", elsewhere+":80")
 	defer ln.Close()
 	reached := make(chan struct{}, 1)
 	testenv.Serve(t, ln, func(net.Conn) {
@@ -400,7 +397,7 @@ func TestOtherSandboxForwardTarget(t *testing.T) {
 				c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nHOST SERVICE\n"))
 			})
 
-			args := []string{"netns", "exec", w.host}
+			args := []string{"netns", "exec", w.host.Name}
 			if u.uid != 0 {
 				args = append(args, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
 			}

@@ -13,16 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
-	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
@@ -42,12 +39,12 @@ const (
 )
 
 type world struct {
-	host, world string // netns names
+	host, world *proxytest.Netns
 	caFile      string
 	repoDir     string
+	dns         *proxytest.Zone // the world's resolver, on dnsAddr:53
 
 	mu       sync.Mutex
-	dnsSeen  []string       // "name type" of every query the world DNS saw
 	httpSeen []string       // "host path" of every request the web servers saw
 	tcpSeen  int            // raw TCP connections to the echo port
 	udpSeen  int            // UDP datagrams to the echo port
@@ -65,72 +62,28 @@ func sh(t *testing.T, name string, args ...string) {
 // removed when the test ends.
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	testenv.NeedRoot(t)
-	testenv.NeedCommand(t, "ip")
-	id := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
-	w := &world{host: "barry-h-" + id, world: "barry-w-" + id, slowEnd: make(chan time.Time, 8)}
-	sh(t, "ip", "netns", "add", w.host)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", w.host).Run() })
-	sh(t, "ip", "netns", "add", w.world)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", w.world).Run() })
+	w := &world{host: proxytest.NewNetns(t), world: proxytest.NewNetns(t), slowEnd: make(chan time.Time, 8)}
+	host, wld := w.host.Name, w.world.Name
 	for _, c := range [][]string{
-		{"-n", w.host, "link", "set", "lo", "up"},
-		{"-n", w.world, "link", "set", "lo", "up"},
-		{"link", "add", "name", "vh", "netns", w.host, "type", "veth", "peer", "name", "vw", "netns", w.world},
-		{"-n", w.host, "addr", "add", hostAddr + "/24", "dev", "vh"},
-		{"-n", w.host, "addr", "add", "2001:db8:1::1/64", "dev", "vh", "nodad"},
-		{"-n", w.host, "link", "set", "vh", "up"},
-		{"-n", w.world, "addr", "add", worldAddr + "/24", "dev", "vw"},
-		{"-n", w.world, "addr", "add", "2001:db8:1::2/64", "dev", "vw", "nodad"},
-		{"-n", w.world, "link", "set", "vw", "up"},
-		{"-n", w.world, "addr", "add", webAddr + "/32", "dev", "lo"},
-		{"-n", w.world, "addr", "add", deniedAddr + "/32", "dev", "lo"},
-		{"-n", w.world, "addr", "add", dnsAddr + "/32", "dev", "lo"},
-		{"-n", w.world, "addr", "add", web6Addr + "/128", "dev", "lo", "nodad"},
-		{"-n", w.host, "route", "add", "192.0.2.0/24", "via", worldAddr},
-		{"-n", w.host, "addr", "add", hostOwnAddr + "/32", "dev", "lo"},
-		{"-n", w.host, "-6", "route", "add", "2001:db8:2::/64", "via", "2001:db8:1::2"},
+		{"link", "add", "name", "vh", "netns", host, "type", "veth", "peer", "name", "vw", "netns", wld},
+		{"-n", host, "addr", "add", hostAddr + "/24", "dev", "vh"},
+		{"-n", host, "addr", "add", "2001:db8:1::1/64", "dev", "vh", "nodad"},
+		{"-n", host, "link", "set", "vh", "up"},
+		{"-n", wld, "addr", "add", worldAddr + "/24", "dev", "vw"},
+		{"-n", wld, "addr", "add", "2001:db8:1::2/64", "dev", "vw", "nodad"},
+		{"-n", wld, "link", "set", "vw", "up"},
+		{"-n", wld, "addr", "add", webAddr + "/32", "dev", "lo"},
+		{"-n", wld, "addr", "add", deniedAddr + "/32", "dev", "lo"},
+		{"-n", wld, "addr", "add", dnsAddr + "/32", "dev", "lo"},
+		{"-n", wld, "addr", "add", web6Addr + "/128", "dev", "lo", "nodad"},
+		{"-n", host, "route", "add", "192.0.2.0/24", "via", worldAddr},
+		{"-n", host, "addr", "add", hostOwnAddr + "/32", "dev", "lo"},
+		{"-n", host, "-6", "route", "add", "2001:db8:2::/64", "via", "2001:db8:1::2"},
 	} {
 		sh(t, "ip", c...)
 	}
 	w.startServers(t)
 	return w
-}
-
-// inNetns runs f on a thread switched into the named network namespace, so
-// sockets f creates live there.
-func inNetns(t *testing.T, ns string, f func() error) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		ferr := f()
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err // the thread stays locked and dies with the goroutine
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
 }
 
 func (w *world) note(list *[]string, s string) {
@@ -143,7 +96,7 @@ func (w *world) note(list *[]string, s string) {
 func (w *world) seen() (dnsQ, httpR []string, tcp, udp int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]string(nil), w.dnsSeen...), append([]string(nil), w.httpSeen...), w.tcpSeen, w.udpSeen
+	return w.dns.Questions(), append([]string(nil), w.httpSeen...), w.tcpSeen, w.udpSeen
 }
 
 func (w *world) startServers(t *testing.T) {
@@ -156,42 +109,20 @@ func (w *world) startServers(t *testing.T) {
 	}
 	w.repoDir = makeRepo(t, dir)
 
-	// DNS.
-	records := map[string]string{
-		"allowed.test.": webAddr, "git.test.": webAddr, "denied.test.": deniedAddr,
-		"rebind.test.": "127.0.0.1", "hostaddr.test.": hostOwnAddr,
+	// DNS: NXDOMAIN for other names.
+	w.dns = proxytest.NewZone()
+	if err := w.dns.AddRR(
+		"allowed.test. 5 IN A "+webAddr, "allowed.test. 5 IN AAAA "+web6Addr,
+		"git.test. 5 IN A "+webAddr, "denied.test. 5 IN A "+deniedAddr,
+		"rebind.test. 5 IN A 127.0.0.1", "hostaddr.test. 5 IN A "+hostOwnAddr,
+	); err != nil {
+		t.Fatal(err)
 	}
-	mux := dns.HandlerFunc(func(rw dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		for _, q := range r.Question {
-			w.note(&w.dnsSeen, strings.ToLower(q.Name)+" "+dns.TypeToString[q.Qtype])
-			if ip, ok := records[strings.ToLower(q.Name)]; ok && q.Qtype == dns.TypeA {
-				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.ParseIP(ip)})
-			}
-			if q.Name == "allowed.test." && q.Qtype == dns.TypeAAAA {
-				m.Answer = append(m.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: 5}, AAAA: net.ParseIP(web6Addr)})
-			}
-		}
-		rw.WriteMsg(m)
-	})
-	var servers []*dns.Server
-	inNetns(t, w.world, func() error {
-		pc, err := net.ListenPacket("udp", dnsAddr+":53")
-		if err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", dnsAddr+":53")
-		if err != nil {
-			return err
-		}
-		servers = append(servers, &dns.Server{PacketConn: pc, Handler: mux}, &dns.Server{Listener: ln, Handler: mux})
-		return nil
-	})
-	for _, s := range servers {
-		go s.ActivateAndServe()
-		t.Cleanup(func() { s.Shutdown() })
+	stop, err := w.dns.Serve(w.world.ListenPacket(t, "udp", dnsAddr+":53"), w.world.Listen(t, "tcp", dnsAddr+":53"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(stop)
 
 	// Web: plain HTTP on :80, HTTPS on :443, git smart HTTP for git.test.
 	gitPath, err := exec.Command("git", "--exec-path").Output()
@@ -216,31 +147,15 @@ func (w *world) startServers(t *testing.T) {
 		fmt.Fprintf(rw, "hello from %s", host)
 	})
 	var lns []net.Listener
-	var tlsLns []net.Listener
-	var echo net.Listener
-	var udp net.PacketConn
-	inNetns(t, w.world, func() error {
-		for _, a := range []string{webAddr + ":80", deniedAddr + ":80", "[" + web6Addr + "]:80"} {
-			ln, err := net.Listen("tcp", a)
-			if err != nil {
-				return err
-			}
-			lns = append(lns, ln)
-		}
-		for _, a := range []string{webAddr + ":443", deniedAddr + ":443", "[" + web6Addr + "]:443"} {
-			ln, err := net.Listen("tcp", a)
-			if err != nil {
-				return err
-			}
-			tlsLns = append(tlsLns, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}))
-		}
-		if echo, err = net.Listen("tcp", webAddr+":"+udpEchoPort); err != nil {
-			return err
-		}
-		udp, err = net.ListenPacket("udp", webAddr+":"+udpEchoPort)
-		return err
-	})
-	for _, ln := range append(lns, tlsLns...) {
+	for _, a := range []string{webAddr + ":80", deniedAddr + ":80", "[" + web6Addr + "]:80"} {
+		lns = append(lns, w.world.Listen(t, "tcp", a))
+	}
+	for _, a := range []string{webAddr + ":443", deniedAddr + ":443", "[" + web6Addr + "]:443"} {
+		lns = append(lns, tls.NewListener(w.world.Listen(t, "tcp", a), &tls.Config{Certificates: []tls.Certificate{cert}}))
+	}
+	echo := w.world.Listen(t, "tcp", webAddr+":"+udpEchoPort)
+	udp := w.world.ListenPacket(t, "udp", webAddr+":"+udpEchoPort)
+	for _, ln := range lns {
 		srv := &http.Server{Handler: web, ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
@@ -328,7 +243,7 @@ func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
 	if audit == "" {
 		audit = filepath.Join(sharedDir(t), "audit.jsonl")
 	}
-	args := []string{"netns", "exec", w.host}
+	args := []string{"netns", "exec", w.host.Name}
 	if o.uid != 0 {
 		args = append(args, "setpriv", fmt.Sprintf("--reuid=%d", o.uid), fmt.Sprintf("--regid=%d", o.uid), "--clear-groups", "--")
 	}

@@ -281,7 +281,7 @@ print("done")
 	}
 	var statusOut []byte
 	waitFor(t, "status to show the DNS decisions", 10*time.Second, func() bool {
-		out, err := execIn(w.host, sandboxdBin, "status", "--json")
+		out, err := execIn(w.host.Name, sandboxdBin, "status", "--json")
 		if err != nil {
 			return false
 		}
@@ -353,7 +353,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	waitFor(t, "the command to start", 30*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil })
 	var pid int
 	waitFor(t, "status to list the sandbox", 10*time.Second, func() bool {
-		out, err := execIn(w.host, sandboxdBin, "status", "--json")
+		out, err := execIn(w.host.Name, sandboxdBin, "status", "--json")
 		var list []struct {
 			PID        int
 			PolicyFile string

@@ -1,6 +1,7 @@
 package proxytest
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -10,79 +11,97 @@ import (
 	"github.com/miekg/dns"
 )
 
-// DNS is a fake upstream resolver on 127.0.0.1 (UDP and TCP on the same
-// port) that answers from a table and records every question it sees.
-type DNS struct {
-	Addr string
-
-	mu      sync.Mutex
-	records map[string][]dns.RR // "name.|TYPE"
-	seen    map[string]int      // lower-case name without trailing dot
-	total   int
-	delay   time.Duration
-	servers []*dns.Server
+// Zone is a fake DNS zone: it answers from a table of records and records
+// every question it sees. It needs no testing.TB, so a command (the
+// scripts' fakeupstream) can serve one as well as a test.
+type Zone struct {
+	mu        sync.Mutex
+	records   map[string][]dns.RR // "name.|TYPE"
+	questions []string            // "name. TYPE", in arrival order
+	delay     time.Duration
+	notify    func(string)
 }
 
-// NewDNS starts a fake upstream; it stops when the test ends.
-func NewDNS(t testing.TB) *DNS {
-	t.Helper()
-	d := &DNS{records: map[string][]dns.RR{}, seen: map[string]int{}}
-	pc, ln := ListenUDPTCP(t)
-	d.Addr = pc.LocalAddr().String()
-	for _, s := range []*dns.Server{{PacketConn: pc, Handler: d}, {Listener: ln, Handler: d}} {
-		started := make(chan struct{})
-		s.NotifyStartedFunc = func() { close(started) }
-		d.servers = append(d.servers, s)
-		go s.ActivateAndServe()
-		<-started
-	}
-	t.Cleanup(func() {
-		for _, s := range d.servers {
-			s.Shutdown()
-		}
-	})
-	return d
+// NewZone returns an empty zone: every name is unknown (NXDOMAIN).
+func NewZone() *Zone {
+	return &Zone{records: map[string][]dns.RR{}}
 }
 
-// Add adds records in zone-file form ("a.test. 60 IN A 127.0.0.1").
-func (d *DNS) Add(t testing.TB, rrs ...string) {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// AddRR adds records in zone-file form ("a.test. 60 IN A 127.0.0.1"). On
+// a bad record it adds none of them.
+func (z *Zone) AddRR(rrs ...string) error {
+	parsed := make([]dns.RR, 0, len(rrs))
 	for _, s := range rrs {
 		rr, err := dns.NewRR(s)
 		if err != nil {
-			t.Fatalf("proxytest: bad record %q: %v", s, err)
+			return fmt.Errorf("bad record %q: %w", s, err)
 		}
-		k := strings.ToLower(rr.Header().Name) + "|" + dns.TypeToString[rr.Header().Rrtype]
-		d.records[k] = append(d.records[k], rr)
+		if rr == nil {
+			return fmt.Errorf("bad record %q: empty", s)
+		}
+		parsed = append(parsed, rr)
 	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	for _, rr := range parsed {
+		k := rrKey(rr.Header().Name, rr.Header().Rrtype)
+		z.records[k] = append(z.records[k], rr)
+	}
+	return nil
+}
+
+func rrKey(name string, t uint16) string {
+	return strings.ToLower(name) + "|" + dns.Type(t).String()
 }
 
 // SetDelay makes every answer wait d.
-func (d *DNS) SetDelay(delay time.Duration) {
-	d.mu.Lock()
-	d.delay = delay
-	d.mu.Unlock()
+func (z *Zone) SetDelay(d time.Duration) {
+	z.mu.Lock()
+	z.delay = d
+	z.mu.Unlock()
 }
 
-// Seen returns how many questions for name (any type) arrived.
-func (d *DNS) Seen(name string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.seen[strings.TrimSuffix(strings.ToLower(name), ".")]
+// OnQuestion makes the zone call f with each question ("name. TYPE", as
+// Questions lists it) as it arrives, before answering.
+func (z *Zone) OnQuestion(f func(question string)) {
+	z.mu.Lock()
+	z.notify = f
+	z.mu.Unlock()
+}
+
+// Questions returns the questions seen so far, in order, each as the
+// lower-case name with its trailing dot, a space and the type
+// ("allowed.test. A").
+func (z *Zone) Questions() []string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return append([]string(nil), z.questions...)
+}
+
+// Seen returns how many questions for name (any type; case and a trailing
+// dot do not matter) arrived.
+func (z *Zone) Seen(name string) int {
+	prefix := dns.Fqdn(strings.ToLower(name)) + " "
+	n := 0
+	for _, q := range z.Questions() {
+		if strings.HasPrefix(q, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // Total returns how many questions arrived.
-func (d *DNS) Total() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.total
+func (z *Zone) Total() int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return len(z.questions)
 }
 
 // ServeDNS answers from the table: NXDOMAIN for unknown names, NODATA for
-// known names without the type.
-func (d *DNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+// known names without the type; one CNAME is followed. A message without
+// exactly one question gets FORMERR.
+func (z *Zone) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.RecursionAvailable = true
@@ -93,25 +112,26 @@ func (d *DNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	}
 	q := r.Question[0]
 	name := strings.ToLower(q.Name)
-	d.mu.Lock()
-	d.seen[strings.TrimSuffix(name, ".")]++
-	d.total++
-	delay := d.delay
-	ans := d.records[name+"|"+dns.TypeToString[q.Qtype]]
+	question := name + " " + dns.Type(q.Qtype).String()
+	z.mu.Lock()
+	z.questions = append(z.questions, question)
+	delay, notify := z.delay, z.notify
+	ans := z.records[rrKey(name, q.Qtype)]
 	known := false
-	for k := range d.records {
+	for k := range z.records {
 		if strings.HasPrefix(k, name+"|") {
 			known = true
 			break
 		}
 	}
-	// Follow one CNAME.
-	if cn := d.records[name+"|CNAME"]; len(cn) > 0 && q.Qtype != dns.TypeCNAME {
+	if cn := z.records[rrKey(name, dns.TypeCNAME)]; len(cn) > 0 && q.Qtype != dns.TypeCNAME {
 		ans = append(ans, cn...)
-		target := strings.ToLower(cn[0].(*dns.CNAME).Target)
-		ans = append(ans, d.records[target+"|"+dns.TypeToString[q.Qtype]]...)
+		ans = append(ans, z.records[rrKey(cn[0].(*dns.CNAME).Target, q.Qtype)]...)
 	}
-	d.mu.Unlock()
+	z.mu.Unlock()
+	if notify != nil {
+		notify(question)
+	}
 	if delay > 0 {
 		time.Sleep(delay)
 	}
@@ -120,6 +140,64 @@ func (d *DNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	}
 	m.Answer = ans
 	w.WriteMsg(m)
+}
+
+// Serve answers on pc (UDP) and ln (TCP); either may be nil. It returns
+// once both serve; stop shuts them down and closes pc and ln.
+func (z *Zone) Serve(pc net.PacketConn, ln net.Listener) (stop func(), err error) {
+	var servers []*dns.Server
+	stop = func() {
+		for _, s := range servers {
+			s.Shutdown()
+		}
+	}
+	for _, s := range []*dns.Server{{PacketConn: pc, Handler: z}, {Listener: ln, Handler: z}} {
+		if s.PacketConn == nil && s.Listener == nil {
+			continue
+		}
+		started := make(chan struct{})
+		failed := make(chan error, 1)
+		s.NotifyStartedFunc = func() { close(started) }
+		go func() { failed <- s.ActivateAndServe() }()
+		select {
+		case <-started:
+			servers = append(servers, s)
+		case err := <-failed:
+			stop()
+			return nil, fmt.Errorf("proxytest: serving DNS: %w", err)
+		}
+	}
+	return stop, nil
+}
+
+// DNS is a Zone served on 127.0.0.1 (UDP and TCP on the same port) for
+// one test: a fake upstream resolver.
+type DNS struct {
+	*Zone
+	// Addr is the "127.0.0.1:PORT" it answers on.
+	Addr string
+}
+
+// NewDNS starts a fake upstream with an empty zone; it stops when the
+// test ends.
+func NewDNS(t testing.TB) *DNS {
+	t.Helper()
+	z := NewZone()
+	pc, ln := ListenUDPTCP(t)
+	stop, err := z.Serve(pc, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return &DNS{Zone: z, Addr: pc.LocalAddr().String()}
+}
+
+// Add is AddRR, failing the test on a bad record.
+func (d *DNS) Add(t testing.TB, rrs ...string) {
+	t.Helper()
+	if err := d.AddRR(rrs...); err != nil {
+		t.Fatalf("proxytest: %v", err)
+	}
 }
 
 // ListenUDPTCP listens on one loopback port for both UDP and TCP, retrying

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,23 +17,25 @@ import (
 	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
-// Netns is a network namespace the test created, with loopback up and a
-// dummy interface (or, without the dummy driver, lo) holding the given
-// addresses. It is deleted when the test
-// ends.
+// Netns is a network namespace the test created, with loopback up and, when
+// addresses are given, a dummy interface (or, without the dummy driver, lo)
+// holding them. It is deleted when the test ends.
 type Netns struct {
 	Name string
 	path string
 }
 
+// netnsSeq keeps the names of one test binary's namespaces apart.
+var netnsSeq atomic.Int64
+
 // NewNetns creates the namespace (needs root and iproute2; skips or, under
 // BARRY_REQUIRE_PRIVILEGED=1, fails otherwise). addrs are CIDRs such as
-// "203.0.113.10/24".
+// "203.0.113.10/24"; without any the namespace has only lo.
 func NewNetns(t testing.TB, addrs ...string) *Netns {
 	t.Helper()
 	testenv.NeedRoot(t)
 	ip := testenv.NeedCommand(t, "ip")
-	name := fmt.Sprintf("barrytest-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	name := fmt.Sprintf("barrytest-%d-%d-%d", os.Getpid(), netnsSeq.Add(1), time.Now().UnixNano()%1e6)
 	run := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
@@ -44,6 +47,10 @@ func NewNetns(t testing.TB, addrs ...string) *Netns {
 	}
 	t.Cleanup(func() { exec.Command(ip, "netns", "delete", name).Run() })
 	run("-n", name, "link", "set", "lo", "up")
+	n := &Netns{Name: name, path: "/var/run/netns/" + name} // where ip netns add puts it
+	if len(addrs) == 0 {
+		return n
+	}
 	dev := "d0"
 	if out, err := exec.Command(ip, "-n", name, "link", "add", "d0", "type", "dummy").CombinedOutput(); err != nil {
 		// Kernels without the dummy driver (containers that cannot load
@@ -58,7 +65,7 @@ func NewNetns(t testing.TB, addrs ...string) *Netns {
 	if dev != "lo" {
 		run("-n", name, "link", "set", dev, "up")
 	}
-	return &Netns{Name: name, path: "/var/run/netns/" + name}
+	return n
 }
 
 // Do runs f on an OS thread that is inside the namespace; sockets f creates
@@ -99,20 +106,36 @@ func (n *Netns) Do(f func() error) error {
 // Listen opens a listener inside the namespace.
 func (n *Netns) Listen(t testing.TB, network, addr string) net.Listener {
 	t.Helper()
-	var ln net.Listener
-	if err := n.Do(func() (err error) { ln, err = net.Listen(network, addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	return ln
+	return mustInside(t, n, func() (net.Listener, error) { return net.Listen(network, addr) })
+}
+
+// ListenPacket opens a packet socket (UDP) inside the namespace.
+func (n *Netns) ListenPacket(t testing.TB, network, addr string) net.PacketConn {
+	t.Helper()
+	return mustInside(t, n, func() (net.PacketConn, error) { return net.ListenPacket(network, addr) })
 }
 
 // Dial dials from inside the namespace (a proxy.Config.Dial).
 func (n *Netns) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var c net.Conn
-	err := n.Do(func() (err error) {
+	return inside(n, func() (net.Conn, error) {
 		var d net.Dialer
-		c, err = d.DialContext(ctx, network, addr)
-		return err
+		return d.DialContext(ctx, network, addr)
 	})
-	return c, err
+}
+
+// inside runs f in the namespace (Do) and returns what it made.
+func inside[T any](n *Netns, f func() (T, error)) (T, error) {
+	var v T
+	err := n.Do(func() (err error) { v, err = f(); return err })
+	return v, err
+}
+
+// mustInside is inside, failing the test on an error.
+func mustInside[T any](t testing.TB, n *Netns, f func() (T, error)) T {
+	t.Helper()
+	v, err := inside(n, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

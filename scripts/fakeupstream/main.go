@@ -1,9 +1,10 @@
 // Command fakeupstream is the demo's fake internet: a DNS server answering A
-// records from -records and a plain HTTP server that greets by Host. It is
-// meant to run inside a network namespace the demo creates, on TEST-NET
-// addresses; it logs every query and request to stderr. With -https it also
-// serves the same handler over TLS with a certificate for every -records name,
-// self-signed at start-up and written (PEM) to -cert-out for clients to trust.
+// records from -records (a proxytest.Zone: NXDOMAIN for other names) and a
+// plain HTTP server that greets by Host. It is meant to run inside a network
+// namespace the demo creates, on TEST-NET addresses; it logs every query and
+// request to stderr. With -https it also serves the same handler over TLS
+// with a certificate for every -records name, self-signed at start-up and
+// written (PEM) to -cert-out for clients to trust.
 package main
 
 import (
@@ -30,30 +31,23 @@ func main() {
 	certOut := flag.String("cert-out", "", "write the self-signed HTTPS certificate (PEM) to `FILE`")
 	quiet := flag.Bool("quiet", false, "do not log each query and request (benchmarks)")
 	flag.Parse()
-	records := map[string]string{}
-	for _, r := range strings.Split(*recs, ",") {
-		if n, ip, ok := strings.Cut(r, "="); ok {
-			records[dns.Fqdn(strings.ToLower(n))] = ip
-		}
-	}
 	logf := log.New(os.Stderr, "upstream: ", 0).Printf
 	if *quiet {
 		logf = func(string, ...any) {}
 	}
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		for _, q := range r.Question {
-			logf("dns query %s %s", q.Name, dns.TypeToString[q.Qtype])
-			if ip, ok := records[strings.ToLower(q.Name)]; ok && q.Qtype == dns.TypeA {
-				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.ParseIP(ip)})
+	zone := proxytest.NewZone()
+	zone.OnQuestion(func(q string) { logf("dns query %s", q) })
+	var names []string
+	for _, r := range strings.Split(*recs, ",") {
+		if n, ip, ok := strings.Cut(r, "="); ok {
+			if err := zone.AddRR(dns.Fqdn(n) + " 5 IN A " + ip); err != nil {
+				log.Fatal(err)
 			}
+			names = append(names, strings.ToLower(strings.TrimSuffix(n, ".")))
 		}
-		w.WriteMsg(m)
-	})
-	for _, n := range []string{"udp", "tcp"} {
-		srv := &dns.Server{Addr: *dnsAddr, Net: n, Handler: h}
-		go func() { log.Fatal(srv.ListenAndServe()) }()
+	}
+	if err := serveDNS(zone, *dnsAddr); err != nil {
+		log.Fatal(err)
 	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		logf("http request %s %s", r.Host, r.URL.Path)
@@ -76,10 +70,6 @@ func main() {
 		}
 	}
 	if *httpsAddrs != "" {
-		names := []string{}
-		for n := range records {
-			names = append(names, strings.TrimSuffix(n, "."))
-		}
 		cert, err := selfSigned(names, *certOut)
 		if err != nil {
 			log.Fatal(err)
@@ -93,6 +83,20 @@ func main() {
 		}
 	}
 	select {}
+}
+
+// serveDNS answers from zone on addr, UDP and TCP.
+func serveDNS(zone *proxytest.Zone, addr string) error {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	_, err = zone.Serve(pc, ln)
+	return err
 }
 
 // selfSigned makes a certificate for names (proxytest.SelfSigned) and
