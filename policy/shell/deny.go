@@ -60,15 +60,8 @@ func matchRule(inv invocation, rule string) bool {
 	if len(inv.chain) == 0 {
 		return false
 	}
-	switch inv.prog {
-	case "git":
-		if !gitSubcommands()[inv.chain[0]] {
-			return true
-		}
-	case "gh":
-		if !ghTop()[inv.chain[0]] {
-			return true
-		}
+	if p := programs[inv.prog]; p != nil && p.subcommands != nil && !p.subcommands()[inv.chain[0]] {
+		return true // an alias or extension may be any subcommand
 	}
 	for k := 1; k < len(parts); k++ {
 		if k-1 >= len(inv.chain) || inv.chain[k-1] != parts[k] {

@@ -11,9 +11,12 @@
 //
 // Programs are moving into a registry keyed by program (registry.go): one
 // entry per program holds its options and its answers to every question
-// the classifier asks (what it runs, network actions, hosts, writes), in
-// one file per family (prog_net.go: curl, wget, httpie/xh, netcat, telnet,
-// socat; prog_remote.go: ssh, scp, sftp, rsync). The walks ask the
+// the classifier asks (what it runs, network actions, hosts, writes, its
+// aliases and known subcommands), in one file per family (prog_net.go:
+// curl, wget, httpie/xh, netcat, telnet, socat; prog_remote.go: ssh, scp,
+// sftp, rsync; prog_vcs.go: git, gh; prog_dns.go: the DNS lookup tools,
+// resolvectl, getent; prog_proto.go: other-protocol clients and openssl;
+// prog_cloud.go: the cloud and Kubernetes CLIs). The walks ask the
 // registry first; the programs not yet moved are still cases of their
 // switches in programs.go, network.go and writes.go.
 //

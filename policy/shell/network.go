@@ -83,10 +83,6 @@ func (c Classification) NetworkActionDenied(actions []string) (string, bool) {
 	return "", false
 }
 
-var ghWriteVerbs = sync.OnceValue(func() map[string]bool {
-	return setOf(`create edit merge close reopen delete comment review ready lock unlock transfer archive unarchive rename upload set remove add fork sync cancel rerun enable disable run develop pin unpin login logout refresh setup-git`)
-})
-
 var pkgRead = sync.OnceValue(func() map[string]map[string]bool {
 	return map[string]map[string]bool{
 		"npm":      setOf(`install i ci add update upgrade outdated view info show audit dlx exec create init x`),
@@ -107,7 +103,6 @@ var pkgRead = sync.OnceValue(func() map[string]map[string]bool {
 		"brew":     setOf(`install update upgrade fetch tap reinstall`),
 		"apt":      setOf(`install update upgrade full-upgrade dist-upgrade download source`),
 		"apt-get":  setOf(`install update upgrade dist-upgrade download source`),
-		"helm":     setOf(`install pull upgrade repo dependency`),
 		"composer": setOf(`install require update`),
 		"npx":      {"": true},
 		"bunx":     {"": true},
@@ -128,13 +123,14 @@ var pkgWrite = sync.OnceValue(func() map[string]map[string]bool {
 		"gem":    setOf(`push yank owner`),
 		"docker": setOf(`push`),
 		"podman": setOf(`push`),
-		"helm":   setOf(`push`),
 		"flit":   setOf(`publish`),
 		"hatch":  setOf(`publish`),
 	}
 })
 
-// networkActions returns the tags one invocation performs.
+// networkActions returns the tags one invocation performs: a registered
+// program's entry answers; of the others, package managers read or write
+// by their subcommand (pkgRead, pkgWrite).
 func networkActions(inv invocation) []string {
 	if p := programs[inv.prog]; p != nil {
 		if p.actions == nil {
@@ -142,77 +138,11 @@ func networkActions(inv invocation) []string {
 		}
 		return p.actions(inv)
 	}
-	args := inv.args
-	sub := ""
+	var first string
 	if len(inv.chain) > 0 {
-		sub = inv.chain[0]
-	}
-	switch inv.prog {
-	case "git":
-		if sub == "" {
-			return nil
-		}
-		second := ""
-		if len(inv.chain) > 1 {
-			second = inv.chain[1]
-		}
-		switch {
-		case sub == "push" || sub == "send-pack" || sub == "http-push" || sub == "lfs" && second == "push":
-			return []string{policy.ActionGitPush}
-		case sub == "send-email" || sub == "imap-send" || sub == "request-pull":
-			// Mail out (SMTP/IMAP) and request-pull's check of the remote:
-			// other protocols than git's, to hosts the line may not name.
-			return allLeafActions
-		case sub == "fetch" || sub == "pull" || sub == "clone" || sub == "ls-remote" || sub == "fetch-pack",
-			sub == "remote" && (second == "update" || second == "show" || second == "prune"),
-			sub == "submodule" && (second == "update" || second == "add" || second == "sync"),
-			sub == "lfs" && (second == "fetch" || second == "pull" || second == "clone"):
-			return []string{policy.ActionGitFetch}
-		case !gitSubcommands()[sub]:
-			return []string{policy.ActionGitFetch, policy.ActionGitPush}
-		}
-	case "gh":
-		if sub == "" || sub == "help" || sub == "version" || sub == "completion" || sub == "alias" {
-			return nil
-		}
-		if sub == "api" {
-			if ghAPIWrite(args) {
-				return []string{policy.ActionHTTPWrite}
-			}
-			return []string{policy.ActionHTTPRead}
-		}
-		if len(inv.chain) > 1 && ghWriteVerbs()[inv.chain[1]] || !ghTop()[sub] {
-			return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
-		}
-		return []string{policy.ActionHTTPRead}
-	case "dig", "nslookup", "host", "drill", "delv", "kdig":
-		return []string{policy.ActionDNS}
-	case "resolvectl":
-		if sub == "query" || sub == "resolve" || sub == "" && len(args) > 1 && (args[1].val == "query" || args[1].val == "resolve") {
-			return []string{policy.ActionDNS}
-		}
-	case "getent":
-		if len(args) > 1 && strings.Contains(args[1].val, "hosts") {
-			return []string{policy.ActionDNS}
-		}
-	case "ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links", "elinks", "w3m", "whois",
-		"ping", "ping6", "fping", "arping", "traceroute", "traceroute6", "tracepath", "mtr", "nmap", "hping3",
-		"rclone", "s3cmd", "gsutil",
-		"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify", "wrangler":
-		// Raw or other-protocol clients (busybox applets among them) and
-		// cloud CLIs, which talk to endpoints the line does not name: any
-		// leaf, so a domain rule cannot be passed by a tool the
-		// classifier does not read.
-		return allLeafActions
-	case "openssl":
-		// openssl s_client -connect HOST:PORT is a raw TLS socket.
-		if len(args) > 1 && (args[1].dyn || args[1].val == "s_client" || args[1].val == "s_time") {
-			return allLeafActions
-		}
-	}
-	first := sub
-	if len(inv.chain) == 0 {
-		first = firstOperand(args, globalOpts()[inv.prog])
+		first = inv.chain[0]
+	} else {
+		first = firstOperand(inv.args, globalOpts()[inv.prog])
 	}
 	if pkgWrite()[inv.prog][first] {
 		return []string{policy.ActionHTTPWrite}
@@ -244,30 +174,6 @@ func readMethod(m string) bool {
 	switch strings.ToUpper(m) {
 	case "GET", "HEAD", "OPTIONS":
 		return true
-	}
-	return false
-}
-
-func ghAPIWrite(args []word) bool {
-	for i, w := range args {
-		v := w.val
-		switch {
-		case v == "-f" || v == "-F" || v == "--field" || v == "--raw-field" || v == "--input" ||
-			strings.HasPrefix(v, "--field=") || strings.HasPrefix(v, "--raw-field=") || strings.HasPrefix(v, "--input="):
-			return true
-		case v == "-X" || v == "--method":
-			if i+1 < len(args) && !readMethod(args[i+1].val) {
-				return true
-			}
-		case strings.HasPrefix(v, "--method="):
-			if !readMethod(strings.TrimPrefix(v, "--method=")) {
-				return true
-			}
-		case strings.HasPrefix(v, "-X") && len(v) > 2:
-			if !readMethod(v[2:]) {
-				return true
-			}
-		}
 	}
 	return false
 }
@@ -317,7 +223,6 @@ func (c Classification) Domains() []string {
 			out = append(out, s)
 		}
 	}
-	add := func(raw string, scp bool) { addHost(urlHost(raw, scp)) }
 	for _, inv := range c.invs {
 		if p := programs[inv.prog]; p != nil {
 			if p.hosts != nil {
@@ -327,74 +232,26 @@ func (c Classification) Domains() []string {
 			}
 			continue
 		}
-		args := inv.args
 		switch inv.prog {
-		case "git":
-			if len(inv.chain) == 0 {
-				continue
-			}
-			switch inv.chain[0] {
-			case "clone", "fetch", "pull", "push", "ls-remote", "fetch-pack", "send-pack", "archive":
-				if ops := operandsAfter(args, inv.chain[0]); len(ops) > 0 && !ops[0].dyn {
-					add(ops[0].val, true)
-				}
-			case "remote", "submodule":
-				for _, w := range operandsAfter(args, inv.chain[0]) {
-					if !w.dyn && (strings.Contains(w.val, "://") || strings.Contains(w.val, "@")) {
-						add(w.val, true)
-					}
-				}
-			}
-		case "dig", "drill", "delv", "kdig", "nslookup", "host":
-			for _, w := range operands(args, optSpec{short: "tcpqbfkxyW"}) {
-				v := w.val
-				if w.dyn || strings.HasPrefix(v, "@") || strings.HasPrefix(v, "+") || isAlphaNum(v) && v == strings.ToUpper(v) || isRRType(v) {
-					continue
-				}
-				add(v, false)
-				break
-			}
-		case "pip", "pip3", "pipx", "npm", "pnpm", "yarn", "bun", "npx", "bunx", "uv", "poetry", "go", "cargo", "gem", "brew", "helm", "docker", "podman", "composer":
-			for _, w := range args[1:] {
-				if i := strings.Index(w.val, "://"); !w.dyn && i > 0 && !strings.HasPrefix(w.val, "-") {
-					add(w.val[strings.LastIndexAny(w.val[:i], "+=")+1:], false)
-				}
-			}
-		case "openssl":
-			for j := 2; j+1 < len(args); j++ {
-				if args[j].val == "-connect" && !args[j+1].dyn {
-					add(args[j+1].val, false)
-				}
+		case "pip", "pip3", "pipx", "npm", "pnpm", "yarn", "bun", "npx", "bunx", "uv", "poetry", "go", "cargo", "gem", "brew", "docker", "podman", "composer":
+			for _, h := range pkgURLHosts(inv) {
+				addHost(h)
 			}
 		}
 	}
 	return out
 }
 
-var rrTypes = sync.OnceValue(func() map[string]bool {
-	return setOf(`a aaaa mx ns txt cname soa ptr srv caa any axfr ixfr ds dnskey https svcb in ch hs`)
-})
-
-func isRRType(s string) bool { return rrTypes()[strings.ToLower(s)] && s == strings.ToUpper(s) }
-
-func isAlphaNum(s string) bool {
-	for _, c := range s {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
+// pkgURLHosts returns the hosts of the URL arguments of a package manager
+// (or helm): a scheme's host, after a prefix such as "git+" or "name=".
+func pkgURLHosts(inv invocation) []string {
+	var h hostList
+	for _, w := range inv.args[1:] {
+		if i := strings.Index(w.val, "://"); !w.dyn && i > 0 && !strings.HasPrefix(w.val, "-") {
+			h.url(w.val[strings.LastIndexAny(w.val[:i], "+=")+1:])
 		}
 	}
-	return s != ""
-}
-
-// operandsAfter returns the operands after git's subcommand word.
-func operandsAfter(args []word, sub string) []word {
-	for i := 1; i < len(args); i++ {
-		if !args[i].dyn && args[i].val == sub {
-			rest := append([]word{staticWord("git")}, args[i+1:]...)
-			return operands(rest, optSpec{short: "obujC", long: []string{"origin", "branch", "upload-pack", "receive-pack", "depth", "reference", "separate-git-dir", "jobs", "template", "filter", "push-option", "server-option", "config", "repo"}})
-		}
-	}
-	return nil
+	return h
 }
 
 // urlHost extracts the host from a URL, an scp-style [user@]host:path

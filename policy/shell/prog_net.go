@@ -14,8 +14,9 @@ var netPrograms = map[string]*program{
 
 	"http": httpie, "https": httpie, "httpie": httpie, "xh": httpie, "xhs": httpie,
 
+	// A raw socket carries any protocol, so it gets every leaf action.
 	"nc": netcat, "ncat": netcat, "netcat": netcat, "telnet": netcat,
-	"socat": {actions: rawSocketActions, hosts: socatHosts},
+	"socat": {actions: everyAction, hosts: socatHosts},
 }
 
 // --- curl ---
@@ -257,10 +258,7 @@ func isAlpha(s string) bool {
 
 // --- raw sockets: nc, ncat, netcat, telnet, socat ---
 
-// A raw socket carries any protocol, so it gets every leaf action.
-func rawSocketActions(invocation) []string { return allLeafActions }
-
-var netcat = &program{actions: rawSocketActions, hosts: netcatHosts}
+var netcat = &program{actions: everyAction, hosts: netcatHosts}
 
 var netcatOpts = optSpec{short: "pswiqxXeco"}
 

@@ -19,8 +19,9 @@ var confusables = sync.OnceValue(func() *strings.Replacer {
 	)
 })
 
-// normalizeProgram maps a program word to the basename rules match on, and
-// returns the subcommand a dashed form implies ("git-push" → "git", "push").
+// normalizeProgram maps a program word to the basename rules match on (a
+// registered alias to its program), and returns the subcommand a dashed
+// form implies ("git-push" → "git", "push").
 func normalizeProgram(p string) (string, string) {
 	p = strings.TrimRight(p, "/")
 	p = path.Base(p)
@@ -28,14 +29,24 @@ func normalizeProgram(p string) (string, string) {
 	p = strings.ToLower(p)
 	p = confusables().Replace(p)
 	p = strings.TrimSuffix(p, ".exe")
-	switch p {
-	case "hub", "yadm":
-		return "git", ""
+	if name, ok := programAliases[p]; ok {
+		return name, ""
 	}
-	if sub, ok := strings.CutPrefix(p, "git-"); ok && (gitSubcommands()[sub] || strings.HasPrefix(sub, "credential-")) {
-		return "git", sub
+	for _, name := range dashedPrograms {
+		if sub, ok := strings.CutPrefix(p, name+"-"); ok && programs[name].dashed(sub) {
+			return name, sub
+		}
 	}
 	return p, ""
+}
+
+// setOf is the set of the space-separated words of s.
+func setOf(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Fields(s) {
+		m[f] = true
+	}
+	return m
 }
 
 var shells = sync.OnceValue(func() map[string]syntax.LangVariant {
@@ -131,22 +142,18 @@ var scriptRunners = sync.OnceValue(func() map[string]map[string]bool {
 	}
 })
 
-// Global options (value-taking) of programs whose subcommands matter.
+// Global options (value-taking) of programs whose subcommands matter. (A
+// program in the registry says so in its entry's globals instead.)
 var globalOpts = sync.OnceValue(func() map[string]optSpec {
 	return map[string]optSpec{
 		"docker":    {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
 		"podman":    {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
-		"kubectl":   {short: "ns", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "server", "token", "as", "as-group", "request-timeout", "certificate-authority", "client-certificate", "client-key"}},
-		"helm":      {short: "n", long: []string{"namespace", "kube-context", "kubeconfig", "repository-config", "registry-config"}},
 		"npm":       {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
 		"pnpm":      {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
 		"yarn":      {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
 		"cargo":     {short: "ZC", long: []string{"config", "color", "manifest-path"}},
 		"go":        {short: "C"},
 		"pip":       {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
-		"aws":       {long: []string{"profile", "region", "output", "endpoint-url", "query", "ca-bundle", "cli-read-timeout", "cli-connect-timeout", "color"}},
-		"gcloud":    {long: []string{"project", "account", "configuration", "format", "verbosity", "impersonate-service-account", "billing-project", "flags-file"}},
-		"az":        {long: []string{"subscription", "output", "query"}},
 		"brew":      {},
 		"apt":       {short: "ot", long: []string{"option", "target-release"}},
 		"apt-get":   {short: "ot", long: []string{"option", "target-release"}},
@@ -180,9 +187,9 @@ var nonExec = sync.OnceValue(func() map[string]bool {
 		"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
 		"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
 		"brew": true, "apt": true, "apt-get": true, "pip": true, "pip3": true, "npm": true, "pnpm": true,
-		"yarn": true, "gem": true, "git": true, "gh": true, "code": true, "open": true,
+		"yarn": true, "gem": true, "code": true, "open": true,
 		"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
-		"podman": true, "kubectl": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
+		"podman": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
 	}
 })
 
@@ -202,7 +209,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	}
 	prog, dashed := normalizeProgram(w0.val)
 	if dashed != "" {
-		args = append([]word{staticWord("git"), staticWord(dashed)}, args[1:]...)
+		args = append([]word{staticWord(prog), staticWord(dashed)}, args[1:]...)
 	}
 	if orig, ok := a.copies[prog]; ok && orig != prog {
 		// "cp /usr/bin/git x && ./x push": the copy runs as the original.
@@ -255,11 +262,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		return
 	}
 	if p := programs[prog]; p != nil {
-		if p.run == nil {
-			a.generic(inv, in, depth)
-		} else {
-			p.run(a, inv, in, depth)
-		}
+		a.registered(p, inv, in, depth)
 		return
 	}
 	switch prog {
@@ -520,12 +523,6 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 			rest(1)
 		}
 		return
-	case "git":
-		a.git(inv, in, depth)
-		return
-	case "gh":
-		a.gh(inv, depth)
-		return
 	case "sudoedit":
 		a.record(inv)
 		a.write(lastOperand(args), "sudoedit")
@@ -573,10 +570,11 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 }
 
 // generic records a program with no special grammar: its chain is the
-// first operands after its known global options.
+// first operands after its known global options (globalsOf: its entry's
+// globals or its globalOpts row).
 func (a *analyzer) generic(inv invocation, in stdin, depth int) {
 	prog, args := inv.prog, inv.args
-	sp, hasSubs := globalOpts()[prog]
+	sp, hasSubs := globalsOf(prog)
 	i := 1
 	if prog == "cargo" && i < len(args) && strings.HasPrefix(args[i].val, "+") {
 		i++
@@ -698,7 +696,8 @@ func (a *analyzer) afterSub(prog string, args []word, i int, in stdin, depth int
 }
 
 // Runners: program → subcommands that run the rest of argv, and how many
-// operands come before the command.
+// operands come before the command. (A program in the registry says so in
+// its entry's runs instead.)
 var runners = sync.OnceValue(func() map[string]map[string]int {
 	return map[string]map[string]int{
 		"uv": {"run": 0}, "poetry": {"run": 0}, "pipenv": {"run": 0}, "pdm": {"run": 0}, "hatch": {"run": 0},
@@ -706,7 +705,6 @@ var runners = sync.OnceValue(func() map[string]map[string]int {
 		"direnv": {"exec": 1}, "op": {"run": 0}, "doppler": {"run": 0}, "aws-vault": {"exec": 1},
 		"infisical": {"run": 0}, "bundle": {"exec": 0}, "nix": {"shell": -1, "develop": -1},
 		"bun": {"x": 0}, "docker": {"exec": 1, "run": 1}, "podman": {"exec": 1, "run": 1},
-		"kubectl": {"exec": -1, "run": -1, "debug": -1},
 	}
 })
 
@@ -730,8 +728,9 @@ var runnerOpts = sync.OnceValue(func() map[string]optSpec {
 var dockerRunOpts = optSpec{short: "aecmpuvwhlI", long: []string{"env", "volume", "publish", "name", "workdir", "user", "network", "entrypoint", "mount", "label", "env-file", "hostname", "platform", "cpus", "memory", "add-host", "cap-add", "cap-drop", "device", "dns", "gpus", "ipc", "pid", "restart", "runtime", "security-opt", "shm-size", "tmpfs", "ulimit", "volumes-from", "log-driver", "log-opt", "detach-keys", "cidfile", "group-add", "link", "network-alias", "pull", "stop-signal", "stop-timeout", "userns", "uts", "cgroupns", "health-cmd"}}
 
 // runner handles "uv run CMD", "docker exec C CMD", "nix shell -c CMD"...
+// (runnersOf: a registered program's runs, or its runners row).
 func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
-	subs, ok := runners()[inv.prog]
+	subs, ok := runnersOf(inv.prog)
 	if !ok {
 		if inv.prog == "npx" || inv.prog == "bunx" || inv.prog == "pnpx" {
 			a.record(inv)
@@ -741,7 +740,8 @@ func (a *analyzer) runner(inv invocation, in stdin, depth int) bool {
 		return false
 	}
 	args := inv.args
-	o := scanOpts(args, 1, globalOpts()[inv.prog])
+	globals, _ := globalsOf(inv.prog)
+	o := scanOpts(args, 1, globals)
 	if o.bad != "" || o.next >= len(args) || args[o.next].dyn {
 		return false
 	}

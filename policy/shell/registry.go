@@ -1,12 +1,18 @@
 package shell
 
+import (
+	"maps"
+	"slices"
+)
+
 // program is everything the classifier knows about one program: how its
 // command line is read and what it runs, the network actions it performs,
-// the hosts it contacts and the files it writes. The walks that answer one
-// question for every command (analyzer.command, networkActions,
-// Classification.Domains, analyzer.commandWrites) ask the registry first:
-// a program in it is answered by its entry alone, never by a case of
-// theirs, so a program's grammar lives in one place (its family's
+// the hosts it contacts, the files it writes, and how its name and
+// subcommands are matched. The walks that answer one question for every
+// command (analyzer.command, networkActions, Classification.Domains,
+// analyzer.commandWrites, matchRule, normalizeProgram) ask the registry
+// first: a program in it is answered by its entry alone, never by a case
+// of theirs, so a program's grammar lives in one place (its family's
 // prog_*.go file) and adding one is one entry, not a case in every walk.
 //
 // A nil field is an answer, not a gap: nil run is the generic reading, nil
@@ -36,19 +42,48 @@ type program struct {
 	// writes records the files one invocation writes by its own
 	// semantics; nil: none.
 	writes func(a *analyzer, inv invocation)
+
+	// globals, for a program read generically (nil run), says it has
+	// subcommands: its chain is the first operands after these
+	// value-taking global options (analyzer.generic). nil: no chain.
+	globals *optSpec
+	// runs, for a program read generically, are its subcommands that run
+	// the rest of argv as a command, each with the number of operands
+	// before the command (-1: only after "--"); analyzer.runner reads
+	// them before the generic reading.
+	runs map[string]int
+	// subcommands, when set, are the program's known first subcommands: a
+	// chain starting with any other word (an alias, an extension, a
+	// plugin) may be any subcommand, so it matches every rule on the
+	// program (matchRule).
+	subcommands func() map[string]bool
+	// aliases are other names that run this program ("hub" is git);
+	// normalizeProgram maps them to the entry's name.
+	aliases []string
+	// dashed reports whether "NAME-SUB" runs "NAME SUB" (git's dashed
+	// forms, "git-push"); normalizeProgram splits such a word.
+	dashed func(sub string) bool
 }
 
 // programFamilies are the per-family tables the registry is built from,
 // each in its own prog_*.go file.
-var programFamilies = []map[string]*program{netPrograms, remotePrograms}
+var programFamilies = []map[string]*program{netPrograms, remotePrograms, vcsPrograms, dnsPrograms, protoPrograms, cloudPrograms}
 
 // programs is the registry: normalized program name → its entry. It is
 // filled in init, not by an initializer, because the entries' functions
 // reach the walks that read it (an initializer would be a cycle).
 var programs map[string]*program
 
+// programAliases maps an entry's aliases to its name, and dashedPrograms
+// lists, sorted, the entries that have dashed forms: both are what
+// normalizeProgram reads of the registry.
+var (
+	programAliases map[string]string
+	dashedPrograms []string
+)
+
 func init() {
-	programs = map[string]*program{}
+	programs, programAliases = map[string]*program{}, map[string]string{}
 	for _, fam := range programFamilies {
 		for name, p := range fam {
 			if programs[name] != nil {
@@ -57,7 +92,61 @@ func init() {
 			programs[name] = p
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(programs)) {
+		p := programs[name]
+		for _, al := range p.aliases {
+			if programs[al] != nil || programAliases[al] != "" {
+				panic("policy/shell: alias " + al + " of " + name + " is registered twice")
+			}
+			programAliases[al] = name
+		}
+		if p.dashed != nil {
+			dashedPrograms = append(dashedPrograms, name)
+		}
+	}
 }
+
+// registered analyses one invocation of a registered program: its entry's
+// run, or else the generic reading (a subcommand of runs that runs a
+// command, then analyzer.generic).
+func (a *analyzer) registered(p *program, inv invocation, in stdin, depth int) {
+	switch {
+	case p.run != nil:
+		p.run(a, inv, in, depth)
+	case p.runs != nil && a.runner(inv, in, depth):
+	default:
+		a.generic(inv, in, depth)
+	}
+}
+
+// globalsOf returns the value-taking global options of a program with
+// subcommands, and whether it has them: a registered program's globals,
+// or else its globalOpts row.
+func globalsOf(prog string) (optSpec, bool) {
+	if p := programs[prog]; p != nil {
+		if p.globals == nil {
+			return optSpec{}, false
+		}
+		return *p.globals, true
+	}
+	sp, ok := globalOpts()[prog]
+	return sp, ok
+}
+
+// runnersOf returns a program's subcommands that run a command (see
+// program.runs): a registered program's runs, or else its runners row.
+func runnersOf(prog string) (map[string]int, bool) {
+	if p := programs[prog]; p != nil {
+		return p.runs, p.runs != nil
+	}
+	subs, ok := runners()[prog]
+	return subs, ok
+}
+
+// everyAction is the actions of a program that can speak any protocol, or
+// talks to endpoints the line does not name: every leaf, so a domain rule
+// cannot be passed by a tool the classifier does not read.
+func everyAction(invocation) []string { return allLeafActions }
 
 // hostList collects the hosts of one invocation in the order its words
 // name them, skipping words that hold none.

@@ -15,8 +15,8 @@ import (
 
 // TestProgramRegistry checks every registry entry: one that reports
 // network actions must also say its hosts, or say explicitly that it has
-// none (noHosts), so a half-registered program cannot pass; and the network
-// and remote families are all in the registry, each in its own table.
+// none (noHosts), so a half-registered program cannot pass; and every
+// family's programs are in the registry, each in its family's table.
 func TestProgramRegistry(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(programs)) {
 		p := programs[name]
@@ -28,6 +28,14 @@ func TestProgramRegistry(t *testing.T) {
 		}
 		if p.noHosts && p.hosts != nil {
 			t.Errorf("program %q has both hosts and noHosts", name)
+		}
+		for _, al := range p.aliases {
+			if got, _ := normalizeProgram(al); got != name {
+				t.Errorf("alias %q of %q normalizes to %q", al, name, got)
+			}
+		}
+		if (p.globals != nil || p.runs != nil) && p.run != nil {
+			t.Errorf("program %q has globals or runs, which only the generic reading (nil run) reads", name)
 		}
 	}
 	// A registered program must have no row in the generic tables either:
@@ -60,6 +68,12 @@ func TestProgramRegistry(t *testing.T) {
 	}{
 		"net":    {netPrograms, []string{"curl", "wget", "http", "https", "httpie", "xh", "xhs", "nc", "ncat", "netcat", "telnet", "socat"}},
 		"remote": {remotePrograms, []string{"ssh", "scp", "sftp", "rsync"}},
+		"vcs":    {vcsPrograms, []string{"git", "gh"}},
+		"dns":    {dnsPrograms, []string{"dig", "nslookup", "host", "drill", "delv", "kdig", "resolvectl", "getent"}},
+		"proto": {protoPrograms, []string{"ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links",
+			"elinks", "w3m", "whois", "ping", "ping6", "fping", "arping", "traceroute", "traceroute6", "tracepath", "mtr", "nmap", "hping3", "openssl"}},
+		"cloud": {cloudPrograms, []string{"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify",
+			"wrangler", "rclone", "s3cmd", "gsutil"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -74,7 +88,8 @@ func TestProgramRegistry(t *testing.T) {
 }
 
 // registrySamples are, for every registry entry, one line it reads as
-// contacting a host: the entry's actions and hosts must both answer.
+// contacting a host: the entry's actions and hosts must both answer. An
+// entry that says noHosts has no host in its sample ("").
 var registrySamples = map[string]struct {
 	line, host string
 }{
@@ -94,6 +109,59 @@ var registrySamples = map[string]struct {
 	"scp":    {"scp f u@a.example:/x", "a.example"},
 	"sftp":   {"sftp u@a.example", "a.example"},
 	"rsync":  {"rsync -av f a.example:/x", "a.example"},
+
+	"git": {"git push https://a.example/r main", "a.example"},
+	"gh":  {"gh pr create -t x", ""},
+
+	"dig":        {"dig +short a.example MX", "a.example"},
+	"nslookup":   {"nslookup a.example", "a.example"},
+	"host":       {"host -t AAAA a.example", "a.example"},
+	"drill":      {"drill a.example", "a.example"},
+	"delv":       {"delv @9.9.9.9 a.example", "a.example"},
+	"kdig":       {"kdig a.example", "a.example"},
+	"resolvectl": {"resolvectl query a.example", ""},
+	"getent":     {"getent hosts a.example", ""},
+
+	"ftp":         {"ftp a.example", ""},
+	"tftp":        {"tftp a.example", ""},
+	"lftp":        {"lftp a.example", ""},
+	"ftpget":      {"ftpget a.example f", ""},
+	"ftpput":      {"ftpput a.example f", ""},
+	"ssl_client":  {"ssl_client a.example", ""},
+	"aria2c":      {"aria2c ftp://a.example/f", ""},
+	"axel":        {"axel ftp://a.example/f", ""},
+	"lynx":        {"lynx gopher://a.example", ""},
+	"links":       {"links gopher://a.example", ""},
+	"elinks":      {"elinks gopher://a.example", ""},
+	"w3m":         {"w3m gopher://a.example", ""},
+	"whois":       {"whois a.example", ""},
+	"ping":        {"ping -c 1 a.example", ""},
+	"ping6":       {"ping6 a.example", ""},
+	"fping":       {"fping a.example", ""},
+	"arping":      {"arping a.example", ""},
+	"traceroute":  {"traceroute a.example", ""},
+	"traceroute6": {"traceroute6 a.example", ""},
+	"tracepath":   {"tracepath a.example", ""},
+	"mtr":         {"mtr a.example", ""},
+	"nmap":        {"nmap -p 443 a.example", ""},
+	"hping3":      {"hping3 a.example", ""},
+	"openssl":     {"openssl s_client -connect a.example:443", "a.example"},
+
+	"aws":      {"aws --region eu-west-1 s3 ls", ""},
+	"gcloud":   {"gcloud --project p compute instances list", ""},
+	"az":       {"az vm list", ""},
+	"kubectl":  {"kubectl -n prod get pods", ""},
+	"oc":       {"oc get pods", ""},
+	"helm":     {"helm install x https://a.example/x.tgz", "a.example"},
+	"doctl":    {"doctl compute droplet list", ""},
+	"flyctl":   {"flyctl deploy", ""},
+	"heroku":   {"heroku apps", ""},
+	"vercel":   {"vercel deploy", ""},
+	"netlify":  {"netlify deploy", ""},
+	"wrangler": {"wrangler deploy", ""},
+	"rclone":   {"rclone copy f remote:b", ""},
+	"s3cmd":    {"s3cmd ls s3://b", ""},
+	"gsutil":   {"gsutil ls gs://b", ""},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {
@@ -110,6 +178,15 @@ func TestProgramRegistrySamples(t *testing.T) {
 		}
 		if programs[name].actions != nil && len(ClassifyNetworkActions(c, "")) == 0 {
 			t.Errorf("%q: no network actions", s.line)
+		}
+		if s.host == "" {
+			if !programs[name].noHosts {
+				t.Errorf("%q: sample without a host, but the entry does not say noHosts", s.line)
+			}
+			if d := c.Domains(); len(d) != 0 {
+				t.Errorf("%q: domains %v from an entry that says noHosts", s.line, d)
+			}
+			continue
 		}
 		if d := c.Domains(); !slices.Contains(d, s.host) {
 			t.Errorf("%q: domains %v, want %s among them", s.line, d, s.host)
@@ -165,5 +242,64 @@ func TestHTTPieHostAfterLongOptions(t *testing.T) {
 		if got := Classify(line).Domains(); len(got) != 1 || got[0] != "api.example.com" {
 			t.Errorf("%s: hosts %v, want [api.example.com]", line, got)
 		}
+	}
+}
+
+// TestGitHostsUnderTheSubcommandsGrammar: git's repository host was read
+// with one option table for every subcommand while the run read each with
+// its own (gitSubOpts), so a value of the subcommand's option was taken
+// for the repository and the real one went unchecked ("git clone -c
+// allowed.example:x https://evil.example/r" reported only
+// allowed.example). Both readings now answer.
+func TestGitHostsUnderTheSubcommandsGrammar(t *testing.T) {
+	for line, want := range map[string]string{
+		"git clone -c allowed.example:x https://evil.example/r": "evil.example",
+		"git pull -s ours https://evil.example/r":               "evil.example",
+		"git clone -c core.sshCommand=x git@evil.example:r":     "evil.example",
+		"git clone https://evil.example/r":                      "evil.example",
+	} {
+		if got := Classify(line).Domains(); !slices.Contains(got, want) {
+			t.Errorf("%s: hosts %v, want %s among them", line, got, want)
+		}
+	}
+}
+
+// TestGitRemoteFetchesHaveActions: Domains read git archive and git remote
+// as contacting hosts while networkActions reported no network for them;
+// git archive --remote and git remote add -f do fetch, so they now perform
+// git:fetch (and an option word that is not static may be either).
+func TestGitRemoteFetchesHaveActions(t *testing.T) {
+	for line, want := range map[string]string{
+		"git archive --remote=git@evil.example:r HEAD":              "git:fetch",
+		"git archive --format tar --remote git@evil.example:r HEAD": "git:fetch",
+		"git archive --rem=ssh://evil.example/r HEAD":               "git:fetch",
+		`git archive "$R" HEAD`:                                     "git:fetch",
+		"git archive -o out.tar HEAD":                               "",
+		"git remote add -f o https://evil.example/r":                "git:fetch",
+		"git remote add --fetch o https://evil.example/r":           "git:fetch",
+		"git remote add --fe o https://evil.example/r":              "git:fetch",
+		"git remote add -ft main o https://evil.example/r":          "git:fetch",
+		`git remote add $OPT o https://evil.example/r`:              "git:fetch",
+		"git remote add -t f o https://evil.example/r":              "",
+		"git remote add o https://evil.example/r":                   "",
+		"git remote add --mirror=fetch o https://evil.example/r":    "",
+		"git remote -v add -f o https://evil.example/r":             "git:fetch",
+	} {
+		got := strings.Join(ClassifyNetworkActions(Classify(line), ""), " ")
+		if got != want {
+			t.Errorf("%s: actions %q, want %q", line, got, want)
+		}
+	}
+	for line, want := range map[string]string{
+		"git archive --remote=git@evil.example:r HEAD":              "evil.example",
+		"git archive --format tar --remote git@evil.example:r HEAD": "evil.example",
+		"git archive --remote ssh://evil.example/r HEAD":            "evil.example",
+	} {
+		if got := Classify(line).Domains(); !slices.Contains(got, want) {
+			t.Errorf("%s: hosts %v, want %s among them", line, got, want)
+		}
+	} // A local archive's operands are tree-ishes, not hosts.
+	if got := Classify("git archive --format tar HEAD:docs").Domains(); len(got) != 0 {
+		t.Errorf("git archive --format tar HEAD:docs: hosts %v, want none", got)
 	}
 }

@@ -151,13 +151,6 @@ func (a *analyzer) commandWrites(inv invocation) {
 			}
 		}
 		a.write(first(), "unzip")
-	case prog == "git" && len(inv.chain) > 0 && inv.chain[0] == "apply":
-		for _, w := range args[1:] {
-			if w.val == "--check" || w.val == "--stat" || w.val == "--numstat" || w.val == "--summary" {
-				return
-			}
-		}
-		a.write("", "git apply")
 	case prog == "uniq":
 		// uniq INPUT OUTPUT writes OUTPUT.
 		if o := scanAll(args, 1, optSpec{short: "fsw", long: []string{"skip-fields", "skip-chars", "check-chars", "group", "all-repeated"}}); len(o.ops) > 1 && o.ops[1].val != "-" {
@@ -172,16 +165,6 @@ func (a *analyzer) commandWrites(inv invocation) {
 	case prog == "zip" || prog == "7z" || prog == "7za" || prog == "rar" || prog == "ar":
 		if len(ops) > 0 {
 			a.write("", prog) // 7z/rar/ar: the archive follows a subcommand letter
-		}
-	case prog == "git" && len(inv.chain) > 0 && inv.chain[0] == "archive":
-		for j, w := range args {
-			if w.val == "-o" && j+1 < len(args) {
-				a.write(args[j+1].val, "git archive -o")
-			} else if v, ok := strings.CutPrefix(w.val, "--output="); ok {
-				a.write(v, "git archive -o")
-			} else if w.val == "--output" && j+1 < len(args) {
-				a.write(args[j+1].val, "git archive -o")
-			}
 		}
 	}
 }

@@ -5,9 +5,24 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/barry-rocks/sandbox/policy"
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// The version-control family: git (also run as hub and yadm, and in its
+// dashed forms such as git-push) and GitHub's gh.
+var vcsPrograms = map[string]*program{
+	"git": {run: gitRun, nonExec: true, actions: gitActions, hosts: gitHosts, writes: gitWrites,
+		subcommands: gitSubcommands, aliases: []string{"hub", "yadm"}, dashed: gitDashed},
+	// gh talks to GitHub's API (or --hostname's), a host no word of
+	// the line names as a URL.
+	"gh": {run: ghRun, nonExec: true, actions: ghActions, noHosts: true, subcommands: ghTop},
+}
+
+// --- git ---
+
+// gitSubcommands are git's own subcommands: any other first word is an
+// alias or a git-NAME program on PATH.
 var gitSubcommands = sync.OnceValue(func() map[string]bool {
 	return setOf(`add am annotate apply archive bisect blame branch bugreport bundle cat-file check-attr
 check-ignore check-mailmap check-ref-format checkout checkout-index cherry cherry-pick citool
@@ -33,19 +48,10 @@ var gitOpaque = sync.OnceValue(func() map[string]bool {
 	return setOf(`commit merge am rebase push pull checkout switch cherry-pick revert`)
 })
 
-var ghGroups = sync.OnceValue(func() map[string]bool {
-	return setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search`)
-})
-var ghTop = sync.OnceValue(func() map[string]bool {
-	return setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search api browse status completion help copilot version agent-task preview`)
-})
-
-func setOf(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strings.Fields(s) {
-		m[f] = true
-	}
-	return m
+// gitDashed reports the dashed forms git runs: "git-push" is "git push",
+// and git-credential-NAME a credential helper.
+func gitDashed(sub string) bool {
+	return gitSubcommands()[sub] || strings.HasPrefix(sub, "credential-")
 }
 
 // git configuration keys whose value is a command git runs.
@@ -54,7 +60,11 @@ var reGitCmdKey = newLazyRegexp(`^(core\.(sshcommand|pager|fsmonitor|editor|askp
 // git configuration keys that change what git loads or contacts.
 var reGitLoadKey = newLazyRegexp(`^(core\.hookspath|include\.path|includeif\..*|protocol\..*allow|url\..*\.(insteadof|pushinsteadof)|core\.worktree|alias\..*)$`)
 
-func (a *analyzer) git(inv invocation, in stdin, depth int) {
+// gitRun reads git's global options (-c, -C, aliases defined with -c), its
+// subcommand chain and the commands its subcommands run (config keys that
+// name a command, submodule foreach, rebase --exec, filter-branch, the
+// transports' --upload-pack/--receive-pack...).
+func gitRun(a *analyzer, inv invocation, in stdin, depth int) {
 	args := inv.args
 	aliases := map[string]string{}
 	i := 1
@@ -224,7 +234,8 @@ sub:
 }
 
 // Option grammars of git subcommands that take command strings: str/strLong
-// are the options whose value git runs.
+// are the options whose value git runs. gitHosts reads the transports'
+// repository operand with them too.
 var gitSubOpts = sync.OnceValue(func() map[string]optSpec {
 	return map[string]optSpec{
 		"difftool":   {short: "t", long: []string{"tool"}, str: "x", strLong: []string{"extcmd"}},
@@ -257,11 +268,183 @@ func (a *analyzer) gitConfig(key, val string, depth int) bool {
 	return true
 }
 
+// gitActions: push and its kin push; mail and request-pull speak other
+// protocols; fetch, clone and the subcommands that fetch read; a
+// subcommand git does not know (an alias) may do either.
+func gitActions(inv invocation) []string {
+	if len(inv.chain) == 0 {
+		return nil
+	}
+	sub, second := inv.chain[0], ""
+	if len(inv.chain) > 1 {
+		second = inv.chain[1]
+	}
+	switch {
+	case sub == "push" || sub == "send-pack" || sub == "http-push" || sub == "lfs" && second == "push":
+		return []string{policy.ActionGitPush}
+	case sub == "send-email" || sub == "imap-send" || sub == "request-pull":
+		// Mail out (SMTP/IMAP) and request-pull's check of the remote:
+		// other protocols than git's, to hosts the line may not name.
+		return allLeafActions
+	case sub == "fetch" || sub == "pull" || sub == "clone" || sub == "ls-remote" || sub == "fetch-pack",
+		sub == "remote" && (second == "update" || second == "show" || second == "prune"),
+		sub == "submodule" && (second == "update" || second == "add" || second == "sync"),
+		sub == "lfs" && (second == "fetch" || second == "pull" || second == "clone"),
+		sub == "archive" && gitArchiveRemote(inv.args),
+		sub == "remote" && second == "add" && gitRemoteAddFetches(inv.args):
+		return []string{policy.ActionGitFetch}
+	case !gitSubcommands()[sub]:
+		return []string{policy.ActionGitFetch, policy.ActionGitPush}
+	}
+	return nil
+}
+
+// gitRepoOpts is the grammar git's hosts have always been read with, for
+// every subcommand; gitHosts also reads each subcommand with its own
+// (gitSubOpts), since where the two disagree a value taken for the
+// repository ("git clone -c allowed.example:x https://evil.example/r")
+// must not hide the real one.
+var gitRepoOpts = optSpec{short: "obujC", long: []string{"origin", "branch", "upload-pack", "receive-pack", "depth", "reference", "separate-git-dir", "jobs", "template", "filter", "push-option", "server-option", "config", "repo"}}
+
+// gitHosts: the repository (first operand) of the transports, under
+// either grammar; git archive's --remote (and its first operand, as read
+// before); the URLs among the operands of git remote and git submodule.
+func gitHosts(inv invocation) []string {
+	if len(inv.chain) == 0 {
+		return nil
+	}
+	var h hostList
+	sub := inv.chain[0]
+	rest := gitAfter(inv.args, sub)
+	first := func(sp optSpec) {
+		if ops := operands(rest, sp); len(ops) > 0 && !ops[0].dyn {
+			h.scp(ops[0].val)
+		}
+	}
+	switch sub {
+	case "clone", "fetch", "pull", "push", "ls-remote", "fetch-pack", "send-pack":
+		first(gitRepoOpts)
+		first(gitSubOpts()[sub])
+	case "archive":
+		// Its operands are tree-ishes; the repository is --remote's.
+		first(gitRepoOpts)
+		for _, w := range scanAll(rest, 1, gitSubOpts()[sub]).seen["--remote"] {
+			if !w.dyn {
+				h.scp(w.val)
+			}
+		}
+	case "remote", "submodule":
+		for _, w := range operands(rest, gitRepoOpts) {
+			if !w.dyn && (strings.Contains(w.val, "://") || strings.Contains(w.val, "@")) {
+				h.scp(w.val)
+			}
+		}
+	}
+	return h
+}
+
+// gitAfter returns the words after git's subcommand word, behind a
+// program word (so operands and scanOpts read them from index 1); nil when
+// the subcommand is not in args.
+func gitAfter(args []word, sub string) []word {
+	for i := 1; i < len(args); i++ {
+		if !args[i].dyn && args[i].val == sub {
+			return append([]word{staticWord("git")}, args[i+1:]...)
+		}
+	}
+	return nil
+}
+
+// gitArchiveRemote reports git archive --remote (any abbreviation git
+// accepts), which fetches the archive from a repository; an option word
+// that is not static may be one.
+func gitArchiveRemote(args []word) bool {
+	o := scanAll(gitAfter(args, "archive"), 1, gitSubOpts()["archive"])
+	return o.has("--remote") || o.bad != ""
+}
+
+// gitRemoteAddFetches reports git remote add -f (--fetch, or a prefix of
+// it), which fetches from the new remote at once; an option word that is
+// not static may be one.
+func gitRemoteAddFetches(args []word) bool {
+	rest := gitAfter(args, "remote")
+	o := scanOpts(rest, 1, optSpec{})
+	if o.next >= len(rest) {
+		return false
+	}
+	for _, w := range rest[o.next+1:] {
+		v := w.val
+		switch {
+		case w.dyn:
+			if w.mayBeOption() {
+				return true
+			}
+		case v == "--":
+			return false
+		case strings.HasPrefix(v, "--"):
+			if name, _, _ := strings.Cut(v[2:], "="); name != "" && strings.HasPrefix("fetch", name) {
+				return true
+			}
+		case strings.HasPrefix(v, "-"):
+			// A cluster: f is a flag; t and m take the rest as their value.
+			if i := strings.IndexAny(v[1:], "ftm"); i >= 0 && v[1+i] == 'f' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gitWrites: git apply writes the files its patch names (unless it only
+// checks or reports), git archive -o its archive.
+func gitWrites(a *analyzer, inv invocation) {
+	if len(inv.chain) == 0 {
+		return
+	}
+	args := inv.args
+	switch inv.chain[0] {
+	case "apply":
+		for _, w := range args[1:] {
+			if w.val == "--check" || w.val == "--stat" || w.val == "--numstat" || w.val == "--summary" {
+				return
+			}
+		}
+		a.write("", "git apply")
+	case "archive":
+		for j, w := range args {
+			if w.val == "-o" && j+1 < len(args) {
+				a.write(args[j+1].val, "git archive -o")
+			} else if v, ok := strings.CutPrefix(w.val, "--output="); ok {
+				a.write(v, "git archive -o")
+			} else if w.val == "--output" && j+1 < len(args) {
+				a.write(args[j+1].val, "git archive -o")
+			}
+		}
+	}
+}
+
+// --- gh ---
+
+// ghGroups are gh's command groups, whose next operand is a subcommand.
+var ghGroups = sync.OnceValue(func() map[string]bool {
+	return setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search`)
+})
+
+// ghTop are gh's own top-level commands: any other first word is an alias
+// or an extension.
+var ghTop = sync.OnceValue(func() map[string]bool {
+	return setOf(`pr issue repo release gist run workflow auth secret variable label codespace cs org project ssh-key gpg-key cache ruleset attestation extension ext config alias search api browse status completion help copilot version agent-task preview`)
+})
+
+// ghValueFlags are gh's options that take a value, skipped when reading
+// its chain.
 var ghValueFlags = sync.OnceValue(func() map[string]bool {
 	return setOf(`-R --repo --hostname -t --title -b --body -F --body-file --field -B --base -H --head --header -a --assignee -l --label -m --milestone -p --project -r --reviewer -T --template -q --jq -L --limit -S --search -s --state -A --author -X --method -f --raw-field --input --json -e --branch -c --comment -o --output -w --workflow -D --dir -n --name`)
 })
 
-func (a *analyzer) gh(inv invocation, depth int) {
+// ghRun reads gh's subcommand chain (with gh's built-in aliases resolved)
+// and fails gh alias set/import, which define new gh commands.
+func ghRun(a *analyzer, inv invocation, _ stdin, _ int) {
 	args := inv.args
 	var chain []string
 	for i := 1; i < len(args) && len(chain) < 2; i++ {
@@ -307,4 +490,60 @@ func (a *analyzer) gh(inv invocation, depth int) {
 	if len(chain) == 2 && (chain[0] == "alias" && (chain[1] == "set" || chain[1] == "import")) {
 		a.fail("gh alias " + chain[1] + " defines a new gh command")
 	}
+}
+
+// ghActions: gh api reads or writes by its method and fields; a
+// subcommand with a write verb, or one gh does not know (an extension),
+// may write; the rest read. help, version, completion and alias contact
+// nothing.
+func ghActions(inv invocation) []string {
+	sub := ""
+	if len(inv.chain) > 0 {
+		sub = inv.chain[0]
+	}
+	if sub == "" || sub == "help" || sub == "version" || sub == "completion" || sub == "alias" {
+		return nil
+	}
+	if sub == "api" {
+		if ghAPIWrite(inv.args) {
+			return []string{policy.ActionHTTPWrite}
+		}
+		return []string{policy.ActionHTTPRead}
+	}
+	if len(inv.chain) > 1 && ghWriteVerbs()[inv.chain[1]] || !ghTop()[sub] {
+		return []string{policy.ActionHTTPRead, policy.ActionHTTPWrite}
+	}
+	return []string{policy.ActionHTTPRead}
+}
+
+// ghWriteVerbs are the second words of gh's chains that change something
+// on GitHub.
+var ghWriteVerbs = sync.OnceValue(func() map[string]bool {
+	return setOf(`create edit merge close reopen delete comment review ready lock unlock transfer archive unarchive rename upload set remove add fork sync cancel rerun enable disable run develop pin unpin login logout refresh setup-git`)
+})
+
+// ghAPIWrite reports gh api with fields, an input body or a method that
+// is not a read.
+func ghAPIWrite(args []word) bool {
+	for i, w := range args {
+		v := w.val
+		switch {
+		case v == "-f" || v == "-F" || v == "--field" || v == "--raw-field" || v == "--input" ||
+			strings.HasPrefix(v, "--field=") || strings.HasPrefix(v, "--raw-field=") || strings.HasPrefix(v, "--input="):
+			return true
+		case v == "-X" || v == "--method":
+			if i+1 < len(args) && !readMethod(args[i+1].val) {
+				return true
+			}
+		case strings.HasPrefix(v, "--method="):
+			if !readMethod(strings.TrimPrefix(v, "--method=")) {
+				return true
+			}
+		case strings.HasPrefix(v, "-X") && len(v) > 2:
+			if !readMethod(v[2:]) {
+				return true
+			}
+		}
+	}
+	return false
 }
