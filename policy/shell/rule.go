@@ -101,7 +101,7 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 				}
 			}
 			if len(hosts) == 0 && len(ClassifyNetworkActions(c, "")) > 0 {
-				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")
+				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", policy.RuleNetworkDomains)
 			}
 		}
 	}
@@ -127,7 +127,7 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 		}
 		if b.Files != nil {
 			if w.Path == "" {
-				return policy.Denied(fmt.Sprintf("shell command writes a file it does not name (%s) and the bound has files rules", w.Reason), "files")
+				return policy.Denied(fmt.Sprintf("shell command writes a file it does not name (%s) and the bound has files rules", w.Reason), policy.RuleFiles)
 			}
 			if d := m.Check(w.Path, b.Files); !d.Allowed() {
 				return d
@@ -174,10 +174,10 @@ func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) 
 				continue
 			}
 			if strings.ContainsAny(w, "$`") {
-				return policy.Denied(fmt.Sprintf("shell argument %q is expanded at run time and the bound has files rules", clip(w)), "files")
+				return policy.Denied(fmt.Sprintf("shell argument %q is expanded at run time and the bound has files rules", clip(w)), policy.RuleFiles)
 			}
 			if strings.ContainsAny(w, "*?[") {
-				return policy.Denied(fmt.Sprintf("shell argument %q may expand to any file and the bound has files rules", clip(w)), "files")
+				return policy.Denied(fmt.Sprintf("shell argument %q may expand to any file and the bound has files rules", clip(w)), policy.RuleFiles)
 			}
 			if !pathLike(w, rules, m) {
 				continue
