@@ -401,16 +401,20 @@ func (m FileMatcher) patternSegments(pat string) []string {
 	return segs
 }
 
+// literalSegments splits pat at "/" and returns the segments with the
+// index of the first one holding a wildcard (*, ?, [), or len(segs).
+func literalSegments(pat string) (segs []string, i int) {
+	segs = strings.Split(pat, "/")
+	for i < len(segs) && !strings.ContainsAny(segs[i], "*?[") {
+		i++
+	}
+	return segs, i
+}
+
 // canonicalPatternPrefix resolves symlinks in the literal directory prefix
 // of an absolute pattern and keeps the glob part as written.
 func (m FileMatcher) canonicalPatternPrefix(pat string) string {
-	segs := strings.Split(pat, "/")
-	i := 0
-	for ; i < len(segs); i++ {
-		if strings.ContainsAny(segs[i], "*?[") {
-			break
-		}
-	}
+	segs, i := literalSegments(pat)
 	lit := strings.Join(segs[:i], "/")
 	if lit == "" {
 		lit = "/"

@@ -506,13 +506,7 @@ func literalDir(pat string, m FileMatcher) string {
 	if !strings.Contains(pat, "/") && pat != "~" {
 		return ""
 	}
-	segs := strings.Split(pat, "/")
-	i := 0
-	for ; i < len(segs); i++ {
-		if strings.ContainsAny(segs[i], "*?[") {
-			break
-		}
-	}
+	segs, i := literalSegments(pat)
 	lit := strings.Join(segs[:i], "/")
 	if lit == "" {
 		if strings.HasPrefix(pat, "/") {
