@@ -56,8 +56,12 @@ func wrapperScript(h Harness, tenths int) string {
 		// round of a loop, not a single timer. The watchdog stops its sleep
 		// when it is stopped itself, so no process outlives the answer.
 		// (The trap comes first: stopped before it, the watchdog has not
-		// started its sleep.)
-		fmt.Sprintf(`(s=; trap '[ -n "$s" ] && kill $s; exit 0' TERM; sleep %s & s=$!; wait $s; : >"$t/k"; kill -9 $p) >/dev/null 2>&1 & w=$!`, tenthsString(tenths)),
+		// started its sleep. Stopped after the sleep started but before $s
+		// was set, the trap only notes it, and the watchdog stops the
+		// sleep once it knows its pid. The sleep gets SIGKILL: a TERM
+		// reaching it between fork and exec meets the shell's inherited
+		// trap and is lost, which left one sleep in fifteen running.)
+		fmt.Sprintf(`(s=; x=; trap 'x=1; if [ -n "$s" ]; then kill -9 $s; exit 0; fi' TERM; sleep %s & s=$!; if [ -n "$x" ]; then kill -9 $s; exit 0; fi; wait $s; : >"$t/k"; kill -9 $p) >/dev/null 2>&1 & w=$!`, tenthsString(tenths)),
 		`wait $p; c=$?`,
 		`kill $w 2>/dev/null`,
 		fmt.Sprintf(`[ -e "$t/k" ] && deny "hookgate did not answer within %s s"`, tenthsString(tenths)),
