@@ -30,6 +30,11 @@ type HarnessMode struct {
 	// Ungated lists native tools the gate does not see (no hook event fires
 	// before them), with why.
 	Ungated map[string]string `json:"ungated,omitempty"`
+	// LaunchCeiling lists the native tools "sandboxd launch" takes away
+	// before the harness starts when the mode has no ceiling of its own
+	// (the session configuration the launch writes turns them off); "*"
+	// is every tool. A session started another way cannot count on it.
+	LaunchCeiling []string `json:"launchCeiling,omitempty"`
 	// Label describes the mode.
 	Label string `json:"label"`
 }
@@ -262,7 +267,10 @@ func buildHarnesses() map[string]*NativeHarness {
 			},
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "a launcher runs hookgate on PreToolUse; a missing script, crash, timeout or malformed answer is a deny",
-					Ungated: map[string]string{"web_search": "Codex runs hosted web search without a PreToolUse hook"}},
+					Ungated: map[string]string{"web_search": "Codex runs hosted web search without a PreToolUse hook"},
+					// sandboxd launch turns web search off in Codex's
+					// configuration.
+					LaunchCeiling: []string{"web_search"}},
 			},
 		},
 		{
@@ -442,7 +450,7 @@ func NativeToolStatus(traits []*AgentTrait, bound *Bound, h *NativeHarness, mode
 			granted[n] = true
 		}
 	}
-	p, err := resolveNative(granted, nil, bound, h, mode)
+	p, err := resolveNative(granted, nil, bound, h, mode, false)
 	if err != nil {
 		return NativeStatus{}, err
 	}
@@ -474,6 +482,9 @@ type NativePolicy struct {
 type NativeGrants struct {
 	Grants *ResolvedTraitGrants
 	Bound  *Bound
+	// Launch says the session is started by "sandboxd launch": the mode's
+	// LaunchCeiling tools can be taken back too.
+	Launch bool
 }
 
 // ResolveNativePolicy decides every native tool of harness h in mode, in
@@ -501,10 +512,10 @@ func ResolveNativePolicy(g NativeGrants, h *NativeHarness, mode string) (*Native
 			}
 		}
 	}
-	return resolveNative(granted, byName, g.Bound, h, mode)
+	return resolveNative(granted, byName, g.Bound, h, mode, g.Launch)
 }
 
-func resolveNative(granted, byName map[string]bool, bound *Bound, h *NativeHarness, mode string) (*NativePolicy, error) {
+func resolveNative(granted, byName map[string]bool, bound *Bound, h *NativeHarness, mode string, launch bool) (*NativePolicy, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: no harness", ErrNotAllowed)
 	}
@@ -520,12 +531,17 @@ func resolveNative(granted, byName map[string]bool, bound *Bound, h *NativeHarne
 	}
 	denied := NativeToolDenials(bound, h.ID, h.NativeTools)
 	takenBack := NativeToolsTakenBack(bound, h)
+	// ceiling says whether tool can be taken away before the harness
+	// starts: by the mode, or by the launch's configuration.
+	ceiling := func(tool string) bool {
+		return m.Ceiling || launch && (slices.Contains(m.LaunchCeiling, tool) || slices.Contains(m.LaunchCeiling, "*"))
+	}
 	// remove takes a tool away. Where the mode can neither gate nor take
 	// it back, a bound's denial refuses the launch, and a tool merely not
 	// granted is reported uncontrolled.
 	remove := func(tool, reason string, byBound bool) {
 		gated := m.Gate && m.Ungated[tool] == ""
-		if !gated && !m.Ceiling {
+		if !gated && !ceiling(tool) {
 			why := fmt.Sprintf("%s, but %s mode %s can neither gate nor take back %s", reason, h.ID, mode, tool)
 			if byBound {
 				p.Refused[tool] = why
@@ -554,7 +570,7 @@ func resolveNative(granted, byName map[string]bool, bound *Bound, h *NativeHarne
 			boundReason = fmt.Sprintf("the bound's guards take back %s and no per-call gate sees it", describeNative(h, tool))
 		}
 		switch {
-		case needsGrant && !granted[tool] && (boundReason == "" || gated || m.Ceiling):
+		case needsGrant && !granted[tool] && (boundReason == "" || gated || ceiling(tool)):
 			remove(tool, fmt.Sprintf("no selected trait grants %s", describeNative(h, tool)), false)
 		case boundReason != "":
 			remove(tool, boundReason, true)

@@ -121,6 +121,12 @@ func TestResolveNativePolicy(t *testing.T) {
 	if p.Refused["web_search"] == "" {
 		t.Errorf("codex web_search under a network rule must be refused: %+v", p)
 	}
+	// Under sandboxd launch, Codex's configuration turns web_search off:
+	// the same bound takes it back instead of refusing the session.
+	p, _ = ResolveNativePolicy(NativeGrants{Grants: grants, Bound: &Bound{Network: &NetworkRules{Domains: []string{"a.com"}}}, Launch: true}, hs["codex"], "")
+	if len(p.Refused) != 0 || !contains(p.Denied, "web_search") {
+		t.Errorf("launched codex web_search under a network rule must be taken back: %+v", p)
+	}
 	// Not granted and not removable: uncontrolled, not refused.
 	p, _ = ResolveNativePolicy(NativeGrants{Grants: &ResolvedTraitGrants{}}, hs["codex"], "")
 	if p.Uncontrolled["web_search"] == "" || len(p.Refused) != 0 {

@@ -46,6 +46,31 @@ type Resolved struct {
 	Scope *ExecutionScope `json:"-"`
 	// Sources are the bounds merged into Bound, in merge order.
 	Sources []BoundSource `json:"-"`
+	// grants are the resolved trait grants Native was derived from
+	// (ForLaunch derives it again).
+	grants *ResolvedTraitGrants
+}
+
+// ForLaunch returns the resolution as "sandboxd launch" enforces it: the
+// native policy derived again with the launch's own ceiling (the mode's
+// LaunchCeiling tools can be taken back before the harness starts), so a
+// tool a bare hook gate could not take back no longer refuses the session.
+// r is not changed.
+func (r *Resolved) ForLaunch() (*Resolved, error) {
+	if r == nil || r.Native == nil {
+		return nil, fmt.Errorf("%w: resolution has no native-tool policy", ErrNotAllowed)
+	}
+	h := harnessCatalog()[r.Harness]
+	if h == nil {
+		return nil, fmt.Errorf("%w: unknown harness %q", ErrNotAllowed, r.Harness)
+	}
+	native, err := ResolveNativePolicy(NativeGrants{Grants: r.grants, Bound: r.Bound, Launch: true}, h, r.Mode)
+	if err != nil {
+		return nil, err
+	}
+	l := *r
+	l.Native = native
+	return &l, nil
 }
 
 // CheckLaunchable refuses a resolution whose harness mode cannot take back
@@ -214,7 +239,7 @@ func ResolveSession(pf *PolicyFile) (*Resolved, error) {
 	r := &Resolved{
 		Identity: id.Name, Harness: pf.Harness, Mode: mode,
 		Traits: slices.Sorted(slices.Values(expanded)), Tools: []ToolAccess{}, Withheld: []WithheldTool{},
-		Bound: bound, Sources: sources, Filesystem: pf.Filesystem,
+		Bound: bound, Sources: sources, Filesystem: pf.Filesystem, grants: grants,
 	}
 	for _, d := range DecideTools(pf.Tools, grants, bound, sources, traits, pf.Harness) {
 		if d.Allowed {

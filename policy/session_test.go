@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -299,5 +300,36 @@ func TestDeniesAllActions(t *testing.T) {
 		if got := DeniesAllActions(c.actions); got != c.want {
 			t.Errorf("DeniesAllActions(%q) = %v, want %v", c.actions, got, c.want)
 		}
+	}
+}
+
+// TestForLaunch: a Codex session whose bound has a network rule cannot
+// launch behind a bare hook gate (web_search runs without a hook), and can
+// under sandboxd launch, which takes web_search back in Codex's
+// configuration; the resolution it came from is unchanged.
+func TestForLaunch(t *testing.T) {
+	pf, err := DecodePolicyFile([]byte("version: 1\nharness: codex\nsession:\n  traits: [web]\n  bound: {network: {domains: [pastebin.com]}}\n"), FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ResolveSession(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckLaunchable(); err == nil || !strings.Contains(err.Error(), "web_search") {
+		t.Fatalf("CheckLaunchable = %v, want a refusal naming web_search", err)
+	}
+	l, err := r.ForLaunch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CheckLaunchable(); err != nil {
+		t.Errorf("launched: %v", err)
+	}
+	if !slices.Contains(l.Native.Denied, "web_search") || slices.Contains(l.Native.Allowed, "web_search") {
+		t.Errorf("launched native policy: %+v", l.Native)
+	}
+	if len(r.Native.Refused) == 0 {
+		t.Error("ForLaunch changed the resolution it came from")
 	}
 }
