@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Claude Code: PreToolUse and PermissionRequest hooks in settings.json
@@ -55,7 +56,66 @@ func claudeProtocol() *protocol {
 				return claudeHooksEnabled(a.InstallArgs)
 			},
 		},
+		launch: &launcher{
+			program:   "claude",
+			apiHosts:  []string{"api.anthropic.com"},
+			stateDirs: []string{".claude"},
+			configure: claudeLaunch,
+			refused: []refusedArg{
+				{[]string{"--settings", "--setting-sources"}, "settings (its hook gate and permissions.deny)"},
+				{[]string{"--mcp-config", "--strict-mcp-config"}, "MCP configuration"},
+				{[]string{"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools"}, "native tool ceiling"},
+				{[]string{"--plugin-dir", "--plugin-url", "--agents", "--agent"}, "hook gate (plugins and agents bring their own hooks and tools)"},
+				{[]string{"--bare", "--safe-mode"}, "hook gate (these modes run no settings hook)"},
+				{[]string{"--bg", "--background", "--cloud", "--remote-control", "--teleport", "--environment"}, "sandbox (the session would run outside it)"},
+			},
+		},
 	}
+}
+
+// claudeLaunch writes Claude Code's session configuration: flag settings
+// (--settings, which rank above the user's, project's and local ones)
+// holding hookgate's entries, permissions.deny with the ceiling and
+// disableAllHooks off; the ceiling again as --disallowedTools; and an MCP
+// configuration with only the session's servers, made the only one by
+// --strict-mcp-config unless relaxed.
+func claudeLaunch(p LaunchPlan) (LaunchConfig, error) {
+	settings, err := sessionHooks(p)
+	if err != nil {
+		return LaunchConfig{}, err
+	}
+	perms := newObject()
+	perms.set("deny", toAny(p.Denied))
+	settings.set("permissions", perms)
+	settings.set("disableAllHooks", false)
+	servers := newObject()
+	for _, s := range p.MCP {
+		e := newObject()
+		e.set("type", "http")
+		e.set("url", s.URL)
+		if s.BearerEnv != "" {
+			h := newObject()
+			h.set("Authorization", bearerEnvRef(s.BearerEnv))
+			e.set("headers", h)
+		}
+		servers.set(s.Name, e)
+	}
+	mcp := newObject()
+	mcp.set("mcpServers", servers)
+	args := []string{"--settings", filepath.Join(p.Dir, "settings.json"), "--mcp-config", filepath.Join(p.Dir, "mcp.json")}
+	if !p.Relax {
+		args = append(args, "--strict-mcp-config")
+	}
+	if len(p.Denied) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(p.Denied, ","))
+	}
+	return LaunchConfig{
+		Files: map[string][]byte{"settings.json": encodeOrdered(settings), "mcp.json": encodeOrdered(mcp)},
+		Args:  args,
+		// No self-update and no traffic but the model API's: the sandbox
+		// would refuse the rest.
+		Env: []string{"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+	}, nil
 }
 
 type hookSpecific struct {

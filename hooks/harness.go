@@ -50,6 +50,8 @@ type protocol struct {
 	// with exit 2). The fail-closed wrapper passes only those through.
 	answerShapes, denyShapes []string
 	install                  installer
+	// launch is how "sandboxd launch" starts the harness; nil: it does not.
+	launch *launcher
 }
 
 // installer is where and how hookgate's entry goes into a harness's

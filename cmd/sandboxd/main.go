@@ -44,6 +44,7 @@ func run(args []string) int {
 			policyCommand(classifyCommand()),
 			proxyCommand(),
 			runCommand(),
+			launchCommand(),
 			statusCommand(),
 			explainCommand(),
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/netip"
 
@@ -34,20 +35,9 @@ func runCommand() *cli.Command {
 }
 
 func runMain(ctx context.Context, io cli.IO, args []string) int {
-	var (
-		opts                                  supervisor.Options
-		allow, deny, priv, unixS, write, read cli.Strings
-	)
+	var opts supervisor.Options
 	fs := cli.NewFlagSet(io, "run", runUsage)
-	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "policy `FILE` whose effective bound applies (watched for changes)")
-	fs.Var(&allow, "allow-domain", "allow egress to domain pattern `D` (repeatable)")
-	fs.Var(&deny, "deny-domain", "deny egress to domain pattern `D` (repeatable)")
-	fs.StringVar(&opts.DNSUpstream, "dns-upstream", "", "upstream DNS server `ADDR` (host:port; default: the first of /etc/resolv.conf)")
-	fs.Var(&priv, "allow-private", "let allowed names resolve into `CIDR` (repeatable)")
-	fs.Var(&unixS, "allow-unix-socket", "let the command connect to the host Unix socket `PATH` (repeatable)")
-	fs.StringVar(&opts.AuditPath, "audit", "", "append JSON audit lines to `FILE` (\"-\": stderr; default: none)")
-	fs.Var(&write, "write", "make `PATH` writable inside (repeatable; \"/\": the whole host)")
-	fs.Var(&read, "read", "keep host `PATH` visible, read-only, where the sandbox's private /tmp would cover it (repeatable)")
+	rf := addRunFlags(fs, &opts)
 	fs.StringVar(&opts.Dir, "cwd", "", "working `DIR`ectory of COMMAND (default: the current one)")
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
@@ -56,15 +46,52 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 		fmt.Fprintln(io.Err, "sandboxd run: COMMAND is required (see sandboxd run --help)")
 		return 2
 	}
-	opts.AllowDomains, opts.DenyDomains, opts.AllowUnixSockets, opts.Write, opts.Read, opts.Command = allow, deny, unixS, write, read, fs.Args()
-	for _, c := range priv {
+	opts.Command = fs.Args()
+	if err := rf.apply(&opts); err != nil {
+		fmt.Fprintf(io.Err, "sandboxd: sandbox could not start: %s\n", err)
+		return 125
+	}
+	return runExit(io, opts)
+}
+
+// runFlags are the flags sandboxd run and sandboxd launch share.
+type runFlags struct {
+	allow, deny, priv, unixS, write, read cli.Strings
+}
+
+// addRunFlags declares run's flags on fs (opts takes the plain ones;
+// apply completes it after parsing).
+func addRunFlags(fs *flag.FlagSet, opts *supervisor.Options) *runFlags {
+	f := &runFlags{}
+	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "policy `FILE` whose effective bound applies (watched for changes)")
+	fs.Var(&f.allow, "allow-domain", "allow egress to domain pattern `D` (repeatable)")
+	fs.Var(&f.deny, "deny-domain", "deny egress to domain pattern `D` (repeatable)")
+	fs.StringVar(&opts.DNSUpstream, "dns-upstream", "", "upstream DNS server `ADDR` (host:port; default: the first of /etc/resolv.conf)")
+	fs.Var(&f.priv, "allow-private", "let allowed names resolve into `CIDR` (repeatable)")
+	fs.Var(&f.unixS, "allow-unix-socket", "let the command connect to the host Unix socket `PATH` (repeatable)")
+	fs.StringVar(&opts.AuditPath, "audit", "", "append JSON audit lines to `FILE` (\"-\": stderr; default: none)")
+	fs.Var(&f.write, "write", "make `PATH` writable inside (repeatable; \"/\": the whole host)")
+	fs.Var(&f.read, "read", "keep host `PATH` visible, read-only, where the sandbox's private /tmp would cover it (repeatable)")
+	return f
+}
+
+// apply puts the parsed flags into opts.
+func (f *runFlags) apply(opts *supervisor.Options) error {
+	opts.AllowDomains, opts.DenyDomains, opts.AllowUnixSockets, opts.Write, opts.Read = f.allow, f.deny, f.unixS, f.write, f.read
+	for _, c := range f.priv {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {
-			fmt.Fprintf(io.Err, "sandboxd: sandbox could not start: --allow-private %q: %v\n", c, err)
-			return 125
+			return fmt.Errorf("--allow-private %q: %v", c, err)
 		}
 		opts.AllowPrivate = append(opts.AllowPrivate, p)
 	}
+	return nil
+}
+
+// runExit runs the session and turns its outcome into sandboxd's exit
+// status: the command's, 125 when the sandbox could not start, 126/127
+// when the command could not be run.
+func runExit(io cli.IO, opts supervisor.Options) int {
 	code, err := supervisor.Run(opts)
 	if err != nil {
 		var ce *procjail.CommandError

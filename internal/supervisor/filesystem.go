@@ -29,6 +29,9 @@ func (o *Options) writeRoots(r *policy.Resolved) []string {
 	if r != nil && r.Filesystem != nil {
 		w = append(w, r.Filesystem.Write...)
 	}
+	if o.Launch != nil {
+		w = append(w, o.Launch.stateDirs()...)
+	}
 	return w
 }
 
@@ -74,6 +77,10 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 	// would cover it.
 	if self, err := os.Executable(); err == nil {
 		plan.Reveal(self)
+	}
+	// A launched harness's hook runs hookgate inside.
+	if o.Launch != nil {
+		plan.Reveal(o.Launch.Hookgate)
 	}
 	for _, r := range o.Read {
 		abs, err := filepath.Abs(r)

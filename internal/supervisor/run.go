@@ -60,6 +60,10 @@ type Options struct {
 	Stderr    *os.File
 	// Debounce of the policy file watcher (0: policywatch.DefaultDebounce).
 	Debounce time.Duration
+	// Launch, when set, starts a harness under the session policy
+	// ("sandboxd launch"): Command is then the harness's program (its
+	// session configuration's arguments are added after it).
+	Launch *LaunchSpec
 }
 
 // sessionPolicy is one resolved state of the session: what every enforcer
@@ -95,6 +99,12 @@ func (o *Options) compileReload(r *policy.Resolved) (*sessionPolicy, error) {
 func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 	var b *policy.Bound
 	fp := ""
+	if o.Launch != nil {
+		var err error
+		if r, err = o.Launch.resolve(r); err != nil {
+			return nil, err
+		}
+	}
 	if r != nil {
 		b, fp = r.Bound, r.Fingerprint
 		if err := r.CheckLaunchable(); err != nil {
@@ -111,6 +121,12 @@ func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 			nr.Enforce = policy.EnforceSandbox
 		}
 		b = policy.MergeBounds(b, &policy.Bound{Network: nr})
+	}
+	if o.Launch != nil {
+		var err error
+		if b, err = o.Launch.withAPIHosts(b); err != nil {
+			return nil, err
+		}
 	}
 	if err := policy.CheckSandboxEnforceable(b); err != nil {
 		return nil, err
@@ -156,7 +172,7 @@ func Run(opts Options) (int, error) {
 		}
 	}()
 	for _, step := range []func() (func(), error){
-		s.resolve, s.runtimeDir, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.livePolicy,
+		s.resolve, s.runtimeDir, s.launchConfig, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -211,6 +227,8 @@ type session struct {
 	sb          *procjail.Sandbox
 
 	stopLive func()
+
+	launched *launched // nil unless Options.Launch
 }
 
 // resolve watches the policy file (its changes queue until livePolicy) and
@@ -361,7 +379,7 @@ func (s *session) jailSpec() (func(), error) {
 	// With a session policy, hookgate inside the sandbox asks sandboxd for
 	// rulings (a policy edit applies to the next call); a host socket named
 	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
-	s.env = withoutEnv(env, "BARRY_HOOK_SOCKET")
+	s.env = append(withoutEnv(env, "BARRY_HOOK_SOCKET"), s.launched.env()...)
 	var cleanup func()
 	if s.opts.PolicyFile != "" {
 		if cleanup, err = s.startHookServer(); err != nil {
@@ -371,6 +389,11 @@ func (s *session) jailSpec() (func(), error) {
 	s.fsPlan, err = planFilesystem(&s.opts, s.live.Current(), s.readOnly)
 	if err != nil {
 		return cleanup, err
+	}
+	if s.launched != nil {
+		// The harness reads its session configuration inside (read-only:
+		// the runtime directory is); a private /tmp would cover it.
+		s.fsPlan.Reveal(s.launched.dir)
 	}
 	if s.fsPlan.AllWritable {
 		fmt.Fprintln(s.stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
@@ -427,6 +450,9 @@ func (s *session) startHookServer() (func(), error) {
 // start.
 func (s *session) firstStatus() (func(), error) {
 	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile}
+	if s.launched != nil {
+		s.status.Harness, s.status.Mode = s.launched.harness, s.launched.mode
+	}
 	if s.live.Path() != "" {
 		s.status.PolicyFile = s.live.Path()
 	}
@@ -519,8 +545,8 @@ func (s *session) ready() error {
 	// starts: an audit file that cannot take it (a full disk) refuses
 	// the session rather than run it unaudited.
 	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
-		append([]slog.Attr{slog.Any(audit.AttrCommand, s.opts.Command), slog.String(audit.AttrPolicyFile, s.status.PolicyFile)},
-			s.fsPlan.auditAttrs(s.landlockABI)...)...)
+		append(append([]slog.Attr{slog.Any(audit.AttrCommand, s.opts.Command), slog.String(audit.AttrPolicyFile, s.status.PolicyFile)},
+			s.fsPlan.auditAttrs(s.landlockABI)...), s.launched.auditAttrs()...)...)
 	if err := s.stream.Err(); err != nil {
 		return fmt.Errorf("audit file %s: %w", s.opts.AuditPath, err)
 	}

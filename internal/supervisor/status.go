@@ -19,11 +19,14 @@ const StatusFile = "status.json"
 // Status is what "sandboxd status" shows of one running sandbox. It holds no
 // credentials.
 type Status struct {
-	ID          string              `json:"id"`
-	PID         int                 `json:"pid"`
-	Command     []string            `json:"command"`
-	Started     time.Time           `json:"started"`
-	PolicyFile  string              `json:"policyFile,omitempty"`
+	ID         string    `json:"id"`
+	PID        int       `json:"pid"`
+	Command    []string  `json:"command"`
+	Started    time.Time `json:"started"`
+	PolicyFile string    `json:"policyFile,omitempty"`
+	// Harness and Mode are a launched harness's ("sandboxd launch").
+	Harness     string              `json:"harness,omitempty"`
+	Mode        string              `json:"mode,omitempty"`
 	Fingerprint string              `json:"fingerprint"`
 	Counters    map[string][2]int64 `json:"counters"`
 	Updated     time.Time           `json:"updated"`

@@ -1,0 +1,191 @@
+package hooks
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// LaunchPlan is what "sandboxd launch" puts in a harness's session
+// configuration: the hook gate, the native ceiling and the MCP servers.
+type LaunchPlan struct {
+	Harness Harness
+	// Dir is the session's configuration directory: the files of the
+	// LaunchConfig are written there, and it is read-only inside the
+	// sandbox, so the agent cannot turn its own gate off.
+	Dir string
+	// Hookgate is hookgate's absolute path (visible inside the sandbox);
+	// the hook reads its ruling server from BARRY_HOOK_SOCKET.
+	Hookgate string
+	// Home is the user's home, where the harness keeps its own state.
+	Home string
+	// Denied are the native tools the ceiling takes back (the session's
+	// native policy), sorted.
+	Denied []string
+	// MCP are the session's MCP servers.
+	MCP []LaunchMCPServer
+	// Relax lifts the strict MCP configuration: the user's own MCP
+	// servers load beside the session's.
+	Relax bool
+}
+
+// LaunchMCPServer is one MCP server of a launched session: a streamable-HTTP endpoint
+// and the environment variable that holds its bearer token ("" for none).
+// The token itself is never written into a configuration file.
+type LaunchMCPServer struct {
+	Name      string
+	URL       string
+	BearerEnv string
+}
+
+// LaunchConfig is what a launch gives the harness.
+type LaunchConfig struct {
+	// Files are written under the plan's Dir (relative name → content).
+	Files map[string][]byte
+	// Args go after the program and before the user's arguments.
+	Args []string
+	// Env is added to the harness's environment (NAME=value).
+	Env []string
+}
+
+// launcher is how one harness is launched under a session.
+type launcher struct {
+	// program is the harness's command.
+	program string
+	// apiHosts are the model API hosts the harness talks to by default.
+	apiHosts []string
+	// stateDirs are the harness's own state directories under home,
+	// writable inside the sandbox (sessions, logs, caches).
+	stateDirs []string
+	// configure renders the session configuration.
+	configure func(p LaunchPlan) (LaunchConfig, error)
+	// refused are the harness's arguments that would override the session
+	// configuration.
+	refused []refusedArg
+}
+
+// refusedArg is one option a launch refuses, with every spelling.
+type refusedArg struct {
+	// names are the option's spellings ("--settings", "-c").
+	names []string
+	// why is what the option would override.
+	why string
+}
+
+// ErrRefusedArgument is returned for a harness argument that would
+// override the session configuration.
+var ErrRefusedArgument = errors.New("argument refused")
+
+// LaunchInfo is what a launch needs to know of a harness before it
+// writes any configuration.
+type LaunchInfo struct {
+	// Program is the harness's command.
+	Program string
+	// APIHosts are the model API hosts it talks to by default.
+	APIHosts []string
+	// StateDirs are its own state directories (absolute), writable
+	// inside the sandbox.
+	StateDirs []string
+}
+
+// LaunchInfoOf returns what launching h needs, for the user whose home is
+// home; ok is false for a harness sandboxd launch does not start.
+func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
+	l := mustProtocol(h).launch
+	if l == nil {
+		return LaunchInfo{}, false
+	}
+	info = LaunchInfo{Program: l.program, APIHosts: slices.Clone(l.apiHosts)}
+	for _, d := range l.stateDirs {
+		info.StateDirs = append(info.StateDirs, filepath.Join(home, d))
+	}
+	return info, true
+}
+
+// CheckLaunchArgs refuses the first argument that would override the
+// session configuration (its own settings, configuration or MCP options,
+// tool lists, setting sources, plugin or extension directories, bypass
+// modes), in every spelling: "--opt", "--opt=value", and a short option
+// alone or with its value attached. Words after "--" are not options.
+func CheckLaunchArgs(h Harness, args []string) error {
+	l := mustProtocol(h).launch
+	if l == nil {
+		return fmt.Errorf("%w: harness %s is not launched by sandboxd launch", ErrUnknownHarness, h)
+	}
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		for _, r := range l.refused {
+			for _, n := range r.names {
+				if optionIs(a, n) {
+					return fmt.Errorf("%w: %s: %s would override the session's %s", ErrRefusedArgument, a, n, r.why)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// optionIs reports whether argument a is option name in one of its
+// spellings.
+func optionIs(a, name string) bool {
+	if a == name {
+		return true
+	}
+	if strings.HasPrefix(name, "--") {
+		return strings.HasPrefix(a, name+"=")
+	}
+	// A short option: "-c" also as "-cVALUE" (and, for a single letter,
+	// inside a cluster such as "-yc" the harness would read as -y -c).
+	if len(name) == 2 && strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
+		return strings.HasPrefix(a, name) || strings.ContainsRune(a[1:], rune(name[1])) && isCluster(a)
+	}
+	return false
+}
+
+// isCluster reports whether a looks like a cluster of short flags
+// ("-yc"), not a short option with an attached value.
+func isCluster(a string) bool {
+	for _, c := range a[1:] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return len(a) > 2
+}
+
+// Launch renders the session configuration of plan p.
+func Launch(p LaunchPlan) (LaunchConfig, error) {
+	l := mustProtocol(p.Harness).launch
+	if l == nil {
+		return LaunchConfig{}, fmt.Errorf("%w: harness %s is not launched by sandboxd launch", ErrUnknownHarness, p.Harness)
+	}
+	if !filepath.IsAbs(p.Dir) || !filepath.IsAbs(p.Hookgate) || !filepath.IsAbs(p.Home) {
+		return LaunchConfig{}, fmt.Errorf("launch: the session directory, hookgate and home must be absolute paths (%q, %q, %q)", p.Dir, p.Hookgate, p.Home)
+	}
+	for _, s := range p.MCP {
+		if s.Name == "" || s.URL == "" {
+			return LaunchConfig{}, fmt.Errorf("launch: MCP server %+v needs a name and a URL", s)
+		}
+	}
+	return l.configure(p)
+}
+
+// sessionHooks returns a settings object holding only hookgate's entries
+// for p's harness, as install writes them (the fail-closed wrapper around
+// hookgate check, which asks the ruling server named by BARRY_HOOK_SOCKET).
+func sessionHooks(p LaunchPlan) (*object, error) {
+	root := newObject()
+	pr := mustProtocol(p.Harness)
+	if err := mergeHooks(root, InstallArgs{Harness: p.Harness, Binary: p.Hookgate}, pr.install, true); err != nil {
+		return nil, err
+	}
+	return root, nil
+}
+
+// bearerEnvRef is how a harness's configuration names the bearer token's
+// variable: "Bearer ${NAME}".
+func bearerEnvRef(name string) string { return "Bearer ${" + name + "}" }

@@ -1,0 +1,171 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/barry-rocks/sandbox/hooks"
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// LaunchSpec is a harness started under the session policy ("sandboxd
+// launch"): the launch resolves the session as the launch enforces it
+// (policy.Resolved.ForLaunch), adds the harness's model API hosts to the
+// allowlist, writes the harness's session configuration (the hook gate,
+// the native ceiling, the strict MCP configuration: hooks.Launch) into the
+// runtime directory, which is read-only inside, and runs the harness with
+// it.
+type LaunchSpec struct {
+	Harness hooks.Harness
+	// Hookgate is hookgate's absolute path; it is kept visible inside.
+	Hookgate string
+	// Args are the user's harness arguments (hooks.CheckLaunchArgs has
+	// passed them), after the session configuration's.
+	Args []string
+	// APIHosts replace the harness's default model API hosts (a gateway);
+	// nil keeps them.
+	APIHosts []string
+	// MCP are the session's MCP servers.
+	MCP []hooks.LaunchMCPServer
+	// Relax lifts the strict MCP configuration.
+	Relax bool
+}
+
+// ErrLaunch is a launch refused before anything started.
+var ErrLaunch = errors.New("launch refused")
+
+// resolve checks that the policy is the harness's and returns the
+// resolution as the launch enforces it.
+func (l *LaunchSpec) resolve(r *policy.Resolved) (*policy.Resolved, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: sandboxd launch needs a session policy (--policy FILE)", ErrLaunch)
+	}
+	if r.Harness != string(l.Harness) {
+		return nil, fmt.Errorf("%w: the policy file is for harness %s, not %s", ErrLaunch, r.Harness, l.Harness)
+	}
+	return r.ForLaunch()
+}
+
+// apiHosts are the model API hosts the session must reach.
+func (l *LaunchSpec) apiHosts() []string {
+	if l.APIHosts != nil {
+		return l.APIHosts
+	}
+	info, _ := hooks.LaunchInfoOf(l.Harness, "/")
+	return info.APIHosts
+}
+
+// stateDirs are the harness's own state directories, write roots of the
+// session.
+func (l *LaunchSpec) stateDirs() []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	info, _ := hooks.LaunchInfoOf(l.Harness, home)
+	return info.StateDirs
+}
+
+// withAPIHosts returns b with the model API hosts in its allowlist (the
+// harness cannot work without them). A host the bound denies refuses the
+// launch: deny wins, and a session that cannot reach its model is not one.
+func (l *LaunchSpec) withAPIHosts(b *policy.Bound) (*policy.Bound, error) {
+	b = sandboxed(b)
+	nd, err := policy.CompileNetwork(b.Network, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range l.apiHosts() {
+		ph, err := policy.ParseHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("%w: model API host %q: %v", ErrLaunch, h, err)
+		}
+		d := nd.DecideHostName(ph.String())
+		if d.Allowed() {
+			continue
+		}
+		if d.Rule != policy.RuleNetworkAllowDomains {
+			return nil, fmt.Errorf("%w: the model API host %s is denied: %s", ErrLaunch, ph, d.Reason)
+		}
+		b.Network.AllowDomains = append(b.Network.AllowDomains, ph.String())
+	}
+	return b, nil
+}
+
+// launched is what the launch step wrote and gives the jail.
+type launched struct {
+	harness, mode string
+	dir           string
+	cfg           hooks.LaunchConfig
+	ceiling       []string
+	mcp           []string
+}
+
+// launchConfig writes the harness's session configuration into the
+// runtime directory (read-only inside: an agent cannot turn its own gate
+// off) and makes the session's command the harness with it.
+func (s *session) launchConfig() (func(), error) {
+	l := s.opts.Launch
+	if l == nil {
+		return nil, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("%w: home directory: %v", ErrLaunch, err)
+	}
+	r := s.live.Current().resolved
+	dir := filepath.Join(s.dir, "launch")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("launch configuration: %w", err)
+	}
+	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home,
+		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax}
+	cfg, err := hooks.Launch(plan)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLaunch, err)
+	}
+	for name, data := range cfg.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("launch configuration: %w", err)
+		}
+	}
+	for _, d := range l.stateDirs() {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("launch: state directory %s: %w", d, err)
+		}
+	}
+	s.opts.Command = append(append(append([]string{}, s.opts.Command[0]), cfg.Args...), l.Args...)
+	s.launched = &launched{harness: string(l.Harness), mode: r.Mode, dir: dir, cfg: cfg, ceiling: plan.Denied}
+	for _, m := range l.MCP {
+		s.launched.mcp = append(s.launched.mcp, m.Name)
+	}
+	return nil, nil
+}
+
+// env is the harness's added environment.
+func (l *launched) env() []string {
+	if l == nil {
+		return nil
+	}
+	return l.cfg.Env
+}
+
+// auditAttrs describe the launch on the session's start line.
+func (l *launched) auditAttrs() []slog.Attr {
+	if l == nil {
+		return nil
+	}
+	return []slog.Attr{slog.String("harness", l.harness), slog.String("mode", l.mode),
+		slog.Any("ceiling", nonNil(l.ceiling)), slog.Any("mcp_servers", nonNil(l.mcp))}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
