@@ -1,0 +1,142 @@
+package hooks
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the launch golden files")
+
+// goldenPlan is the plan every harness's golden configuration is rendered
+// from: two native tools taken back, one MCP server with a bearer token.
+func goldenPlan(h Harness) LaunchPlan {
+	return LaunchPlan{Harness: h, Dir: "/run/sandboxd-1/launch", Hookgate: "/usr/local/bin/hookgate", Home: "/home/dev",
+		Denied: []string{"WebFetch", "WebSearch"},
+		MCP:    []LaunchMCPServer{{Name: "barry", URL: "http://127.0.0.1:7777/mcp?sessionId=s1", BearerEnv: "BARRY_SECRET"}}}
+}
+
+// TestLaunchGolden compares each launched harness's session configuration
+// (its files, arguments and environment) with testdata/launch/HARNESS
+// (go test -run TestLaunchGolden -update rewrites them); the relaxed
+// variant differs only where --relax lifts the strict MCP configuration.
+func TestLaunchGolden(t *testing.T) {
+	for _, h := range []Harness{ClaudeCode} {
+		for _, relax := range []bool{false, true} {
+			p := goldenPlan(h)
+			p.Relax = relax
+			cfg, err := Launch(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join("testdata", "launch", string(h))
+			if relax {
+				dir += "-relax"
+			}
+			got := map[string][]byte{
+				"args.txt": []byte(strings.Join(cfg.Args, "\n") + "\n"),
+				"env.txt":  []byte(strings.Join(cfg.Env, "\n") + "\n"),
+			}
+			for name, data := range cfg.Files {
+				got["files/"+name] = data
+			}
+			if *updateGolden {
+				os.RemoveAll(dir)
+				for name, data := range got {
+					os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+					if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var want []string
+			filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(dir, path)
+					want = append(want, rel)
+				}
+				return nil
+			})
+			if len(want) != len(got) {
+				t.Errorf("%s: golden files %v, rendered %d", dir, want, len(got))
+			}
+			for name, data := range got {
+				g, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil || string(g) != string(data) {
+					t.Errorf("%s/%s differs from the golden file (%v):\n%s", dir, name, err, data)
+				}
+			}
+		}
+	}
+}
+
+// TestLaunchHookIsInstalls: the hook entry a launch writes is the one
+// hookgate install writes, so verify's checks hold for it.
+func TestLaunchHookIsInstalls(t *testing.T) {
+	cfg, err := Launch(goldenPlan(ClaudeCode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	if _, _, err := Install(InstallArgs{Harness: ClaudeCode, Scope: "user", Home: dir, ClaudeConfigDir: dir, Binary: "/usr/local/bin/hookgate"}); err != nil {
+		t.Fatal(err)
+	}
+	installed, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched := string(cfg.Files["settings.json"])
+	hooksOf := func(s string) string {
+		i := strings.Index(s, `"hooks"`)
+		j := strings.Index(s, `"permissions"`)
+		if i < 0 {
+			return ""
+		}
+		if j < i {
+			j = len(s)
+		}
+		return strings.TrimRight(strings.TrimSpace(s[i:j]), ",}\n ")
+	}
+	if hooksOf(launched) == "" || hooksOf(launched) != hooksOf(string(installed)) {
+		t.Errorf("launch's hooks:\n%s\ninstall's:\n%s", hooksOf(launched), hooksOf(string(installed)))
+	}
+}
+
+// TestCheckLaunchArgs: every spelling of a refused option is refused, with
+// the option named; ordinary arguments, and anything after "--", pass.
+func TestCheckLaunchArgs(t *testing.T) {
+	refused := [][]string{
+		{"--settings", "x.json"}, {"--settings=x.json"}, {"-p", "hi", "--setting-sources", "user"},
+		{"--mcp-config", "m.json"}, {"--strict-mcp-config"}, {"--allowedTools", "Bash"}, {"--allowed-tools=Bash"},
+		{"--disallowedTools="}, {"--disallowed-tools", "X"}, {"--tools", ""}, {"--plugin-dir", "d"},
+		{"--plugin-url=u"}, {"--agents", "{}"}, {"--agent", "a"}, {"--bare"}, {"--safe-mode"}, {"--bg"},
+		{"--background"}, {"--cloud"}, {"--remote-control"}, {"--teleport"}, {"--environment", "e"},
+	}
+	for _, args := range refused {
+		err := CheckLaunchArgs(ClaudeCode, args)
+		if !errors.Is(err, ErrRefusedArgument) {
+			t.Errorf("%q: %v, want a refusal", args, err)
+			continue
+		}
+		name, _, _ := strings.Cut(args[len(args)-1], "=")
+		if len(args) > 1 && !strings.HasPrefix(name, "-") {
+			name, _, _ = strings.Cut(args[len(args)-2], "=")
+		}
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%q: %v does not name %s", args, err, name)
+		}
+	}
+	for _, args := range [][]string{
+		{"-p", "hi", "--dangerously-skip-permissions", "--no-session-persistence"},
+		{"--model", "m", "--debug-file", "/w/d.txt", "--add-dir", "/w/x"},
+		{"-p", "--", "--settings"}, {"-c"}, {"--resume", "id"},
+	} {
+		if err := CheckLaunchArgs(ClaudeCode, args); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+}
