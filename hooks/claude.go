@@ -61,6 +61,7 @@ func claudeProtocol() *protocol {
 			apiHosts:  []string{"api.anthropic.com"},
 			stateDirs: []string{".claude"},
 			configure: claudeLaunch,
+			preflight: claudeLaunchPreflight,
 			refused: []refusedArg{
 				{[]string{"--settings", "--setting-sources"}, "settings (its hook gate and permissions.deny)"},
 				{[]string{"--mcp-config", "--strict-mcp-config"}, "MCP configuration"},
@@ -71,6 +72,45 @@ func claudeProtocol() *protocol {
 			},
 		},
 	}
+}
+
+// claudeLaunchPreflight refuses a launch when the user's, the project's or
+// the local settings switch hooks off or hold their own PreToolUse or
+// PermissionRequest hooks: those run beside the session's, and one could
+// rewrite a call hookgate allowed (updatedInput).
+func claudeLaunchPreflight(p LaunchPlan) error {
+	a := InstallArgs{Harness: ClaudeCode, Home: p.Home, Project: p.Project, ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR")}
+	if err := claudeHooksEnabled(a); err != nil {
+		return err
+	}
+	for _, f := range claudeSettingsFiles(a) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: not valid JSON or not Claude Code's settings (%v): Claude Code's reading of it cannot be checked", f, err)
+		}
+		// hookgate's own entries (an earlier hookgate install) only ever
+		// deny or say nothing; any other handler could allow or rewrite.
+		for _, ev := range []string{"PreToolUse", "PermissionRequest"} {
+			for _, g := range s.Hooks[ev] {
+				for _, h := range g.Hooks {
+					if !isOurs(h.Command) {
+						return fmt.Errorf("%s has its own %s hook %q, which would run beside the session's gate; remove it to launch", f, ev, clipCommand(h.Command))
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // claudeLaunch writes Claude Code's session configuration: flag settings
@@ -175,15 +215,7 @@ func encodeClaudeLike(c Call, r Reply, reason string, explicitAllow bool) Output
 // reads user, project and local settings; disableAllHooks in any of them
 // turns off hookgate's.
 func claudeHooksEnabled(a InstallArgs) error {
-	user := filepath.Join(a.Home, ".claude")
-	if a.ClaudeConfigDir != "" {
-		user = a.ClaudeConfigDir
-	}
-	files := []string{filepath.Join(user, "settings.json")}
-	if a.Project != "" {
-		files = append(files, filepath.Join(a.Project, ".claude", "settings.json"), filepath.Join(a.Project, ".claude", "settings.local.json"))
-	}
-	for _, f := range files {
+	for _, f := range claudeSettingsFiles(a) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
@@ -196,4 +228,19 @@ func claudeHooksEnabled(a InstallArgs) error {
 		}
 	}
 	return nil
+}
+
+// claudeSettingsFiles are the settings files Claude Code reads for a: the
+// user's (in ~/.claude or $CLAUDE_CONFIG_DIR) and, with a project, the
+// project's and the local ones.
+func claudeSettingsFiles(a InstallArgs) []string {
+	user := filepath.Join(a.Home, ".claude")
+	if a.ClaudeConfigDir != "" {
+		user = a.ClaudeConfigDir
+	}
+	files := []string{filepath.Join(user, "settings.json")}
+	if a.Project != "" {
+		files = append(files, filepath.Join(a.Project, ".claude", "settings.json"), filepath.Join(a.Project, ".claude", "settings.local.json"))
+	}
+	return files
 }

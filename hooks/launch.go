@@ -21,6 +21,9 @@ type LaunchPlan struct {
 	Hookgate string
 	// Home is the user's home, where the harness keeps its own state.
 	Home string
+	// Project is the working directory the harness starts in (its project
+	// settings live there); "" skips the project's checks.
+	Project string
 	// Denied are the native tools the ceiling takes back (the session's
 	// native policy), sorted.
 	Denied []string
@@ -61,6 +64,11 @@ type launcher struct {
 	stateDirs []string
 	// configure renders the session configuration.
 	configure func(p LaunchPlan) (LaunchConfig, error)
+	// preflight refuses a launch whose harness would not hold the session
+	// configuration: the user's or the project's own settings switching
+	// hooks off, or another hook that could answer for hookgate or rewrite
+	// a call it allowed. nil: nothing to check.
+	preflight func(p LaunchPlan) error
 	// refused are the harness's arguments that would override the session
 	// configuration.
 	refused []refusedArg
@@ -169,6 +177,11 @@ func Launch(p LaunchPlan) (LaunchConfig, error) {
 	for _, s := range p.MCP {
 		if s.Name == "" || s.URL == "" {
 			return LaunchConfig{}, fmt.Errorf("launch: MCP server %+v needs a name and a URL", s)
+		}
+	}
+	if l.preflight != nil {
+		if err := l.preflight(p); err != nil {
+			return LaunchConfig{}, err
 		}
 	}
 	return l.configure(p)

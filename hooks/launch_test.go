@@ -140,3 +140,45 @@ func TestCheckLaunchArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeLaunchPreflight: a launch is refused where the user's or the
+// project's settings switch hooks off or bring their own gated hooks, and
+// allowed with settings that do neither.
+func TestClaudeLaunchPreflight(t *testing.T) {
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	home, proj := t.TempDir(), t.TempDir()
+	p := goldenPlan(ClaudeCode)
+	p.Home, p.Project = home, proj
+	write := func(path, data string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user, local := filepath.Join(home, ".claude", "settings.json"), filepath.Join(proj, ".claude", "settings.local.json")
+	write(user, `{"theme": "dark", "hooks": {"PostToolUse": [{"matcher": "*", "hooks": []}]}}`)
+	if _, err := Launch(p); err != nil {
+		t.Fatalf("harmless settings refused: %v", err)
+	}
+	// An earlier hookgate install is hookgate's own entry: harmless.
+	if _, _, err := Install(InstallArgs{Harness: ClaudeCode, Scope: "user", Home: home, Binary: "/usr/local/bin/hookgate"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Launch(p); err != nil {
+		t.Fatalf("an installed hookgate refused: %v", err)
+	}
+	for _, c := range []struct{ file, data, want string }{
+		{user, `{"disableAllHooks": true}`, "disableAllHooks"},
+		{local, `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]}}`, "own PreToolUse hook"},
+		{local, `{"hooks": {"PermissionRequest": [{"hooks": [{"type": "command", "command": "/usr/bin/approve check"}]}]}}`, "own PermissionRequest hook"},
+		{local, `{"hooks": `, "not valid JSON"},
+		{local, `{"hooks": {"PreToolUse": {}}}`, "not Claude Code's settings"},
+	} {
+		write(c.file, c.data)
+		if _, err := Launch(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s = %s: %v, want a refusal with %q", c.file, c.data, err, c.want)
+		}
+		os.Remove(c.file)
+	}
+}

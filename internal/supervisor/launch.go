@@ -122,7 +122,11 @@ func (s *session) launchConfig() (func(), error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("launch configuration: %w", err)
 	}
-	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home,
+	project := s.opts.Dir
+	if project == "" {
+		project, _ = os.Getwd()
+	}
+	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home, Project: project,
 		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax}
 	cfg, err := hooks.Launch(plan)
 	if err != nil {
