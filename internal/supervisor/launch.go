@@ -3,13 +3,20 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/procjail"
 )
 
 // LaunchSpec is a harness started under the session policy ("sandboxd
@@ -103,6 +110,7 @@ type launched struct {
 	cfg           hooks.LaunchConfig
 	ceiling       []string
 	mcp           []string
+	forwards      []procjail.Forward // MCP servers on the host's loopback
 }
 
 // launchConfig writes the harness's session configuration into the
@@ -144,10 +152,82 @@ func (s *session) launchConfig() (func(), error) {
 	}
 	s.opts.Command = append(append(append([]string{}, s.opts.Command[0]), cfg.Args...), l.Args...)
 	s.launched = &launched{harness: string(l.Harness), mode: r.Mode, dir: dir, cfg: cfg, ceiling: plan.Denied}
+	var stops []func()
+	stop := func() {
+		for _, f := range stops {
+			f()
+		}
+	}
 	for _, m := range l.MCP {
 		s.launched.mcp = append(s.launched.mcp, m.Name)
+		f, closeFwd, err := s.forwardLoopback(m.URL)
+		if err != nil {
+			return stop, fmt.Errorf("%w: MCP server %s: %v", ErrLaunch, m.Name, err)
+		}
+		if closeFwd != nil {
+			stops = append(stops, closeFwd)
+			s.launched.forwards = append(s.launched.forwards, f)
+		}
 	}
-	return nil, nil
+	return stop, nil
+}
+
+// forwardLoopback makes an MCP server on the host's loopback (the seed's
+// http://127.0.0.1:PORT/mcp) reachable at the same address inside, where
+// loopback is the sandbox's own: a relay from a Unix socket in the
+// runtime directory to the host's port, forwarded inside. A server
+// elsewhere goes through the proxy like any host (nil, nil, nil).
+func (s *session) forwardLoopback(raw string) (procjail.Forward, func(), error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return procjail.Forward{}, nil, fmt.Errorf("URL %q has no host", raw)
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if u.Hostname() == "localhost" {
+		ip, err = netip.MustParseAddr("127.0.0.1"), nil
+	}
+	if err != nil || !ip.IsLoopback() {
+		return procjail.Forward{}, nil, nil
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil || port == 0 {
+		return procjail.Forward{}, nil, fmt.Errorf("URL %q: a loopback server needs its port", raw)
+	}
+	if port == 53 || port == ProxyInsidePort || port == HookInsidePort {
+		return procjail.Forward{}, nil, fmt.Errorf("port %d is the sandbox's own inside", port)
+	}
+	sock := filepath.Join(s.dir, fmt.Sprintf("mcp-%d.sock", port))
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return procjail.Forward{}, nil, err
+	}
+	target := net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go relayTo(c, target)
+		}
+	}()
+	return procjail.Forward{InsidePort: uint16(port), Network: "tcp", Target: sock}, func() { ln.Close() }, nil
+}
+
+// relayTo copies between c and a new TCP connection to target until both
+// directions end.
+func relayTo(c net.Conn, target string) {
+	defer c.Close()
+	u, err := net.DialTimeout("tcp", target, 10*time.Second)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(u, c); u.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(c, u); c.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
+	<-done
+	<-done
 }
 
 // env is the harness's added environment.

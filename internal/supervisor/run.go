@@ -380,6 +380,9 @@ func (s *session) jailSpec() (func(), error) {
 	// rulings (a policy edit applies to the next call); a host socket named
 	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
 	s.env = append(withoutEnv(env, "BARRY_HOOK_SOCKET"), s.launched.env()...)
+	if s.launched != nil {
+		s.forwards = append(s.forwards, s.launched.forwards...)
+	}
 	var cleanup func()
 	if s.opts.PolicyFile != "" {
 		if cleanup, err = s.startHookServer(); err != nil {
