@@ -63,13 +63,22 @@ func claudeProtocol() *protocol {
 			configure: claudeLaunch,
 			preflight: claudeLaunchPreflight,
 			refused: []refusedArg{
-				{[]string{"--settings", "--setting-sources"}, "settings (its hook gate and permissions.deny)"},
-				{[]string{"--mcp-config", "--strict-mcp-config"}, "MCP configuration"},
-				{[]string{"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools"}, "native tool ceiling"},
-				{[]string{"--plugin-dir", "--plugin-url", "--agents", "--agent"}, "hook gate (plugins and agents bring their own hooks and tools)"},
-				{[]string{"--bare", "--safe-mode"}, "hook gate (these modes run no settings hook)"},
-				{[]string{"--bg", "--background", "--cloud", "--remote-control", "--teleport", "--environment"}, "sandbox (the session would run outside it)"},
+				{[]string{"--settings", "--setting-sources", "--managed-settings", "--managed-settings-in-initialize", "--initialize-fields",
+					"--await-initialize", "--await-claim", "--project-config-root", "--forward-home-settings",
+					"--hold-repository-while-parked", "--client-data-url", "--allow-other-models"}, "settings (its hook gate and permissions.deny)"},
+				{[]string{"--bare", "--safe-mode", "--restricted", "--init", "--init-only", "--maintenance"}, "hook gate (these modes change which settings and hooks load)"},
+				{[]string{"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools",
+					"--permission-prompt-tool", "--permission-prompts"}, "native tool ceiling"},
+				{[]string{"--mcp-config", "--strict-mcp-config", "--channels", "--dangerously-load-development-channels", "--plugin-dir-no-mcp"}, "MCP configuration"},
+				{[]string{"--plugin-dir", "--plugin-url", "--cowork", "--agents", "--agent", "--agent-id", "--agent-name", "--agent-type",
+					"--agent-color", "--team-name", "--teammate-mode", "--lead-verify-key", "--parent-session-id", "--plan-mode-required"},
+					"hook gate (plugins and agents bring their own hooks and tools)"},
+				{[]string{"--remote", "--cloud", "--teleport", "--environment", "--pool", "--remote-control", "--rc",
+					"--remote-control-session-name-prefix", "--sdk-url", "--bg", "--background", "--attach-serve", "--desktop", "--ide", "--chrome"},
+					"sandbox (the session would run outside it)"},
 			},
+			subcommands: []string{"mcp", "plugin", "plugins", "install", "update", "upgrade", "auth", "setup-token", "doctor",
+				"import", "gateway", "agents", "attach", "logs", "respawn", "rm", "stop", "kill", "purge", "auto-mode", "ultrareview"},
 		},
 	}
 }
@@ -128,6 +137,18 @@ func claudeLaunch(p LaunchPlan) (LaunchConfig, error) {
 	perms.set("deny", toAny(p.Denied))
 	settings.set("permissions", perms)
 	settings.set("disableAllHooks", false)
+	// Flag settings rank above the user's: these pins keep a user's env
+	// from switching hooks off (CLAUDE_CODE_SIMPLE, CLAUDE_CODE_SAFE_MODE)
+	// or moving the model API.
+	env := newObject()
+	env.set("CLAUDE_CODE_SIMPLE", "0")
+	env.set("CLAUDE_CODE_SAFE_MODE", "0")
+	for _, k := range []string{"ANTHROPIC_BASE_URL"} {
+		if v := p.getenv(k); v != "" {
+			env.set(k, v)
+		}
+	}
+	settings.set("env", env)
 	servers := newObject()
 	for _, s := range p.MCP {
 		e := newObject()
@@ -155,6 +176,9 @@ func claudeLaunch(p LaunchPlan) (LaunchConfig, error) {
 		// No self-update and no traffic but the model API's: the sandbox
 		// would refuse the rest.
 		Env: []string{"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+		// Each switches settings hooks or plugins off or elsewhere.
+		Unset: []string{"CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_RESTRICTED", "CLAUDE_CODE_PLUGIN_DIRS",
+			"CLAUDE_CODE_PERSONAL_HOOKS_OFF", "CLAUDE_CODE_MANAGED_SETTINGS_PATH"},
 	}, nil
 }
 

@@ -32,6 +32,16 @@ type LaunchPlan struct {
 	// Relax lifts the strict MCP configuration: the user's own MCP
 	// servers load beside the session's.
 	Relax bool
+	// Getenv reads the launcher's environment (what the harness starts
+	// with); nil reads none.
+	Getenv func(string) string
+}
+
+func (p LaunchPlan) getenv(k string) string {
+	if p.Getenv == nil {
+		return ""
+	}
+	return p.Getenv(k)
 }
 
 // LaunchMCPServer is one MCP server of a launched session: a streamable-HTTP endpoint
@@ -51,6 +61,9 @@ type LaunchConfig struct {
 	Args []string
 	// Env is added to the harness's environment (NAME=value).
 	Env []string
+	// Unset are variables removed from the harness's environment: each
+	// would switch the session configuration off or move it.
+	Unset []string
 }
 
 // launcher is how one harness is launched under a session.
@@ -72,6 +85,9 @@ type launcher struct {
 	// refused are the harness's arguments that would override the session
 	// configuration.
 	refused []refusedArg
+	// subcommands are the harness's subcommands: a launch starts a
+	// session, and they manage the harness's own configuration instead.
+	subcommands []string
 }
 
 // refusedArg is one option a launch refuses, with every spelling.
@@ -121,6 +137,9 @@ func CheckLaunchArgs(h Harness, args []string) error {
 	l := mustProtocol(h).launch
 	if l == nil {
 		return fmt.Errorf("%w: harness %s is not launched by sandboxd launch", ErrUnknownHarness, h)
+	}
+	if len(args) > 0 && slices.Contains(l.subcommands, args[0]) {
+		return fmt.Errorf("%w: %s: a subcommand of %s, not a session (run it outside sandboxd launch)", ErrRefusedArgument, args[0], l.program)
 	}
 	for _, a := range args {
 		if a == "--" {

@@ -37,8 +37,9 @@ func TestLaunchGolden(t *testing.T) {
 				dir += "-relax"
 			}
 			got := map[string][]byte{
-				"args.txt": []byte(strings.Join(cfg.Args, "\n") + "\n"),
-				"env.txt":  []byte(strings.Join(cfg.Env, "\n") + "\n"),
+				"args.txt":  []byte(strings.Join(cfg.Args, "\n") + "\n"),
+				"env.txt":   []byte(strings.Join(cfg.Env, "\n") + "\n"),
+				"unset.txt": []byte(strings.Join(cfg.Unset, "\n") + "\n"),
 			}
 			for name, data := range cfg.Files {
 				got["files/"+name] = data
@@ -115,6 +116,8 @@ func TestCheckLaunchArgs(t *testing.T) {
 		{"--disallowedTools="}, {"--disallowed-tools", "X"}, {"--tools", ""}, {"--plugin-dir", "d"},
 		{"--plugin-url=u"}, {"--agents", "{}"}, {"--agent", "a"}, {"--bare"}, {"--safe-mode"}, {"--bg"},
 		{"--background"}, {"--cloud"}, {"--remote-control"}, {"--teleport"}, {"--environment", "e"},
+		{"--managed-settings", `{"allowManagedHooksOnly":true}`}, {"--restricted"}, {"--channels", "c"}, {"--rc"},
+		{"--permission-prompt-tool=t"}, {"--agent-id", "a"}, {"--sdk-url", "u"},
 	}
 	for _, args := range refused {
 		err := CheckLaunchArgs(ClaudeCode, args)
@@ -130,8 +133,14 @@ func TestCheckLaunchArgs(t *testing.T) {
 			t.Errorf("%q: %v does not name %s", args, err, name)
 		}
 	}
+	for _, sub := range []string{"mcp", "plugin", "doctor", "update"} {
+		if err := CheckLaunchArgs(ClaudeCode, []string{sub, "list"}); !errors.Is(err, ErrRefusedArgument) || !strings.Contains(err.Error(), sub) {
+			t.Errorf("subcommand %s: %v", sub, err)
+		}
+	}
 	for _, args := range [][]string{
 		{"-p", "hi", "--dangerously-skip-permissions", "--no-session-persistence"},
+		{"fix the mcp tests"}, {"-p", "mcp"},
 		{"--model", "m", "--debug-file", "/w/d.txt", "--add-dir", "/w/x"},
 		{"-p", "--", "--settings"}, {"-c"}, {"--resume", "id"},
 	} {

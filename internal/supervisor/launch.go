@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
@@ -135,7 +136,7 @@ func (s *session) launchConfig() (func(), error) {
 		project, _ = os.Getwd()
 	}
 	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home, Project: project,
-		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax}
+		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax, Getenv: os.Getenv}
 	cfg, err := hooks.Launch(plan)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLaunch, err)
@@ -230,12 +231,19 @@ func relayTo(c net.Conn, target string) {
 	<-done
 }
 
-// env is the harness's added environment.
-func (l *launched) env() []string {
+// env is env with the launch's variables removed and added.
+func (l *launched) env(env []string) []string {
 	if l == nil {
-		return nil
+		return env
 	}
-	return l.cfg.Env
+	for _, k := range l.cfg.Unset {
+		env = withoutEnv(env, k)
+	}
+	for _, kv := range l.cfg.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		env = append(withoutEnv(env, k), kv)
+	}
+	return env
 }
 
 // auditAttrs describe the launch on the session's start line.

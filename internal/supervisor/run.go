@@ -379,7 +379,7 @@ func (s *session) jailSpec() (func(), error) {
 	// With a session policy, hookgate inside the sandbox asks sandboxd for
 	// rulings (a policy edit applies to the next call); a host socket named
 	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
-	s.env = append(withoutEnv(env, "BARRY_HOOK_SOCKET"), s.launched.env()...)
+	s.env = s.launched.env(withoutEnv(env, "BARRY_HOOK_SOCKET"))
 	if s.launched != nil {
 		s.forwards = append(s.forwards, s.launched.forwards...)
 	}
