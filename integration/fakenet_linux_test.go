@@ -5,8 +5,14 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -41,6 +47,7 @@ const (
 type world struct {
 	host, world *proxytest.Netns
 	caFile      string
+	ca          tls.Certificate // the world's CA (caFile): the certificate of its web servers, and serveHTTPS's signer
 	repoDir     string
 	dns         *proxytest.Zone // the world's resolver, on dnsAddr:53
 
@@ -103,6 +110,7 @@ func (w *world) startServers(t *testing.T) {
 	t.Helper()
 	dir := sharedDir(t)
 	caPEM, cert := makeCerts(t)
+	w.ca = cert
 	w.caFile = filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(w.caFile, caPEM, 0o644); err != nil {
 		t.Fatal(err)
@@ -186,6 +194,40 @@ func (w *world) startServers(t *testing.T) {
 	t.Cleanup(func() { echo.Close(); udp.Close() })
 }
 
+// serveHTTPS serves h over HTTPS as host on a new world address addr (in
+// 192.0.2.0/24, which the host namespace routes to the world and the
+// sandboxd runs allow as private), until the test ends: the world's DNS
+// answers host with addr, the certificate is signed by the world's CA
+// (caFile), and every request is noted in httpSeen like the web servers'.
+func (w *world) serveHTTPS(t *testing.T, host, addr string, h http.Handler) {
+	t.Helper()
+	sh(t, "ip", "-n", w.world.Name, "addr", "add", addr+"/32", "dev", "lo")
+	if err := w.dns.AddRR(host + ". 5 IN A " + addr); err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, w.ca.Leaf, &key.PublicKey, w.ca.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	ln := tls.NewListener(w.world.Listen(t, "tcp", addr+":443"), &tls.Config{Certificates: []tls.Certificate{cert}})
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.note(&w.httpSeen, host+" "+r.URL.Path)
+		h.ServeHTTP(rw, r)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+}
+
 // makeCerts returns the test servers' certificate (its own CA, as PEM)
 // for the test names.
 func makeCerts(t *testing.T) ([]byte, tls.Certificate) {
@@ -216,6 +258,7 @@ func makeRepo(t *testing.T, dir string) string {
 
 // runOpts is one sandboxd invocation in the host namespace.
 type runOpts struct {
+	sub      []string // sandboxd's subcommand and its first arguments (default: run)
 	uid      int      // 0: root; otherwise run as this uid (65534)
 	flags    []string // extra sandboxd run flags
 	noAllow  bool     // no default allow flags
@@ -247,7 +290,12 @@ func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
 	if o.uid != 0 {
 		args = append(args, "setpriv", fmt.Sprintf("--reuid=%d", o.uid), fmt.Sprintf("--regid=%d", o.uid), "--clear-groups", "--")
 	}
-	args = append(args, sandboxdBin, "run", "--dns-upstream", dnsAddr+":53", "--audit", audit,
+	sub := o.sub
+	if sub == nil {
+		sub = []string{"run"}
+	}
+	args = append(append(args, sandboxdBin), sub...)
+	args = append(args, "--dns-upstream", dnsAddr+":53", "--audit", audit,
 		"--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
 	if !o.noAllow {
 		args = append(args, "--allow-domain", "allowed.test", "--allow-domain", "git.test", "--allow-domain", "rebind.test")
