@@ -59,7 +59,11 @@ func claudeProtocol() *protocol {
 		launch: &launcher{
 			program:   "claude",
 			apiHosts:  []string{"api.anthropic.com"},
-			stateDirs: []string{".claude"},
+			// Its transcripts and session state persist; the rest of
+			// ~/.claude (plugins, agents, commands, skills, CLAUDE.md) is
+			// code or instructions a later session outside the sandbox
+			// would load, so it stays in the discarded home overlay.
+			stateDirs: []string{".claude/projects", ".claude/sessions", ".claude/session-env", ".claude/shell-snapshots", ".claude/todos"},
 			configure: claudeLaunch,
 			preflight: claudeLaunchPreflight,
 			refused: []refusedArg{
