@@ -24,9 +24,15 @@ func goldenPlan(h Harness) LaunchPlan {
 // (go test -run TestLaunchGolden -update rewrites them); the relaxed
 // variant differs only where --relax lifts the strict MCP configuration.
 func TestLaunchGolden(t *testing.T) {
-	for _, h := range []Harness{ClaudeCode} {
+	for _, h := range []Harness{ClaudeCode, Pi} {
 		for _, relax := range []bool{false, true} {
 			p := goldenPlan(h)
+			if h == Pi {
+				if relax {
+					continue // Pi has no MCP: nothing to relax
+				}
+				p.MCP, p.Denied = nil, []string{"bash", "edit"}
+			}
 			p.Relax = relax
 			cfg, err := Launch(p)
 			if err != nil {
@@ -189,5 +195,24 @@ func TestClaudeLaunchPreflight(t *testing.T) {
 			t.Errorf("%s = %s: %v, want a refusal with %q", c.file, c.data, err, c.want)
 		}
 		os.Remove(c.file)
+	}
+}
+
+// TestCheckLaunchArgsPi: Pi's extension and tool options and its
+// subcommands are refused; a prompt and model choices pass.
+func TestCheckLaunchArgsPi(t *testing.T) {
+	for _, args := range [][]string{{"-e", "x.ts"}, {"--extension", "x.ts"}, {"-ne"}, {"--no-extensions"}, {"-t", "read"},
+		{"--tools", "bash"}, {"-nt"}, {"--no-builtin-tools"}, {"--mode", "rpc"}, {"install", "npm:x"}, {"config"}} {
+		if err := CheckLaunchArgs(Pi, args); !errors.Is(err, ErrRefusedArgument) {
+			t.Errorf("%q: %v, want a refusal", args, err)
+		}
+	}
+	for _, args := range [][]string{{"-p", "hello"}, {"--provider", "fake", "--model", "m", "-p", "x"}, {"--no-session"}} {
+		if err := CheckLaunchArgs(Pi, args); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	if _, err := Launch(LaunchPlan{Harness: Pi, Dir: "/d", Hookgate: "/h", Home: "/home/u", MCP: []LaunchMCPServer{{Name: "barry", URL: "http://127.0.0.1:1/mcp"}}}); err == nil {
+		t.Error("an MCP server for Pi was accepted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -56,6 +57,19 @@ func piProtocol() *protocol {
 				return nil
 			},
 		},
+		launch: &launcher{
+			program: "pi",
+			// Pi's default provider is Google's; --api-host names another.
+			apiHosts:  []string{"generativelanguage.googleapis.com"},
+			stateDirs: []string{".pi/agent/sessions"},
+			configure: piLaunch,
+			refused: []refusedArg{
+				{[]string{"-e", "--extension", "-ne", "--no-extensions"}, "hook gate (extensions load beside it and can rewrite a call it allowed)"},
+				{[]string{"-t", "--tools", "-nt", "--no-tools", "-nbt", "--no-builtin-tools"}, "native tool ceiling"},
+				{[]string{"--mode"}, "session (an RPC or JSON mode is driven by another program)"},
+			},
+			subcommands: []string{"install", "remove", "uninstall", "update", "list", "config"},
+		},
 	}
 }
 
@@ -101,6 +115,48 @@ func piShadowed(path string) string {
 	return ""
 }
 
+// piExtensionFor is hookgate's extension running a's hookgate command.
+func piExtensionFor(a InstallArgs) string {
+	bin, _ := json.Marshal(a.Binary)
+	args, _ := json.Marshal(a.argv())
+	src := strings.Replace(piExtension, `const HOOKGATE = "hookgate";`, "const HOOKGATE = "+string(bin)+";", 1)
+	return strings.Replace(src, `const ARGS = ["check", "--harness", "pi"];`, "const ARGS = "+string(args)+";", 1)
+}
+
+// piDefaultTools are the built-in tools Pi offers when --tools is not
+// given (grep, find and ls are off by default).
+var piDefaultTools = []string{"read", "bash", "edit", "write"}
+
+// piLaunch writes Pi's session configuration: hookgate's extension, the
+// only one loaded (--no-extensions drops the discovered and configured
+// ones, which load after it and could rewrite a call it allowed), and the
+// ceiling as a --tools allowlist of the default tools the session keeps.
+// Pi has no MCP: the session's MCP servers and --relax do not apply.
+func piLaunch(p LaunchPlan) (LaunchConfig, error) {
+	if len(p.MCP) > 0 {
+		return LaunchConfig{}, errors.New("Pi has no MCP client: a session MCP server cannot be given to it")
+	}
+	ext := filepath.Join(p.Dir, "hookgate.ts")
+	args := []string{"--no-extensions", "--extension", ext}
+	if len(p.Denied) > 0 {
+		var keep []string
+		for _, t := range piDefaultTools {
+			if !slices.Contains(p.Denied, t) {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == 0 {
+			args = append(args, "--no-tools")
+		} else {
+			args = append(args, "--tools", strings.Join(keep, ","))
+		}
+	}
+	return LaunchConfig{
+		Files: map[string][]byte{"hookgate.ts": []byte(piExtensionFor(InstallArgs{Harness: Pi, Binary: p.Hookgate}))},
+		Args:  args,
+	}, nil
+}
+
 func editPi(a InstallArgs, path string, install bool) (string, bool, error) {
 	if install {
 		if sh := piShadowed(path); sh != "" {
@@ -123,10 +179,7 @@ func editPi(a InstallArgs, path string, install bool) (string, bool, error) {
 		}
 		return path, true, os.Remove(path)
 	}
-	bin, _ := json.Marshal(a.Binary)
-	args, _ := json.Marshal(a.argv())
-	src := strings.Replace(piExtension, `const HOOKGATE = "hookgate";`, "const HOOKGATE = "+string(bin)+";", 1)
-	src = strings.Replace(src, `const ARGS = ["check", "--harness", "pi"];`, "const ARGS = "+string(args)+";", 1)
+	src := piExtensionFor(a)
 	if string(old) == src {
 		return path, false, nil
 	}
