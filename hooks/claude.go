@@ -167,12 +167,15 @@ func claudeLaunch(p LaunchPlan) (LaunchConfig, error) {
 	}
 	mcp := newObject()
 	mcp.set("mcpServers", servers)
-	args := []string{"--settings", filepath.Join(p.Dir, "settings.json"), "--mcp-config", filepath.Join(p.Dir, "mcp.json")}
+	// Every value is attached with "=": --mcp-config and --disallowedTools
+	// take several values, and a prompt after them (claude [options]
+	// [prompt]) would be read as one more.
+	args := []string{"--settings=" + filepath.Join(p.Dir, "settings.json"), "--mcp-config=" + filepath.Join(p.Dir, "mcp.json")}
 	if !p.Relax {
 		args = append(args, "--strict-mcp-config")
 	}
 	if len(p.Denied) > 0 {
-		args = append(args, "--disallowedTools", strings.Join(p.Denied, ","))
+		args = append(args, "--disallowedTools="+strings.Join(p.Denied, ","))
 	}
 	return LaunchConfig{
 		Files: map[string][]byte{"settings.json": encodeOrdered(settings), "mcp.json": encodeOrdered(mcp)},
