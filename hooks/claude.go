@@ -56,34 +56,39 @@ func claudeProtocol() *protocol {
 				return claudeHooksEnabled(a.InstallArgs)
 			},
 		},
-		launch: &launcher{
-			program:   "claude",
-			apiHosts:  []string{"api.anthropic.com"},
-			// Its transcripts and session state persist; the rest of
-			// ~/.claude (plugins, agents, commands, skills, CLAUDE.md) is
-			// code or instructions a later session outside the sandbox
-			// would load, so it stays in the discarded home overlay.
-			stateDirs: []string{".claude/projects", ".claude/sessions", ".claude/session-env", ".claude/shell-snapshots", ".claude/todos"},
-			configure: claudeLaunch,
-			preflight: claudeLaunchPreflight,
-			refused: []refusedArg{
-				{[]string{"--settings", "--setting-sources", "--managed-settings", "--managed-settings-in-initialize", "--initialize-fields",
-					"--await-initialize", "--await-claim", "--project-config-root", "--forward-home-settings",
-					"--hold-repository-while-parked", "--client-data-url", "--allow-other-models"}, "settings (its hook gate and permissions.deny)"},
-				{[]string{"--bare", "--safe-mode", "--restricted", "--init", "--init-only", "--maintenance"}, "hook gate (these modes change which settings and hooks load)"},
-				{[]string{"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools",
-					"--permission-prompt-tool", "--permission-prompts"}, "native tool ceiling"},
-				{[]string{"--mcp-config", "--strict-mcp-config", "--channels", "--dangerously-load-development-channels", "--plugin-dir-no-mcp"}, "MCP configuration"},
-				{[]string{"--plugin-dir", "--plugin-url", "--cowork", "--agents", "--agent", "--agent-id", "--agent-name", "--agent-type",
-					"--agent-color", "--team-name", "--teammate-mode", "--lead-verify-key", "--parent-session-id", "--plan-mode-required"},
-					"hook gate (plugins and agents bring their own hooks and tools)"},
-				{[]string{"--remote", "--cloud", "--teleport", "--environment", "--pool", "--remote-control", "--rc",
-					"--remote-control-session-name-prefix", "--sdk-url", "--bg", "--background", "--attach-serve", "--desktop", "--ide", "--chrome"},
-					"sandbox (the session would run outside it)"},
-			},
-			subcommands: []string{"mcp", "plugin", "plugins", "install", "update", "upgrade", "auth", "setup-token", "doctor",
-				"import", "gateway", "agents", "attach", "logs", "respawn", "rm", "stop", "kill", "purge", "auto-mode", "ultrareview"},
+		launch: claudeLauncher,
+	}
+}
+
+// claudeLauncher is how sandboxd launch starts the harness.
+func claudeLauncher() *launcher {
+	return &launcher{
+		program:  "claude",
+		apiHosts: []string{"api.anthropic.com"},
+		// Its transcripts and session state persist; the rest of
+		// ~/.claude (plugins, agents, commands, skills, CLAUDE.md) is
+		// code or instructions a later session outside the sandbox
+		// would load, so it stays in the discarded home overlay.
+		stateDirs: []string{".claude/projects", ".claude/sessions", ".claude/session-env", ".claude/shell-snapshots", ".claude/todos"},
+		configure: claudeLaunch,
+		preflight: claudeLaunchPreflight,
+		refused: []refusedArg{
+			{[]string{"--settings", "--setting-sources", "--managed-settings", "--managed-settings-in-initialize", "--initialize-fields",
+				"--await-initialize", "--await-claim", "--project-config-root", "--forward-home-settings",
+				"--hold-repository-while-parked", "--client-data-url", "--allow-other-models"}, "settings (its hook gate and permissions.deny)"},
+			{[]string{"--bare", "--safe-mode", "--restricted", "--init", "--init-only", "--maintenance"}, "hook gate (these modes change which settings and hooks load)"},
+			{[]string{"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools",
+				"--permission-prompt-tool", "--permission-prompts"}, "native tool ceiling"},
+			{[]string{"--mcp-config", "--strict-mcp-config", "--channels", "--dangerously-load-development-channels", "--plugin-dir-no-mcp"}, "MCP configuration"},
+			{[]string{"--plugin-dir", "--plugin-url", "--cowork", "--agents", "--agent", "--agent-id", "--agent-name", "--agent-type",
+				"--agent-color", "--team-name", "--teammate-mode", "--lead-verify-key", "--parent-session-id", "--plan-mode-required"},
+				"hook gate (plugins and agents bring their own hooks and tools)"},
+			{[]string{"--remote", "--cloud", "--teleport", "--environment", "--pool", "--remote-control", "--rc",
+				"--remote-control-session-name-prefix", "--sdk-url", "--bg", "--background", "--attach-serve", "--desktop", "--ide", "--chrome"},
+				"sandbox (the session would run outside it)"},
 		},
+		subcommands: []string{"mcp", "plugin", "plugins", "install", "update", "upgrade", "auth", "setup-token", "doctor",
+			"import", "gateway", "agents", "attach", "logs", "respawn", "rm", "stop", "kill", "purge", "auto-mode", "ultrareview"},
 	}
 }
 

@@ -50,8 +50,10 @@ type protocol struct {
 	// with exit 2). The fail-closed wrapper passes only those through.
 	answerShapes, denyShapes []string
 	install                  installer
-	// launch is how "sandboxd launch" starts the harness; nil: it does not.
-	launch *launcher
+	// launch returns how "sandboxd launch" starts the harness; nil: it
+	// does not. A function, so that the protocols hookgate builds on every
+	// call do not build the launcher too.
+	launch func() *launcher
 }
 
 // installer is where and how hookgate's entry goes into a harness's

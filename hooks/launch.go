@@ -88,6 +88,9 @@ type launcher struct {
 	// subcommands are the harness's subcommands: a launch starts a
 	// session, and they manage the harness's own configuration instead.
 	subcommands []string
+	// noEndOfOptions is true when the harness's parser reads options
+	// after "--" too (Pi's does): every argument is then checked.
+	noEndOfOptions bool
 }
 
 // refusedArg is one option a launch refuses, with every spelling.
@@ -96,6 +99,14 @@ type refusedArg struct {
 	names []string
 	// why is what the option would override.
 	why string
+}
+
+// launcherOf returns h's launcher, or nil.
+func launcherOf(h Harness) *launcher {
+	if f := mustProtocol(h).launch; f != nil {
+		return f()
+	}
+	return nil
 }
 
 // ErrRefusedArgument is returned for a harness argument that would
@@ -117,7 +128,7 @@ type LaunchInfo struct {
 // LaunchInfoOf returns what launching h needs, for the user whose home is
 // home; ok is false for a harness sandboxd launch does not start.
 func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
-	l := mustProtocol(h).launch
+	l := launcherOf(h)
 	if l == nil {
 		return LaunchInfo{}, false
 	}
@@ -132,9 +143,10 @@ func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
 // session configuration (its own settings, configuration or MCP options,
 // tool lists, setting sources, plugin or extension directories, bypass
 // modes), in every spelling: "--opt", "--opt=value", and a short option
-// alone or with its value attached. Words after "--" are not options.
+// alone or with its value attached. Words after "--" are not options,
+// for a harness whose parser agrees.
 func CheckLaunchArgs(h Harness, args []string) error {
-	l := mustProtocol(h).launch
+	l := launcherOf(h)
 	if l == nil {
 		return fmt.Errorf("%w: harness %s is not launched by sandboxd launch", ErrUnknownHarness, h)
 	}
@@ -142,7 +154,7 @@ func CheckLaunchArgs(h Harness, args []string) error {
 		return fmt.Errorf("%w: %s: a subcommand of %s, not a session (run it outside sandboxd launch)", ErrRefusedArgument, args[0], l.program)
 	}
 	for _, a := range args {
-		if a == "--" {
+		if a == "--" && !l.noEndOfOptions {
 			return nil
 		}
 		for _, r := range l.refused {
@@ -186,7 +198,7 @@ func isCluster(a string) bool {
 
 // Launch renders the session configuration of plan p.
 func Launch(p LaunchPlan) (LaunchConfig, error) {
-	l := mustProtocol(p.Harness).launch
+	l := launcherOf(p.Harness)
 	if l == nil {
 		return LaunchConfig{}, fmt.Errorf("%w: harness %s is not launched by sandboxd launch", ErrUnknownHarness, p.Harness)
 	}

@@ -57,19 +57,27 @@ func piProtocol() *protocol {
 				return nil
 			},
 		},
-		launch: &launcher{
-			program: "pi",
-			// Pi's default provider is Google's; --api-host names another.
-			apiHosts:  []string{"generativelanguage.googleapis.com"},
-			stateDirs: []string{".pi/agent/sessions"},
-			configure: piLaunch,
-			refused: []refusedArg{
-				{[]string{"-e", "--extension", "-ne", "--no-extensions"}, "hook gate (extensions load beside it and can rewrite a call it allowed)"},
-				{[]string{"-t", "--tools", "-nt", "--no-tools", "-nbt", "--no-builtin-tools"}, "native tool ceiling"},
-				{[]string{"--mode"}, "session (an RPC or JSON mode is driven by another program)"},
-			},
-			subcommands: []string{"install", "remove", "uninstall", "update", "list", "config"},
+		launch: piLauncher,
+	}
+}
+
+// piLauncher is how sandboxd launch starts the harness.
+func piLauncher() *launcher {
+	return &launcher{
+		program: "pi",
+		// Pi's default provider is Google's; --api-host names another.
+		apiHosts:  []string{"generativelanguage.googleapis.com"},
+		stateDirs: []string{".pi/agent/sessions"},
+		configure: piLaunch,
+		preflight: piLaunchPreflight,
+		// Pi's parser reads "--" as an unknown flag and goes on.
+		noEndOfOptions: true,
+		refused: []refusedArg{
+			{[]string{"-e", "--extension", "-ne", "--no-extensions"}, "hook gate (extensions load beside it and can rewrite a call it allowed)"},
+			{[]string{"-t", "--tools", "-nt", "--no-tools", "-nbt", "--no-builtin-tools"}, "native tool ceiling"},
+			{[]string{"--mode"}, "session (an RPC or JSON mode is driven by another program)"},
 		},
+		subcommands: []string{"install", "remove", "uninstall", "update", "list", "config"},
 	}
 }
 
@@ -121,6 +129,37 @@ func piExtensionFor(a InstallArgs) string {
 	args, _ := json.Marshal(a.argv())
 	src := strings.Replace(piExtension, `const HOOKGATE = "hookgate";`, "const HOOKGATE = "+string(bin)+";", 1)
 	return strings.Replace(src, `const ARGS = ["check", "--harness", "pi"];`, "const ARGS = "+string(args)+";", 1)
+}
+
+// piLaunchPreflight refuses a launch when the user's or the project's Pi
+// settings change how bash runs (shellCommandPrefix runs its code before
+// every command, shellPath replaces the shell): the gate sees only the
+// command.
+func piLaunchPreflight(p LaunchPlan) error {
+	agent := p.getenv("PI_CODING_AGENT_DIR")
+	if agent == "" {
+		agent = filepath.Join(p.Home, ".pi", "agent")
+	}
+	files := []string{filepath.Join(agent, "settings.json")}
+	if p.Project != "" {
+		files = append(files, filepath.Join(p.Project, ".pi", "settings.json"))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var s map[string]any
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: not a JSON object (%v): Pi's reading of it cannot be checked", f, err)
+		}
+		for _, k := range []string{"shellCommandPrefix", "shellPath"} {
+			if v, ok := s[k]; ok && v != nil && v != "" {
+				return fmt.Errorf("%s sets %s, which changes what bash runs beyond the command the gate rules on; remove it to launch", f, k)
+			}
+		}
+	}
+	return nil
 }
 
 // piDefaultTools are the built-in tools Pi offers when --tools is not

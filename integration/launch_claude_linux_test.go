@@ -567,7 +567,7 @@ func (r *launchResult) requireRefused(t *testing.T, code int, want string) {
 		t.Errorf("sandboxd launch: exit %d, stderr %q: want exit %d and one line naming %q", r.code, r.stderr, code, want)
 	}
 	if r.requests > 0 {
-		t.Errorf("the fake model got %d requests: Claude Code ran", r.requests)
+		t.Errorf("the fake model got %d requests: the harness ran", r.requests)
 	}
 	claudeRequireAbsent(t, r.box.ran)
 }

@@ -67,6 +67,9 @@ var ProtectedInHome = []string{
 	// Copilot CLI's user hooks, settings and trusted folders (a trusted
 	// folder's settings can switch every hook off).
 	".copilot/hooks", ".copilot/settings.json", ".copilot/config.json",
+	// Pi's user settings (shellCommandPrefix runs before every command)
+	// and extensions.
+	".pi/agent/settings.json", ".pi/agent/extensions",
 }
 
 // ProtectedInRoot are protected in the workspace and every write root:
@@ -78,6 +81,8 @@ var ProtectedInRoot = []string{
 	".cursor/hooks.json", ".mcp.json",
 	// Copilot CLI's repository hooks and settings.
 	".github/hooks", ".github/copilot",
+	// Pi's project settings and extensions.
+	".pi/settings.json", ".pi/extensions",
 }
 
 // UserDataDirs hold user data: hidden under files.allowOnly, except the
