@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // protocol is everything hookgate knows about one harness's hooks: its
@@ -86,10 +87,35 @@ type installer struct {
 	verifyFile func(path string) error
 }
 
-// protocolOf returns h's protocol. Each call builds it afresh (it is
-// small): a package-level table would be an initialization cycle, since
-// install entries are rendered through Fail, which reads the table.
+// protocols holds each harness's protocol, built on first use and never
+// changed after. It is filled lazily, not by an initializer: install
+// entries are rendered through Fail, which reads the table, so an
+// initializer would be an initialization cycle.
+var protocols struct {
+	once sync.Once
+	m    map[Harness]*protocol
+}
+
+// protocolOf returns h's protocol (shared: callers must not change it).
 func protocolOf(h Harness) (*protocol, error) {
+	protocols.once.Do(func() {
+		protocols.m = map[Harness]*protocol{}
+		for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini, Pi, Copilot} {
+			p, err := buildProtocol(h)
+			if err != nil {
+				panic(err)
+			}
+			protocols.m[h] = p
+		}
+	})
+	if p, ok := protocols.m[h]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownHarness, h)
+}
+
+// buildProtocol builds h's protocol.
+func buildProtocol(h Harness) (*protocol, error) {
 	switch h {
 	case ClaudeCode:
 		return claudeProtocol(), nil
