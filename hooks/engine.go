@@ -28,7 +28,9 @@ type Engine interface {
 // files rules. cwd is the command's working directory. Implementations are
 // safe for concurrent use.
 type ShellRuler interface {
-	RuleCommand(command, cwd string, b *policy.Bound, files policy.FileMatcher) policy.Decision
+	// RuleCommand rules on a command line under b, whose network rules
+	// net is (compiled once per engine).
+	RuleCommand(command, cwd string, b *policy.Bound, net *policy.NetworkDecider, files policy.FileMatcher) policy.Decision
 }
 
 // FailClosedShell is a ShellRuler without a classifier:
@@ -38,7 +40,7 @@ type ShellRuler interface {
 type FailClosedShell struct{}
 
 // RuleCommand implements ShellRuler.
-func (FailClosedShell) RuleCommand(command, cwd string, b *policy.Bound, _ policy.FileMatcher) policy.Decision {
+func (FailClosedShell) RuleCommand(command, cwd string, b *policy.Bound, _ *policy.NetworkDecider, _ policy.FileMatcher) policy.Decision {
 	if rule := ShellRuleIn(b); rule != "" {
 		return policy.Denied("shell command cannot be classified here and the bound has "+rule+" rules", policy.RuleShellUnclassified)
 	}
@@ -192,7 +194,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 				return policy.Denied(fmt.Sprintf("shell command starts %s reading commands from its input, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), policy.RuleShellInteractive)
 			}
 		}
-		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.matcher(cwd))
+		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.net, r.matcher(cwd))
 	case policy.ReachFileRead, policy.ReachFileWrite:
 		paths := append(harnessPaths(c.Harness, in.paths(t.PathKeys)), t.FixedPaths...)
 		if in.err != nil {

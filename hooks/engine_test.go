@@ -304,10 +304,10 @@ func TestEngine(t *testing.T) {
 func TestFailClosedShell(t *testing.T) {
 	var fc FailClosedShell
 	b := &policy.Bound{Network: &policy.NetworkRules{Actions: []string{"git:push"}}}
-	if d := fc.RuleCommand("ls", "/", b, policy.FileMatcher{}); d != policy.Denied("shell command cannot be classified here and the bound has network rules", "shell:unclassified") {
+	if d := fc.RuleCommand("ls", "/", b, nil, policy.FileMatcher{}); d != policy.Denied("shell command cannot be classified here and the bound has network rules", "shell:unclassified") {
 		t.Errorf("got %+v", d)
 	}
-	if d := fc.RuleCommand("ls", "/", nil, policy.FileMatcher{}); d.Verdict != policy.Allow {
+	if d := fc.RuleCommand("ls", "/", nil, nil, policy.FileMatcher{}); d.Verdict != policy.Allow {
 		t.Errorf("no bound: got %+v", d)
 	}
 }

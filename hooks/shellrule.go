@@ -12,8 +12,8 @@ import (
 type ClassifierShell struct{}
 
 // RuleCommand implements ShellRuler with shell.Decide.
-func (ClassifierShell) RuleCommand(command, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Decision {
-	return shell.Decide(command, cwd, b, m)
+func (ClassifierShell) RuleCommand(command, cwd string, b *policy.Bound, net *policy.NetworkDecider, m policy.FileMatcher) policy.Decision {
+	return shell.Decide(command, cwd, b, net, m)
 }
 
 // ShellRuleIn names the first kind of rule in b that a shell command could

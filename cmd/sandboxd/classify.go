@@ -217,7 +217,7 @@ func classify(line, cwd string, b *policy.Bound, m policy.FileMatcher) classifyO
 	if f := c.FileWrite(); f != nil {
 		out.FileWrite = &fileWriteOutput{Path: f.Path, Reason: f.Reason}
 	}
-	d := shell.Decide(line, cwd, b, m)
+	d := shell.Decide(line, cwd, b, nil, m)
 	out.Decision = decisionOutput{Verdict: d.Verdict.String(), Reason: d.Reason, Rule: d.Rule}
 	if !d.Allowed() {
 		out.Denied, out.DeniedBy = true, deniedBy(d.Rule, c)

@@ -61,7 +61,11 @@ func RuleIn(b *policy.Bound) string {
 // It reads the filesystem through m (symlinks, and whether an argument is
 // a directory). It is safe for concurrent use when m is not a Memo copy
 // shared with another goroutine.
-func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Decision {
+//
+// net is b's network rules compiled (policy.CompileNetwork(b.Network,
+// false)), so a caller ruling on many lines compiles them once; nil
+// compiles them for this line.
+func Decide(line, cwd string, b *policy.Bound, net *policy.NetworkDecider, m policy.FileMatcher) policy.Decision {
 	if cwd != "" {
 		m.Cwd = cwd
 	}
@@ -89,9 +93,11 @@ func Decide(line, cwd string, b *policy.Bound, m policy.FileMatcher) policy.Deci
 				return policy.Denied(fmt.Sprintf("%s: the shell command performs %s, denied by network.actions", policy.ReasonDeniedAction, tag), policy.RuleAt(policy.RuleNetworkActions, tag))
 			}
 		}
-		net, err := policy.CompileNetwork(n, false)
-		if err != nil {
-			return policy.Denied(err.Error(), policy.RuleNetworkHost)
+		if net == nil {
+			var err error
+			if net, err = policy.CompileNetwork(n, false); err != nil {
+				return policy.Denied(err.Error(), policy.RuleNetworkHost)
+			}
 		}
 		if net.HasDomainRules() {
 			hosts := c.Domains()
