@@ -2,13 +2,17 @@ package hooks
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -38,6 +42,7 @@ func geminiProtocol() *protocol {
 		failStdout:   func(reason string) []byte { return encodeJSON(geminiReply{Decision: "deny", Reason: reason}) },
 		answerShapes: []string{`'{}'`, `'{"decision":"allow"}'`, `'{"decision":"deny",'*'}'`},
 		denyShapes:   []string{`''`, `'{"decision":"deny",'*'}'`},
+		launch:       geminiLauncher,
 		install: installer{
 			path: func(a InstallArgs, base string, _ bool) string {
 				return filepath.Join(base, ".gemini", "settings.json")
@@ -180,4 +185,192 @@ func geminiRawGitHub(urls []string) []string {
 		}
 	}
 	return out
+}
+
+// geminiLauncher is how sandboxd launch starts Gemini CLI.
+func geminiLauncher() *launcher {
+	return &launcher{
+		program:  "gemini",
+		apiHosts: []string{"generativelanguage.googleapis.com"},
+		// Its chats, logs and history; settings.json, trustedFolders.json
+		// and policies stay in the discarded home overlay.
+		stateDirs: []string{".gemini/tmp", ".gemini/history"},
+		configure: geminiLaunch,
+		preflight: geminiLaunchPreflight,
+		refused: []refusedArg{
+			{[]string{"--policy", "--admin-policy", "--adminPolicy"}, "policy engine (its rules can allow what the session's settings exclude)"},
+			{[]string{"--allowed-tools", "--allowedTools"}, "native tool ceiling"},
+			{[]string{"--allowed-mcp-server-names", "--allowedMcpServerNames"}, "MCP configuration"},
+			{[]string{"-e", "--extensions", "-l", "--list-extensions", "--listExtensions"}, "hook gate (extensions bring hooks and MCP servers)"},
+			{[]string{"-s", "--sandbox", "--acp", "--experimental-acp", "--experimentalAcp"}, "sandbox (Gemini CLI would relaunch itself elsewhere, or be driven by another program)"},
+			{[]string{"--skip-trust", "--skipTrust"}, "settings (folder trust is the launch's)"},
+			{[]string{"--fake-responses", "--fakeResponses", "--fake-responses-non-strict", "--fakeResponsesNonStrict",
+				"--record-responses", "--recordResponses"}, "model (test options)"},
+		},
+		subcommands: []string{"mcp", "extensions", "extension", "skills", "skill", "hooks", "hook", "gemma"},
+	}
+}
+
+// geminiLaunch writes Gemini CLI's session configuration as its system
+// settings (GEMINI_CLI_SYSTEM_SETTINGS_PATH), the layer that wins over the
+// user's and the workspace's: hookgate's BeforeTool entry under a name of
+// this session's (a user's hooksConfig.disabled names hooks, and no layer
+// can undo it), hooks on, folder trust off (hooks run in an untrusted
+// folder only so), the ceiling in tools.exclude, and the session's MCP
+// servers, the only ones unless relaxed: mcp.allowed holds their names
+// and mcp.excluded the user's and the workspace's (an allowlist that
+// intersects to nothing would allow every server). -e none loads no
+// extension (they bring hooks and servers).
+func geminiLaunch(p LaunchPlan) (LaunchConfig, error) {
+	settings, err := sessionHooks(p)
+	if err != nil {
+		return LaunchConfig{}, err
+	}
+	name := geminiSessionHookName(p.Dir)
+	hv, _ := settings.get("hooks")
+	for _, g := range hv.(*object).vals["BeforeTool"].([]any) {
+		for _, h := range g.(*object).vals["hooks"].([]any) {
+			h.(*object).set("name", name)
+		}
+	}
+	hc := newObject()
+	hc.set("enabled", true)
+	settings.set("hooksConfig", hc)
+	trust := newObject()
+	trust.set("enabled", false)
+	sec := newObject()
+	sec.set("folderTrust", trust)
+	settings.set("security", sec)
+	tools := newObject()
+	tools.set("exclude", toAny(p.Denied))
+	settings.set("tools", tools)
+	servers := newObject()
+	var names []string
+	for _, s := range p.MCP {
+		e := newObject()
+		e.set("httpUrl", s.URL)
+		if s.BearerEnv != "" {
+			h := newObject()
+			h.set("Authorization", bearerEnvRef(s.BearerEnv))
+			e.set("headers", h)
+		}
+		servers.set(s.Name, e)
+		names = append(names, s.Name)
+	}
+	settings.set("mcpServers", servers)
+	if !p.Relax {
+		mcp := newObject()
+		mcp.set("allowed", toAny(names))
+		var others []string
+		for _, n := range geminiUserServers(p) {
+			if !slices.Contains(names, n) {
+				others = append(others, n)
+			}
+		}
+		mcp.set("excluded", toAny(others))
+		settings.set("mcp", mcp)
+	}
+	path := filepath.Join(p.Dir, "system-settings.json")
+	return LaunchConfig{
+		Files: map[string][]byte{"system-settings.json": encodeOrdered(settings)},
+		Args:  []string{"--extensions=none"},
+		Env:   []string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH=" + path},
+		// Each moves a settings layer, trusts a folder, or relaunches
+		// Gemini CLI in a sandbox of its own.
+		Unset: []string{"GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "GEMINI_CLI_TRUSTED_FOLDERS_PATH", "GEMINI_CLI_TRUST_WORKSPACE",
+			"GEMINI_CLI_INTEGRATION_TEST", "GEMINI_SANDBOX", "SANDBOX"},
+	}, nil
+}
+
+// geminiSessionHookName is hookgate's hook name in a session: fixed per
+// session directory, unknown before it exists.
+func geminiSessionHookName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return "hookgate-" + hex.EncodeToString(sum[:6])
+}
+
+// geminiSettingsFiles are the user's and the workspace's settings.
+func geminiSettingsFiles(p LaunchPlan) []string {
+	home := p.Home
+	if h := p.getenv("GEMINI_CLI_HOME"); h != "" {
+		home = h
+	}
+	files := []string{filepath.Join(home, ".gemini", "settings.json")}
+	if p.Project != "" {
+		files = append(files, filepath.Join(p.Project, ".gemini", "settings.json"))
+	}
+	return files
+}
+
+// geminiUserServers are the MCP server names the user's and the
+// workspace's settings define.
+func geminiUserServers(p LaunchPlan) []string {
+	var out []string
+	for _, f := range geminiSettingsFiles(p) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var s struct {
+			MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		}
+		if json.Unmarshal(b, &s) == nil {
+			for n := range s.MCPServers {
+				if !slices.Contains(out, n) {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// geminiLaunchPreflight refuses a launch Gemini CLI would not hold: its
+// system settings are read only from a path that is root's all the way up
+// (otherwise it warns and runs without them), and the user's or the
+// workspace's settings must not bring their own BeforeTool hooks (one
+// could allow or rewrite a call hookgate ruled on) or settings it cannot
+// parse.
+func geminiLaunchPreflight(p LaunchPlan) error {
+	if os.Geteuid() != 0 {
+		return errors.New("Gemini CLI reads its system settings only from a path owned by root, and skips them otherwise: sandboxd launch gemini must run as root")
+	}
+	for d := p.Dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("%s is not root's alone (owner, or group/other write): Gemini CLI would skip the session's system settings under it", d)
+		}
+		if d == "/" {
+			break
+		}
+	}
+	for _, f := range geminiSettingsFiles(p) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: not valid JSON or not Gemini CLI's settings (%v): its reading of it cannot be checked", f, err)
+		}
+		for _, g := range s.Hooks["BeforeTool"] {
+			for _, h := range g.Hooks {
+				if !isOurs(h.Command) {
+					return fmt.Errorf("%s has its own BeforeTool hook %q, which would run beside the session's gate; remove it to launch", f, clipCommand(h.Command))
+				}
+			}
+		}
+	}
+	return nil
 }

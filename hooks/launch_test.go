@@ -24,7 +24,7 @@ func goldenPlan(h Harness) LaunchPlan {
 // (go test -run TestLaunchGolden -update rewrites them); the relaxed
 // variant differs only where --relax lifts the strict MCP configuration.
 func TestLaunchGolden(t *testing.T) {
-	for _, h := range []Harness{ClaudeCode, Pi} {
+	for _, h := range []Harness{ClaudeCode, Gemini, Pi} {
 		for _, relax := range []bool{false, true} {
 			p := goldenPlan(h)
 			if h == Pi {
@@ -34,7 +34,9 @@ func TestLaunchGolden(t *testing.T) {
 				p.MCP, p.Denied = nil, []string{"bash", "edit"}
 			}
 			p.Relax = relax
-			cfg, err := Launch(p)
+			// The configuration alone: the preflights read the machine
+			// (their own tests below).
+			cfg, err := launcherOf(h).configure(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,5 +246,61 @@ func TestPiLaunchPreflight(t *testing.T) {
 	os.WriteFile(filepath.Join(proj, ".pi", "settings.json"), []byte(`{"theme": "dark", "shellCommandPrefix": ""}`), 0o644)
 	if _, err := Launch(p); err != nil {
 		t.Errorf("harmless settings refused: %v", err)
+	}
+}
+
+// TestGeminiLaunchPreflight: Gemini CLI's system settings hold only under
+// a path that is root's all the way up, and a user's or workspace's own
+// BeforeTool hook refuses the launch.
+func TestGeminiLaunchPreflight(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if _, err := Launch(LaunchPlan{Harness: Gemini, Dir: "/d", Hookgate: "/h", Home: "/home/u"}); err == nil || !strings.Contains(err.Error(), "as root") {
+			t.Fatalf("unprivileged: %v, want a refusal", err)
+		}
+		t.Skip("the rest needs root (root-owned directories)")
+	}
+	dir := t.TempDir() // 0700, root's; /tmp is 1777: group/other-writable
+	home, proj := t.TempDir(), t.TempDir()
+	p := LaunchPlan{Harness: Gemini, Dir: dir, Hookgate: "/h", Home: home, Project: proj}
+	if _, err := Launch(p); err == nil || !strings.Contains(err.Error(), "not root's alone") {
+		t.Errorf("under /tmp: %v, want a refusal", err)
+	}
+	p.Dir = "/"
+	if _, err := Launch(p); err != nil {
+		t.Fatalf("root-owned: %v", err)
+	}
+	ws := filepath.Join(proj, ".gemini", "settings.json")
+	os.MkdirAll(filepath.Dir(ws), 0o755)
+	os.WriteFile(ws, []byte(`{"hooks": {"BeforeTool": [{"matcher": ".*", "hooks": [{"type": "command", "command": "allow-all"}]}]}}`), 0o644)
+	if _, err := Launch(p); err == nil || !strings.Contains(err.Error(), "own BeforeTool hook") {
+		t.Errorf("a workspace hook: %v, want a refusal", err)
+	}
+	os.WriteFile(ws, []byte(`{"mcpServers": {"wsmcp": {"command": "x"}}}`), 0o644)
+	cfg, err := Launch(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cfg.Files["system-settings.json"]), `"excluded": [
+      "wsmcp"
+    ]`) {
+		t.Errorf("the workspace's MCP server is not excluded:\n%s", cfg.Files["system-settings.json"])
+	}
+}
+
+// TestCheckLaunchArgsGemini: Gemini CLI's policy, tool, MCP, extension and
+// sandbox options are refused in both spellings yargs accepts (kebab and
+// camelCase), and its subcommands.
+func TestCheckLaunchArgsGemini(t *testing.T) {
+	for _, args := range [][]string{{"--policy", "p.toml"}, {"--adminPolicy=p"}, {"--allowed-tools", "x"}, {"--allowedTools=x"},
+		{"--allowed-mcp-server-names", "a"}, {"--allowedMcpServerNames", "a"}, {"-e", "x"}, {"--extensions=x"}, {"-s"},
+		{"--sandbox"}, {"--experimental-acp"}, {"--skipTrust"}, {"--fake-responses", "f"}, {"mcp", "list"}, {"hooks"}} {
+		if err := CheckLaunchArgs(Gemini, args); !errors.Is(err, ErrRefusedArgument) {
+			t.Errorf("%q: %v, want a refusal", args, err)
+		}
+	}
+	for _, args := range [][]string{{"-p", "hello"}, {"--yolo", "-m", "gemini-2.5-flash", "-p", "x"}, {"-o", "json"}} {
+		if err := CheckLaunchArgs(Gemini, args); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
 	}
 }
