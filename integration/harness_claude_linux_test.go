@@ -82,8 +82,8 @@ func TestHarnessClaude(t *testing.T) {
 			{Name: "Write", Input: map[string]any{"file_path": allowed, "content": "written\n"}},
 		})
 		reason := `matches files.deny "` + filepath.Join(b.proj, "forbidden*") + `"`
-		r.requireDenied(t, 0, "Write", "hookgate: path "+created+" "+reason)
-		r.requireDenied(t, 1, "Edit", "hookgate: path "+existing+" "+reason)
+		r.requireDenied(t, 0, "Write", "hookgate: file denied: "+created+" "+reason)
+		r.requireDenied(t, 1, "Edit", "hookgate: file denied: "+existing+" "+reason)
 		r.requireRan(t, 2, "Write")
 		claudeRequireAbsent(t, created)
 		if got, _ := os.ReadFile(existing); string(got) != "original\n" {

@@ -91,8 +91,8 @@ func TestHarnessPi(t *testing.T) {
 			{Name: "write", Input: map[string]any{"path": allowed, "content": "written\n"}},
 		})
 		reason := `matches files.deny "` + filepath.Join(b.proj, "forbidden*") + `"`
-		r.requireDenied(t, 0, "write", "hookgate: path "+created+" "+reason)
-		r.requireDenied(t, 1, "edit", "hookgate: path "+existing+" "+reason)
+		r.requireDenied(t, 0, "write", "hookgate: file denied: "+created+" "+reason)
+		r.requireDenied(t, 1, "edit", "hookgate: file denied: "+existing+" "+reason)
 		r.requireDenied(t, 2, "write", reason)
 		r.requireRan(t, 3, "write")
 		b.requireGateSaw(t, "write", map[string]any{"path": allowed, "content": "written\n"})
@@ -146,7 +146,7 @@ func TestHarnessPi(t *testing.T) {
 		if !strings.Contains(r.exchanges[0].Result, "hello from the readme") {
 			t.Errorf("read result %q lacks the file's text", r.exchanges[0].Result)
 		}
-		r.requireDenied(t, 1, "read", "hookgate: path "+filepath.Join(b.proj, "forbidden-secret.txt"))
+		r.requireDenied(t, 1, "read", "hookgate: file denied: "+filepath.Join(b.proj, "forbidden-secret.txt"))
 		if strings.Contains(r.exchanges[1].Result, "the secret") {
 			t.Errorf("denied read result %q carries the file's text", r.exchanges[1].Result)
 		}
