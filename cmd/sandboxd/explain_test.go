@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/supervisor"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
@@ -114,5 +116,25 @@ func TestExplainCallRefusesNetworkFlags(t *testing.T) {
 		if code, out, stderr := runApp(t, payload, args...); code != 2 || out != "" || stderr != want {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing, %q", flags, code, out, stderr, want)
 		}
+	}
+}
+
+// TestStatusLaunched: a launched session's harness and mode show in
+// sandboxd status and its JSON.
+func TestStatusLaunched(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", base)
+	dir := filepath.Join(base, "sandboxd-1")
+	os.Mkdir(dir, 0o700)
+	st := supervisor.Status{ID: "sandboxd-1", PID: os.Getpid(), Command: []string{"claude"}, Started: time.Now(), Harness: "claude-code", Mode: "hosted"}
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(filepath.Join(dir, supervisor.StatusFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runApp(t, "", "status"); code != 0 || !strings.Contains(out, "launched claude-code (hosted)") {
+		t.Errorf("status: %d %q", code, out)
+	}
+	if code, out, _ := runApp(t, "", "status", "--json"); code != 0 || !strings.Contains(out, `"harness":"claude-code"`) && !strings.Contains(out, `"harness": "claude-code"`) {
+		t.Errorf("status --json: %d %q", code, out)
 	}
 }

@@ -54,8 +54,12 @@ func statusMain(ctx context.Context, io cli.IO, args []string) int {
 		if !s.Running {
 			state = " (gone)"
 		}
-		fmt.Fprintf(io.Out, "%s%s  pid %d  started %s  policy %s  fingerprint %.16s\n  command: %s\n  %s\n",
-			s.ID, state, s.PID, s.Started.Local().Format(time.DateTime), orNone(s.PolicyFile), s.Fingerprint,
+		launched := ""
+		if s.Harness != "" {
+			launched = fmt.Sprintf("  launched %s (%s)", s.Harness, s.Mode)
+		}
+		fmt.Fprintf(io.Out, "%s%s  pid %d  started %s  policy %s  fingerprint %.16s%s\n  command: %s\n  %s\n",
+			s.ID, state, s.PID, s.Started.Local().Format(time.DateTime), orNone(s.PolicyFile), s.Fingerprint, launched,
 			strings.Join(s.Command, " "), supervisor.FormatCounts(s.Counters))
 	}
 	return 0
