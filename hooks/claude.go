@@ -97,35 +97,13 @@ func claudeLauncher() *launcher {
 // PermissionRequest hooks: those run beside the session's, and one could
 // rewrite a call hookgate allowed (updatedInput).
 func claudeLaunchPreflight(p LaunchPlan) error {
-	a := InstallArgs{Harness: ClaudeCode, Home: p.Home, Project: p.Project, ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR")}
+	a := InstallArgs{Harness: ClaudeCode, Home: p.Home, Project: p.Project, ClaudeConfigDir: p.getenv("CLAUDE_CONFIG_DIR")}
 	if err := claudeHooksEnabled(a); err != nil {
 		return err
 	}
 	for _, f := range claudeSettingsFiles(a) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var s struct {
-			Hooks map[string][]struct {
-				Hooks []struct {
-					Command string `json:"command"`
-				} `json:"hooks"`
-			} `json:"hooks"`
-		}
-		if err := json.Unmarshal(b, &s); err != nil {
-			return fmt.Errorf("%s: not valid JSON or not Claude Code's settings (%v): Claude Code's reading of it cannot be checked", f, err)
-		}
-		// hookgate's own entries (an earlier hookgate install) only ever
-		// deny or say nothing; any other handler could allow or rewrite.
-		for _, ev := range []string{"PreToolUse", "PermissionRequest"} {
-			for _, g := range s.Hooks[ev] {
-				for _, h := range g.Hooks {
-					if !isOurs(h.Command) {
-						return fmt.Errorf("%s has its own %s hook %q, which would run beside the session's gate; remove it to launch", f, ev, clipCommand(h.Command))
-					}
-				}
-			}
+		if err := foreignHooks(f, "Claude Code", "PreToolUse", "PermissionRequest"); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -350,26 +350,8 @@ func geminiLaunchPreflight(p LaunchPlan) error {
 		}
 	}
 	for _, f := range geminiSettingsFiles(p) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var s struct {
-			Hooks map[string][]struct {
-				Hooks []struct {
-					Command string `json:"command"`
-				} `json:"hooks"`
-			} `json:"hooks"`
-		}
-		if err := json.Unmarshal(b, &s); err != nil {
-			return fmt.Errorf("%s: not valid JSON or not Gemini CLI's settings (%v): its reading of it cannot be checked", f, err)
-		}
-		for _, g := range s.Hooks["BeforeTool"] {
-			for _, h := range g.Hooks {
-				if !isOurs(h.Command) {
-					return fmt.Errorf("%s has its own BeforeTool hook %q, which would run beside the session's gate; remove it to launch", f, clipCommand(h.Command))
-				}
-			}
+		if err := foreignHooks(f, "Gemini CLI", "BeforeTool"); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,8 +1,10 @@
 package hooks
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -228,6 +230,39 @@ func sessionHooks(p LaunchPlan) (*object, error) {
 		return nil, err
 	}
 	return root, nil
+}
+
+// foreignHooks refuses a settings file (absent: fine) whose matcher groups
+// for events hold a handler that is not hookgate's: it would run beside
+// the session's gate and could allow or rewrite a call the gate ruled on.
+// hookgate's own entries (an earlier hookgate install) only ever deny or
+// say nothing. A file that does not parse as such settings is refused
+// too: the harness's reading of it cannot be checked.
+func foreignHooks(path, harness string, events ...string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s: not valid JSON or not %s's settings (%v): its reading of it cannot be checked", path, harness, err)
+	}
+	for _, ev := range events {
+		for _, g := range s.Hooks[ev] {
+			for _, h := range g.Hooks {
+				if !isOurs(h.Command) {
+					return fmt.Errorf("%s has its own %s hook %q, which would run beside the session's gate; remove it to launch", path, ev, clipCommand(h.Command))
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // bearerEnvRef is how a harness's configuration names the bearer token's
