@@ -261,7 +261,12 @@ func geminiLaunch(p LaunchPlan) (LaunchConfig, error) {
 	if !p.Relax {
 		mcp := newObject()
 		mcp.set("allowed", toAny(names))
-		var others []string
+		// "mcp" is the server mcp.serverCommand starts, which no
+		// mcpServers entry names.
+		others := []string{}
+		if !slices.Contains(names, "mcp") {
+			others = append(others, "mcp")
+		}
 		for _, n := range geminiUserServers(p) {
 			if !slices.Contains(names, n) {
 				others = append(others, n)
@@ -352,6 +357,16 @@ func geminiLaunchPreflight(p LaunchPlan) error {
 	for _, f := range geminiSettingsFiles(p) {
 		if err := foreignHooks(f, "Gemini CLI", "BeforeTool"); err != nil {
 			return err
+		}
+		// mcp.serverCommand starts a program as an MCP server named "mcp"
+		// (excluded, but the file's own intent is to run it).
+		var s struct {
+			MCP struct {
+				ServerCommand string `json:"serverCommand"`
+			} `json:"mcp"`
+		}
+		if b, err := os.ReadFile(f); err == nil && json.Unmarshal(b, &s) == nil && s.MCP.ServerCommand != "" && !p.Relax {
+			return fmt.Errorf("%s sets mcp.serverCommand, an MCP server outside the session's; remove it, or launch with --relax", f)
 		}
 	}
 	return nil

@@ -275,12 +275,17 @@ func TestGeminiLaunchPreflight(t *testing.T) {
 	if _, err := Launch(p); err == nil || !strings.Contains(err.Error(), "own BeforeTool hook") {
 		t.Errorf("a workspace hook: %v, want a refusal", err)
 	}
+	os.WriteFile(ws, []byte(`{"mcp": {"serverCommand": "sh -c x", "allowed": ["mcp"]}}`), 0o644)
+	if _, err := Launch(p); err == nil || !strings.Contains(err.Error(), "mcp.serverCommand") {
+		t.Errorf("a workspace serverCommand: %v, want a refusal", err)
+	}
 	os.WriteFile(ws, []byte(`{"mcpServers": {"wsmcp": {"command": "x"}}}`), 0o644)
 	cfg, err := Launch(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(cfg.Files["system-settings.json"]), `"excluded": [
+      "mcp",
       "wsmcp"
     ]`) {
 		t.Errorf("the workspace's MCP server is not excluded:\n%s", cfg.Files["system-settings.json"])

@@ -292,8 +292,8 @@ func TestLaunchClaude(t *testing.T) {
 
 // launchModel is the fake model's front on the world: it relays to the
 // run's fakemodel server (on the test's loopback) and, before each model
-// turn, calls the run's onTurn (each turn but the first comes after the
-// previous tool call finished).
+// turn (launchModelTurn), calls the run's onTurn (each turn but the first
+// comes after the previous tool call finished).
 type launchModel struct {
 	mu     sync.Mutex
 	proxy  *httputil.ReverseProxy
@@ -318,18 +318,29 @@ func (m *launchModel) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "no model", http.StatusServiceUnavailable)
 		return
 	}
-	if onTurn != nil && r.URL.Path == "/v1/messages" {
+	if onTurn != nil && launchModelTurn(r.URL.Path) {
 		onTurn()
 	}
 	p.ServeHTTP(rw, r)
+}
+
+// launchModelTurn reports whether a request for path is a turn of the
+// agent loop: Anthropic's Messages, or Gemini's streamed generateContent
+// (Gemini CLI's plain generateContent requests are its side requests: the
+// next-speaker check, loop detection, routing).
+func launchModelTurn(path string) bool {
+	return path == "/v1/messages" || strings.HasSuffix(path, ":streamGenerateContent")
 }
 
 // launchMCP is a minimal MCP server (streamable HTTP, JSON answers):
 // initialize, and tools/list with one tool; notifications get 202, a GET
 // (the server-sent stream) 405. It notes every method it was asked.
 type launchMCP struct {
-	mu      sync.Mutex
-	methods []string
+	// tool is the tool it offers (launchMCPTool when ""); token, when
+	// set, is the bearer token a request must carry (401 otherwise).
+	tool, token string
+	mu          sync.Mutex
+	methods     []string
 }
 
 // asked counts the requests for method.
@@ -342,6 +353,10 @@ func (m *launchMCP) asked(method string) int {
 func (m *launchMCP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		rw.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	if m.token != "" && r.Header.Get("Authorization") != "Bearer "+m.token {
+		http.Error(rw, "no bearer token", http.StatusUnauthorized)
 		return
 	}
 	var req struct {
@@ -368,7 +383,11 @@ func (m *launchMCP) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		result = map[string]any{"protocolVersion": req.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
 			"serverInfo": map[string]any{"name": launchMCPName, "version": "1"}}
 	case "tools/list":
-		result = map[string]any{"tools": []any{map[string]any{"name": launchMCPTool, "description": "answers pong",
+		tool := m.tool
+		if tool == "" {
+			tool = launchMCPTool
+		}
+		result = map[string]any{"tools": []any{map[string]any{"name": tool, "description": "answers pong",
 			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}}}}}
 	}
 	rw.Header().Set("Content-Type", "application/json")
@@ -548,12 +567,12 @@ func (l *launchLive) end() {
 	l.mu.Unlock()
 }
 
-// requireSucceeded checks that the launch ran Claude Code to its end
+// requireSucceeded checks that the launch ran the harness to its end
 // against the fake model.
 func (r *launchResult) requireSucceeded(t *testing.T) {
 	t.Helper()
 	if r.code != 0 || r.requests == 0 || !strings.Contains(r.stdout, fakemodel.AnthropicFinalText) {
-		t.Fatalf("sandboxd launch: exit %d, %d model requests, stdout %q: want Claude Code's run to its last turn (stderr below)",
+		t.Fatalf("sandboxd launch: exit %d, %d model requests, stdout %q: want the harness's run to its last turn (stderr below)",
 			r.code, r.requests, r.stdout)
 	}
 }
@@ -699,17 +718,26 @@ func launchSettingsPath(auditFile string) string {
 }
 
 // launchStartCommand returns the command of an audit's session start line.
-func launchStartCommand(auditText string) []string {
+func launchStartCommand(auditText string) []string { return launchStartLine(auditText).Command }
+
+// launchStart is an audit's session start line: the command, and the
+// sandbox's id, which names its runtime directory.
+type launchStart struct {
+	Msg     string   `json:"msg"`
+	Command []string `json:"command"`
+	Sandbox string   `json:"sandbox"`
+}
+
+// launchStartLine returns an audit's session start line (zero before there
+// is one).
+func launchStartLine(auditText string) launchStart {
 	for _, l := range strings.Split(auditText, "\n") {
-		var line struct {
-			Msg     string   `json:"msg"`
-			Command []string `json:"command"`
-		}
+		var line launchStart
 		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == audit.MsgSessionStart {
-			return line.Command
+			return line
 		}
 	}
-	return nil
+	return launchStart{}
 }
 
 // launchDeferredHeader starts the list of deferred tools in Claude Code

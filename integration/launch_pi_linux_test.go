@@ -366,76 +366,125 @@ const piLaunchTimeout = 2 * piRunTimeout
 // within piLaunchTimeout.
 func (b *piLaunchBox) launch(t *testing.T, w *world, m *launchModel, run piLaunchRun) *piLaunched {
 	t.Helper()
-	// What the fake model and its front note from their own goroutines,
-	// which may outlive the test (t is not theirs to use): read once the
-	// run is over. A note past the buffer is dropped.
-	logs, reads := make(chan func(), 256), make(chan string, 256)
-	srv, err := fakemodel.AnthropicWith(run.calls, fakemodel.AnthropicOptions{Logf: func(f string, a ...any) {
-		select {
-		case logs <- func() { t.Logf(f, a...) }:
-		default:
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if run.policy == "" {
 		run.policy = launchPiPolicy
 	}
 	if run.args == nil {
 		run.args = piLaunchArgs()
 	}
-	// In a directory of its own: sandboxd run makes it read-only inside.
-	policy := filepath.Join(b.root, "policy", "session.yaml")
-	piWriteFile(t, policy, run.policy)
+	c, policy := newLaunchCmd(t, b.root, run.policy, func(logf func(string, ...any)) (*fakemodel.Server, error) {
+		return fakemodel.AnthropicWith(run.calls, fakemodel.AnthropicOptions{Logf: logf})
+	})
+	c.file, c.sub, c.argv = piExtensionPath, []string{"launch", "pi"}, run.args
+	c.flags = []string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program}
+	c.dir, c.home, c.what, c.ran, c.timeout = b.ws, b.home, "pi", b.ran, piLaunchTimeout
+	c.env = (&piBox{home: b.home}).env("NODE_EXTRA_CA_CERTS="+w.caFile,
+		"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "PATH=/usr/local/bin:/usr/bin:/bin")
+	c.transcript = func(reqs [][]byte) ([]fakemodel.AnthropicExchange, []string) {
+		return fakemodel.AnthropicTranscript(reqs), fakemodel.AnthropicToolNames(reqs)
+	}
+	if run.plain {
+		c.sub, c.flags, c.argv = nil, []string{"--allow-domain", launchModelHost}, append([]string{b.program}, run.args...)
+	}
+	lr, reads := c.run(t, w, m)
+	return &piLaunched{launchResult: lr, extension: reads}
+}
+
+// launchNotes holds what a launch's fake model and its front note from
+// their own goroutines, which may outlive the test (t is not theirs to
+// use): read once the run is over. A note past the buffer is dropped.
+type launchNotes struct {
+	logs  chan func()
+	reads chan string
+}
+
+func newLaunchNotes() *launchNotes {
+	return &launchNotes{logs: make(chan func(), 256), reads: make(chan string, 256)}
+}
+
+// logf is the fake model's Logf: t.Logf, once the run is over.
+func (n *launchNotes) logf(t *testing.T) func(string, ...any) {
+	return func(f string, a ...any) {
+		select {
+		case n.logs <- func() { t.Logf(f, a...) }:
+		default:
+		}
+	}
+}
+
+// launchCmd is one sandboxd invocation of a launch test (sub, flags,
+// argv) in the world's host namespace from dir, with env, within timeout,
+// the fake model srv behind api.model.test: at each model turn the host
+// reads the session's file at file(the audit file), a path from the
+// session's start line. home's leftovers are killed after it (what names
+// the harness); ran is the program's marker; transcript reads the model's
+// requests (the calls and the harness's results, the tools offered).
+type launchCmd struct {
+	srv              *fakemodel.Server
+	notes            *launchNotes
+	file             func(auditFile string) string
+	sub, flags, argv []string
+	dir, home, what  string
+	ran              string
+	env              []string
+	timeout          time.Duration
+	transcript       func(reqs [][]byte) ([]fakemodel.AnthropicExchange, []string)
+}
+
+// newLaunchCmd starts a launch's fake model (start, given the launch's
+// Logf) and writes the session's policy under root, in a directory of its
+// own (sandboxd run makes it read-only inside); it returns the command,
+// its model set, and the policy's path.
+func newLaunchCmd(t *testing.T, root, policy string, start func(logf func(string, ...any)) (*fakemodel.Server, error)) (launchCmd, string) {
+	t.Helper()
+	notes := newLaunchNotes()
+	srv, err := start(notes.logf(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "policy", "session.yaml")
+	piWriteFile(t, path, policy)
+	return launchCmd{srv: srv, notes: notes}, path
+}
+
+// run runs c and returns its outcome as the host saw it, and the host's
+// reads of the session's file, one per model turn.
+func (c launchCmd) run(t *testing.T, w *world, m *launchModel) (*launchResult, []string) {
+	t.Helper()
 	auditFile := filepath.Join(sharedDir(t), "audit.jsonl")
-	r := &piLaunched{launchResult: &launchResult{box: &launchBox{ran: b.ran}}}
-	m.set(srv, func() {
-		data, err := os.ReadFile(piExtensionPath(auditFile))
+	m.set(c.srv, func() {
+		data, err := os.ReadFile(c.file(auditFile))
 		if err != nil {
 			data = []byte("unreadable: " + err.Error())
 		}
 		select {
-		case reads <- string(data):
+		case c.notes.reads <- string(data):
 		default:
 		}
 	})
-	sub, flags, argv := []string{"launch", "pi"}, []string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program}, run.args
-	if run.plain {
-		sub, flags, argv = nil, []string{"--allow-domain", launchModelHost}, append([]string{b.program}, run.args...)
-	}
 	_, before, _, _ := w.seen()
 	start := time.Now()
-	rr := w.sandboxd(t, runOpts{
-		sub:     sub,
-		flags:   flags,
-		argv:    argv,
-		dir:     b.ws,
-		audit:   auditFile,
-		timeout: piLaunchTimeout,
-		extraEnv: (&piBox{home: b.home}).env("NODE_EXTRA_CA_CERTS="+w.caFile,
-			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "PATH=/usr/local/bin:/usr/bin:/bin"),
-	})
+	rr := w.sandboxd(t, runOpts{sub: c.sub, flags: c.flags, argv: c.argv, dir: c.dir, audit: auditFile, timeout: c.timeout, extraEnv: c.env})
 	elapsed := time.Since(start)
 	m.set(nil, nil)
-	srv.Close()
-	for len(reads) > 0 {
-		r.extension = append(r.extension, <-reads)
+	c.srv.Close()
+	var reads []string
+	for len(c.notes.reads) > 0 {
+		reads = append(reads, <-c.notes.reads)
 	}
-	for len(logs) > 0 {
-		(<-logs)()
+	for len(c.notes.logs) > 0 {
+		(<-c.notes.logs)()
 	}
-	killHomeLeftovers(t, b.home, "pi")
+	killHomeLeftovers(t, c.home, c.what)
 	_, after, _, _ := w.seen()
 
-	reqs := srv.Requests()
-	lr := r.launchResult
-	lr.run, lr.requests, lr.seen = rr, len(reqs), after[len(before):]
+	reqs := c.srv.Requests()
+	lr := &launchResult{box: &launchBox{ran: c.ran}, run: rr, requests: len(reqs), seen: after[len(before):], command: launchStartCommand(rr.audit)}
 	lr.code, lr.stdout, lr.stderr, lr.elapsed = rr.code, rr.stdout, rr.stderr, elapsed
-	lr.exchanges, lr.tools = fakemodel.AnthropicTranscript(reqs), fakemodel.AnthropicToolNames(reqs)
-	lr.command = launchStartCommand(rr.audit)
-	t.Logf("sandboxd %s %q: exit %d in %v, %d model requests, world saw %q\n  pi: %q\n  tools: %s",
-		strings.Join(append(sub, flags...), " "), run.args, lr.code, elapsed.Round(time.Millisecond), lr.requests, lr.seen, lr.command, strings.Join(lr.tools, " "))
+	lr.exchanges, lr.tools = c.transcript(reqs)
+	t.Logf("sandboxd %s %q: exit %d in %v, %d model requests, world saw %q\n  %s: %q\n  tools: %s",
+		strings.Join(append(slices.Clone(c.sub), c.flags...), " "), c.argv, lr.code, elapsed.Round(time.Millisecond), lr.requests, lr.seen,
+		c.what, lr.command, strings.Join(lr.tools, " "))
 	for i, e := range lr.exchanges {
 		t.Logf("  turn %d: %s %s: is_error=%v answered=%v: %q", i, e.Name, e.Input, e.IsError, e.Answered, e.Result)
 	}
@@ -444,7 +493,7 @@ func (b *piLaunchBox) launch(t *testing.T, w *world, m *launchModel, run piLaunc
 			t.Logf("sandboxd stdout: %q\nstderr: %q\naudit:\n%s", lr.stdout, lr.stderr, rr.audit)
 		}
 	})
-	return r
+	return lr, reads
 }
 
 // piExtensionPath returns the --extension file of Pi's command line in the
@@ -507,7 +556,7 @@ func (b *piLaunchBox) requireNoUserExtension(t *testing.T, r *piLaunched) {
 
 // requireResult checks the tool result Pi sent back for call i, a call
 // of tool: an error or not, holding each of has.
-func (r *piLaunched) requireResult(t *testing.T, i int, tool string, isError bool, has ...string) {
+func (r *launchResult) requireResult(t *testing.T, i int, tool string, isError bool, has ...string) {
 	t.Helper()
 	e := r.exchange(t, i, tool)
 	missing := slices.DeleteFunc(slices.Clone(has), func(h string) bool { return strings.Contains(e.Result, h) })
@@ -518,7 +567,7 @@ func (r *piLaunched) requireResult(t *testing.T, i int, tool string, isError boo
 
 // requireProxyDenied checks that sandboxd's proxy audited a deny for host
 // (a CONNECT or a plain HTTP request) and the world saw no request for it.
-func (r *piLaunched) requireProxyDenied(t *testing.T, host string) {
+func (r *launchResult) requireProxyDenied(t *testing.T, host string) {
 	t.Helper()
 	proxyDeny := func(l map[string]any) bool {
 		kind := l[audit.AttrKind]
