@@ -69,14 +69,18 @@ func RunInit() int {
 		go gate.serve()
 	}
 	fmt.Fprintf(ctl, "ok %d\n", pid)
-	ctl.Close()
-	return superviseInit(pid, sigs)
+	// The control socket stays open: the init tells the parent when the
+	// command stops (job control), until it exits.
+	defer ctl.Close()
+	return superviseInit(pid, sigs, ctl)
 }
 
 // superviseInit reaps every child on SIGCHLD, forwards other signals to the
-// command's process group, and when the command exits kills everything
-// left in the sandbox and returns the command's status.
-func superviseInit(mainPID int, sigs <-chan os.Signal) int {
+// command's process group, tells the parent on ctl when the command stops
+// (Ctrl-Z: the parent then gives the terminal back and stops itself), and
+// when the command exits kills everything left in the sandbox and returns
+// the command's status.
+func superviseInit(mainPID int, sigs <-chan os.Signal, ctl io.Writer) int {
 	for sig := range sigs {
 		if sig != unix.SIGCHLD {
 			// The command leads its own process group.
@@ -87,7 +91,7 @@ func superviseInit(mainPID int, sigs <-chan os.Signal) int {
 		}
 		for {
 			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
 			if err == unix.EINTR {
 				continue
 			}
@@ -95,6 +99,10 @@ func superviseInit(mainPID int, sigs <-chan os.Signal) int {
 				break
 			}
 			if pid != mainPID {
+				continue
+			}
+			if ws.Stopped() {
+				fmt.Fprintf(ctl, "stopped %d\n", int(ws.StopSignal()))
 				continue
 			}
 			code := ws.ExitStatus()

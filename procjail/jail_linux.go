@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +33,7 @@ const setupTimeout = 30 * time.Second
 type Sandbox struct {
 	init      *initProc
 	insidePID int
+	tty       *os.File // the terminal the command was given, or nil
 	done      chan struct{}
 	code      int
 	waitErr   error
@@ -266,11 +269,92 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		return nil, cleanup, childFailed(err)
 	}
 	r := reply{pid: pid}
-	parentCtl.Close()
 	cleanups = cleanups[:len(cleanups)-2] // keep the init running; keep the runtime dir until exit
 	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}
+	if is.Foreground {
+		sb.tty = spec.Stdin
+	}
+	// The init reports the command's stops on the control socket until it
+	// exits (then the read ends).
+	go func() {
+		defer parentCtl.Close()
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "stopped "); ok {
+				sig, _ := strconv.Atoi(n)
+				sb.jobStopped(syscall.Signal(sig))
+			}
+		}
+	}()
 	go sb.wait(ctx)
 	return sb, func() {}, nil
+}
+
+// jobStopped is job control for a command that owns the terminal: when it
+// stops (Ctrl-Z), the terminal goes back to sandboxd's process group and
+// sandboxd stops too, so the shell that started it sees the job stop and
+// takes the terminal. When the shell continues sandboxd (fg, bg), the
+// command continues, and gets the terminal back if sandboxd is in the
+// foreground (fg; after bg it runs in the background like any job).
+//
+// A command stopped for using the terminal (SIGTTIN, SIGTTOU) while
+// sandboxd's group has it is given it again and continued, without
+// stopping sandboxd: the shell hands the terminal to sandboxd's group on
+// fg, possibly again after sandboxd passed it on.
+func (s *Sandbox) jobStopped(sig syscall.Signal) {
+	if s.tty == nil {
+		return // not started in the terminal's foreground: nothing to give back
+	}
+	fd := int(s.tty.Fd())
+	// Setting the terminal's process group from the background raises
+	// SIGTTOU unless it is ignored.
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() && (sig == syscall.SIGTTIN || sig == syscall.SIGTTOU) {
+		if pid := s.commandHostPID(); pid > 0 {
+			unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
+			s.Signal(syscall.SIGCONT)
+			return
+		}
+	}
+	unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, unix.Getpgrp())
+	// Returns once sandboxd is continued.
+	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() {
+		if pid := s.commandHostPID(); pid > 0 {
+			unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
+		}
+	}
+	s.Signal(syscall.SIGCONT)
+}
+
+// commandHostPID is the command's PID in sandboxd's PID namespace (the
+// leader of its process group): the init's child whose innermost PID is
+// the command's. 0 when it cannot be found.
+func (s *Sandbox) commandHostPID() int {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", s.init.pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", s.init.pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, c := range strings.Fields(string(b)) {
+			st, err := os.ReadFile("/proc/" + c + "/status")
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(st), "\n") {
+				if f := strings.Fields(strings.TrimPrefix(l, "NSpid:")); strings.HasPrefix(l, "NSpid:") && len(f) > 0 && f[len(f)-1] == strconv.Itoa(s.insidePID) {
+					pid, _ := strconv.Atoi(c)
+					return pid
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func (s *Sandbox) wait(ctx context.Context) {
@@ -335,6 +419,12 @@ func namespaceAttr() *syscall.SysProcAttr {
 		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET |
 			syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
 		Pdeathsig: syscall.SIGKILL,
+		// A process group of its own: a shell's SIGCONT (fg, bg) to
+		// sandboxd's group must not reach the init, which would continue
+		// the command before sandboxd gives it the terminal back (it then
+		// reads, gets SIGTTIN and stops again). The command's signals go
+		// through sandboxd (Sandbox.Signal).
+		Setpgid: true,
 	}
 	if uid == 0 {
 		// Root keeps its identity (every id it has maps to itself), but its
