@@ -80,6 +80,7 @@ func codexProtocol() *protocol {
 				return codexFileTrusted(a.codexHome(), path, data)
 			},
 		},
+		launch: codexLauncher,
 	}
 }
 
@@ -166,6 +167,13 @@ func codexTrustFor(path string, data []byte) ([]codexTrust, error) {
 	if err != nil {
 		return nil, err
 	}
+	return codexTrustAt(real, data)
+}
+
+// codexTrustAt lists the trust entries for hookgate's handlers in data, a
+// hooks file whose path with its symlinks resolved is real (the keys'
+// source).
+func codexTrustAt(real string, data []byte) ([]codexTrust, error) {
 	v, err := parseOrdered(data)
 	if err != nil {
 		return nil, err

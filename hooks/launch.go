@@ -37,6 +37,26 @@ type LaunchPlan struct {
 	// Getenv reads the launcher's environment (what the harness starts
 	// with); nil reads none.
 	Getenv func(string) string
+	// PrivateHome is, for a harness whose configuration directory is
+	// also its state directory (Codex's CODEX_HOME), the session's own
+	// such directory: empty, writable inside, the LaunchConfig's
+	// HomeFiles kept read-only in it. "" for the other harnesses.
+	PrivateHome string
+	// Program is the harness's executable (absolute), for a launch that
+	// asks the harness itself for a default it must change (Codex's model
+	// catalog); "" when unknown.
+	Program string
+	// Root prefixes the system-wide configuration paths a preflight reads
+	// (/etc/codex); "" is "/". Tests only.
+	Root string
+}
+
+// rooted is the system path sys under p's Root.
+func (p LaunchPlan) rooted(sys string) string {
+	if p.Root == "" {
+		return sys
+	}
+	return filepath.Join(p.Root, sys)
 }
 
 func (p LaunchPlan) getenv(k string) string {
@@ -66,6 +86,10 @@ type LaunchConfig struct {
 	// Unset are variables removed from the harness's environment: each
 	// would switch the session configuration off or move it.
 	Unset []string
+	// HomeFiles are written under the plan's PrivateHome (relative name →
+	// content) and are read-only inside, while the rest of it is the
+	// harness's writable state.
+	HomeFiles map[string][]byte
 }
 
 // launcher is how one harness is launched under a session.
@@ -93,6 +117,10 @@ type launcher struct {
 	// noEndOfOptions is true when the harness's parser reads options
 	// after "--" too (Pi's does): every argument is then checked.
 	noEndOfOptions bool
+	// privateHome names the variable that points the harness at a
+	// private configuration-and-state directory (LaunchPlan.PrivateHome);
+	// "" for none.
+	privateHome string
 }
 
 // refusedArg is one option a launch refuses, with every spelling.
@@ -125,6 +153,10 @@ type LaunchInfo struct {
 	// StateDirs are its own state directories (absolute), writable
 	// inside the sandbox.
 	StateDirs []string
+	// PrivateHome is true for a harness launched with a private
+	// configuration-and-state directory (LaunchPlan.PrivateHome), which
+	// the launch creates, keeps writable inside and removes at the end.
+	PrivateHome bool
 }
 
 // LaunchInfoOf returns what launching h needs, for the user whose home is
@@ -134,7 +166,7 @@ func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
 	if l == nil {
 		return LaunchInfo{}, false
 	}
-	info = LaunchInfo{Program: l.program, APIHosts: slices.Clone(l.apiHosts)}
+	info = LaunchInfo{Program: l.program, APIHosts: slices.Clone(l.apiHosts), PrivateHome: l.privateHome != ""}
 	for _, d := range l.stateDirs {
 		info.StateDirs = append(info.StateDirs, filepath.Join(home, d))
 	}
@@ -211,6 +243,9 @@ func Launch(p LaunchPlan) (LaunchConfig, error) {
 		if s.Name == "" || s.URL == "" {
 			return LaunchConfig{}, fmt.Errorf("launch: MCP server %+v needs a name and a URL", s)
 		}
+	}
+	if l.privateHome != "" && !filepath.IsAbs(p.PrivateHome) {
+		return LaunchConfig{}, fmt.Errorf("launch: %s needs the session's private %s directory (absolute), not %q", p.Harness, l.privateHome, p.PrivateHome)
 	}
 	if l.preflight != nil {
 		if err := l.preflight(p); err != nil {

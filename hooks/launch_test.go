@@ -24,14 +24,17 @@ func goldenPlan(h Harness) LaunchPlan {
 // (go test -run TestLaunchGolden -update rewrites them); the relaxed
 // variant differs only where --relax lifts the strict MCP configuration.
 func TestLaunchGolden(t *testing.T) {
-	for _, h := range []Harness{ClaudeCode, Gemini, Pi} {
+	for _, h := range []Harness{ClaudeCode, Codex, Gemini, Pi} {
 		for _, relax := range []bool{false, true} {
 			p := goldenPlan(h)
-			if h == Pi {
+			switch h {
+			case Pi:
 				if relax {
 					continue // Pi has no MCP: nothing to relax
 				}
 				p.MCP, p.Denied = nil, []string{"bash", "edit"}
+			case Codex:
+				p = codexGoldenPlan(t, relax)
 			}
 			p.Relax = relax
 			// The configuration alone: the preflights read the machine
@@ -51,6 +54,12 @@ func TestLaunchGolden(t *testing.T) {
 			}
 			for name, data := range cfg.Files {
 				got["files/"+name] = data
+			}
+			for name, data := range cfg.HomeFiles {
+				got["home/"+name] = []byte(strings.ReplaceAll(string(data), p.PrivateHome, "/run/sandboxd-1.home"))
+			}
+			if p.PrivateHome != "" {
+				got["env.txt"] = []byte(strings.ReplaceAll(string(got["env.txt"]), p.PrivateHome, "/run/sandboxd-1.home"))
 			}
 			if *updateGolden {
 				os.RemoveAll(dir)
@@ -308,4 +317,76 @@ func TestCheckLaunchArgsGemini(t *testing.T) {
 			t.Errorf("%q: %v", args, err)
 		}
 	}
+}
+
+// codexUserConfigText is a user's ~/.codex/config.toml as a launch meets
+// it: model settings and a provider to keep, an MCP server of their own
+// (kept only when relaxed), a multi-line string whose lines look like
+// tables, and settings that would turn the session's hook off, which a
+// launch never copies.
+const codexUserConfigText = `model = "gpt-5.5"
+model_provider = "corp"
+openai_base_url = "https://user.example/v1"
+profile = "fast"
+instructions = """
+[mcp_servers.fromstring]
+url = "http://string.example/"
+"""
+extra = [
+  [1, 2],
+]
+model_providers.corp.name = "Corp"
+
+[model_providers.corp]
+base_url = "https://llm.corp.example/v1"
+env_key = "CORP_KEY"
+wire_api = "responses"
+
+[features]
+hooks = false
+
+[mcp_servers.userserver]
+command = "user-mcp"
+args = ["--stdio"]
+
+[hooks.state."/<session-flags>/config.toml:pre_tool_use:0:0"]
+enabled = false
+`
+
+// codexGoldenPlan is goldenPlan for Codex: a private home, a user config
+// (codexUserConfigText), its native tools, and a codex program that
+// prints a one-model catalog.
+func codexGoldenPlan(t *testing.T, relax bool) LaunchPlan {
+	t.Helper()
+	p := goldenPlan(Codex)
+	root := t.TempDir()
+	p.PrivateHome = filepath.Join(root, "sandboxd-1.home")
+	p.Home = filepath.Join(root, "home")
+	p.Project = "/home/dev/work"
+	for _, d := range []string{p.PrivateHome, filepath.Join(p.Home, ".codex")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(p.Home, ".codex", "config.toml"), []byte(codexUserConfigText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Program = filepath.Join(root, "codex")
+	script := "#!/bin/sh\n[ \"$*\" = 'debug models' ] || exit 3\n" +
+		`echo '{"models":[{"slug":"gpt-5.5","apply_patch_tool_type":"freeform","shell_type":"shell_command"}]}'` + "\n"
+	if err := os.WriteFile(p.Program, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Denied = []string{"apply_patch", "exec_command", "view_image", "web_search", "write_stdin"}
+	p.Relax = relax
+	p.Getenv = func(k string) string {
+		switch k {
+		case "PATH":
+			return os.Getenv("PATH")
+		case "OPENAI_BASE_URL":
+			return "https://gateway.example/v1"
+		}
+		return ""
+	}
+	return p
 }

@@ -16,11 +16,12 @@ import (
 const launchUsage = `sandboxd launch HARNESS --policy FILE [run's flags] [--relax] [--api-host HOST]...
        [--mcp-url URL [--mcp-secret-env NAME]] [--program PATH] [--hookgate PATH] [-- HARNESS ARGS...]
 
-Start an agent harness (claude-code) under a session policy in one step: the
+Start an agent harness (claude-code, codex, gemini, pi) under a session policy in one step: the
 session is resolved as the launch enforces it (the policy file's harness must be
 HARNESS; a bound that needs a native tool taken back that neither the gate nor
 the launch can take back refuses the launch); the harness's session
-configuration is written into sandboxd's runtime directory, read-only inside: the
+configuration is written into sandboxd's runtime directory (Codex: a private
+CODEX_HOME beside it), read-only inside: the
 fail-closed hook entry asking sandboxd's ruling server, the native tools the
 ceiling takes back, and a strict MCP configuration holding only the session's
 MCP servers (--relax lets the user's own servers load too); and the harness runs

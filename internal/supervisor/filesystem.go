@@ -35,6 +35,15 @@ func (o *Options) writeRoots(r *policy.Resolved) []string {
 	return w
 }
 
+// launchWriteRoots are the write roots a launch made for this session
+// (a harness's private home), beside the operator's.
+func (o *Options) launchWriteRoots() []string {
+	if o.Launch == nil || o.Launch.privateHome == "" {
+		return nil
+	}
+	return []string{o.Launch.privateHome}
+}
+
 // planFilesystem decides the sandbox's filesystem for the session's
 // policy at start (policy.PlanFilesystem owns every rule of it).
 func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*fsState, error) {
@@ -67,7 +76,7 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 		files = sp.bound.Files
 	}
 	plan, err := policy.PlanFilesystem(policy.FSInput{
-		Workspace: ws, Home: home, Write: o.writeRoots(sp.resolved), Files: files, AlwaysProtected: alwaysProtected,
+		Workspace: ws, Home: home, Write: append(o.writeRoots(sp.resolved), o.launchWriteRoots()...), Files: files, AlwaysProtected: alwaysProtected,
 	})
 	if err != nil {
 		return nil, err

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,7 +43,16 @@ type LaunchSpec struct {
 	MCP []hooks.LaunchMCPServer
 	// Relax lifts the strict MCP configuration.
 	Relax bool
+
+	// privateHome is the session's private configuration-and-state
+	// directory of a harness that needs one (hooks.LaunchInfo.PrivateHome),
+	// made by the launch step: a write root of the session.
+	privateHome string
 }
+
+// privateHomeSuffix names a session's private harness home beside its
+// runtime directory.
+const privateHomeSuffix = ".home"
 
 // ErrLaunch is a launch refused before anything started.
 var ErrLaunch = errors.New("launch refused")
@@ -112,6 +123,7 @@ type launched struct {
 	ceiling       []string
 	mcp           []string
 	forwards      []procjail.Forward // MCP servers on the host's loopback
+	homeFiles     []string           // the session's files in the private home: read-only inside
 }
 
 // launchConfig writes the harness's session configuration into the
@@ -135,16 +147,44 @@ func (s *session) launchConfig() (func(), error) {
 	if project == "" {
 		project, _ = os.Getwd()
 	}
+	var stops []func()
+	stop := func() {
+		for _, f := range stops {
+			f()
+		}
+	}
 	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home, Project: project,
 		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax, Getenv: os.Getenv}
+	if p, err := exec.LookPath(s.opts.Command[0]); err == nil {
+		plan.Program, _ = filepath.Abs(p)
+	}
+	if info, _ := hooks.LaunchInfoOf(l.Harness, home); info.PrivateHome {
+		// Beside the runtime directory, not in it: that one is
+		// read-only inside, this one is the harness's state. Removed with
+		// the session (and by PruneStale after a crash).
+		l.privateHome = s.dir + privateHomeSuffix
+		if err := os.Mkdir(l.privateHome, 0o700); err != nil {
+			return nil, fmt.Errorf("launch: private home: %w", err)
+		}
+		stops = append(stops, func() { os.RemoveAll(l.privateHome) })
+		plan.PrivateHome = l.privateHome
+	}
 	cfg, err := hooks.Launch(plan)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLaunch, err)
+		return stop, fmt.Errorf("%w: %v", ErrLaunch, err)
 	}
 	for name, data := range cfg.Files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, fmt.Errorf("launch configuration: %w", err)
+			return stop, fmt.Errorf("launch configuration: %w", err)
 		}
+	}
+	var homeFiles []string
+	for _, name := range slices.Sorted(maps.Keys(cfg.HomeFiles)) {
+		f := filepath.Join(l.privateHome, name)
+		if err := os.WriteFile(f, cfg.HomeFiles[name], 0o600); err != nil {
+			return stop, fmt.Errorf("launch configuration: %w", err)
+		}
+		homeFiles = append(homeFiles, f)
 	}
 	for _, d := range l.stateDirs() {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -152,13 +192,7 @@ func (s *session) launchConfig() (func(), error) {
 		}
 	}
 	s.opts.Command = append(append(append([]string{}, s.opts.Command[0]), cfg.Args...), l.Args...)
-	s.launched = &launched{harness: string(l.Harness), mode: r.Mode, dir: dir, cfg: cfg, ceiling: plan.Denied}
-	var stops []func()
-	stop := func() {
-		for _, f := range stops {
-			f()
-		}
-	}
+	s.launched = &launched{harness: string(l.Harness), mode: r.Mode, dir: dir, cfg: cfg, ceiling: plan.Denied, homeFiles: homeFiles}
 	for _, m := range l.MCP {
 		s.launched.mcp = append(s.launched.mcp, m.Name)
 		f, closeFwd, err := s.forwardLoopback(m.URL)

@@ -365,6 +365,11 @@ func (s *session) jailSpec() (func(), error) {
 	// The runtime directory and the policy file's directory are read-only
 	// inside: an agent cannot grant itself a domain by editing them.
 	s.readOnly = []string{s.dir}
+	if s.launched != nil {
+		// The session's configuration in a launched harness's private
+		// home, whose rest is the harness's writable state.
+		s.readOnly = append(s.readOnly, s.launched.homeFiles...)
+	}
 	// The proxy's resolver runs out here and reads the host's /etc/hosts
 	// and nsswitch.conf: a sandbox started by root could otherwise add
 	// "ADDR allowed.name" and have the proxy take an allowed name to any

@@ -135,5 +135,6 @@ func PruneStale(base string) {
 			continue
 		}
 		os.RemoveAll(filepath.Join(base, s.ID))
+		os.RemoveAll(filepath.Join(base, s.ID+privateHomeSuffix))
 	}
 }
