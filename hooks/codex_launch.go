@@ -294,7 +294,7 @@ func codexUserConfig(p LaunchPlan) (codexUserPart, error) {
 			}
 			continue
 		}
-		if !ok || !codexOneLineValue(v) {
+		if !ok || k == "" || strings.ContainsAny(t, "\r\x00") || !codexOneLineValue(v) {
 			return out, bad("not one key = value")
 		}
 		switch {
@@ -375,7 +375,7 @@ func tomlBalance(v string) int {
 // string (not multi-line), or a number, boolean, array or inline table
 // whose brackets close on the line.
 func codexOneLineValue(v string) bool {
-	if v == "" || strings.Contains(v, `"""`) || strings.Contains(v, "'''") {
+	if v == "" || strings.Contains(v, `"""`) || strings.Contains(v, "'''") || strings.ContainsAny(v, "\r\n\x00") {
 		return false
 	}
 	depth, inStr := 0, byte(0)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -389,4 +390,146 @@ func codexGoldenPlan(t *testing.T, relax bool) LaunchPlan {
 		return ""
 	}
 	return p
+}
+
+// TestCheckLaunchArgsCodex: Codex's configuration, trust, sandbox and
+// directory options are refused in clap's spellings, global options also
+// after a subcommand; its management subcommands are refused; a session's
+// own arguments pass.
+func TestCheckLaunchArgsCodex(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		name string
+	}{
+		{[]string{"-c", "hooks={}"}, "-c"}, {[]string{"-cweb_search=\"live\""}, "-c"}, {[]string{"--config", "x=1"}, "--config"},
+		{[]string{"--config=x=1"}, "--config"}, {[]string{"exec", "--enable", "hooks"}, "--enable"},
+		{[]string{"exec", "--disable=shell_tool", "hi"}, "--disable"}, {[]string{"-p", "fast"}, "-p"},
+		{[]string{"exec", "--ignore-user-config", "hi"}, "--ignore-user-config"}, {[]string{"--ignore-rules"}, "--ignore-rules"},
+		{[]string{"--dangerously-bypass-hook-trust"}, "--dangerously-bypass-hook-trust"}, {[]string{"--trust"}, "--trust"},
+		{[]string{"-s", "read-only"}, "-s"}, {[]string{"--sandbox=workspace-write"}, "--sandbox"}, {[]string{"--search"}, "--search"},
+		{[]string{"--oss"}, "--oss"}, {[]string{"-C", "/"}, "-C"}, {[]string{"exec", "--cd=/", "hi"}, "--cd"},
+		{[]string{"--add-dir", "/"}, "--add-dir"}, {[]string{"--remote", "ws://x"}, "--remote"},
+		{[]string{"mcp", "add", "x"}, "mcp"}, {[]string{"login"}, "login"}, {[]string{"features", "disable", "hooks"}, "features"},
+		{[]string{"debug", "models"}, "debug"}, {[]string{"app-server"}, "app-server"},
+	} {
+		err := CheckLaunchArgs(Codex, c.args)
+		if !errors.Is(err, ErrRefusedArgument) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%q: %v, want a refusal naming %s", c.args, err, c.name)
+		}
+	}
+	for _, args := range [][]string{
+		{"exec", "--skip-git-repo-check", "--color", "never", "fix the tests"}, {"fix the config"}, {"-m", "gpt-5.5"},
+		{"exec", "--json", "-o", "/w/out.txt", "hi"}, {"resume", "--last"}, {"exec", "--", "-c"},
+		{"-a", "on-request"}, {"--dangerously-bypass-approvals-and-sandbox", "exec", "hi"},
+	} {
+		if err := CheckLaunchArgs(Codex, args); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+}
+
+// TestCodexLaunchUserConfig: the user's config.toml is copied only in the
+// forms the launch reads line by line; any other form of a copied table
+// refuses the launch with the line, and a user MCP server named as one of
+// the session's is refused under --relax.
+func TestCodexLaunchUserConfig(t *testing.T) {
+	for _, c := range []struct {
+		name, cfg string
+		relax     bool
+		want      string // "" renders
+	}{
+		{"multi-line provider value", "[model_providers.x]\nhttp_headers = {\n  a = \"b\" }\n", false, "config.toml:2: not one key = value"},
+		{"multi-line string in a provider", "[model_providers.x]\nname = \"\"\"\nx\"\"\"\n", false, "config.toml:2: not one key = value"},
+		{"inline providers", "model_providers = { x = { base_url = \"u\" } }\n", false, "config.toml:1: an inline form"},
+		{"array of MCP tables", "[[mcp_servers.x]]\ncommand = \"c\"\n", true, "config.toml:1: an array of tables"},
+		{"inline MCP servers, relaxed", "mcp_servers = { x = { command = \"c\" } }\n", true, "an inline form"},
+		{"inline MCP servers, strict", "mcp_servers = { x = { command = \"c\" } }\n", false, ""},
+		{"MCP name clash", "[mcp_servers.barry]\ncommand = \"c\"\n", true, `the user's MCP server "barry"`},
+		{"hostile tables not copied", "[hooks.state.\"k\"]\nenabled = false\n[features]\nhooks = false\n", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := codexGoldenPlan(t, c.relax)
+			p.Denied = []string{"web_search"}
+			if err := os.WriteFile(filepath.Join(p.Home, ".codex", "config.toml"), []byte(c.cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := launcherOf(Codex).configure(p)
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("configure = %v, want an error with %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(cfg.HomeFiles["config.toml"])
+			if strings.Contains(out, "hooks = false") || strings.Contains(out, "[hooks.state.\"k\"]") {
+				t.Errorf("the session's config.toml holds the user's hook switches:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestCodexLaunchPreflight: a machine-wide requirements.toml or managed
+// configuration that would drop or switch off the session's hook refuses
+// the launch, naming the file and line.
+func TestCodexLaunchPreflight(t *testing.T) {
+	for _, c := range []struct{ file, text, want string }{
+		{"requirements.toml", "allow_managed_hooks_only = true\n", "requirements.toml:1 sets allow_managed_hooks_only"},
+		{"requirements.toml", "# pinned\n[features]\nhooks = false # off\n", "requirements.toml:3 turns Codex's hooks off"},
+		{"managed_config.toml", "features.hooks=false\n", "managed_config.toml:1 turns Codex's hooks off"},
+		{"requirements.toml", "[features]\nhooks = true\nallowed_web_search_modes = [\"disabled\"]\n", ""},
+	} {
+		p := codexGoldenPlan(t, false)
+		p.Root = t.TempDir()
+		etc := filepath.Join(p.Root, "etc", "codex")
+		os.MkdirAll(etc, 0o755)
+		if err := os.WriteFile(filepath.Join(etc, c.file), []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := codexLaunchPreflight(p)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s %q: %v, want %q", c.file, c.text, err, c.want)
+		}
+	}
+}
+
+// FuzzCodexUserConfig: whatever the user's config.toml holds, what a
+// launch copies of it is one-line keys at the top level and tables of the
+// model providers and MCP servers only, so none of it can become a
+// hooks, features or projects table of the session's.
+func FuzzCodexUserConfig(f *testing.F) {
+	f.Add(codexUserConfigText, true)
+	f.Add("[model_providers.x]\nbase_url = \"u\"\n[hooks]\nx = 1\n", false)
+	f.Add("a = \"\"\"\n[mcp_servers.s]\n\"\"\"\nmodel = \"m\"\n", true)
+	f.Add("x = [\n[1],\n]\n[mcp_servers.y]\ncommand = 'c'\n", true)
+	home := f.TempDir()
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+	f.Fuzz(func(t *testing.T, cfg string, relax bool) {
+		if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		part, err := codexUserConfig(LaunchPlan{Home: home, Relax: relax})
+		if err != nil {
+			return
+		}
+		for _, l := range part.top {
+			k, v, _ := strings.Cut(l, "=")
+			if strings.ContainsAny(l, "\n\r") || !slices.Contains(codexCopiedKeys, strings.TrimSpace(k)) || !codexOneLineValue(strings.TrimSpace(v)) {
+				t.Errorf("copied top-level line %q", l)
+			}
+		}
+		for _, tb := range part.tables {
+			okHeader := strings.HasPrefix(tb.header, "model_providers") || relax && strings.HasPrefix(tb.header, "mcp_servers")
+			if !okHeader || strings.ContainsAny(tb.header, "[]\n\r") {
+				t.Errorf("copied table %q", tb.header)
+			}
+			for _, l := range tb.lines[1:] {
+				if strings.ContainsAny(l, "\n\r") || strings.HasPrefix(strings.TrimSpace(l), "[") {
+					t.Errorf("table %s: copied line %q", tb.header, l)
+				}
+			}
+		}
+	})
 }

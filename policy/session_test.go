@@ -333,3 +333,33 @@ func TestForLaunch(t *testing.T) {
 		t.Error("ForLaunch changed the resolution it came from")
 	}
 }
+
+// TestLaunchRefusesWhatNothingTakesBack: under a launch, a tool the bound
+// needs gone that neither the mode's gate nor the launch's configuration
+// can take back refuses the session, naming the tool. No launched mode of
+// the catalog has such a tool today (Codex's hosted web search is the
+// launch's to turn off), so the catalog's Codex is taken without its
+// launch ceiling.
+func TestLaunchRefusesWhatNothingTakesBack(t *testing.T) {
+	pf, err := DecodePolicyFile([]byte("version: 1\nharness: codex\nsession:\n  traits: [web]\n  bound: {network: {domains: [pastebin.com]}}\n"), FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ResolveSession(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := *harnessCatalog()["codex"]
+	mode := *h.Modes["hooks"]
+	mode.LaunchCeiling = nil
+	h.Modes = map[string]*HarnessMode{"hooks": &mode}
+	native, err := ResolveNativePolicy(NativeGrants{Grants: r.grants, Bound: r.Bound, Launch: true}, &h, "hooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := *r
+	l.Native = native
+	if err := l.CheckLaunchable(); err == nil || !strings.Contains(err.Error(), "web_search") {
+		t.Errorf("CheckLaunchable = %v, want a refusal naming web_search", err)
+	}
+}
