@@ -49,9 +49,10 @@ func codexLauncher() *launcher {
 			{[]string{"--remote", "--remote-auth-token-env"}, "sandbox (the session would run on another machine)"},
 			{[]string{"-C", "--cd", "--add-dir", "--worktree"}, "workspace (the sandbox's filesystem rules are the working directory's)"},
 		},
-		subcommands: []string{"mcp", "mcp-server", "plugin", "plugins", "features", "login", "logout", "app-server",
-			"remote-control", "exec-server", "sandbox", "cloud", "apply", "debug", "doctor", "update", "queue", "agents",
-			"completion", "responses-api-proxy", "migrate", "migrate-config", "migrate-hooks"},
+		// Sessions (exec and its alias e, review, resume, fork) pass.
+		subcommands: []string{"mcp", "mcp-server", "plugin", "features", "login", "logout", "app-server",
+			"remote-control", "exec-server", "sandbox", "cloud", "apply", "a", "debug", "doctor", "update", "queue", "agents",
+			"completion", "responses-api-proxy", "archive", "unarchive", "delete", "migrate-rollouts", "migrate-nfs-db"},
 	}
 }
 
@@ -168,6 +169,8 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 		Env:       []string{"CODEX_HOME=" + p.PrivateHome},
 		// CODEX_SQLITE_HOME would keep the session's state elsewhere.
 		Unset: []string{"CODEX_SQLITE_HOME"},
+		// Its transcripts, for codex resume outside.
+		Keep: map[string]string{"sessions": filepath.Join(CodexHome(p.getenv, p.Home), "sessions")},
 	}, nil
 }
 

@@ -90,6 +90,11 @@ type LaunchConfig struct {
 	// content) and are read-only inside, while the rest of it is the
 	// harness's writable state.
 	HomeFiles map[string][]byte
+	// Keep are directories of the private home whose files outlast the
+	// session: at its end each one's new regular files are copied to the
+	// host directory it maps to (the harness's transcripts, which a later
+	// session outside resumes), never over a file already there.
+	Keep map[string]string
 }
 
 // launcher is how one harness is launched under a session.

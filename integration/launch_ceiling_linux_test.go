@@ -21,7 +21,8 @@ const launchCodexWebPolicy = "version: 1\nharness: codex\nsession:\n  traits: [w
 // a script in Codex's place that copies what it was given to the
 // workspace, so this runs without the Codex CLI; as root and as uid 65534
 // (whose private home is under /tmp, placed over the sandbox's own). After the
-// session the private home is gone from the host.
+// session the private home is gone from the host, its transcripts kept in
+// the user's ~/.codex/sessions.
 func TestLaunchCountsItsCeiling(t *testing.T) {
 	w := newWorld(t)
 	for _, u := range users {
@@ -49,7 +50,9 @@ func TestLaunchCountsItsCeiling(t *testing.T) {
 			program := filepath.Join(root, "codex")
 			script := "#!/bin/sh\necho \"$CODEX_HOME\" > " + ran + "\ncp \"$CODEX_HOME/config.toml\" " + filepath.Join(ws, "config.toml") +
 				"\n: > \"$CODEX_HOME/state\" && echo state-writable >> " + ran +
-				"\n( : > \"$CODEX_HOME/config.toml\" ) 2>/dev/null || echo config-read-only >> " + ran + "\n"
+				"\n( : > \"$CODEX_HOME/config.toml\" ) 2>/dev/null || echo config-read-only >> " + ran +
+				"\nmkdir -p \"$CODEX_HOME/sessions/2026\" && echo transcript > \"$CODEX_HOME/sessions/2026/rollout-1.jsonl\"" +
+				"\nln -s /etc/passwd \"$CODEX_HOME/sessions/2026/link.jsonl\"\n"
 			if err := os.WriteFile(program, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -73,6 +76,15 @@ func TestLaunchCountsItsCeiling(t *testing.T) {
 			cfg, _ := os.ReadFile(filepath.Join(ws, "config.toml"))
 			if !strings.Contains(string(cfg), "web_search = \"disabled\"") || !strings.Contains(string(cfg), "[hooks.state.") {
 				t.Errorf("the session's config.toml lacks web search off or the hook's trust:\n%s", cfg)
+			}
+			// The transcript is kept in the user's ~/.codex (HOME is the
+			// workspace here); the symlink beside it is not.
+			kept := filepath.Join(ws, ".codex", "sessions", "2026")
+			if b, err := os.ReadFile(filepath.Join(kept, "rollout-1.jsonl")); err != nil || string(b) != "transcript\n" {
+				t.Errorf("the session's transcript was not kept in ~/.codex/sessions: %q, %v", b, err)
+			}
+			if _, err := os.Lstat(filepath.Join(kept, "link.jsonl")); err == nil {
+				t.Error("a symlink of the private home was copied to ~/.codex/sessions")
 			}
 			if _, err := os.Stat(home); err == nil {
 				t.Errorf("the private home %s is left on the host after the session", home)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
@@ -148,6 +149,7 @@ func (s *session) launchConfig() (func(), error) {
 		project, _ = os.Getwd()
 	}
 	var stops []func()
+	var keep map[string]string // set once the configuration is rendered
 	stop := func() {
 		for _, f := range stops {
 			f()
@@ -166,13 +168,17 @@ func (s *session) launchConfig() (func(), error) {
 		if err := os.Mkdir(l.privateHome, 0o700); err != nil {
 			return nil, fmt.Errorf("launch: private home: %w", err)
 		}
-		stops = append(stops, func() { os.RemoveAll(l.privateHome) })
+		stops = append(stops, func() {
+			keepFiles(l.privateHome, keep, s.stderr)
+			os.RemoveAll(l.privateHome)
+		})
 		plan.PrivateHome = l.privateHome
 	}
 	cfg, err := hooks.Launch(plan)
 	if err != nil {
 		return stop, fmt.Errorf("%w: %v", ErrLaunch, err)
 	}
+	keep = cfg.Keep
 	for name, data := range cfg.Files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return stop, fmt.Errorf("launch configuration: %w", err)
@@ -294,4 +300,70 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// keepLimit bounds what one session's private home hands back to the
+// host (keepFiles).
+const keepLimit = 256 << 20
+
+// keepFiles copies, for each directory of the private home in keep, its
+// regular files that the host directory it maps to does not have yet, at
+// the end of the session (its processes are gone): symlinks and special
+// files are skipped, no file on the host is replaced, and at most
+// keepLimit bytes are copied; what is left behind is said on w.
+func keepFiles(home string, keep map[string]string, w io.Writer) {
+	total := int64(0)
+	for _, rel := range slices.Sorted(maps.Keys(keep)) {
+		src, dst := filepath.Join(home, rel), keep[rel]
+		filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			r, err := filepath.Rel(src, path)
+			if err != nil {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			if total+fi.Size() > keepLimit {
+				fmt.Fprintf(w, "sandboxd: %s not kept in %s: the session's files exceed %d MiB\n", r, dst, keepLimit>>20)
+				return nil
+			}
+			target := filepath.Join(dst, r)
+			if _, err := os.Lstat(target); err == nil {
+				return nil
+			}
+			if err := copyNew(path, target); err != nil {
+				fmt.Fprintf(w, "sandboxd: %s not kept: %v\n", r, err)
+				return nil
+			}
+			total += fi.Size()
+			return nil
+		})
+	}
+}
+
+// copyNew copies the regular file src (not followed if a symlink) to dst,
+// which must not exist, creating its parents.
+func copyNew(src, dst string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	return out.Close()
 }
