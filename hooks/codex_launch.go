@@ -49,6 +49,11 @@ func codexLauncher() *launcher {
 			{[]string{"--remote", "--remote-auth-token-env"}, "sandbox (the session would run on another machine)"},
 			{[]string{"-C", "--cd", "--add-dir", "--worktree"}, "workspace (the sandbox's filesystem rules are the working directory's)"},
 		},
+		// clap reads global options before the subcommand (codex -m x
+		// mcp list); these take a value.
+		optionValues: []string{"-c", "--config", "--enable", "--disable", "--remote", "--remote-auth-token-env",
+			"-i", "--image", "-m", "--model", "--local-provider", "-p", "--profile", "-s", "--sandbox", "-C", "--cd",
+			"--add-dir", "-a", "--ask-for-approval"},
 		// Sessions (exec and its alias e, review, resume, fork) pass.
 		subcommands: []string{"mcp", "mcp-server", "plugin", "features", "login", "logout", "app-server",
 			"remote-control", "exec-server", "sandbox", "cloud", "apply", "a", "debug", "doctor", "update", "queue", "agents",
@@ -167,8 +172,10 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 	return LaunchConfig{
 		HomeFiles: files,
 		Env:       []string{"CODEX_HOME=" + p.PrivateHome},
-		// CODEX_SQLITE_HOME would keep the session's state elsewhere.
-		Unset: []string{"CODEX_SQLITE_HOME"},
+		// CODEX_SQLITE_HOME would keep the session's state elsewhere;
+		// CODEX_EXEC_SERVER_URL would run its commands on an executor
+		// elsewhere.
+		Unset: []string{"CODEX_SQLITE_HOME", "CODEX_EXEC_SERVER_URL"},
 		// Its transcripts, for codex resume outside.
 		Keep: map[string]string{"sessions": filepath.Join(CodexHome(p.getenv, p.Home), "sessions")},
 	}, nil
@@ -445,10 +452,23 @@ func codexCatalogWithoutPatch(p LaunchPlan) ([]byte, error) {
 }
 
 // codexLaunchPreflight refuses a launch whose machine-wide Codex
-// configuration (/etc/codex) would drop or switch off the session's hook:
-// requirements.toml's allow_managed_hooks_only, or hooks = false among
-// the features of a layer that ranks above the user's.
+// configuration (/etc/codex: requirements.toml and managed_config.toml,
+// which rank above the session's layer) would drop or switch off the
+// session's hook (allow_managed_hooks_only, hooks = false among the
+// features) or undo its ceiling: a web search mode other than disabled, a
+// feature the ceiling switched off switched on, or a model catalog of its
+// own when apply_patch is taken back. Tables and keys are read as written
+// in either form ([features] hooks = false, features.hooks = false).
 func codexLaunchPreflight(p LaunchPlan) error {
+	off := map[string]bool{}
+	for _, t := range p.Denied {
+		switch {
+		case t == "view_image":
+			off["view_image"] = true
+		case codexCeiling[t] == "feature":
+			off["shell_tool"] = true
+		}
+	}
 	for _, f := range []string{"requirements.toml", "managed_config.toml"} {
 		path := p.rooted(filepath.Join("/etc/codex", f))
 		raw, err := os.ReadFile(path)
@@ -464,11 +484,22 @@ func codexLaunchPreflight(p LaunchPlan) error {
 			}
 			k, v, _ := strings.Cut(t, "=")
 			v, _, _ = strings.Cut(v, "#")
+			if table != "" {
+				k = table + "." + k
+			}
+			at := fmt.Sprintf("%s:%d", path, i+1)
+			feature, isFeature := strings.CutPrefix(k, "features.")
 			switch {
 			case k == "allow_managed_hooks_only" && v == "true":
-				return fmt.Errorf("%s:%d sets allow_managed_hooks_only: Codex would run no hook but the machine's, not the session's gate", path, i+1)
-			case (table == "features" && k == "hooks" || table == "" && k == "features.hooks") && v == "false":
-				return fmt.Errorf("%s:%d turns Codex's hooks off: the session's gate would not run", path, i+1)
+				return fmt.Errorf("%s sets allow_managed_hooks_only: Codex would run no hook but the machine's, not the session's gate", at)
+			case k == "features.hooks" && v == "false":
+				return fmt.Errorf("%s turns Codex's hooks off: the session's gate would not run", at)
+			case isFeature && off[feature] && v != "false":
+				return fmt.Errorf("%s sets the feature %s, which the session's ceiling turns off", at, feature)
+			case k == "web_search" && v != `"disabled"` && slices.Contains(p.Denied, "web_search"):
+				return fmt.Errorf("%s sets web_search = %s, which the session's ceiling turns off (no hook sees Codex's web search)", at, v)
+			case k == "model_catalog_json" && slices.Contains(p.Denied, "apply_patch"):
+				return fmt.Errorf("%s sets a model catalog of its own, which would bring back apply_patch the session's ceiling takes back", at)
 			}
 		}
 	}

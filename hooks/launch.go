@@ -122,6 +122,10 @@ type launcher struct {
 	// noEndOfOptions is true when the harness's parser reads options
 	// after "--" too (Pi's does): every argument is then checked.
 	noEndOfOptions bool
+	// optionValues are, for a harness that reads global options before
+	// its subcommand, the options that take the next word as their value;
+	// nil: the subcommand is the first word.
+	optionValues []string
 	// privateHome names the variable that points the harness at a
 	// private configuration-and-state directory (LaunchPlan.PrivateHome);
 	// "" for none.
@@ -189,8 +193,8 @@ func CheckLaunchArgs(h Harness, args []string) error {
 	if l == nil {
 		return fmt.Errorf("%w: harness %s is not launched by sandboxd launch", ErrUnknownHarness, h)
 	}
-	if len(args) > 0 && slices.Contains(l.subcommands, args[0]) {
-		return fmt.Errorf("%w: %s: a subcommand of %s, not a session (run it outside sandboxd launch)", ErrRefusedArgument, args[0], l.program)
+	if sub := l.subcommandOf(args); slices.Contains(l.subcommands, sub) {
+		return fmt.Errorf("%w: %s: a subcommand of %s, not a session (run it outside sandboxd launch)", ErrRefusedArgument, sub, l.program)
 	}
 	for _, a := range args {
 		if a == "--" && !l.noEndOfOptions {
@@ -205,6 +209,33 @@ func CheckLaunchArgs(h Harness, args []string) error {
 		}
 	}
 	return nil
+}
+
+// subcommandOf is the word of args the harness would read as its
+// subcommand: the first, or for a harness that reads global options
+// before its subcommand (optionValues set), the first that is neither an
+// option nor an option's value.
+func (l *launcher) subcommandOf(args []string) string {
+	if l.optionValues == nil {
+		if len(args) > 0 {
+			return args[0]
+		}
+		return ""
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return ""
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if slices.Contains(l.optionValues, a) {
+				i++
+			}
+		default:
+			return a
+		}
+	}
+	return ""
 }
 
 // optionIs reports whether argument a is option name in one of its

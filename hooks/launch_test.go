@@ -411,6 +411,8 @@ func TestCheckLaunchArgsCodex(t *testing.T) {
 		{[]string{"--add-dir", "/"}, "--add-dir"}, {[]string{"--remote", "ws://x"}, "--remote"},
 		{[]string{"mcp", "add", "x"}, "mcp"}, {[]string{"login"}, "login"}, {[]string{"features", "disable", "hooks"}, "features"},
 		{[]string{"debug", "models"}, "debug"}, {[]string{"app-server"}, "app-server"},
+		{[]string{"-m", "x", "mcp", "list"}, "mcp"}, {[]string{"-a", "never", "features", "list"}, "features"},
+		{[]string{"--no-alt-screen", "login"}, "login"},
 	} {
 		err := CheckLaunchArgs(Codex, c.args)
 		if !errors.Is(err, ErrRefusedArgument) || !strings.Contains(err.Error(), c.name) {
@@ -421,6 +423,7 @@ func TestCheckLaunchArgsCodex(t *testing.T) {
 		{"exec", "--skip-git-repo-check", "--color", "never", "fix the tests"}, {"fix the config"}, {"-m", "gpt-5.5"},
 		{"exec", "--json", "-o", "/w/out.txt", "hi"}, {"resume", "--last"}, {"exec", "--", "-c"},
 		{"-a", "on-request"}, {"--dangerously-bypass-approvals-and-sandbox", "exec", "hi"},
+		{"-m", "mcp", "exec", "hi"}, {"exec", "mcp"}, {"-a", "never", "--", "login"},
 	} {
 		if err := CheckLaunchArgs(Codex, args); err != nil {
 			t.Errorf("%q: %v", args, err)
@@ -480,6 +483,11 @@ func TestCodexLaunchPreflight(t *testing.T) {
 		{"requirements.toml", "# pinned\n[features]\nhooks = false # off\n", "requirements.toml:3 turns Codex's hooks off"},
 		{"managed_config.toml", "features.hooks=false\n", "managed_config.toml:1 turns Codex's hooks off"},
 		{"requirements.toml", "[features]\nhooks = true\nallowed_web_search_modes = [\"disabled\"]\n", ""},
+		{"managed_config.toml", "web_search = \"live\"\n", "managed_config.toml:1 sets web_search = \"live\""},
+		{"managed_config.toml", "web_search = \"disabled\"\n[features]\nshell_tool = false\n", ""},
+		{"managed_config.toml", "[features]\nview_image = true\n", "managed_config.toml:2 sets the feature view_image"},
+		{"requirements.toml", "features.shell_tool = true\n", "requirements.toml:1 sets the feature shell_tool"},
+		{"managed_config.toml", "model_catalog_json = \"/etc/codex/models.json\"\n", "managed_config.toml:1 sets a model catalog"},
 	} {
 		p := codexGoldenPlan(t, false)
 		p.Root = t.TempDir()

@@ -194,7 +194,7 @@ func (s *session) launchConfig() (func(), error) {
 	}
 	for _, d := range l.stateDirs() {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("launch: state directory %s: %w", d, err)
+			return stop, fmt.Errorf("launch: state directory %s: %w", d, err)
 		}
 	}
 	s.opts.Command = append(append(append([]string{}, s.opts.Command[0]), cfg.Args...), l.Args...)
