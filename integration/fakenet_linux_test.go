@@ -286,6 +286,40 @@ func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
 	if audit == "" {
 		audit = filepath.Join(sharedDir(t), "audit.jsonl")
 	}
+	args := w.sandboxdArgs(o, audit)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	argv := append(append(append([]string(nil), o.wrap...), "ip"), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	dir := o.dir
+	if dir == "" {
+		dir = sharedDir(t)
+	}
+	cmd.Dir = dir
+	cmd.Env = w.env(dir, o.extraEnv)
+	cmd.Stdin = strings.NewReader(o.stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGKILL, Setpgid: true}
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("sandboxd: %v", err)
+	}
+	a, _ := os.ReadFile(audit)
+	return runResult{code: code, stdout: out.String(), stderr: errb.String(), audit: string(a)}
+}
+
+// env is sandboxd's environment for a run from dir, then extra.
+func (w *world) env(dir string, extra []string) []string {
+	return append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir,
+		"SSL_CERT_FILE=" + w.caFile, "CURL_CA_BUNDLE=" + w.caFile, "GIT_SSL_CAINFO=" + w.caFile,
+		"GIT_TERMINAL_PROMPT=0", "LANG=C"}, extra...)
+}
+
+// sandboxdArgs returns the arguments of "ip" that run sandboxd as o says
+// in the host namespace, auditing to audit.
+func (w *world) sandboxdArgs(o runOpts, audit string) []string {
 	args := []string{"netns", "exec", w.host.Name}
 	if o.uid != 0 {
 		args = append(args, "setpriv", fmt.Sprintf("--reuid=%d", o.uid), fmt.Sprintf("--regid=%d", o.uid), "--clear-groups", "--")
@@ -303,29 +337,7 @@ func (w *world) sandboxd(t *testing.T, o runOpts) runResult {
 	args = append(args, o.flags...)
 	args = append(args, "--")
 	args = append(args, o.argv...)
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-	defer cancel()
-	argv := append(append(append([]string(nil), o.wrap...), "ip"), args...)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	dir := o.dir
-	if dir == "" {
-		dir = sharedDir(t)
-	}
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir,
-		"SSL_CERT_FILE=" + w.caFile, "CURL_CA_BUNDLE=" + w.caFile, "GIT_SSL_CAINFO=" + w.caFile,
-		"GIT_TERMINAL_PROMPT=0", "LANG=C"}, o.extraEnv...)
-	cmd.Stdin = strings.NewReader(o.stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGKILL, Setpgid: true}
-	err := cmd.Run()
-	code := cmd.ProcessState.ExitCode()
-	if err != nil && code < 0 {
-		t.Fatalf("sandboxd: %v", err)
-	}
-	a, _ := os.ReadFile(audit)
-	return runResult{code: code, stdout: out.String(), stderr: errb.String(), audit: string(a)}
+	return args
 }
 
 // sharedDir returns a new directory that every uid can use (the tests run

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,72 +18,22 @@ import (
 // interactive bash with job control) and drives it with keys as a user
 // would: Ctrl-Z stops the command and sandboxd with it, so bash reports the
 // job stopped and takes the terminal back; fg gives the terminal back to
-// the command, which reads what is typed; Ctrl-D ends it with status 0;
+// the command, which reads what is typed; after bg its read stops it
+// again while the shell keeps the terminal; Ctrl-D ends it with status 0;
 // Ctrl-C interrupts a command (status 130). Everything is read from the
 // terminal's screen (tmux capture-pane).
 func TestJobControl(t *testing.T) {
-	testenv.NeedCommand(t, "tmux")
-	bash := testenv.NeedCommand(t, "bash")
-	name := fmt.Sprintf("barry-jc-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-L", name}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	// A tmux server of its own (-L), so the test touches no user session.
-	tmux("new-session", "-d", "-s", name, "-x", "150", "-y", "40", "env", "-i", "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"),
-		"TERM=screen", "PS1=$ ", bash, "--norc", "--noprofile", "-i")
-	t.Cleanup(func() { exec.Command("tmux", "-L", name, "kill-server").Run() })
-	screen := func() string { return tmux("capture-pane", "-p", "-t", name) }
-	// waitFor waits for the screen to show want, after the last mark.
-	mark := 0
-	waitFor := func(what, want string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			s := screen()
-			if i := strings.LastIndex(s, want); i >= 0 && strings.Count(s[:i], "\n") >= mark {
-				mark = strings.Count(s[:i], "\n") + 1
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the terminal does not show %q:\n%s", what, want, s)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	keys := func(k ...string) { t.Helper(); tmux(append([]string{"send-keys", "-t", name}, k...)...) }
-	// Whatever the test leaves (a job still stopped after a failure) is
-	// killed with the pane's shell: a stopped process ignores the hangup.
-	pane := strings.TrimSpace(tmux("display-message", "-p", "-t", name, "#{pane_pid}"))
-	t.Cleanup(func() { exec.Command("pkill", "-KILL", "-s", sessionOf(pane)).Run() })
-	// retype sends a line until the screen shows want: bash discards what
-	// was typed while it takes the terminal back from a stopped job.
-	retype := func(what, line, want string) {
-		t.Helper()
-		for i := 0; ; i++ {
-			keys(line, "Enter")
-			deadline := time.Now().Add(2 * time.Second)
-			for time.Now().Before(deadline) {
-				if s := screen(); strings.Count(s, want) > 0 && strings.Count(s[:strings.LastIndex(s, want)], "\n") >= mark {
-					mark = strings.Count(s[:strings.LastIndex(s, want)], "\n") + 1
-					return
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			if i == 4 {
-				t.Fatalf("%s: the terminal does not show %q:\n%s", what, want, screen())
-			}
-		}
-	}
+	term := newTerm(t, nil, []string{"HOME=" + os.Getenv("HOME")})
+	term.scrollback = true
+	keys, waitFor, retype := term.keys, term.waitFor, term.retype
 
-	keys("clear", "Enter")
+	// The command's workspace, where the test tells it when to read.
+	ws := sharedDir(t)
+	keys("cd "+ws+" && clear", "Enter")
 	// The markers are computed, so the command line's echo does not show
-	// them.
-	keys(sandboxdBin+" run -- sh -c 'echo cat-is-$((40+2)); while read l; do echo \"got:$l\"; done'", "Enter")
+	// them. After "pause" it reads again only once the file go exists.
+	keys(sandboxdBin+" run -- sh -c 'echo cat-is-$((40+2)); while read l; do echo \"got:$l\"; "+
+		"if [ \"$l\" = pause ]; then until [ -e go ]; do sleep 0.05; done; fi; done'", "Enter")
 	waitFor("start", "cat-is-42")
 	keys("C-z")
 	waitFor("Ctrl-Z", "Stopped")
@@ -92,6 +43,31 @@ func TestJobControl(t *testing.T) {
 	// Typed before the command has the terminal back, a line is the
 	// shell's (bash reads ahead while it hands the terminal over).
 	retype("the command reads after fg", "typed-after-fg", "got:typed-after-fg")
+	// After bg the command runs in the background, and its read stops it
+	// (SIGTTIN) and sandboxd with it: the terminal stays the shell's, which
+	// waits for input meanwhile.
+	keys("pause", "Enter")
+	waitFor("pause", "got:pause")
+	keys("C-z")
+	waitFor("Ctrl-Z again", "Stopped")
+	retype("the shell after the second Ctrl-Z", "echo shell-has-it-again-$((1+2))", "shell-has-it-again-3")
+	keys("bg", "Enter")
+	waitFor("bg", "&\n$")
+	if err := os.WriteFile(filepath.Join(ws, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// bash reports the background job's stop before a prompt, once it
+	// has seen it; the shell still runs what is typed.
+	// A shell that lost the terminal reads an end of file (it says exit,
+	// and that there are stopped jobs).
+	retype("bg", "echo shell-after-bg-$((2+2))", "Stopped")
+	s := term.screen()
+	if i := strings.LastIndex(s, "$ bg"); i < 0 || !strings.Contains(s[i:], "\nshell-after-bg-4\n") || strings.Contains(s[i:], "There are stopped jobs") {
+		t.Fatalf("bg: the shell did not keep the terminal:\n%s", s)
+	}
+	keys("fg", "Enter")
+	waitFor("fg after bg", "$ fg")
+	retype("the command reads after fg from bg", "typed-after-bg", "got:typed-after-bg")
 	keys("C-d")
 	keys("echo status=$((0+$?))", "Enter")
 	waitFor("Ctrl-D", "status=0")
@@ -101,6 +77,117 @@ func TestJobControl(t *testing.T) {
 	keys("C-c")
 	keys("echo status=$((0+$?))", "Enter")
 	waitFor("Ctrl-C", "status=130")
+}
+
+// term is a terminal for a test: a tmux server of its own (-L), so the
+// test touches no user session, whose one pane runs an interactive bash
+// with job control (prompt "$ ").
+type term struct {
+	t    *testing.T
+	name string
+	// mark is the screen line after the last one waitFor or retype found.
+	mark int
+	// timeout bounds each waitFor (default 20 s).
+	timeout time.Duration
+	// scrollback: the screen has the lines scrolled off it too, so that a
+	// full screen's scrolling does not move what was found above the mark.
+	scrollback bool
+}
+
+// newTerm starts the terminal's tmux server under wrap (a command that
+// execs its arguments, or nil), its bash with env and PATH only; the
+// server and whatever is left in the pane's session are killed when the
+// test ends.
+func newTerm(t *testing.T, wrap, env []string) *term {
+	t.Helper()
+	testenv.NeedCommand(t, "tmux")
+	bash := testenv.NeedCommand(t, "bash")
+	c := &term{t: t, name: fmt.Sprintf("barry-jc-%d-%d", os.Getpid(), time.Now().UnixNano()), timeout: 20 * time.Second}
+	argv := append(append([]string(nil), wrap...), "tmux", "-L", c.name, "new-session", "-d", "-s", c.name, "-x", "150", "-y", "40",
+		"env", "-i", "PATH="+os.Getenv("PATH"))
+	argv = append(append(argv, env...), "TERM=screen", "PS1=$ ", bash, "--norc", "--noprofile", "-i")
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(argv, " "), err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-L", c.name, "kill-server").Run() })
+	// Whatever the test leaves (a job still stopped after a failure) is
+	// killed with the pane's shell: a stopped process ignores the hangup.
+	pane := strings.TrimSpace(c.tmux("display-message", "-p", "-t", c.name, "#{pane_pid}"))
+	t.Cleanup(func() { exec.Command("pkill", "-KILL", "-s", sessionOf(pane)).Run() })
+	return c
+}
+
+func (c *term) tmux(args ...string) string {
+	c.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", c.name}, args...)...).CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (c *term) screen() string {
+	if c.scrollback {
+		return c.tmux("capture-pane", "-p", "-S", "-", "-t", c.name)
+	}
+	return c.tmux("capture-pane", "-p", "-t", c.name)
+}
+
+func (c *term) keys(k ...string) {
+	c.t.Helper()
+	c.tmux(append([]string{"send-keys", "-t", c.name}, k...)...)
+}
+
+// found reports whether screen s shows want after the mark, and moves the
+// mark past it.
+func (c *term) found(s, want string) bool {
+	i := strings.LastIndex(s, want)
+	if i < 0 || strings.Count(s[:i], "\n") < c.mark {
+		return false
+	}
+	c.mark = strings.Count(s[:i], "\n") + 1
+	return true
+}
+
+// waitFor waits for the screen to show want, after the mark.
+func (c *term) waitFor(what, want string) {
+	c.t.Helper()
+	c.until(what, fmt.Sprintf("%q", want), func(s string) bool { return c.found(s, want) })
+}
+
+// until waits for a screen that ok accepts (it shows want).
+func (c *term) until(what, want string, ok func(screen string) bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(c.timeout)
+	for {
+		s := c.screen()
+		if ok(s) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: the terminal does not show %s:\n%s", what, want, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// retype sends a line until the screen shows want: bash discards what
+// was typed while it takes the terminal back from a stopped job.
+func (c *term) retype(what, line, want string) {
+	c.t.Helper()
+	for i := 0; ; i++ {
+		c.keys(line, "Enter")
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if c.found(c.screen(), want) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if i == 4 {
+			c.t.Fatalf("%s: the terminal does not show %q:\n%s", what, want, c.screen())
+		}
+	}
 }
 
 // sessionOf returns the session id of process pid (for pkill -s), or pid.

@@ -506,18 +506,7 @@ func (b *launchBox) launch(t *testing.T, w *world, m *launchModel, run launchRun
 			"--no-session-persistence", "--debug-file", r.debugLog}
 	}
 	start := time.Now()
-	r.run = w.sandboxd(t, runOpts{
-		sub: []string{"launch", "claude-code"},
-		flags: append([]string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program,
-			"--allow-domain", launchMCPHost, "--write", filepath.Dir(r.debugLog)}, run.flags...),
-		argv:    args,
-		dir:     b.ws,
-		audit:   auditFile,
-		timeout: claudeRunTimeout,
-		extraEnv: []string{"HOME=" + b.home, "USER=" + claudeUser(), "LANG=C.UTF-8",
-			"ANTHROPIC_BASE_URL=https://" + launchModelHost, "ANTHROPIC_API_KEY=test", "NODE_EXTRA_CA_CERTS=" + w.caFile,
-			"IS_SANDBOX=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"},
-	})
+	r.run = w.sandboxd(t, b.runOpts(w, policy, auditFile, filepath.Dir(r.debugLog), run.flags, args))
 	r.elapsed = time.Since(start)
 	m.set(nil, nil)
 	srv.Close()
@@ -544,6 +533,24 @@ func (b *launchBox) launch(t *testing.T, w *world, m *launchModel, run launchRun
 		}
 	})
 	return r
+}
+
+// runOpts is the sandboxd launch claude-code of the box from its
+// workspace, with policy, auditing to auditFile, logDir writable, with
+// launch's flags and Claude Code's args.
+func (b *launchBox) runOpts(w *world, policy, auditFile, logDir string, flags, args []string) runOpts {
+	return runOpts{
+		sub: []string{"launch", "claude-code"},
+		flags: append([]string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program,
+			"--allow-domain", launchMCPHost, "--write", logDir}, flags...),
+		argv:    args,
+		dir:     b.ws,
+		audit:   auditFile,
+		timeout: claudeRunTimeout,
+		extraEnv: []string{"HOME=" + b.home, "USER=" + claudeUser(), "LANG=C.UTF-8",
+			"ANTHROPIC_BASE_URL=https://" + launchModelHost, "ANTHROPIC_API_KEY=test", "NODE_EXTRA_CA_CERTS=" + w.caFile,
+			"IS_SANDBOX=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"},
+	}
 }
 
 // launchLive runs the callbacks of a launch's servers until the launch

@@ -8,6 +8,7 @@ package procjail
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,37 +300,68 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 // sandboxd stops too, so the shell that started it sees the job stop and
 // takes the terminal. When the shell continues sandboxd (fg, bg), the
 // command continues, and gets the terminal back if sandboxd is in the
-// foreground (fg; after bg it runs in the background like any job).
+// foreground (fg; after bg it runs in the background like any job, and
+// when it stops there the terminal stays the shell's).
 //
 // A command stopped for using the terminal (SIGTTIN, SIGTTOU) while
 // sandboxd's group has it is given it again and continued, without
 // stopping sandboxd: the shell hands the terminal to sandboxd's group on
-// fg, possibly again after sandboxd passed it on.
+// fg, possibly again after sandboxd passed it on. A report of a command
+// that is no longer stopped (continued since) is stale and ignored.
 func (s *Sandbox) jobStopped(sig syscall.Signal) {
 	if s.tty == nil {
 		return // not started in the terminal's foreground: nothing to give back
+	}
+	pid := s.commandHostPID()
+	if pid > 0 && !processStopped(pid) {
+		return
 	}
 	fd := int(s.tty.Fd())
 	// Setting the terminal's process group from the background raises
 	// SIGTTOU unless it is ignored.
 	signal.Ignore(syscall.SIGTTOU)
 	defer signal.Reset(syscall.SIGTTOU)
-	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() && (sig == syscall.SIGTTIN || sig == syscall.SIGTTOU) {
-		if pid := s.commandHostPID(); pid > 0 {
-			unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
-			s.Signal(syscall.SIGCONT)
-			return
-		}
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err == nil && pg == unix.Getpgrp() && (sig == syscall.SIGTTIN || sig == syscall.SIGTTOU) && pid > 0 {
+		unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
+		s.Signal(syscall.SIGCONT)
+		return
 	}
-	unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, unix.Getpgrp())
-	// Returns once sandboxd is continued.
-	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
-	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() {
-		if pid := s.commandHostPID(); pid > 0 {
-			unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
-		}
+	if err == nil && pid > 0 && pg == pid {
+		unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, unix.Getpgrp())
+	}
+	stopSelf()
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() && pid > 0 {
+		unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
 	}
 	s.Signal(syscall.SIGCONT)
+}
+
+// stopSelf stops sandboxd (every thread, as SIGSTOP does) and returns once
+// it is continued. The signal goes to the calling thread: a thread takes
+// its own pending signals before it returns to user space, so tgkill
+// returns only after the stop. kill(getpid()) would not do: the kernel
+// wakes another thread (the main one) to take the signal, and the caller
+// runs on meanwhile, here into continuing the command while the shell
+// takes the terminal.
+func stopSelf() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
+}
+
+// processStopped reports whether process pid is stopped (job control, or
+// traced while stopped): its state in /proc/PID/stat is T or t.
+func processStopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'T' || b[i+2] == 't'
 }
 
 // commandHostPID is the command's PID in sandboxd's PID namespace (the
