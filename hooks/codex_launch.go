@@ -358,7 +358,14 @@ func codexHeader(t string) (string, bool) {
 // tomlBalance is the number of brackets ('[', '{') a line opens and does
 // not close, outside its strings.
 func tomlBalance(v string) int {
-	depth, inStr := 0, byte(0)
+	depth, _ := tomlScan(v)
+	return depth
+}
+
+// tomlScan reads one line of a TOML value up to its comment: the brackets
+// it leaves open, and whether it leaves a string open.
+func tomlScan(v string) (depth int, openString bool) {
+	inStr := byte(0)
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
@@ -375,10 +382,10 @@ func tomlBalance(v string) int {
 		case c == ']' || c == '}':
 			depth--
 		case c == '#':
-			return depth
+			return depth, false
 		}
 	}
-	return depth
+	return depth, inStr != 0
 }
 
 // codexOneLineValue reports whether v is a whole TOML value on its line: a
@@ -388,27 +395,8 @@ func codexOneLineValue(v string) bool {
 	if v == "" || strings.Contains(v, `"""`) || strings.Contains(v, "'''") || strings.ContainsAny(v, "\r\n\x00") {
 		return false
 	}
-	depth, inStr := 0, byte(0)
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case inStr != 0:
-			if c == '\\' && inStr == '"' {
-				i++
-			} else if c == inStr {
-				inStr = 0
-			}
-		case c == '"' || c == '\'':
-			inStr = c
-		case c == '[' || c == '{':
-			depth++
-		case c == ']' || c == '}':
-			depth--
-		case c == '#':
-			return depth == 0
-		}
-	}
-	return depth == 0 && inStr == 0
+	depth, open := tomlScan(v)
+	return depth == 0 && !open
 }
 
 // codexCatalogWithoutPatch asks Codex for its model catalog (codex debug
