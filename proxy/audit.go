@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/barry-rocks/sandbox/internal/audit"
@@ -17,8 +18,12 @@ type record struct {
 	client, host, port, addr string
 	policy                   string // fingerprint of the policy that decided
 	sni, close               string
-	up, down                 int64
-	start                    time.Time
+	// captured is a captured connection's original destination (the
+	// address the client dialed, sandboxd's capture reports it in
+	// OriginalDestinationHeader); invalid for a proxy-aware client.
+	captured netip.AddrPort
+	up, down int64
+	start    time.Time
 }
 
 // deny turns the record's decision into a denial for reason, keeping the
@@ -41,6 +46,9 @@ func (s *Server) audit(r *record) {
 	}
 	if r.sni != "" {
 		attrs = append(attrs, slog.String(audit.AttrSNI, r.sni))
+	}
+	if r.captured.IsValid() {
+		attrs = append(attrs, slog.String(audit.AttrCaptured, r.captured.String()))
 	}
 	if r.close != "" {
 		attrs = append(attrs, slog.String(audit.AttrClose, r.close))

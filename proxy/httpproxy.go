@@ -35,6 +35,8 @@ type inflight struct {
 // header keeps the canonical name), and answers a denial with 403.
 func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	rec := s.newRecord("http", r)
+	// Read into the record; never forwarded.
+	r.Header.Del(OriginalDestinationHeader)
 	if r.URL.Scheme != "http" {
 		rec.host = r.URL.Host
 		rec.deny(fmt.Sprintf("%s: scheme %q is not proxied as plain HTTP (use CONNECT)", ReasonBadRequest, r.URL.Scheme))

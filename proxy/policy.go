@@ -116,6 +116,9 @@ const (
 	ReasonPolicyChanged   = "policy changed"
 	ReasonRecordType      = "record type refused"
 	ReasonUpstreamFailure = "upstream failure"
+	// ReasonNotNamesAddress: a captured connection's original address is
+	// not among the addresses of the name it carried (SNI, Host).
+	ReasonNotNamesAddress = "address is not the name's"
 )
 
 // decideName is the name half of every decision: policy's

@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -500,8 +501,27 @@ func (s *Server) authOK(r *http.Request) bool {
 }
 
 func (s *Server) newRecord(kind audit.Kind, r *http.Request) *record {
-	return &record{kind: kind, client: r.RemoteAddr, start: time.Now()}
+	rec := &record{kind: kind, client: r.RemoteAddr, start: time.Now()}
+	if v := r.Header.Get(OriginalDestinationHeader); v != "" {
+		// Unparseable: an invalid address, which matches none (decide
+		// denies the request).
+		rec.captured, _ = netip.ParseAddrPort(v)
+		if !rec.captured.IsValid() {
+			rec.captured = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+		}
+	}
+	return rec
 }
+
+// OriginalDestinationHeader carries, on a request of sandboxd's capture
+// (a connection of a client that ignores the proxy variables, turned into
+// a CONNECT or a proxy request by the name it carried), the address the
+// client dialed. The proxy then dials that address only if it is one of
+// the name's, and refuses the request otherwise: a client cannot reach an
+// address under another name's policy. It narrows what the proxy would
+// dial anyway, so whoever sends it gains nothing; it is never forwarded.
+// (procjail.CaptureHeader is the same name.)
+const OriginalDestinationHeader = "X-Barry-Original-Destination"
 
 func (s *Server) denyHTTP(w http.ResponseWriter, rec *record, reason string) {
 	rec.deny(reason)
@@ -595,6 +615,15 @@ func (s *Server) decide(ctx context.Context, target, defaultPort string, rec *re
 		if len(addrs) == 0 {
 			return deny(fmt.Sprintf("%s: %s has no address", ReasonNoAddress, h))
 		}
+	}
+	if c := rec.captured; c.IsValid() {
+		// A captured connection goes where its client dialed, and only if
+		// that is the name's (and the port the request's).
+		orig := c.Addr().Unmap().WithZone("")
+		if !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.Unmap().WithZone("") == orig }) || c.Port() != uint16(port) {
+			return deny(fmt.Sprintf("%s: %s is not an address of %s", ReasonNotNamesAddress, c, h))
+		}
+		addrs = []netip.Addr{orig}
 	}
 	first := ""
 	for _, a := range addrs {

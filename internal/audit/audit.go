@@ -64,6 +64,7 @@ const (
 	AttrPort       = "port"        // requested port
 	AttrAddr       = "addr"        // resolved and dialed address; DNS: the answered A/AAAA addresses, comma-separated
 	AttrSNI        = "sni"         // CONNECT: the ClientHello server name, "none", "not-tls", "ech" or "malformed"
+	AttrCaptured   = "captured"    // a connection sandboxd captured (its client ignored the proxy variables): the address it dialed
 	AttrBytesUp    = "bytes_up"    // client to server; DNS: the query's size
 	AttrBytesDown  = "bytes_down"  // server to client; DNS: the answer's size
 	AttrDurationMS = "duration_ms" // from request to close
