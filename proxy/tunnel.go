@@ -17,6 +17,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/proxy/tlshello"
 )
 
 // handleConnect is the only CONNECT handler: it always answers (never nil),
@@ -275,7 +276,7 @@ func (t *tunnel) firstFlight(pending []byte) error {
 		// client waits for the server's answer) and the hold starts over:
 		// the ClientHello that follows it is the one to check, since
 		// PostgreSQL front ends route tenants by its SNI.
-		st, name := helloNeedMore, ""
+		st, name := tlshello.NeedMore, ""
 		n, partial := pgPreamble(buf)
 		switch {
 		case n > 0 && preambles < maxPreambles:
@@ -288,26 +289,26 @@ func (t *tunnel) firstFlight(pending []byte) error {
 			buf = append(buf[:0], buf[n:]...)
 			continue
 		case !partial || preambles >= maxPreambles:
-			st, name = parseClientHello(buf)
+			st, name = tlshello.Parse(buf)
 		}
 		switch st {
-		case helloNotTLS:
+		case tlshello.NotTLS:
 			rec.sni = "not-tls"
-		case helloNoSNI:
+		case tlshello.NoSNI:
 			rec.sni = "none"
-		case helloMalformed:
+		case tlshello.Malformed:
 			rec.sni = "malformed"
 			rec.deny(ReasonSNIMismatch + ": first record is a malformed TLS ClientHello")
 			return errSNI
-		case helloECH:
+		case tlshello.ECH:
 			rec.sni = "ech"
 			rec.deny(ReasonSNIMismatch + ": ClientHello carries encrypted_client_hello (the server name the server sees is hidden)")
 			return errSNI
-		case helloOtherRecord:
+		case tlshello.OtherRecord:
 			rec.sni = "malformed"
 			rec.deny(fmt.Sprintf("%s: first TLS record (type %d) is not a ClientHello", ReasonSNIMismatch, buf[0]))
 			return errSNI
-		case helloSNI:
+		case tlshello.SNI:
 			rec.sni = name
 			sh, err := policy.ParseHost(name)
 			switch {
@@ -319,10 +320,10 @@ func (t *tunnel) firstFlight(pending []byte) error {
 				return errSNI
 			}
 		}
-		if st != helloNeedMore {
+		if st != tlshello.NeedMore {
 			break
 		}
-		if len(buf) >= maxHelloBytes {
+		if len(buf) >= tlshello.MaxBytes {
 			rec.deny(ReasonSNIMismatch + ": ClientHello too large")
 			return errSNI
 		}

@@ -1,4 +1,4 @@
-package proxy
+package tlshello
 
 import (
 	"crypto/tls"
@@ -71,36 +71,36 @@ func TestParseClientHello(t *testing.T) {
 	cases := []struct {
 		name  string
 		in    []byte
-		state helloState
+		state State
 		sni   string
 	}{
-		{"real hello", withSNI, helloSNI, "api.example.com"},
-		{"split over records", splitRecords(withSNI, 50), helloSNI, "api.example.com"},
-		{"split into 1-byte records", splitRecords(withSNI, 1), helloSNI, "api.example.com"},
-		{"no sni", noSNI, helloNoSNI, ""},
-		{"ip server name", ipSNI, helloNoSNI, ""},
-		{"ssh banner", []byte("SSH-2.0-OpenSSH_9.6\r\n"), helloNotTLS, ""},
-		{"http", []byte("GET / HTTP/1.1\r\n"), helloNotTLS, ""},
-		{"alert record first", []byte{0x15, 3, 3, 0, 2, 2, 40}, helloOtherRecord, ""},
-		{"alert record then a hello", append([]byte{0x15, 3, 1, 0, 2, 1, 90}, withSNI...), helloOtherRecord, ""},
-		{"change cipher spec first", []byte{0x14, 3, 3, 0, 1, 1}, helloOtherRecord, ""},
-		{"application data first", []byte{0x17, 3, 3, 0, 1, 0}, helloOtherRecord, ""},
-		{"heartbeat first", []byte{0x18, 3, 3, 0, 1, 0}, helloOtherRecord, ""},
-		{"alert type byte alone", []byte{0x15}, helloNeedMore, ""},
-		{"record-type byte, not TLS", []byte{0x15, 'x', 'y'}, helloNotTLS, ""},
-		{"byte below the record types", []byte{0x13, 3, 3}, helloNotTLS, ""},
-		{"bad version", []byte{0x16, 2, 0, 0, 1, 1}, helloMalformed, ""},
-		{"zero-length record", []byte{0x16, 3, 1, 0, 0}, helloMalformed, ""},
-		{"server hello", []byte{0x16, 3, 3, 0, 4, 2, 0, 0, 0}, helloMalformed, ""},
-		{"truncated body", append([]byte{0x16, 3, 1, 0, 6, 1, 0, 0, 2}, 3, 3), helloMalformed, ""},
-		{"empty", nil, helloNeedMore, ""},
-		{"encrypted_client_hello", withExtension(t, withSNI, 0xfe0d), helloECH, ""},
-		{"draft esni", withExtension(t, withSNI, 0xffce), helloECH, ""},
-		{"encrypted_client_hello, no sni", withExtension(t, noSNI, 0xfe0d), helloECH, ""},
-		{"other extension appended", withExtension(t, withSNI, 0xfe0c), helloSNI, "api.example.com"},
+		{"real hello", withSNI, SNI, "api.example.com"},
+		{"split over records", splitRecords(withSNI, 50), SNI, "api.example.com"},
+		{"split into 1-byte records", splitRecords(withSNI, 1), SNI, "api.example.com"},
+		{"no sni", noSNI, NoSNI, ""},
+		{"ip server name", ipSNI, NoSNI, ""},
+		{"ssh banner", []byte("SSH-2.0-OpenSSH_9.6\r\n"), NotTLS, ""},
+		{"http", []byte("GET / HTTP/1.1\r\n"), NotTLS, ""},
+		{"alert record first", []byte{0x15, 3, 3, 0, 2, 2, 40}, OtherRecord, ""},
+		{"alert record then a hello", append([]byte{0x15, 3, 1, 0, 2, 1, 90}, withSNI...), OtherRecord, ""},
+		{"change cipher spec first", []byte{0x14, 3, 3, 0, 1, 1}, OtherRecord, ""},
+		{"application data first", []byte{0x17, 3, 3, 0, 1, 0}, OtherRecord, ""},
+		{"heartbeat first", []byte{0x18, 3, 3, 0, 1, 0}, OtherRecord, ""},
+		{"alert type byte alone", []byte{0x15}, NeedMore, ""},
+		{"record-type byte, not TLS", []byte{0x15, 'x', 'y'}, NotTLS, ""},
+		{"byte below the record types", []byte{0x13, 3, 3}, NotTLS, ""},
+		{"bad version", []byte{0x16, 2, 0, 0, 1, 1}, Malformed, ""},
+		{"zero-length record", []byte{0x16, 3, 1, 0, 0}, Malformed, ""},
+		{"server hello", []byte{0x16, 3, 3, 0, 4, 2, 0, 0, 0}, Malformed, ""},
+		{"truncated body", append([]byte{0x16, 3, 1, 0, 6, 1, 0, 0, 2}, 3, 3), Malformed, ""},
+		{"empty", nil, NeedMore, ""},
+		{"encrypted_client_hello", withExtension(t, withSNI, 0xfe0d), ECH, ""},
+		{"draft esni", withExtension(t, withSNI, 0xffce), ECH, ""},
+		{"encrypted_client_hello, no sni", withExtension(t, noSNI, 0xfe0d), ECH, ""},
+		{"other extension appended", withExtension(t, withSNI, 0xfe0c), SNI, "api.example.com"},
 	}
 	for _, tc := range cases {
-		st, sni := parseClientHello(tc.in)
+		st, sni := Parse(tc.in)
 		if st != tc.state || sni != tc.sni {
 			t.Errorf("%s: got %d %q, want %d %q", tc.name, st, sni, tc.state, tc.sni)
 		}
@@ -108,7 +108,7 @@ func TestParseClientHello(t *testing.T) {
 	// Every strict prefix of a TLS hello needs more bytes.
 	for _, in := range [][]byte{withSNI, splitRecords(withSNI, 100)} {
 		for i := 1; i < len(in); i++ {
-			if st, _ := parseClientHello(in[:i]); st != helloNeedMore {
+			if st, _ := Parse(in[:i]); st != NeedMore {
 				t.Fatalf("prefix %d/%d: state %d, want need-more", i, len(in), st)
 			}
 		}
@@ -123,15 +123,15 @@ func FuzzParseClientHello(f *testing.F) {
 	f.Add([]byte{0x16, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3})
 	f.Add(withExtension(f, clientHello(f, "a.test"), 0xfe0d))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		st, sni := parseClientHello(b)
+		st, sni := Parse(b)
 		// Property: a decision made on b stands when more bytes follow.
-		if st != helloNeedMore {
-			st2, sni2 := parseClientHello(append(b[:len(b):len(b)], 0x16, 3, 1))
+		if st != NeedMore {
+			st2, sni2 := Parse(append(b[:len(b):len(b)], 0x16, 3, 1))
 			if st2 != st || sni2 != sni {
 				t.Fatalf("decision changed with trailing bytes: %d %q -> %d %q", st, sni, st2, sni2)
 			}
 		}
-		if st != helloSNI && sni != "" {
+		if st != SNI && sni != "" {
 			t.Fatalf("sni %q with state %d", sni, st)
 		}
 	})

@@ -1,21 +1,24 @@
-package proxy
+// Package tlshello reads the server name from the start of a TLS client's
+// first flight (the ClientHello's SNI), for the proxy's SNI check and
+// sandboxd's capture, without any TLS machinery.
+package tlshello
 
 import (
 	"encoding/binary"
 	"errors"
 )
 
-// helloState is what the first flight of a tunnel turned out to be.
-type helloState uint8
+// State is what the first flight of a tunnel turned out to be.
+type State uint8
 
 const (
-	helloNeedMore    helloState = iota // not enough bytes yet
-	helloNotTLS                        // first byte is not a TLS handshake record
-	helloSNI                           // a ClientHello with a server name
-	helloNoSNI                         // a ClientHello without server name
-	helloMalformed                     // a handshake record that is not a valid ClientHello
-	helloOtherRecord                   // a TLS record of another type (alert, …) before any ClientHello
-	helloECH                           // a ClientHello with encrypted_client_hello (or draft ESNI): the real name is hidden
+	NeedMore    State = iota // not enough bytes yet
+	NotTLS                   // first byte is not a TLS handshake record
+	SNI                      // a ClientHello with a server name
+	NoSNI                    // a ClientHello without server name
+	Malformed                // a handshake record that is not a valid ClientHello
+	OtherRecord              // a TLS record of another type (alert, …) before any ClientHello
+	ECH                      // a ClientHello with encrypted_client_hello (or draft ESNI): the real name is hidden
 )
 
 // Extensions that hide the server name the server will act on behind an
@@ -26,19 +29,19 @@ const (
 	extEncryptedServerName  = 0xffce // draft-ietf-tls-esni-00..02 (ESNI)
 )
 
-// maxHelloBytes bounds how much of the client's first flight is held for the
+// MaxBytes bounds how much of the client's first flight is held for the
 // SNI check. Real ClientHellos (even with post-quantum key shares) are under
 // 4 KiB; 64 KiB leaves room for padding extensions.
-const maxHelloBytes = 64 << 10
+const MaxBytes = 64 << 10
 
 var errHello = errors.New("malformed ClientHello")
 
-// parseClientHello reads the TLS records at the start of buf and, once a
+// Parse reads the TLS records at the start of buf and, once a
 // whole ClientHello is there, returns its server name. It handles a
 // ClientHello split over several records and records split over reads.
-func parseClientHello(buf []byte) (helloState, string) {
+func Parse(buf []byte) (State, string) {
 	if len(buf) == 0 {
-		return helloNeedMore, ""
+		return NeedMore, ""
 	}
 	if buf[0] != 0x16 {
 		// Any other TLS record first (change_cipher_spec, alert,
@@ -46,52 +49,52 @@ func parseClientHello(buf []byte) (helloState, string) {
 		// refused, not passed as "not TLS": a TLS server that skips a
 		// warning alert would then read a ClientHello nobody checked.
 		if buf[0] < 0x14 || buf[0] > 0x18 {
-			return helloNotTLS, ""
+			return NotTLS, ""
 		}
 		if len(buf) < 2 {
-			return helloNeedMore, ""
+			return NeedMore, ""
 		}
 		if buf[1] == 3 {
-			return helloOtherRecord, ""
+			return OtherRecord, ""
 		}
-		return helloNotTLS, ""
+		return NotTLS, ""
 	}
 	var hs []byte // handshake bytes gathered from consecutive records
 	for off := 0; ; {
 		if len(buf)-off < 5 {
-			return helloNeedMore, ""
+			return NeedMore, ""
 		}
 		if buf[off] != 0x16 || buf[off+1] != 3 {
-			return helloMalformed, ""
+			return Malformed, ""
 		}
 		n := int(binary.BigEndian.Uint16(buf[off+3:]))
 		if n == 0 || n > 1<<14+2048 {
-			return helloMalformed, ""
+			return Malformed, ""
 		}
 		if len(buf)-off-5 < n {
-			return helloNeedMore, ""
+			return NeedMore, ""
 		}
 		hs = append(hs, buf[off+5:off+5+n]...)
 		off += 5 + n
 		if len(hs) >= 4 {
 			if hs[0] != 1 { // client_hello
-				return helloMalformed, ""
+				return Malformed, ""
 			}
 			total := 4 + (int(hs[1])<<16 | int(hs[2])<<8 | int(hs[3]))
-			if total > maxHelloBytes {
-				return helloMalformed, ""
+			if total > MaxBytes {
+				return Malformed, ""
 			}
 			if len(hs) >= total {
 				sni, found, ech, err := helloServerName(hs[4:total])
 				switch {
 				case err != nil:
-					return helloMalformed, ""
+					return Malformed, ""
 				case ech:
-					return helloECH, ""
+					return ECH, ""
 				case !found:
-					return helloNoSNI, ""
+					return NoSNI, ""
 				default:
-					return helloSNI, sni
+					return SNI, sni
 				}
 			}
 		}
