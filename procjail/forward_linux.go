@@ -15,6 +15,8 @@ import (
 func startForward(f Forward) error {
 	addr := net.JoinHostPort("127.0.0.1", itoa(int(f.InsidePort)))
 	switch f.Network {
+	case "capture":
+		return startCapture(f)
 	case "tcp":
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

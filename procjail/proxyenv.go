@@ -1,6 +1,7 @@
 package procjail
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"sort"
@@ -101,3 +102,9 @@ func ProxyEnv(base []string, a ProxyEnvArgs) []string {
 
 // shellQuoteInner escapes a path for use inside single quotes.
 func shellQuoteInner(s string) string { return strings.ReplaceAll(s, "'", `'\''`) }
+
+// BasicProxyAuth is the Proxy-Authorization value of user and password, for
+// Forward.Authorization.
+func BasicProxyAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}

@@ -72,10 +72,20 @@ type Spec struct {
 // (the DNS-over-TCP framing of RFC 1035 section 4.2.2); one framed reply is
 // read back and returned to the sender as a datagram. A DNS server listening
 // for TCP on Target therefore serves the sandbox's UDP DNS.
+//
+// Network "capture" (Linux): every TCP connection from inside to an
+// address that is not loopback is redirected to 127.0.0.1:InsidePort (or
+// [::1]) and handed to the proxy at Target as a proxy request by the name
+// its first bytes carry, with Authorization as its Proxy-Authorization;
+// other packets to such addresses are dropped (see capture_linux.go). On
+// macOS it is not set up: the Seatbelt profile refuses such connections.
 type Forward struct {
 	InsidePort uint16 `json:"insidePort"`
 	Network    string `json:"network"`
 	Target     string `json:"target"`
+	// Authorization is the proxy's Proxy-Authorization value (capture
+	// only).
+	Authorization string `json:"authorization,omitempty"`
 }
 
 // Validate reports the first problem in s as an error naming the field.
@@ -92,8 +102,8 @@ func (s *Spec) Validate() error {
 		if f.InsidePort == 0 {
 			return fmt.Errorf("%s.insidePort: must not be 0", p)
 		}
-		if f.Network != "tcp" && f.Network != "udp" {
-			return fmt.Errorf("%s.network: %q is not tcp or udp", p, f.Network)
+		if f.Network != "tcp" && f.Network != "udp" && f.Network != "capture" {
+			return fmt.Errorf("%s.network: %q is not tcp, udp or capture", p, f.Network)
 		}
 		if !filepath.IsAbs(f.Target) {
 			return fmt.Errorf("%s.target: %q is not an absolute path", p, f.Target)

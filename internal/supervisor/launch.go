@@ -234,7 +234,7 @@ func (s *session) forwardLoopback(raw string) (procjail.Forward, func(), error) 
 	if err != nil || port == 0 {
 		return procjail.Forward{}, nil, fmt.Errorf("URL %q: a loopback server needs its port", raw)
 	}
-	if port == 53 || port == ProxyInsidePort || port == HookInsidePort {
+	if port == 53 || port == ProxyInsidePort || port == HookInsidePort || port == CaptureInsidePort {
 		return procjail.Forward{}, nil, fmt.Errorf("port %d is the sandbox's own inside", port)
 	}
 	sock := filepath.Join(s.dir, fmt.Sprintf("mcp-%d.sock", port))

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,9 @@ import (
 const (
 	ProxyInsidePort = 3128 // the CONNECT/HTTP proxy forwarder
 	HookInsidePort  = 3129 // the hook ruling server forwarder
+	// CaptureInsidePort is where the capture receives the connections
+	// of programs that ignore the proxy variables (Linux).
+	CaptureInsidePort = 3130
 )
 
 // resolverFiles are read by the proxy's resolver on the host (Go's
@@ -361,6 +365,12 @@ func (s *session) jailSpec() (func(), error) {
 		{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock},
 		{InsidePort: 53, Network: "udp", Target: s.dnsSock},
 		{InsidePort: 53, Network: "tcp", Target: s.dnsSock},
+	}
+	if runtime.GOOS == "linux" {
+		// Programs that ignore the proxy variables: each of their TCP
+		// connections goes to the proxy by the name it carries.
+		s.forwards = append(s.forwards, procjail.Forward{InsidePort: CaptureInsidePort, Network: "capture",
+			Target: s.proxySock, Authorization: procjail.BasicProxyAuth(s.id, s.secret)})
 	}
 	// The runtime directory and the policy file's directory are read-only
 	// inside: an agent cannot grant itself a domain by editing them.

@@ -1,5 +1,7 @@
 // Command goclient fetches a URL with Go's net/http defaults (proxy from
-// the environment, roots from SSL_CERT_FILE) and prints the status and body.
+// the environment, roots from SSL_CERT_FILE) and prints the status and body;
+// "goclient -direct URL" uses a transport of its own that reads no proxy
+// variable, as many programs do.
 package main
 
 import (
@@ -12,7 +14,12 @@ import (
 
 func main() {
 	c := &http.Client{Timeout: 20 * time.Second}
-	resp, err := c.Get(os.Args[1])
+	url := os.Args[1]
+	if url == "-direct" {
+		c.Transport = &http.Transport{Proxy: nil}
+		url = os.Args[2]
+	}
+	resp, err := c.Get(url)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)

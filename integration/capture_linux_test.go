@@ -1,0 +1,146 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/internal/testenv"
+)
+
+// captureScript runs, inside the sandbox, clients that read no proxy
+// variable (or, with them unset, none that would): Node's fetch and
+// http.get, a Go program with a transport of its own, Python's
+// socket.create_connection with TLS, and curl told to ignore the proxy.
+// Each line it prints is "LABEL: RESULT".
+const captureScript = `
+node_fetch() { node -e 'fetch(process.argv[1]).then(r => r.text()).then(t => console.log(t), e => console.log("refused", (e.cause && e.cause.code) || e.message))' "$1"; }
+node_get() { node -e 'const u = process.argv[1]; require(u.startsWith("https") ? "https" : "http").get(u, r => { let d = ""; r.on("data", c => d += c); r.on("end", () => console.log(d)); }).on("error", e => console.log("refused", e.code || e.message))' "$1"; }
+py_tls() { python3 -c '
+import socket, ssl, sys
+addr, port, sni = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+try:
+    s = socket.create_connection((addr, port), timeout=10)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname=sni)
+    t.sendall(("GET /py HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % sni).encode())
+    print(t.recv(4096).decode(errors="replace").split("\r\n\r\n", 1)[-1])
+except (OSError, ssl.SSLError) as e:
+    print("refused", type(e).__name__)
+' "$@"; }
+echo "node fetch https: $(node_fetch https://allowed.test/node)"
+echo "node fetch http: $(node_fetch http://allowed.test/node)"
+echo "node get https: $(node_get https://allowed.test/node)"
+echo "node get http: $(node_get http://allowed.test/node)"
+echo "go https: $(` + "GOCLIENT" + ` -direct https://allowed.test/go)"
+echo "go http: $(` + "GOCLIENT" + ` -direct http://allowed.test/go)"
+echo "python tls: $(py_tls allowed.test 443 allowed.test)"
+echo "curl https: $(curl -sS --noproxy '*' --max-time 10 https://allowed.test/curl 2>&1)"
+echo "ip literal https: $(node_fetch https://WEBADDR/node)"
+echo "ip literal http: $(curl -sS --noproxy '*' --max-time 10 http://WEBADDR/curl 2>&1)"
+echo "denied name: $(py_tls DENIEDADDR 443 denied.test)"
+echo "sni not the address's: $(py_tls DENIEDADDR 443 allowed.test)"
+echo "denied sni at an allowed address: $(py_tls WEBADDR 443 denied.test)"
+echo "rebinding name: $(py_tls WEBADDR 443 rebind.test)"
+echo "private address: $(curl -sS --noproxy '*' --max-time 10 -H 'Host: hostaddr.test' http://HOSTADDR/curl 2>&1)"
+`
+
+// TestCapture: programs that ignore the proxy variables reach allowed
+// hosts through the sandbox's transparent capture, over HTTPS (by the
+// ClientHello's server name) and plain HTTP (by the Host header), as root
+// and as uid 65534, with the proxy variables unset inside and with them
+// set (Node and the -direct Go client read none anyway). Each refusal
+// (an IP literal, a denied name, an SNI that is not the dialed address's
+// name, a denied SNI at an allowed address, a name that rebinds to
+// loopback, a private address) is the proxy's, audited with the address
+// the client dialed and the reason the test names; the world's web server
+// sees only the allowed host.
+func TestCapture(t *testing.T) {
+	testenv.NeedCommand(t, "node")
+	testenv.NeedCommand(t, "python3")
+	w := newWorld(t)
+	script := strings.NewReplacer("GOCLIENT", goClientBin, "WEBADDR", webAddr, "DENIEDADDR", deniedAddr, "HOSTADDR", hostOwnAddr).Replace(captureScript)
+	want := map[string]string{
+		"node fetch https": "hello from allowed.test", "node fetch http": "hello from allowed.test",
+		"node get https": "hello from allowed.test", "node get http": "hello from allowed.test",
+		"go https": "200 hello from allowed.test", "go http": "200 hello from allowed.test",
+		"python tls": "hello from allowed.test", "curl https": "hello from allowed.test",
+		"ip literal https": "refused", "ip literal http": "not in allowlist: " + webAddr,
+		"denied name": "refused", "sni not the address's": "refused",
+		"denied sni at an allowed address": "refused", "rebinding name": "refused",
+		"private address": "private address: " + hostOwnAddr,
+	}
+	// The proxy's reasons, by the address the client dialed and the host
+	// it named.
+	reasons := []struct{ captured, host, reason string }{
+		{webAddr + ":443", webAddr, "not in allowlist: " + webAddr},
+		{webAddr + ":80", webAddr, "not in allowlist: " + webAddr},
+		{deniedAddr + ":443", "denied.test", "not in allowlist: denied.test"},
+		{deniedAddr + ":443", "allowed.test", "address is not the name's: " + deniedAddr + ":443 is not an address of allowed.test"},
+		{webAddr + ":443", "denied.test", "not in allowlist: denied.test"},
+		{webAddr + ":443", "rebind.test", "address is not the name's: " + webAddr + ":443 is not an address of rebind.test"},
+		{hostOwnAddr + ":80", "hostaddr.test", "private address: " + hostOwnAddr},
+	}
+	unset := []string{"env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "ALL_PROXY", "-u", "all_proxy"}
+	for _, u := range users {
+		for _, vars := range []string{"unset", "set"} {
+			t.Run(u.name+"/proxy variables "+vars, func(t *testing.T) {
+				argv := []string{"sh", "-c", script}
+				if vars == "unset" {
+					argv = append(append([]string{}, unset...), argv...)
+				}
+				r := w.sandboxd(t, runOpts{uid: u.uid, argv: argv, flags: []string{"--allow-domain", "hostaddr.test"},
+					extraEnv: []string{"NODE_EXTRA_CA_CERTS=" + w.caFile}, timeout: 120e9})
+				got := map[string]string{}
+				for _, l := range strings.Split(r.stdout, "\n") {
+					if k, v, ok := strings.Cut(l, ": "); ok {
+						got[k] = v
+					}
+				}
+				for k, v := range want {
+					if !strings.HasPrefix(got[k], v) || strings.Contains(got[k], "hello from") != strings.HasPrefix(v, "hello from") && !strings.HasPrefix(v, "200") {
+						t.Errorf("%s: %q, want %q", k, got[k], v)
+					}
+				}
+				for _, want := range reasons {
+					if !auditHas(r.audit, want.captured, want.host, want.reason) {
+						t.Errorf("no proxy denial captured from %s for %s with reason %q in the audit:\n%s", want.captured, want.host, want.reason, r.audit)
+					}
+				}
+				if t.Failed() {
+					var proxyLines []string
+					for _, l := range strings.Split(r.audit, "\n") {
+						if strings.Contains(l, `"proxy decision"`) {
+							proxyLines = append(proxyLines, l)
+						}
+					}
+					t.Logf("stdout:\n%s\nstderr:\n%s\nthe proxy's lines:\n%s", r.stdout, r.stderr, strings.Join(proxyLines, "\n"))
+				}
+			})
+		}
+	}
+	_, httpSeen, _, _ := w.seen()
+	for _, h := range httpSeen {
+		if !strings.HasPrefix(h, "allowed.test") {
+			t.Errorf("the world's web server saw %q", h)
+		}
+	}
+}
+
+// auditHas reports whether the audit holds a proxy denial of a captured
+// connection from captured for host, with a reason starting with reason.
+func auditHas(lines, captured, host, reason string) bool {
+	for _, l := range strings.Split(lines, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		if m[audit.AttrCaptured] == captured && m[audit.AttrHost] == host && m[audit.AttrDecision] == "deny" &&
+			strings.HasPrefix(m[audit.AttrReason].(string), reason) {
+			return true
+		}
+	}
+	return false
+}

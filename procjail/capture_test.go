@@ -1,0 +1,81 @@
+//go:build linux
+
+package procjail
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clientHello is the first flight of Go's TLS client for serverName.
+func clientHello(t testing.TB, serverName string) []byte {
+	t.Helper()
+	c, s := net.Pipe()
+	defer c.Close()
+	defer s.Close()
+	go tls.Client(c, &tls.Config{ServerName: serverName, InsecureSkipVerify: true}).Handshake()
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var buf bytes.Buffer
+	b := make([]byte, 64<<10)
+	for {
+		n, err := s.Read(b)
+		buf.Write(b[:n])
+		if err != nil || buf.Len() >= 5 && buf.Len() >= 5+int(buf.Bytes()[3])<<8|int(buf.Bytes()[4]) {
+			return buf.Bytes()
+		}
+	}
+}
+
+// TestSniff: the capture reads a ClientHello's server name (also split
+// over records by length, whatever the low bits of its length), a plain
+// HTTP request, and nothing from other bytes.
+func TestSniff(t *testing.T) {
+	hello := clientHello(t, "allowed.test")
+	for _, c := range []struct {
+		name   string
+		in     []byte
+		sni    string
+		isHTTP bool
+	}{
+		{"go hello", hello, "allowed.test", false},
+		{"hello and more", append(append([]byte{}, hello...), "GET"...), "allowed.test", false},
+		{"http", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "", true},
+		{"lowercase method", []byte("get / HTTP/1.1\r\n\r\n"), "", false},
+		{"ssh", []byte("SSH-2.0-OpenSSH_9.6\r\n"), "", false},
+		{"truncated hello", hello[:len(hello)-1], "", false},
+		{"empty", nil, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sni, isHTTP := sniff(bufio.NewReaderSize(bytes.NewReader(c.in), 64<<10))
+			if sni != c.sni || isHTTP != c.isHTTP {
+				t.Errorf("sniff = %q, %v; want %q, %v", sni, isHTTP, c.sni, c.isHTTP)
+			}
+		})
+	}
+	// Every length of the record header's low byte (the bug: 5+L read as
+	// (5+hi<<8)|lo).
+	for _, name := range []string{"a.test", "ab.test", "abc.test", strings.Repeat("x", 40) + ".test"} {
+		if sni, _ := sniff(bufio.NewReaderSize(bytes.NewReader(clientHello(t, name)), 64<<10)); sni != name {
+			t.Errorf("sniff of a hello for %s = %q", name, sni)
+		}
+	}
+}
+
+// FuzzSniff: whatever a client sends first, sniff returns without reading
+// past the capture's buffer, and a name only from a ClientHello.
+func FuzzSniff(f *testing.F) {
+	f.Add(clientHello(f, "allowed.test"))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte{0x16, 3, 1, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		sni, isHTTP := sniff(bufio.NewReaderSize(bytes.NewReader(in), 64<<10))
+		if sni != "" && (isHTTP || len(in) == 0 || in[0] != 0x16) {
+			t.Errorf("sniff(%q) = %q, %v", in, sni, isHTTP)
+		}
+	})
+}
