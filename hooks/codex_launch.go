@@ -74,7 +74,8 @@ var codexCeiling = map[string]string{
 // their trust, hooks on, Codex's own sandbox and approvals off (sandboxd's
 // sandbox and gate decide), the native ceiling, the workspace recorded as
 // an untrusted project (Codex then loads none of its .codex, hooks and
-// servers included, and asks nothing), the session's MCP servers and,
+// servers included; codex exec asks nothing, the terminal UI shows its
+// "Folder access" notice), the session's MCP servers and,
 // copied from the user's config.toml, the model settings (and the user's
 // MCP servers when relaxed).
 func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
@@ -169,7 +170,15 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 		b.WriteString("\n[hooks.state." + tomlQuote(e.Key) + "]\ntrusted_hash = " + tomlQuote(e.Hash) + "\n")
 	}
 	files["config.toml"] = []byte(b.String())
+	var args []string
+	if !slices.Contains(p.Args, "--no-daemon") {
+		// The terminal UI would start, or attach to, a background app
+		// server on a Unix socket, which the sandbox refuses (and one
+		// outside would run beyond it); Codex refuses the flag twice.
+		args = []string{"--no-daemon"}
+	}
 	return LaunchConfig{
+		Args:      args,
 		HomeFiles: files,
 		Env:       []string{"CODEX_HOME=" + p.PrivateHome},
 		// CODEX_SQLITE_HOME would keep the session's state elsewhere;

@@ -46,6 +46,9 @@ type LaunchPlan struct {
 	// asks the harness itself for a default it must change (Codex's model
 	// catalog); "" when unknown.
 	Program string
+	// Args are the user's harness arguments (CheckLaunchArgs has passed
+	// them), which follow the configuration's.
+	Args []string
 	// Root prefixes the system-wide configuration paths a preflight reads
 	// (/etc/codex); "" is "/". Tests only.
 	Root string

@@ -541,3 +541,27 @@ func FuzzCodexUserConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestCodexLaunchNoDaemon: the launch runs Codex without its background
+// app server (its Unix socket is refused inside), once: Codex refuses the
+// flag given twice, so a user's own --no-daemon is the only one.
+func TestCodexLaunchNoDaemon(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"--no-daemon"}},
+		{[]string{"exec", "hi"}, []string{"--no-daemon"}},
+		{[]string{"--no-daemon", "--no-alt-screen"}, nil},
+	} {
+		p := codexGoldenPlan(t, false)
+		p.Denied, p.Args = []string{"web_search"}, c.args
+		cfg, err := launcherOf(Codex).configure(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.Args, c.want) {
+			t.Errorf("args %q: the launch adds %q, want %q", c.args, cfg.Args, c.want)
+		}
+	}
+}

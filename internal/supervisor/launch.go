@@ -156,7 +156,7 @@ func (s *session) launchConfig() (func(), error) {
 		}
 	}
 	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home, Project: project,
-		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax, Getenv: os.Getenv}
+		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax, Getenv: os.Getenv, Args: l.Args}
 	if p, err := exec.LookPath(s.opts.Command[0]); err == nil {
 		plan.Program, _ = filepath.Abs(p)
 	}
