@@ -28,7 +28,7 @@ func startForward(f Forward) error {
 				if err != nil {
 					return
 				}
-				go relayStream(c.(*net.TCPConn), f.Target)
+				go dialRelay(c.(*net.TCPConn), f.Target)
 			}
 		}()
 	case "udp":
@@ -63,14 +63,20 @@ func startForward(f Forward) error {
 // maxDatagramsInFlight bounds the UDP forwarder's concurrent exchanges.
 const maxDatagramsInFlight = 256
 
-func relayStream(c *net.TCPConn, target string) {
+// dialRelay relays between c and a new connection to the Unix socket
+// target.
+func dialRelay(c *net.TCPConn, target string) {
 	defer c.Close()
 	u, err := net.Dial("unix", target)
 	if err != nil {
 		return
 	}
-	uc := u.(*net.UnixConn)
-	defer uc.Close()
+	defer u.Close()
+	relayStream(c, u.(*net.UnixConn))
+}
+
+// relayStream copies between c and uc until both directions end.
+func relayStream(c *net.TCPConn, uc *net.UnixConn) {
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(uc, c); uc.CloseWrite(); done <- struct{}{} }()
 	go func() { io.Copy(c, uc); c.CloseWrite(); done <- struct{}{} }()
@@ -116,4 +122,32 @@ func itoa(i int) string {
 		i /= 10
 	}
 	return string(b[n:])
+}
+
+// startInbound listens on the Unix socket in.Socket (made now, on the
+// host's filesystem) and relays each connection to 127.0.0.1:in.Port
+// inside, for as long as the init lives.
+func startInbound(in Inbound) error {
+	ln, err := net.Listen("unix", in.Socket)
+	if err != nil {
+		return err
+	}
+	target := net.JoinHostPort("127.0.0.1", itoa(int(in.Port)))
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				t, err := net.DialTimeout("tcp", target, 10*time.Second)
+				if err != nil {
+					return
+				}
+				relayStream(t.(*net.TCPConn), c.(*net.UnixConn))
+			}()
+		}
+	}()
+	return nil
 }

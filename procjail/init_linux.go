@@ -142,6 +142,11 @@ func setupInside(s *initSpec) (*unixGate, error) {
 		}
 		s.Forwards[i].Target = pinned
 	}
+	for _, in := range s.Inbound {
+		if err := startInbound(in); err != nil {
+			return nil, stepErr(fmt.Sprintf("inbound %d", in.Port), err)
+		}
+	}
 	gate, err := startUnixGate(s)
 	if err != nil {
 		return nil, stepErr("unix socket gate", err)

@@ -58,6 +58,11 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 		removeTempDir(sb.tempDir)
 		return nil, err
 	}
+	if len(spec.Inbound) > 0 {
+		// Seatbelt has no way in that would carry only the host's
+		// connections: refused rather than published open.
+		return nil, stepErrf("spec", "inbound ports (--publish) are not supported on macOS")
+	}
 	dnsPorts := map[uint16]bool{}
 	for _, f := range spec.Forwards {
 		if f.Network == "udp" {

@@ -132,6 +132,7 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		Dir:              spec.Dir,
 		Forwards:         spec.Forwards,
 		ForwardIDs:       forwardIDs,
+		Inbound:          spec.Inbound,
 		AllowUnixSockets: spec.AllowUnixSockets,
 		Hostname:         spec.Hostname,
 		FileSystem:       spec.FileSystem,

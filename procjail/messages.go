@@ -42,6 +42,7 @@ type initSpec struct {
 	Dir              string     `json:"dir"`
 	Forwards         []Forward  `json:"forwards"`
 	ForwardIDs       []fileID   `json:"forwardIDs"` // the socket each Forwards[i].Target named when Start checked it
+	Inbound          []Inbound  `json:"inbound,omitempty"`
 	ResolvConfPath   string     `json:"resolvConfPath,omitempty"`
 	ReadOnlyPaths    []string   `json:"readOnlyPaths,omitempty"`
 	AllowUnixSockets []string   `json:"allowUnixSockets,omitempty"`

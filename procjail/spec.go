@@ -26,6 +26,11 @@ type Spec struct {
 	// Forwards are the only ways out: listeners on 127.0.0.1 inside that
 	// relay to host-side Unix sockets.
 	Forwards []Forward
+	// Inbound are the host's ways in (sandboxd run --publish): the init
+	// listens on each Socket (a new Unix socket on the host, made before
+	// the filesystem layer covers its directory) and relays each
+	// connection to 127.0.0.1:Port inside. Linux only.
+	Inbound []Inbound
 	// ResolvConf, when not empty, is bind-mounted read-only over
 	// /etc/resolv.conf inside (see ResolvConf).
 	ResolvConf string
@@ -88,6 +93,13 @@ type Forward struct {
 	Authorization string `json:"authorization,omitempty"`
 }
 
+// Inbound is one port inside the sandbox that the host reaches through a
+// Unix socket.
+type Inbound struct {
+	Port   uint16 `json:"port"`
+	Socket string `json:"socket"`
+}
+
 // Validate reports the first problem in s as an error naming the field.
 func (s *Spec) Validate() error {
 	if s.Command == "" {
@@ -113,6 +125,11 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("%s: %s duplicates forwards[%d]", p, key, j)
 		}
 		seen[key] = i
+	}
+	for i, in := range s.Inbound {
+		if in.Port == 0 || !filepath.IsAbs(in.Socket) {
+			return fmt.Errorf("inbound[%d]: port %d, socket %q: want a port and an absolute path", i, in.Port, in.Socket)
+		}
 	}
 	for i, u := range s.AllowUnixSockets {
 		if !filepath.IsAbs(u) || filepath.Clean(u) != u {

@@ -56,7 +56,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 
 // runFlags are the flags sandboxd run and sandboxd launch share.
 type runFlags struct {
-	allow, deny, priv, unixS, write, read cli.Strings
+	allow, deny, priv, unixS, write, read, publish cli.Strings
 }
 
 // addRunFlags declares run's flags on fs (opts takes the plain ones;
@@ -72,6 +72,7 @@ func addRunFlags(fs *flag.FlagSet, opts *supervisor.Options) *runFlags {
 	fs.StringVar(&opts.AuditPath, "audit", "", "append JSON audit lines to `FILE` (\"-\": stderr; default: none)")
 	fs.Var(&f.write, "write", "make `PATH` writable inside (repeatable; \"/\": the whole host)")
 	fs.Var(&f.read, "read", "keep host `PATH` visible, read-only, where the sandbox's private /tmp would cover it (repeatable)")
+	fs.Var(&f.publish, "publish", "let the host reach a server inside on 127.0.0.1:PORT at `[HOSTADDR:]HOSTPORT:PORT` (HOSTADDR default 127.0.0.1; repeatable)")
 	return f
 }
 
@@ -84,6 +85,13 @@ func (f *runFlags) apply(opts *supervisor.Options) error {
 			return fmt.Errorf("--allow-private %q: %v", c, err)
 		}
 		opts.AllowPrivate = append(opts.AllowPrivate, p)
+	}
+	for _, v := range f.publish {
+		p, err := supervisor.ParsePublish(v)
+		if err != nil {
+			return err
+		}
+		opts.Publish = append(opts.Publish, p)
 	}
 	return nil
 }

@@ -56,6 +56,10 @@ type Options struct {
 	// private /tmp would cover them (--read).
 	Read []string
 	// AuditPath: "" none, "-" standard error, else a file appended to.
+	// Publish are the host's ways in: servers inside the sandbox on
+	// 127.0.0.1 that the host reaches at a host address (--publish).
+	Publish []Publish
+
 	AuditPath string
 	Dir       string
 	Command   []string
@@ -176,7 +180,7 @@ func Run(opts Options) (int, error) {
 		}
 	}()
 	for _, step := range []func() (func(), error){
-		s.resolve, s.runtimeDir, s.launchConfig, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.livePolicy,
+		s.resolve, s.runtimeDir, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -232,7 +236,8 @@ type session struct {
 
 	stopLive func()
 
-	launched *launched // nil unless Options.Launch
+	launched *launched          // nil unless Options.Launch
+	inbound  []procjail.Inbound // the published ports' sockets
 }
 
 // resolve watches the policy file (its changes queue until livePolicy) and
@@ -520,6 +525,7 @@ func (s *session) start() (func(), error) {
 		Command: opts.Command[0], Args: opts.Command[1:], Env: s.env, Dir: opts.Dir,
 		Stdin: stdin, Stdout: stdout, Stderr: s.stderr,
 		Forwards:         s.forwards,
+		Inbound:          s.inbound,
 		ResolvConf:       procjail.ResolvConf(),
 		RuntimeDir:       s.dir,
 		ReadOnlyPaths:    s.readOnly,
