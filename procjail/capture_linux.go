@@ -227,7 +227,7 @@ func captureConn(c *net.TCPConn, f Forward) {
 	uc := u.(*net.UnixConn)
 	defer uc.Close()
 	if isHTTP {
-		captureHTTP(c, br, uc, orig, f.Authorization)
+		captureHTTP(c, br, uc, orig, f.Authorization, strings.TrimSuffix(peerLine(c.RemoteAddr()), "\r\n"))
 		return
 	}
 	host := orig.Addr().String()
@@ -236,7 +236,7 @@ func captureConn(c *net.TCPConn, f Forward) {
 	}
 	target := net.JoinHostPort(host, strconv.Itoa(int(orig.Port())))
 	head := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n" + CaptureHeader + ": " + orig.String() + "\r\n" +
-		proxyAuth(f.Authorization) + "\r\n"
+		peerLine(c.RemoteAddr()) + proxyAuth(f.Authorization) + "\r\n"
 	if _, err := io.WriteString(uc, head); err != nil {
 		return
 	}
@@ -293,7 +293,7 @@ func sniff(br *bufio.Reader) (name string, isHTTP bool) {
 // captureHTTP forwards the client's plain HTTP requests to the proxy in
 // absolute form (by each one's Host, else the dialed address) and the
 // proxy's responses back, until either side ends.
-func captureHTTP(c *net.TCPConn, br *bufio.Reader, uc *net.UnixConn, orig netip.AddrPort, auth string) {
+func captureHTTP(c *net.TCPConn, br *bufio.Reader, uc *net.UnixConn, orig netip.AddrPort, auth, peer string) {
 	done := make(chan struct{})
 	go func() {
 		io.Copy(c, uc)
@@ -314,6 +314,10 @@ func captureHTTP(c *net.TCPConn, br *bufio.Reader, uc *net.UnixConn, orig netip.
 		}
 		req.URL.Scheme, req.URL.Host = "http", host
 		req.Header.Set(CaptureHeader, orig.String())
+		req.Header.Del(PeerHeader)
+		if k, v, ok := strings.Cut(peer, ": "); ok {
+			req.Header.Set(k, v)
+		}
 		if auth != "" {
 			req.Header.Set("Proxy-Authorization", auth)
 		}

@@ -3,6 +3,8 @@
 package procjail
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
@@ -28,7 +30,11 @@ func startForward(f Forward) error {
 				if err != nil {
 					return
 				}
-				go dialRelay(c.(*net.TCPConn), f.Target)
+				if f.Attribute {
+					go attributedRelay(c.(*net.TCPConn), f.Target)
+				} else {
+					go dialRelay(c.(*net.TCPConn), f.Target)
+				}
 			}
 		}()
 	case "udp":
@@ -150,4 +156,36 @@ func startInbound(in Inbound) error {
 		}
 	}()
 	return nil
+}
+
+// attributedRelay is dialRelay for the proxy's forward: the first request's
+// line is followed by PeerHeader, naming the process behind the
+// connection; the rest is relayed as it comes. (Every plain-HTTP exchange
+// of the proxy closes its connection, and a CONNECT's tunnel follows its
+// one request: the first request is the connection's only one the proxy
+// reads.)
+func attributedRelay(c *net.TCPConn, target string) {
+	defer c.Close()
+	u, err := net.Dial("unix", target)
+	if err != nil {
+		return
+	}
+	uc := u.(*net.UnixConn)
+	defer uc.Close()
+	br := bufio.NewReaderSize(c, 8<<10)
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, err := br.ReadSlice('\n')
+	c.SetReadDeadline(time.Time{})
+	head := append([]byte(nil), line...)
+	if err == nil && len(bytes.TrimSpace(line)) > 0 {
+		head = append(head, peerLine(c.RemoteAddr())...)
+	}
+	n := br.Buffered()
+	rest, _ := br.Peek(n)
+	head = append(head, rest...)
+	br.Discard(n)
+	if _, err := uc.Write(head); err != nil {
+		return
+	}
+	relayStream(c, uc)
 }

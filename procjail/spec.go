@@ -91,6 +91,10 @@ type Forward struct {
 	// Authorization is the proxy's Proxy-Authorization value (capture
 	// only).
 	Authorization string `json:"authorization,omitempty"`
+	// Attribute (tcp, the proxy's forward; capture always does) names
+	// the process inside behind each connection in its first request
+	// (PeerHeader), for the proxy's audit.
+	Attribute bool `json:"attribute,omitempty"`
 }
 
 // Inbound is one port inside the sandbox that the host reaches through a

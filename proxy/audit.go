@@ -22,6 +22,10 @@ type record struct {
 	// address the client dialed, sandboxd's capture reports it in
 	// OriginalDestinationHeader); invalid for a proxy-aware client.
 	captured netip.AddrPort
+	// pid and argv name the process inside the sandbox behind the
+	// connection (PeerHeader); 0 when unknown.
+	pid  int
+	argv []string
 	up, down int64
 	start    time.Time
 }
@@ -49,6 +53,9 @@ func (s *Server) audit(r *record) {
 	}
 	if r.captured.IsValid() {
 		attrs = append(attrs, slog.String(audit.AttrCaptured, r.captured.String()))
+	}
+	if r.pid > 0 {
+		attrs = append(attrs, slog.Int(audit.AttrPID, r.pid), slog.Any(audit.AttrArgv, r.argv))
 	}
 	if r.close != "" {
 		attrs = append(attrs, slog.String(audit.AttrClose, r.close))

@@ -37,6 +37,7 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 	rec := s.newRecord("http", r)
 	// Read into the record; never forwarded.
 	r.Header.Del(OriginalDestinationHeader)
+	r.Header.Del(PeerHeader)
 	if r.URL.Scheme != "http" {
 		rec.host = r.URL.Host
 		rec.deny(fmt.Sprintf("%s: scheme %q is not proxied as plain HTTP (use CONNECT)", ReasonBadRequest, r.URL.Scheme))

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -502,6 +503,7 @@ func (s *Server) authOK(r *http.Request) bool {
 
 func (s *Server) newRecord(kind audit.Kind, r *http.Request) *record {
 	rec := &record{kind: kind, client: r.RemoteAddr, start: time.Now()}
+	rec.pid, rec.argv = parsePeer(r.Header.Get(PeerHeader))
 	if v := r.Header.Get(OriginalDestinationHeader); v != "" {
 		// Unparseable: an invalid address, which matches none (decide
 		// denies the request).
@@ -511,6 +513,27 @@ func (s *Server) newRecord(kind audit.Kind, r *http.Request) *record {
 		}
 	}
 	return rec
+}
+
+// PeerHeader names, on a request that sandboxd's init relayed, the
+// process inside the sandbox behind the connection: "pid=PID argv=JSON".
+// The proxy audits it (pid, argv) and never forwards it; it decides
+// nothing. (procjail.PeerHeader is the same name.)
+const PeerHeader = "X-Barry-Peer"
+
+// parsePeer reads PeerHeader's value; 0 and nil for none or a value in
+// another form.
+func parsePeer(v string) (int, []string) {
+	p, a, ok := strings.Cut(v, " argv=")
+	if !ok {
+		return 0, nil
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(p, "pid="))
+	var argv []string
+	if err != nil || !strings.HasPrefix(p, "pid=") || pid <= 0 || json.Unmarshal([]byte(a), &argv) != nil {
+		return 0, nil
+	}
+	return pid, argv
 }
 
 // OriginalDestinationHeader carries, on a request of sandboxd's capture

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type Audit struct {
 	sandbox string
 	policy  atomic.Pointer[string]
 	counts  map[string]*[2]int64 // kind -> allowed, denied
+	byCmd   map[string]int64     // command (argv[0]'s base) -> denials
 	onErr   func(error)
 	werr    error // the first write error
 }
@@ -48,7 +50,7 @@ func (a *Audit) OnWriteError(f func(error)) {
 // "-" is standard error, anything else a file opened for appending (mode
 // 0600, created if missing).
 func OpenAudit(path, sandbox string) (*Audit, error) {
-	a := &Audit{sandbox: sandbox, counts: map[string]*[2]int64{}}
+	a := &Audit{sandbox: sandbox, counts: map[string]*[2]int64{}, byCmd: map[string]int64{}}
 	empty := ""
 	a.policy.Store(&empty)
 	switch path {
@@ -102,8 +104,25 @@ func (a *Audit) Counts() map[string][2]int64 {
 }
 
 // Summary is the one-line summary of the counts: "connect 3 allowed 1
-// denied; dns 9 allowed 0 denied; ...", kinds sorted.
-func (a *Audit) Summary() string { return FormatCounts(a.Counts()) }
+// denied; dns 9 allowed 0 denied; ...", kinds sorted, then the denials of
+// the lines that name the process behind them, by command: "; denied by
+// command: curl 2, node 1" (most first).
+func (a *Audit) Summary() string {
+	a.mu.Lock()
+	by := maps.Clone(a.byCmd)
+	a.mu.Unlock()
+	s := FormatCounts(a.Counts())
+	if len(by) == 0 {
+		return s
+	}
+	cmds := slices.Sorted(maps.Keys(by))
+	slices.SortStableFunc(cmds, func(x, y string) int { return int(by[y] - by[x]) })
+	parts := make([]string, len(cmds))
+	for i, c := range cmds {
+		parts[i] = fmt.Sprintf("%s %d", c, by[c])
+	}
+	return s + "; denied by command: " + strings.Join(parts, ", ")
+}
 
 // FormatCounts renders counts by kind as "connect 3 allowed 1 denied; ...",
 // kinds sorted, or "no decisions".
@@ -118,10 +137,13 @@ func FormatCounts(c map[string][2]int64) string {
 	return strings.Join(parts, "; ")
 }
 
-func (a *Audit) write(line []byte, kind, decision string) {
+func (a *Audit) write(line []byte, kind, decision, command string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	allow, deny := policy.Allow.String(), policy.Deny.String()
+	if command != "" && decision == deny {
+		a.byCmd[command]++
+	}
 	if kind != "" && (decision == allow || decision == deny) {
 		c := a.counts[kind]
 		if c == nil {
@@ -165,7 +187,7 @@ func (h *auditHandler) WithGroup(name string) slog.Handler {
 }
 
 func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
-	var kind, decision string
+	var kind, decision, command string
 	has := map[string]bool{}
 	see := func(at slog.Attr) {
 		has[at.Key] = true
@@ -174,6 +196,10 @@ func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
 			kind = at.Value.String()
 		case audit.AttrDecision:
 			decision = at.Value.String()
+		case audit.AttrArgv:
+			if argv, ok := at.Value.Any().([]string); ok && len(argv) > 0 {
+				command = filepath.Base(argv[0])
+			}
 		}
 	}
 	for _, at := range h.attrs {
@@ -201,6 +227,6 @@ func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
 	if err := jh.Handle(ctx, r); err != nil {
 		return err
 	}
-	h.a.write(buf.Bytes(), kind, decision)
+	h.a.write(buf.Bytes(), kind, decision, command)
 	return nil
 }

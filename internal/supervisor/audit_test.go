@@ -185,3 +185,29 @@ func TestAuditCountsByKindAndDecision(t *testing.T) {
 		t.Fatalf("counts %v, want %v", got, want)
 	}
 }
+
+// TestSummaryByCommand: denials that name the process behind them are
+// counted by its command (argv[0]'s base), most first; allowed lines and
+// lines without argv are not.
+func TestSummaryByCommand(t *testing.T) {
+	a, err := OpenAudit("", "sandboxd-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := a.Logger()
+	deny := func(argv ...string) {
+		attrs := []any{audit.AttrKind, "connect", audit.AttrDecision, "deny"}
+		if argv != nil {
+			attrs = append(attrs, audit.AttrArgv, argv)
+		}
+		l.Info("proxy decision", attrs...)
+	}
+	deny("/usr/bin/node", "-e", "x")
+	deny("curl", "https://a")
+	deny("curl", "https://b")
+	deny()
+	l.Info("proxy decision", audit.AttrKind, "connect", audit.AttrDecision, "allow", audit.AttrArgv, []string{"wget"})
+	if s, want := a.Summary(), "connect 1 allowed 4 denied; denied by command: curl 2, node 1"; s != want {
+		t.Errorf("summary %q, want %q", s, want)
+	}
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/procjail"
+	"github.com/barry-rocks/sandbox/proxy"
 )
 
 // TestForwardLoopback: an MCP server on the host's loopback is relayed
@@ -72,5 +74,14 @@ func TestLaunchAPIHosts(t *testing.T) {
 	}
 	if _, err := l.withAPIHosts(&policy.Bound{Network: &policy.NetworkRules{Domains: []string{"gw.example.com"}}}); err == nil || !strings.Contains(err.Error(), "denied") {
 		t.Errorf("a denied API host: %v", err)
+	}
+}
+
+// TestHeadersAgree: the names the init writes are the ones the proxy
+// reads (neither package imports the other).
+func TestHeadersAgree(t *testing.T) {
+	if procjail.CaptureHeader != proxy.OriginalDestinationHeader || procjail.PeerHeader != proxy.PeerHeader {
+		t.Errorf("procjail's headers %q, %q; the proxy's %q, %q", procjail.CaptureHeader, procjail.PeerHeader,
+			proxy.OriginalDestinationHeader, proxy.PeerHeader)
 	}
 }

@@ -367,7 +367,7 @@ func (s *session) jailSpec() (func(), error) {
 	})
 	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+s.id)
 	s.forwards = []procjail.Forward{
-		{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock},
+		{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: true},
 		{InsidePort: 53, Network: "udp", Target: s.dnsSock},
 		{InsidePort: 53, Network: "tcp", Target: s.dnsSock},
 	}

@@ -1,0 +1,138 @@
+//go:build linux
+
+package procjail
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Per-process attribution: the init finds, in the sandbox's own process
+// table, the process behind a connection to one of its listeners, and
+// names it to the proxy in PeerHeader, which the proxy audits (pid and
+// argv) and never forwards. It is a label for the audit, not a decision:
+// nothing is allowed or refused by it.
+
+// PeerHeader carries "pid=PID argv=JSON" (the proxy's PeerHeader; a test
+// checks they agree).
+const PeerHeader = "X-Barry-Peer"
+
+const (
+	// maxArgv bounds the argv a peer line carries: arguments and bytes.
+	maxArgv, maxArgvBytes = 16, 512
+)
+
+// peerOf returns the process inside the sandbox whose TCP socket has the
+// local address client (the remote end of a connection to the init), and
+// its argv (bounded); pid 0 when none is found (it may have exited).
+func peerOf(client netip.AddrPort) (int, []string) {
+	inode := socketInode(client)
+	if inode == "" {
+		return 0, nil
+	}
+	want := "socket:[" + inode + "]"
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, nil
+	}
+	self := os.Getpid()
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		dir := "/proc/" + p.Name() + "/fd/"
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == want {
+				return pid, argvOf(pid)
+			}
+		}
+	}
+	return 0, nil
+}
+
+// socketInode finds the inode of the TCP socket whose local address is a
+// in /proc/net/tcp or tcp6.
+func socketInode(a netip.AddrPort) string {
+	file, local := "/proc/net/tcp", ""
+	ip := a.Addr().Unmap()
+	if ip.Is4() {
+		b := ip.As4()
+		local = fmt.Sprintf("%02X%02X%02X%02X:%04X", b[3], b[2], b[1], b[0], a.Port())
+	} else {
+		file = "/proc/net/tcp6"
+		b := ip.As16()
+		var w strings.Builder
+		for i := 0; i < 16; i += 4 {
+			fmt.Fprintf(&w, "%02X%02X%02X%02X", b[i+3], b[i+2], b[i+1], b[i])
+		}
+		local = fmt.Sprintf("%s:%04X", w.String(), a.Port())
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+		if len(fields) > 9 && fields[1] == local {
+			return fields[9]
+		}
+	}
+	return ""
+}
+
+// argvOf reads a process's command line, bounded.
+func argvOf(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil
+	}
+	var argv []string
+	size := 0
+	for _, a := range bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}) {
+		if len(argv) == maxArgv || size+len(a) > maxArgvBytes {
+			argv = append(argv, "…")
+			break
+		}
+		argv = append(argv, string(a))
+		size += len(a)
+	}
+	return argv
+}
+
+// peerValue is PeerHeader's value for pid and argv ("" when pid is 0).
+// JSON escapes every control character, so the value is one header line.
+func peerValue(pid int, argv []string) string {
+	if pid == 0 {
+		return ""
+	}
+	j, _ := json.Marshal(argv)
+	return "pid=" + strconv.Itoa(pid) + " argv=" + string(j)
+}
+
+// peerLine is the header line naming the process behind the connection
+// whose client end is client, or "".
+func peerLine(client net.Addr) string {
+	ap, err := netip.ParseAddrPort(client.String())
+	if err != nil {
+		return ""
+	}
+	if v := peerValue(peerOf(ap)); v != "" {
+		return PeerHeader + ": " + v + "\r\n"
+	}
+	return ""
+}
