@@ -109,7 +109,15 @@ func newTerm(t *testing.T, wrap, env []string) *term {
 	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v: %s", strings.Join(argv, " "), err, out)
 	}
-	t.Cleanup(func() { exec.Command("tmux", "-L", c.name, "kill-server").Run() })
+	t.Cleanup(func() {
+		exec.Command("tmux", "-L", c.name, "kill-server").Run()
+		// kill-server leaves the server's socket behind.
+		dir := os.Getenv("TMUX_TMPDIR")
+		if dir == "" {
+			dir = "/tmp"
+		}
+		os.Remove(filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), c.name))
+	})
 	// Whatever the test leaves (a job still stopped after a failure) is
 	// killed with the pane's shell: a stopped process ignores the hangup.
 	pane := strings.TrimSpace(c.tmux("display-message", "-p", "-t", c.name, "#{pane_pid}"))

@@ -318,7 +318,7 @@ func (m *launchModel) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "no model", http.StatusServiceUnavailable)
 		return
 	}
-	if onTurn != nil && launchModelTurn(r.URL.Path) {
+	if onTurn != nil && r.Method == http.MethodPost && launchModelTurn(r.URL.Path) {
 		onTurn()
 	}
 	p.ServeHTTP(rw, r)
@@ -329,7 +329,7 @@ func (m *launchModel) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // (Gemini CLI's plain generateContent requests are its side requests: the
 // next-speaker check, loop detection, routing).
 func launchModelTurn(path string) bool {
-	return path == "/v1/messages" || strings.HasSuffix(path, ":streamGenerateContent")
+	return path == "/v1/messages" || strings.HasSuffix(path, ":streamGenerateContent") || strings.HasSuffix(path, "/responses")
 }
 
 // launchMCP is a minimal MCP server (streamable HTTP, JSON answers):

@@ -5,15 +5,11 @@ package integration
 import (
 	"cmp"
 	"encoding/json"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,7 +90,7 @@ var codexCeilingOffered = []string{"apply_patch", "view_image", "type:web_search
 func TestLaunchCodex(t *testing.T) {
 	codex := codexBinary(t)
 	w := newWorld(t)
-	front := &codexFront{}
+	front := &launchModel{}
 	w.serveHTTPS(t, launchModelHost, launchModelAddr, front)
 
 	// From the first run: the session's hooks.state keys, which a user
@@ -323,40 +319,6 @@ func codexExec(cmd string) fakemodel.ToolCall {
 	return fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": cmd}}
 }
 
-// codexFront is the fake model's front on the world: it relays to the
-// run's fakemodel server (on the test's loopback) and, before each model
-// turn (a POST of /responses), calls the run's onTurn (each turn but the
-// first comes after the previous tool call finished).
-type codexFront struct {
-	mu     sync.Mutex
-	proxy  *httputil.ReverseProxy
-	onTurn func()
-}
-
-func (m *codexFront) set(srv *fakemodel.Server, onTurn func()) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.proxy, m.onTurn = nil, onTurn
-	if srv != nil {
-		u, _ := url.Parse(srv.URL)
-		m.proxy = httputil.NewSingleHostReverseProxy(u)
-	}
-}
-
-func (m *codexFront) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	p, onTurn := m.proxy, m.onTurn
-	m.mu.Unlock()
-	if p == nil {
-		http.Error(rw, "no model", http.StatusServiceUnavailable)
-		return
-	}
-	if onTurn != nil && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses") {
-		onTurn()
-	}
-	p.ServeHTTP(rw, r)
-}
-
 // codexLaunchBox is one throwaway user for sandboxd launch codex: a home
 // whose ~/.codex/config.toml selects the fake model's provider and
 // configures the user's stdio MCP server, and a workspace, both under the
@@ -498,7 +460,7 @@ func codexPrivateHome(auditText string) string {
 // launch runs `sandboxd launch codex` in the world's host namespace from
 // the workspace, with the fake model serving run.calls behind
 // api.model.test, within codexLaunchTimeout.
-func (b *codexLaunchBox) launch(t *testing.T, w *world, front *codexFront, run codexLaunchRun) *codexLaunched {
+func (b *codexLaunchBox) launch(t *testing.T, w *world, front *launchModel, run codexLaunchRun) *codexLaunched {
 	t.Helper()
 	c, policy := newLaunchCmd(t, b.root, cmp.Or(run.policy, codexLaunchPolicy), func(logf func(string, ...any)) (*fakemodel.Server, error) {
 		return fakemodel.OpenAIWith(run.calls, fakemodel.OpenAIOptions{Logf: logf})

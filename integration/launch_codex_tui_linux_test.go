@@ -52,7 +52,7 @@ var codexUIDrawn = []string{codexComposer, "? for shortcuts", "GPT-5.5 default"}
 func TestLaunchCodexInteractive(t *testing.T) {
 	codex := codexBinary(t)
 	w := newWorld(t)
-	front := &codexFront{}
+	front := &launchModel{}
 	w.serveHTTPS(t, launchModelHost, launchModelAddr, front)
 	b := newCodexLaunchBox(t, codex)
 	marker := filepath.Join(b.ws, "marker")
