@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +40,11 @@ func TestJobControl(t *testing.T) {
 	keys("C-z")
 	waitFor("Ctrl-Z", "Stopped")
 	retype("the shell after Ctrl-Z", "echo shell-has-the-$((1+1))-terminal", "shell-has-the-2-terminal")
+	// Continued from outside while stopped (kill -CONT), the command
+	// reads the terminal in the background and stops again (SIGTTIN),
+	// while sandboxd is stopped: that stop, reported then, must not stop
+	// sandboxd again after fg.
+	continueFromOutside(t, "echo cat-is-$((40+2))")
 	keys("fg", "Enter")
 	waitFor("fg", "$ fg")
 	// Typed before the command has the terminal back, a line is the
@@ -77,6 +84,44 @@ func TestJobControl(t *testing.T) {
 	keys("C-c")
 	keys("echo status=$((0+$?))", "Enter")
 	waitFor("Ctrl-C", "status=130")
+}
+
+// continueFromOutside sends SIGCONT to the shell (sh) processes whose
+// command line holds arg, and waits until they are stopped again.
+func continueFromOutside(t *testing.T, arg string) {
+	t.Helper()
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.TrimSpace(string(comm)) == "sh" && strings.Contains(string(cmdline), arg) {
+			pids = append(pids, pid)
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	if len(pids) == 0 {
+		t.Fatalf("no sh process with %q to continue", arg)
+	}
+	for _, pid := range pids {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d, continued from outside, did not stop again: %s", pid, stat)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The init's report of that stop reaches sandboxd's socket now.
+	time.Sleep(200 * time.Millisecond)
 }
 
 // term is a terminal for a test: a tmux server of its own (-L), so the

@@ -336,6 +336,13 @@ func (s *Sandbox) jobStopped(sig syscall.Signal) {
 		unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pid)
 	}
 	s.Signal(syscall.SIGCONT)
+	// A report queued while sandboxd was stopped (the command was
+	// continued from outside and stopped again) must find the command
+	// running, or it would stop sandboxd again right after fg: wait,
+	// briefly, until the continue has taken.
+	for i := 0; pid > 0 && i < 40 && processStopped(pid); i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // stopSelf stops sandboxd (every thread, as SIGSTOP does) and returns once
