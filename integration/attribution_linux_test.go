@@ -12,18 +12,20 @@ import (
 	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
-// TestAttribution: the proxy's audit line of a connection names the
-// process inside the sandbox that opened it (its pid there and its argv),
-// for an allowed and a denied request of a proxy-aware client (curl) and
-// for a captured connection of one that ignores the proxy variables
-// (Node's fetch); the session's summary counts the denial by command; as
-// root and as uid 65534.
+// TestAttribution: the proxy's audit line of a connection, and the DNS
+// proxy's of a query, name the process inside the sandbox behind it (its
+// pid there and its argv): an allowed and a denied request of a
+// proxy-aware client (curl), a captured connection of one that ignores the
+// proxy variables (Node's fetch) and its DNS query, and a denied query
+// (python3's getaddrinfo); the session's summary counts the denials by
+// command; as root and as uid 65534.
 func TestAttribution(t *testing.T) {
 	testenv.NeedCommand(t, "node")
 	w := newWorld(t)
 	script := `curl -sS --max-time 10 https://allowed.test/attr-allowed >/dev/null
 curl -sS --max-time 10 https://denied.test/attr-denied >/dev/null 2>&1
 node -e 'fetch("https://allowed.test/attr-node").then(r => r.text()).then(() => {}, e => console.log(e))'
+python3 -c 'import socket; socket.getaddrinfo("denied.test", 80)' 2>/dev/null
 true`
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
@@ -32,22 +34,24 @@ true`
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 			}
-			// The session's summary counts the denial by its command.
-			if !strings.Contains(r.stderr, "; denied by command: curl 1\n") {
-				t.Errorf("the session summary does not count curl's denial: %q", r.stderr)
+			// The session's summary counts the denials by their command.
+			if !strings.Contains(r.stderr, "; denied by command: ") || !strings.Contains(r.stderr, "curl 1") || !strings.Contains(r.stderr, "python3 ") {
+				t.Errorf("the session summary does not count curl's and python3's denials: %q", r.stderr)
 			}
 			for _, c := range []struct {
-				host, decision, captured string
-				argv                     []string
+				kind, host, decision, captured string
+				argv                           []string
 			}{
-				{"allowed.test", "allow", "", []string{"curl", "-sS", "--max-time", "10", "https://allowed.test/attr-allowed"}},
-				{"denied.test", "deny", "", []string{"curl", "-sS", "--max-time", "10", "https://denied.test/attr-denied"}},
-				{"allowed.test", "allow", webAddr + ":443", []string{"node", "-e"}},
+				{"connect", "allowed.test", "allow", "", []string{"curl", "-sS", "--max-time", "10", "https://allowed.test/attr-allowed"}},
+				{"connect", "denied.test", "deny", "", []string{"curl", "-sS", "--max-time", "10", "https://denied.test/attr-denied"}},
+				{"connect", "allowed.test", "allow", webAddr + ":443", []string{"node", "-e"}},
+				{"dns", "allowed.test", "allow", "", []string{"node", "-e"}},
+				{"dns", "denied.test", "deny", "", []string{"python3", "-c"}},
 			} {
 				found := false
 				for _, l := range strings.Split(r.audit, "\n") {
 					var m map[string]any
-					if json.Unmarshal([]byte(l), &m) != nil || m[audit.AttrKind] != "connect" || m[audit.AttrHost] != c.host ||
+					if json.Unmarshal([]byte(l), &m) != nil || m[audit.AttrKind] != c.kind || m[audit.AttrHost] != c.host ||
 						m[audit.AttrDecision] != c.decision || (m[audit.AttrCaptured] != nil) != (c.captured != "") {
 						continue
 					}
@@ -61,7 +65,7 @@ true`
 					}
 				}
 				if !found {
-					t.Errorf("no %s %s line naming pid and argv %q in the audit:\n%s", c.decision, c.host, c.argv, r.audit)
+					t.Errorf("no %s %s %s line naming pid and argv %q in the audit:\n%s", c.kind, c.decision, c.host, c.argv, r.audit)
 				}
 			}
 		})

@@ -30,9 +30,12 @@ func startForward(f Forward) error {
 				if err != nil {
 					return
 				}
-				if f.Attribute {
+				switch f.Attribute {
+				case "http":
 					go attributedRelay(c.(*net.TCPConn), f.Target)
-				} else {
+				case "dns":
+					go dnsAttributedRelay(c.(*net.TCPConn), f.Target)
+				default:
 					go dialRelay(c.(*net.TCPConn), f.Target)
 				}
 			}
@@ -56,7 +59,11 @@ func startForward(f Forward) error {
 				case sem <- struct{}{}:
 					go func() {
 						defer func() { <-sem }()
-						relayDatagram(pc, from, buf[:n], f.Target)
+						var peer []byte
+						if f.Attribute == "dns" {
+							peer = peerFrame("udp", from)
+						}
+						relayDatagram(pc, from, buf[:n], f.Target, peer)
 					}()
 				default:
 				}
@@ -92,7 +99,7 @@ func relayStream(c *net.TCPConn, uc *net.UnixConn) {
 
 // relayDatagram sends one datagram framed over a new stream connection and
 // returns the one framed reply.
-func relayDatagram(pc net.PacketConn, from net.Addr, msg []byte, target string) {
+func relayDatagram(pc net.PacketConn, from net.Addr, msg []byte, target string, peer []byte) {
 	u, err := net.DialTimeout("unix", target, 5*time.Second)
 	if err != nil {
 		return
@@ -102,7 +109,7 @@ func relayDatagram(pc net.PacketConn, from net.Addr, msg []byte, target string) 
 	frame := make([]byte, 2+len(msg))
 	binary.BigEndian.PutUint16(frame, uint16(len(msg)))
 	copy(frame[2:], msg)
-	if _, err := u.Write(frame); err != nil {
+	if _, err := u.Write(append(peer, frame...)); err != nil {
 		return
 	}
 	var hdr [2]byte
@@ -186,6 +193,24 @@ func attributedRelay(c *net.TCPConn, target string) {
 	br.Discard(n)
 	if _, err := uc.Write(head); err != nil {
 		return
+	}
+	relayStream(c, uc)
+}
+
+// dnsAttributedRelay is dialRelay for the DNS proxy's TCP forward: the
+// process behind the connection first, in a frame of its own (PeerFrame).
+func dnsAttributedRelay(c *net.TCPConn, target string) {
+	defer c.Close()
+	u, err := net.Dial("unix", target)
+	if err != nil {
+		return
+	}
+	uc := u.(*net.UnixConn)
+	defer uc.Close()
+	if p := peerFrame("tcp", c.RemoteAddr()); p != nil {
+		if _, err := uc.Write(p); err != nil {
+			return
+		}
 	}
 	relayStream(c, uc)
 }

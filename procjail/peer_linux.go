@@ -32,8 +32,8 @@ const (
 // peerOf returns the process inside the sandbox whose TCP socket has the
 // local address client (the remote end of a connection to the init), and
 // its argv (bounded); pid 0 when none is found (it may have exited).
-func peerOf(client netip.AddrPort) (int, []string) {
-	inode := socketInode(client)
+func peerOf(proto string, client netip.AddrPort) (int, []string) {
+	inode := socketInode(proto, client)
 	if inode == "" {
 		return 0, nil
 	}
@@ -62,16 +62,16 @@ func peerOf(client netip.AddrPort) (int, []string) {
 	return 0, nil
 }
 
-// socketInode finds the inode of the TCP socket whose local address is a
-// in /proc/net/tcp or tcp6.
-func socketInode(a netip.AddrPort) string {
-	file, local := "/proc/net/tcp", ""
+// socketInode finds the inode of the socket of proto ("tcp", "udp")
+// whose local address is a, in /proc/net/PROTO or PROTO6.
+func socketInode(proto string, a netip.AddrPort) string {
+	file, local := "/proc/net/"+proto, ""
 	ip := a.Addr().Unmap()
 	if ip.Is4() {
 		b := ip.As4()
 		local = fmt.Sprintf("%02X%02X%02X%02X:%04X", b[3], b[2], b[1], b[0], a.Port())
 	} else {
-		file = "/proc/net/tcp6"
+		file = "/proc/net/" + proto + "6"
 		b := ip.As16()
 		var w strings.Builder
 		for i := 0; i < 16; i += 4 {
@@ -131,8 +131,33 @@ func peerLine(client net.Addr) string {
 	if err != nil {
 		return ""
 	}
-	if v := peerValue(peerOf(ap)); v != "" {
+	if v := peerValue(peerOf("tcp", ap)); v != "" {
 		return PeerHeader + ": " + v + "\r\n"
 	}
 	return ""
+}
+
+// PeerFrame starts the frame that names, to the DNS proxy, the process
+// behind the query that follows: a DNS-over-TCP frame (two-byte length)
+// holding PeerFrame and the peer value (no DNS message starts so: its
+// opcode would be 10). The DNS proxy reads it as the connection's first
+// frame. (proxy's PeerFrame is the same.)
+const PeerFrame = "BARRY-PEER "
+
+// peerFrame is the frame naming the process behind client (its socket of
+// proto), or nil.
+func peerFrame(proto string, client net.Addr) []byte {
+	ap, err := netip.ParseAddrPort(client.String())
+	if err != nil {
+		return nil
+	}
+	v := peerValue(peerOf(proto, ap))
+	if v == "" {
+		return nil
+	}
+	body := PeerFrame + v
+	if len(body) > 0xffff {
+		return nil
+	}
+	return append([]byte{byte(len(body) >> 8), byte(len(body))}, body...)
 }

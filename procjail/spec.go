@@ -91,10 +91,11 @@ type Forward struct {
 	// Authorization is the proxy's Proxy-Authorization value (capture
 	// only).
 	Authorization string `json:"authorization,omitempty"`
-	// Attribute (tcp, the proxy's forward; capture always does) names
-	// the process inside behind each connection in its first request
-	// (PeerHeader), for the proxy's audit.
-	Attribute bool `json:"attribute,omitempty"`
+	// Attribute names the process inside behind each connection (or
+	// datagram), for the audit: "http" (tcp, the proxy's forward) in its
+	// first request (PeerHeader); "dns" (the DNS proxy's forwards) in a
+	// frame before the query's (PeerFrame). The capture always does.
+	Attribute string `json:"attribute,omitempty"`
 }
 
 // Inbound is one port inside the sandbox that the host reaches through a

@@ -108,7 +108,7 @@ func (d *DNSServer) ServeUDP(pc net.PacketConn) error {
 
 // ServeTCP serves queries on ln until Close; it returns nil after Close.
 func (d *DNSServer) ServeTCP(ln net.Listener) error {
-	return d.serve(&dns.Server{Listener: ln, Net: "tcp"})
+	return d.serve(&dns.Server{Listener: peerListener{ln}, Net: "tcp"})
 }
 
 func (d *DNSServer) serve(srv *dns.Server) error {
@@ -362,7 +362,11 @@ func (d *DNSServer) reply(w dns.ResponseWriter, r *dns.Msg, rcode int, ede uint1
 }
 
 func (d *DNSServer) audit(w dns.ResponseWriter, pol *compiled, v *dnsVerdict, start time.Time) {
-	audit.Decision(context.Background(), d.auditLog, audit.KindDNS, v.d,
+	var peer []slog.Attr
+	if p, ok := w.RemoteAddr().(peerAddr); ok {
+		peer = []slog.Attr{slog.Int(audit.AttrPID, p.pid), slog.Any(audit.AttrArgv, p.argv)}
+	}
+	audit.Decision(context.Background(), d.auditLog, audit.KindDNS, v.d, append([]slog.Attr{
 		slog.String(audit.AttrSandbox, d.cfg.SandboxID),
 		slog.String(audit.AttrPolicy, pol.fingerprint),
 		slog.String(audit.AttrClient, w.RemoteAddr().String()),
@@ -374,5 +378,6 @@ func (d *DNSServer) audit(w dns.ResponseWriter, pol *compiled, v *dnsVerdict, st
 		slog.Int(audit.AttrBytesUp, v.up),
 		slog.Int(audit.AttrBytesDown, v.down),
 		slog.Float64(audit.AttrDurationMS, float64(time.Since(start).Microseconds())/1000),
+	}, peer...)...,
 	)
 }

@@ -65,8 +65,8 @@ const (
 	AttrAddr       = "addr"        // resolved and dialed address; DNS: the answered A/AAAA addresses, comma-separated
 	AttrSNI        = "sni"         // CONNECT: the ClientHello server name, "none", "not-tls", "ech" or "malformed"
 	AttrCaptured   = "captured"    // a connection sandboxd captured (its client ignored the proxy variables): the address it dialed
-	AttrPID        = "pid"         // proxy: the process inside the sandbox behind the connection (its PID there)
-	AttrArgv       = "argv"        // proxy: that process's command line (at most 16 arguments, 512 bytes)
+	AttrPID        = "pid"         // proxy and DNS: the process inside the sandbox behind the connection or query (its PID there)
+	AttrArgv       = "argv"        // proxy and DNS: that process's command line (at most 16 arguments, 512 bytes)
 	AttrBytesUp    = "bytes_up"    // client to server; DNS: the query's size
 	AttrBytesDown  = "bytes_down"  // server to client; DNS: the answer's size
 	AttrDurationMS = "duration_ms" // from request to close

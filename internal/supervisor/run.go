@@ -367,9 +367,9 @@ func (s *session) jailSpec() (func(), error) {
 	})
 	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+s.id)
 	s.forwards = []procjail.Forward{
-		{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: true},
-		{InsidePort: 53, Network: "udp", Target: s.dnsSock},
-		{InsidePort: 53, Network: "tcp", Target: s.dnsSock},
+		{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: "http"},
+		{InsidePort: 53, Network: "udp", Target: s.dnsSock, Attribute: "dns"},
+		{InsidePort: 53, Network: "tcp", Target: s.dnsSock, Attribute: "dns"},
 	}
 	if runtime.GOOS == "linux" {
 		// Programs that ignore the proxy variables: each of their TCP
