@@ -4,6 +4,9 @@ package integration
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,6 +41,11 @@ echo "go https: $(` + "GOCLIENT" + ` -direct https://allowed.test/go)"
 echo "go http: $(` + "GOCLIENT" + ` -direct http://allowed.test/go)"
 echo "python tls: $(py_tls allowed.test 443 allowed.test)"
 echo "curl https: $(curl -sS --noproxy '*' --max-time 10 https://allowed.test/curl 2>&1)"
+echo "git clone: $(git -c http.proxy= clone -q https://git.test/repo.git r 2>&1 && git -C r log --format=%s)"
+if [ -n "$JAVA_MAIN" ]; then
+	echo "java https: $(java -Djavax.net.ssl.trustStore=$JAVA_TRUST -Djavax.net.ssl.trustStorePassword=changeit "$JAVA_MAIN" https://allowed.test/java 2>/dev/null)"
+	echo "java http: $(java "$JAVA_MAIN" http://allowed.test/java 2>/dev/null)"
+fi
 echo "ip literal https: $(node_fetch https://WEBADDR/node)"
 echo "ip literal http: $(curl -sS --noproxy '*' --max-time 10 http://WEBADDR/curl 2>&1)"
 echo "denied name: $(py_tls DENIEDADDR 443 denied.test)"
@@ -47,8 +55,50 @@ echo "rebinding name: $(py_tls WEBADDR 443 rebind.test)"
 echo "private address: $(curl -sS --noproxy '*' --max-time 10 -H 'Host: hostaddr.test' http://HOSTADDR/curl 2>&1)"
 `
 
-// TestCapture: programs that ignore the proxy variables reach allowed
-// hosts through the sandbox's transparent capture, over HTTPS (by the
+// captureJava is a JVM client that sets no proxy (Java's HttpClient reads
+// no proxy variable): it prints the body, or "refused" and why.
+const captureJava = `import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+
+public class Main {
+    public static void main(String[] a) throws Exception {
+        HttpClient c = HttpClient.newBuilder().proxy(HttpClient.Builder.NO_PROXY).build();
+        try {
+            HttpResponse<String> r = c.send(HttpRequest.newBuilder(URI.create(a[0])).build(), HttpResponse.BodyHandlers.ofString());
+            System.out.println(r.body());
+        } catch (Exception e) {
+            System.out.println("refused " + e);
+        }
+    }
+}
+`
+
+// captureJVM writes Main.java and a trust store holding the world's CA
+// into dir, and returns the variables the script reads; none when no JDK
+// is installed (java and keytool).
+func captureJVM(t *testing.T, w *world, dir string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("keytool"); err != nil {
+		t.Log("no JDK (keytool): the JVM client is skipped")
+		return nil
+	}
+	src, trust := filepath.Join(dir, "Main.java"), filepath.Join(dir, "trust.p12")
+	if err := os.WriteFile(src, []byte(captureJava), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("keytool", "-importcert", "-noprompt", "-alias", "world", "-file", w.caFile,
+		"-keystore", trust, "-storepass", "changeit", "-storetype", "PKCS12").CombinedOutput(); err != nil {
+		t.Fatalf("keytool: %v\n%s", err, out)
+	}
+	os.Chmod(trust, 0o644)
+	return []string{"JAVA_MAIN=" + src, "JAVA_TRUST=" + trust}
+}
+
+// TestCapture: programs that ignore the proxy variables (and git told to
+// ignore its own) reach allowed hosts through the sandbox's transparent
+// capture, a JVM client too when a JDK is installed, over HTTPS (by the
 // ClientHello's server name) and plain HTTP (by the Host header), as root
 // and as uid 65534, with the proxy variables unset inside and with them
 // set (Node and the -direct Go client read none anyway). Each refusal
@@ -66,7 +116,7 @@ func TestCapture(t *testing.T) {
 		"node fetch https": "hello from allowed.test", "node fetch http": "hello from allowed.test",
 		"node get https": "hello from allowed.test", "node get http": "hello from allowed.test",
 		"go https": "200 hello from allowed.test", "go http": "200 hello from allowed.test",
-		"python tls": "hello from allowed.test", "curl https": "hello from allowed.test",
+		"python tls": "hello from allowed.test", "curl https": "hello from allowed.test", "git clone": "fake internet",
 		"ip literal https": "refused", "ip literal http": "not in allowlist: " + webAddr,
 		"denied name": "refused", "sni not the address's": "refused",
 		"denied sni at an allowed address": "refused", "rebinding name": "refused",
@@ -83,7 +133,8 @@ func TestCapture(t *testing.T) {
 		{webAddr + ":443", "rebind.test", "address is not the name's: " + webAddr + ":443 is not an address of rebind.test"},
 		{hostOwnAddr + ":80", "hostaddr.test", "private address: " + hostOwnAddr},
 	}
-	unset := []string{"env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "ALL_PROXY", "-u", "all_proxy"}
+	unset := []string{"env", "-u", "HTTP_PROXY", "-u", "HTTPS_PROXY", "-u", "http_proxy", "-u", "https_proxy", "-u", "ALL_PROXY", "-u", "all_proxy",
+		"-u", "JAVA_TOOL_OPTIONS"}
 	for _, u := range users {
 		for _, vars := range []string{"unset", "set"} {
 			t.Run(u.name+"/proxy variables "+vars, func(t *testing.T) {
@@ -91,12 +142,22 @@ func TestCapture(t *testing.T) {
 				if vars == "unset" {
 					argv = append(append([]string{}, unset...), argv...)
 				}
-				r := w.sandboxd(t, runOpts{uid: u.uid, argv: argv, flags: []string{"--allow-domain", "hostaddr.test"},
-					extraEnv: []string{"NODE_EXTRA_CA_CERTS=" + w.caFile}, timeout: 120e9})
+				dir := sharedDir(t)
+				env := append([]string{"NODE_EXTRA_CA_CERTS=" + w.caFile}, captureJVM(t, w, dir)...)
+				r := w.sandboxd(t, runOpts{uid: u.uid, dir: dir, argv: argv, flags: []string{"--allow-domain", "hostaddr.test"},
+					extraEnv: env, timeout: 120e9})
+
 				got := map[string]string{}
 				for _, l := range strings.Split(r.stdout, "\n") {
 					if k, v, ok := strings.Cut(l, ": "); ok {
 						got[k] = v
+					}
+				}
+				if len(env) > 1 {
+					for _, k := range []string{"java https", "java http"} {
+						if got[k] != "hello from allowed.test" {
+							t.Errorf("%s: %q, want hello from allowed.test", k, got[k])
+						}
 					}
 				}
 				for k, v := range want {
@@ -123,7 +184,7 @@ func TestCapture(t *testing.T) {
 	}
 	_, httpSeen, _, _ := w.seen()
 	for _, h := range httpSeen {
-		if !strings.HasPrefix(h, "allowed.test") {
+		if !strings.HasPrefix(h, "allowed.test") && !strings.HasPrefix(h, "git.test") {
 			t.Errorf("the world's web server saw %q", h)
 		}
 	}

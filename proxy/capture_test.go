@@ -86,3 +86,26 @@ func TestOriginalDestination(t *testing.T) {
 		t.Errorf("plain HTTP to another address: %d %q", resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
 	}
 }
+
+// TestH2CUpgradeDropped: a plain HTTP request offering cleartext HTTP/2
+// (Upgrade: h2c, as Java's HttpClient sends) is forwarded without the
+// offer, and answered in HTTP/1.1; a websocket upgrade is still refused.
+func TestH2CUpgradeDropped(t *testing.T) {
+	e := newEnv(t, defaultPolicy())
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "upgrade=%q settings=%q", r.Header.Get("Upgrade"), r.Header.Get("HTTP2-Settings"))
+	}))
+	t.Cleanup(up.Close)
+	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
+	_, _, resp := rawRequest(t, e, fmt.Sprintf("GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test:%s\r\n"+
+		"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n", port, port))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode != http.StatusOK || string(b) != `upgrade="" settings=""` {
+		t.Errorf("h2c offer: %d %q, want 200 without the offer upstream", resp.StatusCode, b)
+	}
+	_, _, resp = rawRequest(t, e, fmt.Sprintf("GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test:%s\r\n"+
+		"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n", port, port))
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get("X-Proxy-Error"), "protocol upgrade") {
+		t.Errorf("websocket upgrade: %d %q, want 403", resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
+	}
+}

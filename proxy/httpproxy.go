@@ -44,6 +44,13 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		s.audit(rec)
 		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
+	if strings.EqualFold(strings.Join(r.Header.Values("Upgrade"), ","), "h2c") {
+		// An offer to upgrade to cleartext HTTP/2 (Java's HttpClient makes
+		// it on every http:// request) is optional: dropped, the server
+		// answers in HTTP/1.1.
+		r.Header.Del("Upgrade")
+		r.Header.Del("HTTP2-Settings")
+	}
 	if r.Header.Get("Upgrade") != "" {
 		// A protocol upgrade (websocket over plain HTTP) would leave a
 		// connection this proxy neither counts nor closes on a policy
