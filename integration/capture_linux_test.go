@@ -205,3 +205,50 @@ func auditHas(lines, captured, host, reason string) bool {
 	}
 	return false
 }
+
+// TestCaptureLearnedNames: a connection whose first bytes name nothing (a
+// client that waits for the server to speak, as ssh does) goes to the
+// proxy by the name the sandbox's DNS answer gave for its address: to an
+// allowed name's address it reaches the world's server (the proxy audits
+// the name and the dialed address); to an address no answer gave it is the
+// IP literal, refused; as root and as uid 65534.
+func TestCaptureLearnedNames(t *testing.T) {
+	testenv.NeedCommand(t, "python3")
+	w := newWorld(t)
+	script := `
+import socket, sys
+def wait(addr):
+    s = socket.create_connection(addr, timeout=15)
+    print("closed", s.recv(100))
+wait(socket.getaddrinfo("allowed.test", ` + udpEchoPort + `, socket.AF_INET, socket.SOCK_STREAM)[0][4])
+wait(("` + deniedAddr + `", ` + udpEchoPort + `))
+`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			_, _, before, _ := w.seen()
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"python3", "-c", script}})
+			if r.code != 0 || strings.Count(r.stdout, "closed b''") != 2 {
+				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+			}
+			if _, _, after, _ := w.seen(); after <= before {
+				t.Errorf("the world's server at %s:%s saw no connection: the learned name did not take it there", webAddr, udpEchoPort)
+			}
+			var allowed, refused bool
+			for _, l := range strings.Split(r.audit, "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(l), &m) != nil || m[audit.AttrKind] != "connect" {
+					continue
+				}
+				switch {
+				case m[audit.AttrHost] == "allowed.test" && m[audit.AttrCaptured] == webAddr+":"+udpEchoPort && m[audit.AttrDecision] == "allow":
+					allowed = true
+				case m[audit.AttrHost] == deniedAddr && m[audit.AttrDecision] == "deny" && m[audit.AttrReason] == "not in allowlist: "+deniedAddr:
+					refused = true
+				}
+			}
+			if !allowed || !refused {
+				t.Errorf("audit: the learned name allowed %v, the unnamed address refused %v:\n%s", allowed, refused, r.audit)
+			}
+		})
+	}
+}

@@ -47,6 +47,9 @@ const (
 	// capturePeek bounds the wait for a client's first bytes; a client
 	// that waits for the server to speak first gets none.
 	capturePeek = 3 * time.Second
+	// captureLearnedPeek is that wait for an address the sandbox's DNS
+	// answers named.
+	captureLearnedPeek = 300 * time.Millisecond
 	// captureTable names the netfilter tables of the capture.
 	captureTable = "barry_capture"
 	// ip6tSoOriginalDst is IP6T_SO_ORIGINAL_DST (linux/netfilter_ipv6/
@@ -155,7 +158,7 @@ func addDefaultRoute(family uint8, ifindex int) error {
 
 // startCapture sets the capture up for f and serves it on 127.0.0.1 and
 // ::1 for as long as the init lives.
-func startCapture(f Forward) error {
+func startCapture(f Forward, names *dnsNames) error {
 	if err := setupCapture(f.InsidePort); err != nil {
 		return err
 	}
@@ -170,7 +173,7 @@ func startCapture(f Forward) error {
 				if err != nil {
 					return
 				}
-				go captureConn(c.(*net.TCPConn), f)
+				go captureConn(c.(*net.TCPConn), f, names)
 			}
 		}()
 	}
@@ -210,16 +213,29 @@ func originalDst(c *net.TCPConn) (netip.AddrPort, error) {
 }
 
 // captureConn hands one captured connection to the proxy.
-func captureConn(c *net.TCPConn, f Forward) {
+func captureConn(c *net.TCPConn, f Forward, names *dnsNames) {
 	defer c.Close()
 	orig, err := originalDst(c)
 	if err != nil {
 		return
 	}
 	br := bufio.NewReaderSize(c, tlshello.MaxBytes)
-	c.SetReadDeadline(time.Now().Add(capturePeek))
+	// A client that names its host (TLS, HTTP) sends its first bytes at
+	// once; with a name its address came from, one that waits for the
+	// server (ssh) need not wait long.
+	learned, peek := names.lookup(orig.Addr()), capturePeek
+	if learned != "" {
+		peek = captureLearnedPeek
+	}
+	c.SetReadDeadline(time.Now().Add(peek))
 	name, isHTTP := sniff(br)
 	c.SetReadDeadline(time.Time{})
+	if name == "" && !isHTTP && (br.Buffered() == 0 || first(br) != 0x16) {
+		// Nothing named: the name the address came from, if any. (A TLS
+		// hello without a name stays nameless: the proxy's rules for
+		// those apply.)
+		name = learned
+	}
 	u, err := net.DialTimeout("unix", f.Target, 10*time.Second)
 	if err != nil {
 		return
@@ -347,4 +363,10 @@ func proxyAuth(auth string) string {
 		return ""
 	}
 	return "Proxy-Authorization: " + auth + "\r\n"
+}
+
+// first is the first buffered byte of br (which holds at least one).
+func first(br *bufio.Reader) byte {
+	b, _ := br.Peek(1)
+	return b[0]
 }

@@ -7,9 +7,13 @@ import (
 	"bytes"
 	"crypto/tls"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
+
 	"time"
+
+	"github.com/miekg/dns"
 )
 
 // clientHello is the first flight of Go's TLS client for serverName.
@@ -78,4 +82,37 @@ func FuzzSniff(f *testing.F) {
 			t.Errorf("sniff(%q) = %q, %v", in, sni, isHTTP)
 		}
 	})
+}
+
+// TestDNSNames: A and AAAA answers of a successful reply are remembered
+// under the question's name (lowercase, no final dot); an error reply, a
+// query and other records are not.
+func TestDNSNames(t *testing.T) {
+	reply := func(rcode int, response bool, rrs ...string) []byte {
+		m := new(dns.Msg)
+		m.SetQuestion("Allowed.TEST.", dns.TypeA)
+		m.Response, m.Rcode = response, rcode
+		for _, s := range rrs {
+			rr, err := dns.NewRR(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Answer = append(m.Answer, rr)
+		}
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	n := newDNSNames()
+	n.learn(reply(dns.RcodeSuccess, true, "allowed.test. 5 IN CNAME web.test.", "web.test. 5 IN A 192.0.2.10", "web.test. 5 IN AAAA 2001:db8::10"))
+	n.learn(reply(dns.RcodeNameError, true, "x.test. 5 IN A 192.0.2.11"))
+	n.learn(reply(dns.RcodeSuccess, false, "x.test. 5 IN A 192.0.2.12"))
+	n.learn([]byte("not dns"))
+	for addr, want := range map[string]string{"192.0.2.10": "allowed.test", "2001:db8::10": "allowed.test", "192.0.2.11": "", "192.0.2.12": "", "192.0.2.99": ""} {
+		if got := n.lookup(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("lookup(%s) = %q, want %q", addr, got, want)
+		}
+	}
 }

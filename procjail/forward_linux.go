@@ -14,11 +14,11 @@ import (
 // startForward listens on 127.0.0.1:f.InsidePort inside the sandbox and
 // relays to the host Unix socket f.Target (see Forward for the framing of
 // "udp"). The listener lives as long as the init.
-func startForward(f Forward) error {
+func startForward(f Forward, names *dnsNames) error {
 	addr := net.JoinHostPort("127.0.0.1", itoa(int(f.InsidePort)))
 	switch f.Network {
 	case "capture":
-		return startCapture(f)
+		return startCapture(f, names)
 	case "tcp":
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -63,7 +63,7 @@ func startForward(f Forward) error {
 						if f.Attribute == "dns" {
 							peer = peerFrame("udp", from)
 						}
-						relayDatagram(pc, from, buf[:n], f.Target, peer)
+						relayDatagram(pc, from, buf[:n], f.Target, peer, names)
 					}()
 				default:
 				}
@@ -99,7 +99,7 @@ func relayStream(c *net.TCPConn, uc *net.UnixConn) {
 
 // relayDatagram sends one datagram framed over a new stream connection and
 // returns the one framed reply.
-func relayDatagram(pc net.PacketConn, from net.Addr, msg []byte, target string, peer []byte) {
+func relayDatagram(pc net.PacketConn, from net.Addr, msg []byte, target string, peer []byte, names *dnsNames) {
 	u, err := net.DialTimeout("unix", target, 5*time.Second)
 	if err != nil {
 		return
@@ -120,6 +120,7 @@ func relayDatagram(pc net.PacketConn, from net.Addr, msg []byte, target string, 
 	if _, err := io.ReadFull(u, reply); err != nil {
 		return
 	}
+	names.learn(reply)
 	pc.WriteTo(reply, from)
 }
 

@@ -209,8 +209,10 @@ func setupInside(s *initSpec) (*unixGate, error) {
 		}
 		return nil, stepErr("working directory", err)
 	}
+	// The names the sandbox's DNS answers gave, for the capture.
+	names := newDNSNames()
 	for _, f := range s.Forwards {
-		if err := startForward(f); err != nil {
+		if err := startForward(f, names); err != nil {
 			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
 		}
 	}
