@@ -223,7 +223,19 @@ def wait(addr):
 wait(socket.getaddrinfo("allowed.test", ` + udpEchoPort + `, socket.AF_INET, socket.SOCK_STREAM)[0][4])
 wait(("` + deniedAddr + `", ` + udpEchoPort + `))
 `
+	// The answer read from the DNS forwarder over TCP names the address
+	// too.
+	overTCP := `addr=$(dig +tcp +short +tries=1 +time=5 allowed.test A | head -n1)
+python3 -c 'import socket, sys; s = socket.create_connection((sys.argv[1], ` + udpEchoPort + `), timeout=15); print("closed", s.recv(100))' "$addr"`
 	for _, u := range users {
+		t.Run(u.name+"/over tcp", func(t *testing.T) {
+			testenv.NeedCommand(t, "dig")
+			_, _, before, _ := w.seen()
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", overTCP}})
+			if _, _, after, _ := w.seen(); r.code != 0 || !strings.Contains(r.stdout, "closed b''") || after <= before {
+				t.Fatalf("exit %d, the world saw %d new connections\nstdout %q\nstderr %q", r.code, after-before, r.stdout, r.stderr)
+			}
+		})
 		t.Run(u.name, func(t *testing.T) {
 			_, _, before, _ := w.seen()
 			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"python3", "-c", script}})

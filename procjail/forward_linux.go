@@ -34,7 +34,7 @@ func startForward(f Forward, names *dnsNames) error {
 				case "http":
 					go attributedRelay(c.(*net.TCPConn), f.Target)
 				case "dns":
-					go dnsAttributedRelay(c.(*net.TCPConn), f.Target)
+					go dnsAttributedRelay(c.(*net.TCPConn), f.Target, names)
 				default:
 					go dialRelay(c.(*net.TCPConn), f.Target)
 				}
@@ -199,8 +199,9 @@ func attributedRelay(c *net.TCPConn, target string) {
 }
 
 // dnsAttributedRelay is dialRelay for the DNS proxy's TCP forward: the
-// process behind the connection first, in a frame of its own (PeerFrame).
-func dnsAttributedRelay(c *net.TCPConn, target string) {
+// process behind the connection first, in a frame of its own (PeerFrame);
+// the replies are read frame by frame, for the names they give.
+func dnsAttributedRelay(c *net.TCPConn, target string, names *dnsNames) {
 	defer c.Close()
 	u, err := net.Dial("unix", target)
 	if err != nil {
@@ -213,5 +214,28 @@ func dnsAttributedRelay(c *net.TCPConn, target string) {
 			return
 		}
 	}
-	relayStream(c, uc)
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(uc, c); uc.CloseWrite(); done <- struct{}{} }()
+	go func() {
+		// The replies, frame by frame, so the capture learns their names
+		// as it does the UDP forwarder's.
+		var hdr [2]byte
+		for {
+			if _, err := io.ReadFull(uc, hdr[:]); err != nil {
+				break
+			}
+			msg := make([]byte, binary.BigEndian.Uint16(hdr[:]))
+			if _, err := io.ReadFull(uc, msg); err != nil {
+				break
+			}
+			names.learn(msg)
+			if _, err := c.Write(append(hdr[:], msg...)); err != nil {
+				break
+			}
+		}
+		c.CloseWrite()
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
 }
