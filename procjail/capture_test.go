@@ -5,9 +5,13 @@ package procjail
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,5 +118,34 @@ func TestDNSNames(t *testing.T) {
 		if got := n.lookup(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("lookup(%s) = %q, want %q", addr, got, want)
 		}
+	}
+}
+
+// TestCaptureSetupFailsClosed: a capture that cannot be set up (here its
+// port is another forward's) stops the sandbox before the command, with
+// the step named: never a sandbox whose other programs would find no
+// route and whose user was told nothing.
+func TestCaptureSetupFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "p.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	marker := filepath.Join(dir, "ran")
+	spec := sh("touch " + marker)
+	spec.Forwards = []Forward{{InsidePort: 3130, Network: "tcp", Target: sock}, {InsidePort: 3130, Network: "capture", Target: sock}}
+	sb, err := Start(context.Background(), spec)
+	if err == nil {
+		sb.Wait()
+		t.Fatal("the sandbox started although its capture could not listen")
+	}
+	var se *SetupError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "forward capture/3130") {
+		t.Errorf("got %v, want a setup error at the capture's forward", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
 	}
 }
