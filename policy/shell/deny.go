@@ -63,8 +63,22 @@ func matchRule(inv invocation, rule string) bool {
 	if p := programs[inv.prog]; p != nil && p.subcommands != nil && !p.subcommands()[inv.chain[0]] {
 		return true // an alias or extension may be any subcommand
 	}
-	for k := 1; k < len(parts); k++ {
-		if k-1 >= len(inv.chain) || inv.chain[k-1] != parts[k] {
+	if chainHas(inv.chain, parts[1:]) {
+		return true
+	}
+	if p := programs[inv.prog]; p != nil && p.twin != nil {
+		return chainHas(p.twin(inv.chain), parts[1:])
+	}
+	return false
+}
+
+// chainHas reports whether chain starts with rule's subcommands.
+func chainHas(chain, rule []string) bool {
+	if len(rule) > len(chain) {
+		return false
+	}
+	for k, r := range rule {
+		if chain[k] != r {
 			return false
 		}
 	}

@@ -184,3 +184,27 @@ func TestRuleNormalization(t *testing.T) {
 		}
 	}
 }
+
+// TestTwinChains: a rule on git's porcelain denies the plumbing and the
+// extensions that do the same (send-pack, http-push and lfs push push;
+// fetch-pack and lfs fetch fetch), and nothing else.
+func TestTwinChains(t *testing.T) {
+	for _, c := range []struct {
+		line, rule string
+		denied     bool
+	}{
+		{"git send-pack origin main", "git:push", true},
+		{"git http-push https://x.test/r.git main", "git:push", true},
+		{"git lfs push origin main", "git:push", true},
+		{"git fetch-pack origin", "git:fetch", true},
+		{"git lfs fetch origin", "git:fetch", true},
+		{"git lfs pull", "git:pull", true},
+		{"git lfs push origin main", "git:fetch", false},
+		{"git send-pack origin main", "git:fetch", false},
+		{"git lfs ls-files", "git:push", false},
+	} {
+		if _, denied := IsProgramDenied(c.line, []string{c.rule}); denied != c.denied {
+			t.Errorf("%q under %s: denied %v, want %v", c.line, c.rule, denied, c.denied)
+		}
+	}
+}

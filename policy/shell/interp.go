@@ -326,6 +326,9 @@ var reCodeWrite = newLazyRegexp(`\bopen\s*\([^)]*['"][rbtU]*[wax+]|\bopen\s*\(?\
 
 var reAwkPipe = newLazyRegexp(`\|\s*getline|\|&|print[^;|}]*\|`)
 
+// reAwkPrintPipe finds awk's print or printf to a command.
+var reAwkPrintPipe = newLazyRegexp(`\bprintf?\b[^;|}]*\|`)
+
 // inlineCode applies the inline-code heuristic: code with no exec primitive
 // is data; a primitive whose command is a string literal is classified; any
 // other primitive makes the line unparseable.
@@ -385,9 +388,17 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 			a.fail(prog + " program runs a command the classifier cannot read")
 			return
 		}
+		// A command awk prints to (print … | "cmd", a |& coprocess)
+		// reads awk's output: a shell there runs a script the line does
+		// not show, unless it is only static text the literals hold too.
+		outer := a.curIn
+		if reAwkPrintPipe.MatchString(bare) || strings.Contains(bare, "|&") {
+			a.curIn = stdin{kind: "pipe"}
+		}
 		for _, l := range lits {
 			a.source(l, syntax.LangBash, depth+1)
 		}
+		a.curIn = outer
 		return
 	}
 	if lang == "awk" || lang == "sed" {

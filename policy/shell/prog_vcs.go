@@ -13,7 +13,7 @@ import (
 // dashed forms such as git-push) and GitHub's gh.
 var vcsPrograms = map[string]*program{
 	"git": {run: gitRun, nonExec: true, actions: gitActions, hosts: gitHosts, writes: gitWrites,
-		subcommands: gitSubcommands, aliases: []string{"hub", "yadm"}, dashed: gitDashed},
+		subcommands: gitSubcommands, aliases: []string{"hub", "yadm"}, dashed: gitDashed, twin: gitTwin},
 	// gh talks to GitHub's API (or --hostname's), a host no word of
 	// the line names as a URL.
 	"gh": {run: ghRun, nonExec: true, actions: ghActions, noHosts: true, subcommands: ghTop},
@@ -266,6 +266,26 @@ func (a *analyzer) gitConfig(key, val string, depth int) bool {
 		a.source(strings.TrimPrefix(val, "!"), syntax.LangBash, depth+1)
 	}
 	return true
+}
+
+// gitTwin names the porcelain a plumbing or extension chain is: send-pack
+// and http-push push, fetch-pack fetches, git lfs push/fetch/pull/clone
+// push, fetch, pull and clone (so "git:push" denies them all).
+func gitTwin(chain []string) []string {
+	if len(chain) == 0 {
+		return nil
+	}
+	switch chain[0] {
+	case "send-pack", "http-push":
+		return []string{"push"}
+	case "fetch-pack":
+		return []string{"fetch"}
+	case "lfs":
+		if len(chain) > 1 && (chain[1] == "push" || chain[1] == "fetch" || chain[1] == "pull" || chain[1] == "clone") {
+			return chain[1:2]
+		}
+	}
+	return nil
 }
 
 // gitActions: push and its kin push; mail and request-pull speak other

@@ -811,7 +811,12 @@ loop:
 			i++
 			break loop
 		case v == "--rcfile" || v == "--init-file":
-			i += 2
+			// A start-up file the line does not show runs before any
+			// command the shell reads, as BASH_ENV's would: refused like
+			// it (the file is the agent's to write; an opaque report
+			// would let a program rule pass what it runs).
+			a.fail(fmt.Sprintf("%s %s runs a start-up file the line does not show", inv.prog, v))
+			return
 		case strings.HasPrefix(v, "--"):
 			i++
 		case len(v) > 1 && (v[0] == '-' || v[0] == '+'):

@@ -63,6 +63,10 @@ type program struct {
 	// dashed reports whether "NAME-SUB" runs "NAME SUB" (git's dashed
 	// forms, "git-push"); normalizeProgram splits such a word.
 	dashed func(sub string) bool
+	// twin, when set, names the chain a subcommand chain does under
+	// another name ("git send-pack" pushes: ["push"]), so that a rule on
+	// the one denies the other (matchRule); nil: none.
+	twin func(chain []string) []string
 }
 
 // programFamilies are the per-family tables the registry is built from,

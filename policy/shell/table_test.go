@@ -302,7 +302,28 @@ var table = []tcase{
 	{line: "git grep --open-files-in-pager='git push' x", progs: "git", deny: "git:push"},
 	{line: "git fetch --upload-pack='git push' origin", progs: "git", deny: "git:push"},
 	{line: "git clone ext::'sh -c x' d", progs: "git", unp: "ext::", deny: unp},
-	{line: "git lfs push origin main", progs: "git", subs: "git=lfs:push", net: "git:push"},
+	// awk printing to a shell: the shell's script is awk's output, which
+	// the line does not show (a literal one included: it is data awk may
+	// change).
+	{line: `awk '{print $0 | "sh"}' cmds.txt`, progs: "awk sh", unp: "sh reads its script from a pipe", deny: unp},
+	{line: `awk 'BEGIN{print "git push" | "sh"}'`, progs: "awk git sh", unp: "sh reads its script from a pipe", deny: unp},
+	{line: `gawk '{print | "bash"}' f`, progs: "gawk bash", unp: "bash reads its script from a pipe", deny: unp},
+	{line: `awk '{print $1 | "sort -u"}' f`, progs: "awk sort"},
+
+	// Start-up files a nested shell runs first: code the line does not
+	// show, refused like BASH_ENV= (the agent writes the file).
+	{line: "bash --rcfile /tmp/x -i", progs: "bash", unp: "runs a start-up file the line does not show", deny: unp},
+	{line: "bash --init-file ./rc -i < /dev/null", progs: "bash", unp: "--init-file runs a start-up file", deny: unp},
+	{line: "BASH_ENV=./rc bash -c true", progs: "bash true", unp: "BASH_ENV assignment", deny: unp},
+
+	// Pushes by other names: plumbing and extensions that push are
+	// git:push for a rule (gitTwin), as their fetching twins are git:fetch.
+	{line: "git lfs push origin main", progs: "git", deny: "git:push", subs: "git=lfs:push", net: "git:push"},
+	{line: "git send-pack origin main", progs: "git", deny: "git:push", subs: "git=send-pack", net: "git:push"},
+	{line: "git http-push https://x.test/r.git main", progs: "git", deny: "git:push", subs: "git=http-push"},
+	{line: "git -C /r send-pack --all origin", progs: "git", deny: "git:push", subs: "git=send-pack"},
+	{line: "git fetch-pack origin main", progs: "git", subs: "git=fetch-pack", net: "git:fetch"},
+	{line: "git lfs fetch origin", progs: "git", subs: "git=lfs:fetch", net: "git:fetch"},
 	{line: "git remote add origin https://github.com/a/b", progs: "git", subs: "git=remote:add", dom: "github.com", net: "-"},
 	{line: "git remote update", progs: "git", subs: "git=remote:update", net: "git:fetch"},
 	{line: "git submodule update --init", progs: "git", subs: "git=submodule:update", net: "git:fetch"},
