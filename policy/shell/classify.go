@@ -57,6 +57,9 @@ type invocation struct {
 	prog  string
 	args  []word // args[0] is the program word as written
 	chain []string
+	// also are the chains the invocation does under other names ("gh api
+	// repos/o/r/pulls -f …" is gh pr create): a rule on one denies it.
+	also [][]string
 }
 
 // Classify reads a command line (bash syntax) without running it. It never

@@ -66,6 +66,11 @@ func matchRule(inv invocation, rule string) bool {
 	if chainHas(inv.chain, parts[1:]) {
 		return true
 	}
+	for _, c := range inv.also {
+		if chainHas(c, parts[1:]) {
+			return true
+		}
+	}
 	if p := programs[inv.prog]; p != nil && p.twin != nil {
 		return chainHas(p.twin(inv.chain), parts[1:])
 	}

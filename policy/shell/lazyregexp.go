@@ -36,6 +36,8 @@ func (l *lazyRegexp) MatchString(s string) bool { return l.re().MatchString(s) }
 
 func (l *lazyRegexp) FindStringSubmatch(s string) []string { return l.re().FindStringSubmatch(s) }
 
+func (l *lazyRegexp) FindAllString(s string, n int) []string { return l.re().FindAllString(s, n) }
+
 func (l *lazyRegexp) FindAllStringIndex(s string, n int) [][]int {
 	return l.re().FindAllStringIndex(s, n)
 }

@@ -506,7 +506,15 @@ func ghRun(a *analyzer, inv invocation, _ stdin, _ int) {
 		}
 	}
 	inv.chain = chain
+	why := ""
+	if len(chain) > 0 && chain[0] == "api" {
+		inv.also, why = ghAPIChains(args)
+	}
 	a.record(inv)
+	if why != "" {
+		a.fail(why)
+		return
+	}
 	if len(chain) == 2 && (chain[0] == "alias" && (chain[1] == "set" || chain[1] == "import")) {
 		a.fail("gh alias " + chain[1] + " defines a new gh command")
 	}
@@ -541,6 +549,157 @@ func ghActions(inv invocation) []string {
 var ghWriteVerbs = sync.OnceValue(func() map[string]bool {
 	return setOf(`create edit merge close reopen delete comment review ready lock unlock transfer archive unarchive rename upload set remove add fork sync cancel rerun enable disable run develop pin unpin login logout refresh setup-git`)
 })
+
+// ghAPIChains returns the gh chains a write through gh api does (gh
+// creates, merges, comments... by REST endpoint and method, or by GraphQL
+// mutation), so that a rule on "gh:pr:create" denies "gh api
+// repos/o/r/pulls -f title=…"; why is set when the write's target cannot
+// be read (an endpoint or a GraphQL query that is not static, a mutation
+// the table does not name). A read has none.
+func ghAPIChains(args []word) (chains [][]string, why string) {
+	if !ghAPIWrite(args) {
+		return nil, ""
+	}
+	method, endpoint, query, queryKnown := "POST", "", "", true
+	var endpointWord *word
+	for i := ghAPIIndex(args) + 1; i < len(args); i++ {
+		w := args[i]
+		v := w.val
+		next := func() (word, bool) {
+			if i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return word{}, false
+		}
+		switch {
+		case v == "-X" || v == "--method":
+			if m, ok := next(); ok {
+				method = strings.ToUpper(m.val)
+			}
+		case strings.HasPrefix(v, "--method="):
+			method = strings.ToUpper(strings.TrimPrefix(v, "--method="))
+		case strings.HasPrefix(v, "-X") && len(v) > 2:
+			method = strings.ToUpper(v[2:])
+		case v == "-f" || v == "-F" || v == "--field" || v == "--raw-field":
+			if f, ok := next(); ok {
+				if k, val, _ := strings.Cut(f.val, "="); strings.EqualFold(k, "query") {
+					// -F reads a value of "@FILE" from the file.
+					query, queryKnown = val, !f.dyn && !((v == "-F" || v == "--field") && strings.HasPrefix(val, "@"))
+				}
+			}
+		case strings.HasPrefix(v, "--field=") || strings.HasPrefix(v, "--raw-field="):
+			_, f, _ := strings.Cut(v, "=")
+			if k, val, _ := strings.Cut(f, "="); strings.EqualFold(k, "query") {
+				query, queryKnown = val, !w.dyn && !(strings.HasPrefix(v, "--field=") && strings.HasPrefix(val, "@"))
+			}
+		case v == "--input" || strings.HasPrefix(v, "--input="):
+			queryKnown = false
+			if v == "--input" {
+				next()
+			}
+		case strings.HasPrefix(v, "-") && ghValueFlags()[v]:
+			next()
+		case strings.HasPrefix(v, "-"):
+		default:
+			if endpointWord == nil {
+				endpointWord = &args[i]
+				endpoint = w.val
+			}
+		}
+	}
+	if endpointWord == nil || endpointWord.dyn {
+		return nil, "gh api writes to an endpoint that is not static"
+	}
+	ep := strings.ToLower(strings.Trim(strings.SplitN(endpoint, "?", 2)[0], "/"))
+	if ep == "graphql" {
+		if !queryKnown {
+			return nil, "gh api graphql with a query the classifier cannot read"
+		}
+		if !strings.Contains(query, "mutation") {
+			return nil, ""
+		}
+		for _, m := range reGraphQLField.FindAllString(query, -1) {
+			if c, ok := ghMutations[m]; ok {
+				chains = append(chains, c...)
+			}
+		}
+		if len(chains) == 0 {
+			return nil, "gh api graphql mutation the classifier does not know"
+		}
+		return chains, ""
+	}
+	parts := strings.Split(ep, "/")
+	key := method
+	switch {
+	case len(parts) >= 1 && parts[0] == "repos" && len(parts) >= 3:
+		for _, p := range parts[3:] {
+			if p != "" && strings.Trim(p, "0123456789") == "" {
+				p = "N"
+			}
+			key += " " + p
+		}
+		if len(parts) == 3 {
+			key += " REPO"
+		}
+	case len(parts) >= 1:
+		key += " " + parts[0]
+	}
+	return ghRESTWrites[key], ""
+}
+
+// ghAPIIndex is the index of "api" in gh's arguments.
+func ghAPIIndex(args []word) int {
+	for i := 1; i < len(args); i++ {
+		if args[i].val == "api" {
+			return i
+		}
+	}
+	return -1
+}
+
+var reGraphQLField = newLazyRegexp(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// ghRESTWrites maps a REST write (method, then the path after
+// repos/OWNER/REPO, numbers as N) to the gh chains that do it.
+var ghRESTWrites = map[string][][]string{
+	"POST pulls":              {{"pr", "create"}},
+	"PUT pulls N merge":       {{"pr", "merge"}},
+	"POST merges":             {{"pr", "merge"}},
+	"POST pulls N reviews":    {{"pr", "review"}},
+	"POST pulls N comments":   {{"pr", "comment"}},
+	"PATCH pulls N":           {{"pr", "edit"}, {"pr", "close"}},
+	"POST issues":             {{"issue", "create"}},
+	"PATCH issues N":          {{"issue", "edit"}, {"issue", "close"}},
+	"POST issues N comments":  {{"issue", "comment"}, {"pr", "comment"}},
+	"PATCH issues comments N": {{"issue", "comment"}, {"pr", "comment"}},
+	"POST releases":           {{"release", "create"}},
+	"PATCH releases N":        {{"release", "edit"}},
+	"DELETE releases N":       {{"release", "delete"}},
+	"DELETE REPO":             {{"repo", "delete"}},
+	"PATCH REPO":              {{"repo", "edit"}},
+	"POST forks":              {{"repo", "fork"}},
+	"POST gists":              {{"gist", "create"}},
+}
+
+// ghMutations maps GraphQL mutations to the gh chains that do them.
+var ghMutations = map[string][][]string{
+	"createPullRequest":          {{"pr", "create"}},
+	"mergePullRequest":           {{"pr", "merge"}},
+	"enablePullRequestAutoMerge": {{"pr", "merge"}},
+	"closePullRequest":           {{"pr", "close"}},
+	"reopenPullRequest":          {{"pr", "reopen"}},
+	"updatePullRequest":          {{"pr", "edit"}},
+	"addPullRequestReview":       {{"pr", "review"}},
+	"submitPullRequestReview":    {{"pr", "review"}},
+	"createIssue":                {{"issue", "create"}},
+	"closeIssue":                 {{"issue", "close"}},
+	"reopenIssue":                {{"issue", "reopen"}},
+	"updateIssue":                {{"issue", "edit"}},
+	"deleteIssue":                {{"issue", "delete"}},
+	"addComment":                 {{"issue", "comment"}, {"pr", "comment"}},
+	"createRef":                  {{"repo", "edit"}},
+}
 
 // ghAPIWrite reports gh api with fields, an input body or a method that
 // is not a read.
