@@ -39,9 +39,6 @@ import (
 // program inside can send the proxy the same requests itself; the proxy
 // owns every rule and audits every refusal.
 
-// CaptureHeader is the proxy's OriginalDestinationHeader (proxy imports
-// nothing of procjail; a test checks they agree).
-const CaptureHeader = "X-Barry-Original-Destination"
 
 const (
 	// capturePeek bounds the wait for a client's first bytes; a client

@@ -3,12 +3,17 @@
 package procjail
 
 import (
+	"errors"
+	"os"
+
 	"bufio"
 	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // startForward listens on 127.0.0.1:f.InsidePort inside the sandbox and
@@ -138,32 +143,84 @@ func itoa(i int) string {
 	return string(b[n:])
 }
 
-// startInbound listens on the Unix socket in.Socket (made now, on the
-// host's filesystem) and relays each connection to 127.0.0.1:in.Port
-// inside, for as long as the init lives.
-func startInbound(in Inbound) error {
-	ln, err := net.Listen("unix", in.Socket)
+// startInbound receives the host's inbound connections over inboundFD
+// (an index into ports and the connection's descriptor each) and relays
+// each to 127.0.0.1:PORT inside, for as long as the init lives.
+func startInbound(ports []Inbound) error {
+	f := os.NewFile(inboundFD, "inbound")
+	c, err := net.FileConn(f)
+	f.Close()
 	if err != nil {
 		return err
 	}
-	target := net.JoinHostPort("127.0.0.1", itoa(int(in.Port)))
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("inbound descriptor is not a Unix socket")
+	}
 	go func() {
+		defer uc.Close()
+		buf, oob := make([]byte, 2), make([]byte, unix.CmsgSpace(4))
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+			if err != nil || n == 0 {
 				return
 			}
-			go func() {
-				defer c.Close()
-				t, err := net.DialTimeout("tcp", target, 10*time.Second)
-				if err != nil {
-					return
+			fds := receivedFDs(oob[:oobn])
+			i := int(buf[0])<<8 | int(buf[1])
+			if n != 2 || len(fds) != 1 || i >= len(ports) {
+				for _, fd := range fds {
+					unix.Close(fd)
 				}
-				relayStream(t.(*net.TCPConn), c.(*net.UnixConn))
-			}()
+				continue
+			}
+			go relayInbound(fds[0], ports[i].Port)
 		}
 	}()
 	return nil
+}
+
+// receivedFDs are the descriptors an SCM_RIGHTS message carried.
+func receivedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if r, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, r...)
+		}
+	}
+	return fds
+}
+
+// relayInbound relays the host's connection fd to 127.0.0.1:port inside.
+func relayInbound(fd int, port uint16) {
+	unix.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "inbound connection")
+	hc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return
+	}
+	defer hc.Close()
+	t, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", itoa(int(port))), 10*time.Second)
+	if err != nil {
+		return
+	}
+	defer t.Close()
+	done := make(chan struct{}, 2)
+	half := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go half(t, hc)
+	go half(hc, t)
+	<-done
+	<-done
 }
 
 // attributedRelay is dialRelay for the proxy's forward: the first request's

@@ -142,9 +142,9 @@ func setupInside(s *initSpec) (*unixGate, error) {
 		}
 		s.Forwards[i].Target = pinned
 	}
-	for _, in := range s.Inbound {
-		if err := startInbound(in); err != nil {
-			return nil, stepErr(fmt.Sprintf("inbound %d", in.Port), err)
+	if len(s.Inbound) > 0 {
+		if err := startInbound(s.Inbound); err != nil {
+			return nil, stepErr("inbound", err)
 		}
 	}
 	gate, err := startUnixGate(s)

@@ -20,6 +20,7 @@ package procjail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -232,4 +233,9 @@ func existing(l []string) []string {
 		}
 	}
 	return out
+}
+
+// PassInbound is refused on macOS: Start refuses Spec.Inbound there.
+func (s *Sandbox) PassInbound(i int, c syscall.Conn) error {
+	return errors.New("inbound ports are not supported on macOS")
 }

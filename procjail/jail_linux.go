@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,6 +35,7 @@ const setupTimeout = 30 * time.Second
 // concurrent use.
 type Sandbox struct {
 	init      *initProc
+	inbound   *net.UnixConn // to the init: the host's inbound connections (Spec.Inbound)
 	insidePID int
 	tty       *os.File // the terminal the command was given, or nil
 	done      chan struct{}
@@ -203,6 +205,28 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		files = append(files, f.Fd())
 	}
 	files = append(files, childCtl.Fd()) // controlFD
+	var parentIn *net.UnixConn
+	if len(spec.Inbound) > 0 {
+		// The host's inbound connections travel as descriptors over a
+		// socket pair (inboundFD): no path another sandbox could swap.
+		pfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			childCtl.Close()
+			return nil, cleanup, stepErr("inbound socket", err)
+		}
+		pf, cf := os.NewFile(uintptr(pfds[0]), "inbound"), os.NewFile(uintptr(pfds[1]), "inbound")
+		c, err := net.FileConn(pf)
+		pf.Close()
+		if err != nil {
+			cf.Close()
+			childCtl.Close()
+			return nil, cleanup, stepErr("inbound socket", err)
+		}
+		parentIn = c.(*net.UnixConn)
+		cleanups = append(cleanups, func() { parentIn.Close() })
+		defer cf.Close()
+		files = append(files, cf.Fd()) // inboundFD
+	}
 	cmd, err := startInit(initPath, files)
 	childCtl.Close()
 	if err != nil {
@@ -273,7 +297,7 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	}
 	r := reply{pid: pid}
 	cleanups = cleanups[:len(cleanups)-2] // keep the init running; keep the runtime dir until exit
-	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup}
+	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup, inbound: parentIn}
 	if is.Foreground {
 		sb.tty = spec.Stdin
 	}
@@ -370,6 +394,27 @@ func processStopped(pid int) bool {
 		return false
 	}
 	return b[i+2] == 'T' || b[i+2] == 't'
+}
+
+// PassInbound hands the init the host's connection c for Spec.Inbound[i]:
+// the init relays it to that port inside. c stays the caller's to close
+// (the init holds its own descriptor).
+func (s *Sandbox) PassInbound(i int, c syscall.Conn) error {
+	if s.inbound == nil {
+		return errors.New("the sandbox has no inbound ports")
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		_, _, serr = s.inbound.WriteMsgUnix([]byte{byte(i >> 8), byte(i)}, unix.UnixRights(int(fd)), nil)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
 }
 
 // commandHostPID is the command's PID in sandboxd's PID namespace (the

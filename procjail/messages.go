@@ -31,8 +31,13 @@ import (
 // EOF where a reply is due means the child died. After "ok" the child's exit
 // status is the command's: its exit code, or 128+N when signal N killed it.
 
-// controlFD is the control socket's descriptor number in the child.
-const controlFD = 3
+// controlFD is the control socket's descriptor number in the child;
+// inboundFD, with Spec.Inbound, the socket the host's inbound connections
+// come over (a two-byte index and the connection's descriptor each).
+const (
+	controlFD = 3
+	inboundFD = 4
+)
 
 // initSpec is what the child needs, sent as message 1.
 type initSpec struct {

@@ -20,9 +20,6 @@ import (
 // argv) and never forwards. It is a label for the audit, not a decision:
 // nothing is allowed or refused by it.
 
-// PeerHeader carries "pid=PID argv=JSON" (the proxy's PeerHeader; a test
-// checks they agree).
-const PeerHeader = "X-Barry-Peer"
 
 const (
 	// maxArgv bounds the argv a peer line carries: arguments and bytes.
@@ -137,12 +134,6 @@ func peerLine(client net.Addr) string {
 	return ""
 }
 
-// PeerFrame starts the frame that names, to the DNS proxy, the process
-// behind the query that follows: a DNS-over-TCP frame (two-byte length)
-// holding PeerFrame and the peer value (no DNS message starts so: its
-// opcode would be 10). The DNS proxy reads it as the connection's first
-// frame. (proxy's PeerFrame is the same.)
-const PeerFrame = "BARRY-PEER "
 
 // peerFrame is the frame naming the process behind client (its socket of
 // proto), or nil.

@@ -26,10 +26,10 @@ type Spec struct {
 	// Forwards are the only ways out: listeners on 127.0.0.1 inside that
 	// relay to host-side Unix sockets.
 	Forwards []Forward
-	// Inbound are the host's ways in (sandboxd run --publish): the init
-	// listens on each Socket (a new Unix socket on the host, made before
-	// the filesystem layer covers its directory) and relays each
-	// connection to 127.0.0.1:Port inside. Linux only.
+	// Inbound are the host's ways in (sandboxd run --publish): each
+	// connection the caller hands over with Sandbox.PassInbound (its
+	// descriptor, over a socket pair no path names) is relayed by the
+	// init to 127.0.0.1:Port inside. Linux only.
 	Inbound []Inbound
 	// ResolvConf, when not empty, is bind-mounted read-only over
 	// /etc/resolv.conf inside (see ResolvConf).
@@ -98,11 +98,9 @@ type Forward struct {
 	Attribute string `json:"attribute,omitempty"`
 }
 
-// Inbound is one port inside the sandbox that the host reaches through a
-// Unix socket.
+// Inbound is one port inside the sandbox that the host reaches.
 type Inbound struct {
-	Port   uint16 `json:"port"`
-	Socket string `json:"socket"`
+	Port uint16 `json:"port"`
 }
 
 // Validate reports the first problem in s as an error naming the field.
@@ -132,8 +130,8 @@ func (s *Spec) Validate() error {
 		seen[key] = i
 	}
 	for i, in := range s.Inbound {
-		if in.Port == 0 || !filepath.IsAbs(in.Socket) {
-			return fmt.Errorf("inbound[%d]: port %d, socket %q: want a port and an absolute path", i, in.Port, in.Socket)
+		if in.Port == 0 {
+			return fmt.Errorf("inbound[%d]: port 0", i)
 		}
 	}
 	for i, u := range s.AllowUnixSockets {

@@ -80,7 +80,7 @@ func TestLaunchAPIHosts(t *testing.T) {
 // TestHeadersAgree: the names the init writes are the ones the proxy
 // reads (neither package imports the other).
 func TestHeadersAgree(t *testing.T) {
-	if procjail.CaptureHeader != proxy.OriginalDestinationHeader || procjail.PeerHeader != proxy.PeerHeader {
+	if procjail.CaptureHeader != proxy.OriginalDestinationHeader || procjail.PeerHeader != proxy.PeerHeader || procjail.PeerFrame != proxy.PeerFrame {
 		t.Errorf("procjail's headers %q, %q; the proxy's %q, %q", procjail.CaptureHeader, procjail.PeerHeader,
 			proxy.OriginalDestinationHeader, proxy.PeerHeader)
 	}

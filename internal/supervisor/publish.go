@@ -2,10 +2,8 @@ package supervisor
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -65,60 +63,53 @@ func parsePort(s string) (uint16, error) {
 }
 
 // publish opens the host listeners of the session's published ports (a
-// port that cannot be had refuses the session) and gives the jail its
-// inbound sockets: the init listens on each, in the runtime directory,
-// and relays to the port inside.
+// port that cannot be had refuses the session) and names their ports
+// inside to the jail; servePublished hands their connections over once
+// the sandbox runs.
 func (s *session) publish() (func(), error) {
-	var lns []net.Listener
 	stop := func() {
-		for _, ln := range lns {
+		for _, ln := range s.published {
 			ln.Close()
 		}
 	}
-	for i, p := range s.opts.Publish {
-		if p.Port == ProxyInsidePort || p.Port == HookInsidePort || p.Port == CaptureInsidePort || p.Port == 53 {
+	for _, p := range s.opts.Publish {
+		own := p.Port == ProxyInsidePort || p.Port == HookInsidePort || p.Port == CaptureInsidePort || p.Port == 53
+		for _, f := range s.forwards {
+			own = own || f.InsidePort == p.Port
+		}
+		if s.launched != nil {
+			for _, f := range s.launched.forwards {
+				own = own || f.InsidePort == p.Port
+			}
+		}
+		if own {
 			return stop, fmt.Errorf("--publish %s: port %d inside is the sandbox's own", p, p.Port)
 		}
 		ln, err := net.Listen("tcp", netip.AddrPortFrom(p.HostAddr, p.HostPort).String())
 		if err != nil {
 			return stop, fmt.Errorf("--publish %s: %w", p, err)
 		}
-		lns = append(lns, ln)
-		sock := filepath.Join(s.dir, fmt.Sprintf("publish-%d.sock", i))
-		s.inbound = append(s.inbound, procjail.Inbound{Port: p.Port, Socket: sock})
+		s.published = append(s.published, ln)
+		s.inbound = append(s.inbound, procjail.Inbound{Port: p.Port})
+	}
+	return stop, nil
+}
+
+// servePublished hands each connection the host opens to a published
+// port to the sandbox's init (its descriptor: no path between them), which
+// relays it to the port inside.
+func (s *session) servePublished() (func(), error) {
+	for i, ln := range s.published {
 		go func() {
 			for {
 				c, err := ln.Accept()
 				if err != nil {
 					return
 				}
-				go relayUnix(c, sock)
+				s.sb.PassInbound(i, c.(*net.TCPConn))
+				c.Close()
 			}
 		}()
 	}
-	return stop, nil
-}
-
-// relayUnix copies between c and a new connection to the Unix socket sock
-// until both directions end.
-func relayUnix(c net.Conn, sock string) {
-	defer c.Close()
-	u, err := net.Dial("unix", sock)
-	if err != nil {
-		return
-	}
-	defer u.Close()
-	done := make(chan struct{}, 2)
-	go func() { copyClose(u, c); done <- struct{}{} }()
-	go func() { copyClose(c, u); done <- struct{}{} }()
-	<-done
-	<-done
-}
-
-// copyClose copies src to dst, then ends dst's writing half.
-func copyClose(dst, src net.Conn) {
-	io.Copy(dst, src)
-	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	}
+	return nil, nil
 }

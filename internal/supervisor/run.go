@@ -180,7 +180,7 @@ func Run(opts Options) (int, error) {
 		}
 	}()
 	for _, step := range []func() (func(), error){
-		s.resolve, s.runtimeDir, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.livePolicy,
+		s.resolve, s.runtimeDir, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -236,8 +236,9 @@ type session struct {
 
 	stopLive func()
 
-	launched *launched          // nil unless Options.Launch
-	inbound  []procjail.Inbound // the published ports' sockets
+	launched  *launched          // nil unless Options.Launch
+	inbound   []procjail.Inbound // the published ports inside
+	published []net.Listener     // their host listeners
 }
 
 // resolve watches the policy file (its changes queue until livePolicy) and
