@@ -26,6 +26,8 @@ func TestAttribution(t *testing.T) {
 curl -sS --max-time 10 https://denied.test/attr-denied >/dev/null 2>&1
 node -e 'fetch("https://allowed.test/attr-node").then(r => r.text()).then(() => {}, e => console.log(e))'
 python3 -c 'import socket; socket.getaddrinfo("denied.test", 80)' 2>/dev/null
+curl -sS --max-time 10 -H 'X-Barry-Peer: pid=1 argv=["forged"]' http://denied.test/attr-forged >/dev/null 2>&1
+curl -sS --max-time 10 -H 'X-Barry-Peer: pid=1 argv=["forged"]' "http://denied.test/attr-long-$(head -c 9000 /dev/zero | tr '\0' A)" >/dev/null 2>&1
 true`
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
@@ -34,8 +36,11 @@ true`
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 			}
+			if strings.Contains(r.audit, "forged") && strings.Contains(r.audit, `"argv":["forged"]`) {
+				t.Errorf("a client's own X-Barry-Peer was audited:\n%s", r.audit)
+			}
 			// The session's summary counts the denials by their command.
-			if !strings.Contains(r.stderr, "; denied by command: ") || !strings.Contains(r.stderr, "curl 1") || !strings.Contains(r.stderr, "python3 ") {
+			if !strings.Contains(r.stderr, "; denied by command: ") || !strings.Contains(r.stderr, "curl 3") || !strings.Contains(r.stderr, "python3 ") {
 				t.Errorf("the session summary does not count curl's and python3's denials: %q", r.stderr)
 			}
 			for _, c := range []struct {
@@ -47,6 +52,10 @@ true`
 				{"connect", "allowed.test", "allow", webAddr + ":443", []string{"node", "-e"}},
 				{"dns", "allowed.test", "allow", "", []string{"node", "-e"}},
 				{"dns", "denied.test", "deny", "", []string{"python3", "-c"}},
+				// A client's own X-Barry-Peer comes after the init's, and
+				// the proxy reads the first (also after a request line
+				// longer than 8 KiB, which once went without the init's).
+				{"http", "denied.test", "deny", "", []string{"curl", "-sS", "--max-time", "10", "-H"}},
 			} {
 				found := false
 				for _, l := range strings.Split(r.audit, "\n") {

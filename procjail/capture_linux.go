@@ -47,6 +47,9 @@ const (
 	// captureLearnedPeek is that wait for an address the sandbox's DNS
 	// answers named.
 	captureLearnedPeek = 300 * time.Millisecond
+	// captureHeaderTimeout bounds the wait for each plain HTTP request's
+	// head.
+	captureHeaderTimeout = 30 * time.Second
 	// captureTable names the netfilter tables of the capture.
 	captureTable = "barry_capture"
 	// ip6tSoOriginalDst is IP6T_SO_ORIGINAL_DST (linux/netfilter_ipv6/
@@ -164,15 +167,7 @@ func startCapture(f Forward, names *dnsNames) error {
 		if err != nil {
 			return err
 		}
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go captureConn(c.(*net.TCPConn), f, names)
-			}
-		}()
+		go acceptLoop(ln, func(c net.Conn) { captureConn(c.(*net.TCPConn), f, names) })
 	}
 	return nil
 }
@@ -287,6 +282,11 @@ func sniff(br *bufio.Reader) (name string, isHTTP bool) {
 			}
 			switch st, sni := tlshello.Parse(b); st {
 			case tlshello.SNI:
+				if !hostLike(sni) {
+					// Bytes a host name has not (CR, LF, ':'...) would
+					// go into the CONNECT head: nameless instead.
+					return "", false
+				}
 				return sni, false
 			case tlshello.NeedMore:
 				off = need
@@ -311,13 +311,27 @@ func captureHTTP(c *net.TCPConn, br *bufio.Reader, uc *net.UnixConn, orig netip.
 	go func() {
 		io.Copy(c, uc)
 		c.CloseWrite()
+		// The proxy ended the exchange: stop waiting for the client's
+		// next request too.
+		c.SetReadDeadline(time.Now())
 		close(done)
 	}()
 	for {
+		select {
+		case <-done:
+			uc.CloseWrite()
+			<-done
+			return
+		default:
+		}
+		// A request's head must come within the proxy's own header
+		// timeout; its body streams with none.
+		c.SetReadDeadline(time.Now().Add(captureHeaderTimeout))
 		req, err := http.ReadRequest(br)
 		if err != nil {
 			break
 		}
+		c.SetReadDeadline(time.Time{})
 		host := req.Host
 		if host == "" {
 			host = orig.Addr().String()
@@ -366,4 +380,19 @@ func proxyAuth(auth string) string {
 func first(br *bufio.Reader) byte {
 	b, _ := br.Peek(1)
 	return b[0]
+}
+
+// hostLike reports whether s is made of the bytes a DNS name has (letters,
+// digits, '-', '_', '.'), at most 253 of them.
+func hostLike(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

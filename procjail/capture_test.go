@@ -65,6 +65,12 @@ func TestSniff(t *testing.T) {
 			}
 		})
 	}
+	// A server name with bytes no host name has (CR, LF) would go into
+	// the CONNECT head: read as none (bypass hunt F3).
+	evil := bytes.Replace(hello, []byte("allowed.test"), []byte("al\r\nX: y.tst"), 1)
+	if sni, isHTTP := sniff(bufio.NewReaderSize(bytes.NewReader(evil), 64<<10)); sni != "" || isHTTP {
+		t.Errorf("sniff of a hello naming %q = %q, %v; want none", "al\r\nX: y.tst", sni, isHTTP)
+	}
 	// Every length of the record header's low byte (the bug: 5+L read as
 	// (5+hi<<8)|lo).
 	for _, name := range []string{"a.test", "ab.test", "abc.test", strings.Repeat("x", 40) + ".test"} {

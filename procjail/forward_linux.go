@@ -29,22 +29,16 @@ func startForward(f Forward, names *dnsNames) error {
 		if err != nil {
 			return err
 		}
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				switch f.Attribute {
-				case "http":
-					go attributedRelay(c.(*net.TCPConn), f.Target)
-				case "dns":
-					go dnsAttributedRelay(c.(*net.TCPConn), f.Target, names)
-				default:
-					go dialRelay(c.(*net.TCPConn), f.Target)
-				}
+		go acceptLoop(ln, func(c net.Conn) {
+			switch f.Attribute {
+			case "http":
+				attributedRelay(c.(*net.TCPConn), f.Target)
+			case "dns":
+				dnsAttributedRelay(c.(*net.TCPConn), f.Target, names)
+			default:
+				dialRelay(c.(*net.TCPConn), f.Target)
 			}
-		}()
+		})
 	case "udp":
 		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
@@ -237,7 +231,9 @@ func attributedRelay(c *net.TCPConn, target string) {
 	}
 	uc := u.(*net.UnixConn)
 	defer uc.Close()
-	br := bufio.NewReaderSize(c, 8<<10)
+	// As large as the proxy's header limit: any request line it would
+	// read gets the init's own PeerHeader before the client's headers.
+	br := bufio.NewReaderSize(c, 64<<10)
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	line, err := br.ReadSlice('\n')
 	c.SetReadDeadline(time.Time{})
@@ -295,4 +291,25 @@ func dnsAttributedRelay(c *net.TCPConn, target string, names *dnsNames) {
 	}()
 	<-done
 	<-done
+}
+
+// acceptLoop serves each connection ln accepts with serve, in a goroutine
+// of its own, until ln is closed. An error of another kind (EMFILE: too
+// many descriptors) is waited out with a backoff, as net/http does: a
+// forwarder that stopped there would cut the sandbox off for good.
+func acceptLoop(ln net.Listener, serve func(net.Conn)) {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		go serve(c)
+	}
 }

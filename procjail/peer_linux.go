@@ -113,40 +113,36 @@ func argvOf(pid int) []string {
 
 // peerValue is PeerHeader's value for pid and argv ("" when pid is 0).
 // JSON escapes every control character, so the value is one header line.
+// pid 0 (not found: the process may have exited) is "pid=0", so that a
+// value is always the init's own and never one the client sent.
 func peerValue(pid int, argv []string) string {
 	if pid == 0 {
-		return ""
+		return "pid=0 argv=[]"
 	}
 	j, _ := json.Marshal(argv)
 	return "pid=" + strconv.Itoa(pid) + " argv=" + string(j)
 }
 
 // peerLine is the header line naming the process behind the connection
-// whose client end is client, or "".
+// whose client end is client (pid=0 when none is found), or "" for an
+// address that is not one.
 func peerLine(client net.Addr) string {
 	ap, err := netip.ParseAddrPort(client.String())
 	if err != nil {
 		return ""
 	}
-	if v := peerValue(peerOf("tcp", ap)); v != "" {
-		return PeerHeader + ": " + v + "\r\n"
-	}
-	return ""
+	return PeerHeader + ": " + peerValue(peerOf("tcp", ap)) + "\r\n"
 }
 
 
 // peerFrame is the frame naming the process behind client (its socket of
-// proto), or nil.
+// proto; pid=0 when none is found), or nil for an address that is not one.
 func peerFrame(proto string, client net.Addr) []byte {
 	ap, err := netip.ParseAddrPort(client.String())
 	if err != nil {
 		return nil
 	}
-	v := peerValue(peerOf(proto, ap))
-	if v == "" {
-		return nil
-	}
-	body := PeerFrame + v
+	body := PeerFrame + peerValue(peerOf(proto, ap))
 	if len(body) > 0xffff {
 		return nil
 	}

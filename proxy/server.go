@@ -563,8 +563,11 @@ type denial struct {
 
 func (d denial) line() string { return policy.OneLine(d.reason) }
 
-// serve writes the refusal through a ResponseWriter.
+// serve writes the refusal through a ResponseWriter, and ends the
+// connection: a later request on it would carry no PeerHeader of the
+// init's (only a connection's first request line gets one).
 func (d denial) serve(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("X-Proxy-Error", d.line())
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(d.code)

@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unicode"
 
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
@@ -117,12 +119,25 @@ func (a *Audit) Summary() string {
 	}
 	cmds := slices.Sorted(maps.Keys(by))
 	slices.SortStableFunc(cmds, func(x, y string) int { return int(by[y] - by[x]) })
-	parts := make([]string, len(cmds))
+	var parts []string
 	for i, c := range cmds {
-		parts[i] = fmt.Sprintf("%s %d", c, by[c])
+		if i == maxSummaryCommands {
+			parts = append(parts, fmt.Sprintf("%d more", len(cmds)-i))
+			break
+		}
+		// A command name is the sandbox's to choose (argv[0]): quoted
+		// when it holds anything but printable text, so it cannot write
+		// to the terminal or look like another line.
+		if strings.IndexFunc(c, func(r rune) bool { return !unicode.IsPrint(r) || r == ',' || r == ';' }) >= 0 {
+			c = strconv.Quote(c)
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", c, by[cmds[i]]))
 	}
 	return s + "; denied by command: " + strings.Join(parts, ", ")
 }
+
+// maxSummaryCommands bounds the commands the summary names.
+const maxSummaryCommands = 10
 
 // FormatCounts renders counts by kind as "connect 3 allowed 1 denied; ...",
 // kinds sorted, or "no decisions".

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -209,5 +210,24 @@ func TestSummaryByCommand(t *testing.T) {
 	l.Info("proxy decision", audit.AttrKind, "connect", audit.AttrDecision, "allow", audit.AttrArgv, []string{"wget"})
 	if s, want := a.Summary(), "connect 1 allowed 4 denied; denied by command: curl 2, node 1"; s != want {
 		t.Errorf("summary %q, want %q", s, want)
+	}
+}
+
+// TestSummaryCommandsQuoted: a command name with control characters (the
+// sandbox chooses argv[0]) is quoted in the summary, and at most
+// maxSummaryCommands are named.
+func TestSummaryCommandsQuoted(t *testing.T) {
+	a, err := OpenAudit("", "sandboxd-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := a.Logger()
+	l.Info("proxy decision", audit.AttrKind, "connect", audit.AttrDecision, "deny", audit.AttrArgv, []string{"\x1b]0;pwned\x07\nsandboxd: all clear"})
+	for i := range 12 {
+		l.Info("proxy decision", audit.AttrKind, "connect", audit.AttrDecision, "deny", audit.AttrArgv, []string{fmt.Sprintf("c%02d", i)})
+	}
+	s := a.Summary()
+	if strings.ContainsAny(s, "\x1b\x07\n") || !strings.Contains(s, `"\x1b]0;pwned\a\nsandboxd: all clear" 1`) || !strings.Contains(s, "3 more") {
+		t.Errorf("summary %q", s)
 	}
 }

@@ -1,11 +1,13 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/barry-rocks/sandbox/procjail"
 )
@@ -101,11 +103,19 @@ func (s *session) publish() (func(), error) {
 func (s *session) servePublished() (func(), error) {
 	for i, ln := range s.published {
 		go func() {
+			var backoff time.Duration
 			for {
 				c, err := ln.Accept()
-				if err != nil {
+				if errors.Is(err, net.ErrClosed) {
 					return
 				}
+				if err != nil {
+					// EMFILE and the like pass: wait, as net/http does.
+					backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+					time.Sleep(backoff)
+					continue
+				}
+				backoff = 0
 				s.sb.PassInbound(i, c.(*net.TCPConn))
 				c.Close()
 			}
