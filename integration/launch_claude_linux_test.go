@@ -88,7 +88,7 @@ func TestLaunchClaude(t *testing.T) {
 		r := b.launch(t, w, model, launchRun{calls: []fakemodel.ToolCall{
 			bash("touch " + pushRan + " && git push origin main"),
 			bash("echo hi > " + marker),
-			bash(`python3 -c "import urllib.request; urllib.request.urlopen('https://denied.test/', timeout=20)"`),
+			bash(`printf 'import urllib.request\nurllib.request.urlopen("https://denied.test/", timeout=20)\n' > fetch.py && python3 fetch.py`),
 			{Name: "Write", Input: map[string]any{"file_path": outside, "content": "escaped\n"}},
 			// A glob (the id is not known before the run), read by tee, not
 			// a redirection: the shell classifier denies a redirection to a

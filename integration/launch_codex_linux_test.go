@@ -111,7 +111,7 @@ func TestLaunchCodex(t *testing.T) {
 		r := b.launch(t, w, front, codexLaunchRun{calls: []fakemodel.ToolCall{
 			codexExec("touch " + inWS("push-ran") + " && git push origin main"),
 			codexExec("echo hi > " + inWS("marker")),
-			codexExec(`python3 -c "import urllib.request; urllib.request.urlopen('https://denied.test/', timeout=20)"`),
+			codexExec(`printf 'import urllib.request\nurllib.request.urlopen("https://denied.test/", timeout=20)\n' > fetch.py && python3 fetch.py`),
 			codexExec("echo escaped > " + outside),
 			// $CODEX_HOME, read by tee: the shell classifier denies a
 			// redirection to a path it cannot resolve, and the kernel's
@@ -154,8 +154,8 @@ func TestLaunchCodex(t *testing.T) {
 			piRequireContent(t, inWS("marker"), "hi\n")
 		})
 
-		// 3. python's fetch passed the gate (the classifier does not read
-		// python code as network) and failed on the proxy's 403; the
+		// 3. python's fetch passed the gate (a script written
+		// to disk is opaque to the classifier, not network) and failed on the proxy's 403; the
 		// proxy audited its deny, and the world never saw denied.test,
 		// while it did see the model's host.
 		t.Run("proxy", func(t *testing.T) {

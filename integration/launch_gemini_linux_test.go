@@ -111,7 +111,7 @@ func TestLaunchGemini(t *testing.T) {
 			calls: []fakemodel.ToolCall{
 				shellCall("touch " + inWS("push-ran") + " && git push origin main"),
 				shellCall("echo hi > " + inWS("marker")),
-				shellCall(`python3 -c "import urllib.request; urllib.request.urlopen('https://denied.test/', timeout=20)"`),
+				shellCall(`printf 'import urllib.request\nurllib.request.urlopen("https://denied.test/", timeout=20)\n' > fetch.py && python3 fetch.py`),
 				{Name: "write_file", Input: map[string]any{"file_path": outside, "content": "escaped\n"}},
 				// A glob (the id is not known before the run), read by tee:
 				// the kernel's refusal is the point.
@@ -158,8 +158,8 @@ func TestLaunchGemini(t *testing.T) {
 			piRequireContent(t, inWS("marker"), "hi\n")
 		})
 
-		// 3. python's fetch passed the gate (ruling 2 is an allow: the
-		// classifier does not read python code as network) and failed on
+		// 3. python's fetch passed the gate (ruling 2 is an allow: a
+		// script written to disk is opaque to the classifier, not network) and failed on
 		// the proxy's 403; the proxy audited its deny, and the world never
 		// saw denied.test, while it did see the model's host.
 		t.Run("proxy", func(t *testing.T) {

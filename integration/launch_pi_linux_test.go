@@ -71,7 +71,7 @@ func TestLaunchPi(t *testing.T) {
 		r := b.launch(t, w, model, piLaunchRun{calls: []fakemodel.ToolCall{
 			bash("touch " + inWS("push-ran") + " && git push origin main"),
 			bash("echo hi > " + inWS("marker")),
-			bash(`python3 -c "import urllib.request; urllib.request.urlopen('https://denied.test/', timeout=20)"`),
+			bash(`printf 'import urllib.request\nurllib.request.urlopen("https://denied.test/", timeout=20)\n' > fetch.py && python3 fetch.py`),
 			{Name: "write", Input: map[string]any{"path": outside, "content": "escaped\n"}},
 			bash("echo '// edited' | tee -a /run/sandboxd-*/launch/hookgate.ts; rm -f /run/sandboxd-*/launch/hookgate.ts"),
 			{Name: "edit", Input: map[string]any{"path": inWS("notes.txt"), "edits": []any{map[string]any{"oldText": "original", "newText": "edited"}}}},
@@ -108,8 +108,8 @@ func TestLaunchPi(t *testing.T) {
 			piRequireContent(t, inWS("marker"), "hi\n")
 		})
 
-		// 3. python's fetch passed the gate (ruling 2 is an allow: the
-		// classifier does not read python code as network) and failed on
+		// 3. python's fetch passed the gate (ruling 2 is an allow: a
+		// script written to disk is opaque to the classifier, not network) and failed on
 		// the proxy's 403; the proxy audited its deny, and the world never
 		// saw denied.test, while it did see the model's host.
 		t.Run("proxy", func(t *testing.T) {

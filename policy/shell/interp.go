@@ -306,6 +306,17 @@ var (
 // Exec primitives: calls whose arguments are a command to run.
 var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|os\.execute|system2|eval)\b`)
 
+// reNetPrimitive finds inline code that opens network connections (a
+// socket, an HTTP client, a mail or FTP client) in the languages inline
+// code is read for; it runs against the whole code, module names being
+// strings in some of them (require("net")).
+var reNetPrimitive = newLazyRegexp(`\b(import|from)\s+(socket|ssl|urllib[\w.]*|http\.client|http|requests|httpx|aiohttp|urllib3|ftplib|smtplib|poplib|imaplib|telnetlib|paramiko|websockets?|xmlrpc[\w.]*)\b|\basyncio\.open_connection\b|` +
+	`\brequire\s*\(\s*['"](net|http|https|http2|dgram|tls|undici|axios|node-fetch|ws)['"]\s*\)|\bfrom\s+['"](node:)?(net|http|https|http2|dgram|tls|undici)['"]|['"]node:(net|http|https|http2|dgram|tls)['"]|\bfetch\s*\(|\bnew\s+WebSocket\b|\bXMLHttpRequest\b|` +
+	`\bIO::Socket\b|\buse\s+Socket\b|\bLWP\b|\bHTTP::Tiny\b|\bNet::[A-Z]\w*|` +
+	`\b(TCPSocket|UDPSocket|Socket\.(new|tcp|udp))\b|\brequire\s+['"](socket|net/http|open-uri)['"]|\bURI\.open\b|` +
+	`\b(fsockopen|stream_socket_client|socket_create|curl_init)\b|\bfile_get_contents\s*\(\s*['"](https?|ftp)://|` +
+	`\brequire\s*\(?\s*['"]socket['"]|\b(download\.file|socketConnection|url)\s*\(`)
+
 // Primitives whose target the heuristic cannot read at all.
 var reOpaquePrimitive = newLazyRegexp(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
 
@@ -355,6 +366,13 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 	}
 	if reOpaquePrimitive.MatchString(bare) {
 		a.fail(prog + " code loads or calls code the classifier cannot read")
+		return
+	}
+	if lang != "awk" && lang != "sed" && reNetPrimitive.MatchString(code) {
+		// Where it connects and what it sends cannot be read: every
+		// program and network rule denies it (a script file, which the
+		// line does not show, is opaque instead).
+		a.fail(prog + " code opens network connections the classifier cannot read")
 		return
 	}
 	found := false

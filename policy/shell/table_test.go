@@ -302,6 +302,21 @@ var table = []tcase{
 	{line: "git grep --open-files-in-pager='git push' x", progs: "git", deny: "git:push"},
 	{line: "git fetch --upload-pack='git push' origin", progs: "git", deny: "git:push"},
 	{line: "git clone ext::'sh -c x' d", progs: "git", unp: "ext::", deny: unp},
+	// Inline code that opens a socket: where it connects and what it
+	// sends cannot be read, so every program and network rule denies it;
+	// code that only computes stays allowed.
+	{line: `python3 -c 'import socket; socket.create_connection(("x.test", 80))'`, progs: "python3", unp: "python3 code opens network connections", deny: unp},
+	{line: `python3 -c "import urllib.request; urllib.request.urlopen('https://x.test/')"`, progs: "python3", unp: "opens network connections", deny: unp},
+	{line: `python3 -c 'from http.client import HTTPSConnection as H; H("x.test").request("GET", "/")'`, progs: "python3", unp: "opens network connections", deny: unp},
+	{line: `node -e 'require("net").connect(80, "x.test")'`, progs: "node", unp: "node code opens network connections", deny: unp},
+	{line: `node -e 'fetch("https://x.test/").then(r => r.text())'`, progs: "node", unp: "opens network connections", deny: unp},
+	{line: `perl -e 'use IO::Socket; IO::Socket::INET->new("x.test:80")'`, progs: "perl", unp: "opens network connections", deny: unp},
+	{line: `ruby -e 'require "net/http"; Net::HTTP.get(URI("https://x.test/"))'`, progs: "ruby", unp: "opens network connections", deny: unp},
+	{line: `php -r 'fsockopen("x.test", 80);'`, progs: "php", unp: "opens network connections", deny: unp},
+	{line: `python3 -c 'print(sum(range(10)))'`, progs: "python3", net: "-"},
+	{line: `node -e 'console.log(JSON.stringify({a: 1}))'`, progs: "node", net: "-"},
+	{line: "python3 fetch.py", progs: "python3", opaque: "python3"},
+
 	// awk printing to a shell: the shell's script is awk's output, which
 	// the line does not show (a literal one included: it is data awk may
 	// change).
