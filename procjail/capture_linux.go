@@ -39,7 +39,6 @@ import (
 // program inside can send the proxy the same requests itself; the proxy
 // owns every rule and audits every refusal.
 
-
 const (
 	// capturePeek bounds the wait for a client's first bytes; a client
 	// that waits for the server to speak first gets none.

@@ -20,7 +20,6 @@ import (
 // argv) and never forwards. It is a label for the audit, not a decision:
 // nothing is allowed or refused by it.
 
-
 const (
 	// maxArgv bounds the argv a peer line carries: arguments and bytes.
 	maxArgv, maxArgvBytes = 16, 512
@@ -133,7 +132,6 @@ func peerLine(client net.Addr) string {
 	}
 	return PeerHeader + ": " + peerValue(peerOf("tcp", ap)) + "\r\n"
 }
-
 
 // peerFrame is the frame naming the process behind client (its socket of
 // proto; pid=0 when none is found), or nil for an address that is not one.

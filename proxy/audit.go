@@ -24,8 +24,8 @@ type record struct {
 	captured netip.AddrPort
 	// pid and argv name the process inside the sandbox behind the
 	// connection (PeerHeader); 0 when unknown.
-	pid  int
-	argv []string
+	pid      int
+	argv     []string
 	up, down int64
 	start    time.Time
 }
