@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,14 +69,16 @@ func TestDifferentialBash(t *testing.T) {
 		}
 	}
 	ran, skipped, recorded := 0, 0, 0
-	for _, tc := range table {
+	for i, tc := range table {
 		c := Classify(tc.line)
 		if c.Unparseable {
 			skipped++ // refused whatever it runs
 			continue
 		}
-		rec := filepath.Join(root, "rec.txt")
-		os.Remove(rec)
+		// A file per row: a background job of an earlier row (nohup …
+		// &) may still be writing to its own.
+		recName := "rec-" + strconv.Itoa(i) + ".txt"
+		rec := filepath.Join(root, recName)
 		work := filepath.Join(root, "work")
 		os.RemoveAll(work)
 		os.Mkdir(work, 0o755)
@@ -87,7 +90,7 @@ func TestDifferentialBash(t *testing.T) {
 			"--symlink", "usr/bin", "/bin", "--bind", work, "/work", "--bind", root, "/out",
 			"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
 			"--unshare-all", "--die-with-parent", "--new-session", "--chdir", "/work", "--clearenv",
-			"--setenv", "PATH", "/usr/bin", "--setenv", "RECORD", "/out/rec.txt", "--setenv", "HOME", "/work",
+			"--setenv", "PATH", "/usr/bin", "--setenv", "RECORD", "/out/"+recName, "--setenv", "HOME", "/work",
 			"/rb/bash", "-c", tc.line)
 		cmd.Stdin = strings.NewReader("")
 		cmd.Run()
