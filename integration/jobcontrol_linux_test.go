@@ -124,6 +124,34 @@ func continueFromOutside(t *testing.T, arg string) {
 	time.Sleep(200 * time.Millisecond)
 }
 
+// launchTerm writes script, a shell script running sandboxd as o says
+// (auditing to auditFile; a script's command line keeps the screen
+// readable), and starts the terminal it is typed into, with o's
+// environment from dir. When the test fails, the pane's processes and the
+// audit are logged.
+func launchTerm(t *testing.T, w *world, o runOpts, auditFile, script, dir string) *term {
+	t.Helper()
+	words := []string{"exec", "ip"}
+	for _, a := range w.sandboxdArgs(o, auditFile) {
+		words = append(words, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+strings.Join(words, " ")+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := newTerm(t, nil, w.env(dir, o.extraEnv))
+	t.Cleanup(func() {
+		if t.Failed() {
+			pane := strings.TrimSpace(c.tmux("display-message", "-p", "-t", c.name, "#{pane_pid}"))
+			out, _ := exec.Command("ps", "-o", "pid,pgid,tpgid,stat,wchan:20,args", "-s", sessionOf(pane)).CombinedOutput()
+			t.Logf("the pane's processes:\n%s", out)
+			a, _ := os.ReadFile(auditFile)
+			t.Logf("audit:\n%s", a)
+		}
+	})
+	c.scrollback = true
+	return c
+}
+
 // term is a terminal for a test: a tmux server of its own (-L), so the
 // test touches no user session, whose one pane runs an interactive bash
 // with job control (prompt "$ ").

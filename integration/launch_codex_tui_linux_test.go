@@ -4,8 +4,6 @@ package integration
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,27 +73,9 @@ func TestLaunchCodexInteractive(t *testing.T) {
 		flags: []string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program},
 		argv:  codexTUIArgs, dir: b.ws, audit: auditFile,
 		extraEnv: []string{"HOME=" + b.home, "USER=" + claudeUser(), "LANG=C.UTF-8", fakemodel.OpenAIKeyEnv + "=fake-key"}}
-	// The command line is a script's, so the screen stays readable.
 	script := filepath.Join(b.root, "bin", "launch")
-	words := []string{"exec", "ip"}
-	for _, a := range w.sandboxdArgs(o, auditFile) {
-		words = append(words, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+strings.Join(words, " ")+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	c := newTerm(t, nil, w.env(b.ws, o.extraEnv))
-	t.Cleanup(func() {
-		if t.Failed() {
-			pane := strings.TrimSpace(c.tmux("display-message", "-p", "-t", c.name, "#{pane_pid}"))
-			out, _ := exec.Command("ps", "-o", "pid,pgid,tpgid,stat,wchan:20,args", "-s", sessionOf(pane)).CombinedOutput()
-			t.Logf("the pane's processes:\n%s", out)
-			a, _ := os.ReadFile(auditFile)
-			t.Logf("audit:\n%s", a)
-		}
-	})
-	c.timeout, c.scrollback = 30*time.Second, true
+	c := launchTerm(t, w, o, auditFile, script, b.ws)
+	c.timeout = 30 * time.Second
 	start := time.Now()
 	c.keys("cd "+b.ws+" && clear", "Enter")
 

@@ -5,7 +5,6 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,27 +166,9 @@ type launchTUI struct {
 func (u launchTUI) drive(t *testing.T, w *world, o runOpts) {
 	t.Helper()
 	auditFile := filepath.Join(sharedDir(t), "audit.jsonl")
-	// The command line is a script's, so the screen stays readable.
 	script := filepath.Join(u.root, "bin", "launch")
-	words := []string{"exec", "ip"}
-	for _, a := range w.sandboxdArgs(o, auditFile) {
-		words = append(words, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+strings.Join(words, " ")+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-
-	c := newTerm(t, nil, w.env(o.dir, o.extraEnv))
-	t.Cleanup(func() {
-		if t.Failed() {
-			pane := strings.TrimSpace(c.tmux("display-message", "-p", "-t", c.name, "#{pane_pid}"))
-			out, _ := exec.Command("ps", "-o", "pid,pgid,tpgid,stat,wchan:20,args", "-s", sessionOf(pane)).CombinedOutput()
-			t.Logf("the pane's processes:\n%s", out)
-			data, _ := os.ReadFile(auditFile)
-			t.Logf("audit:\n%s", data)
-		}
-	})
-	c.timeout, c.scrollback = 30*time.Second, true
+	c := launchTerm(t, w, o, auditFile, script, o.dir)
+	c.timeout = 30 * time.Second
 	start := time.Now()
 	c.keys("cd "+o.dir+" && clear", "Enter")
 	c.keys(script, "Enter")

@@ -5,7 +5,6 @@ package integration
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,15 +56,7 @@ func TestLaunchClaudeInteractive(t *testing.T) {
 	logDir := filepath.Join(b.root, "log")
 	o := b.runOpts(w, policy, auditFile, logDir, nil, []string{"--dangerously-skip-permissions",
 		"--debug-file", filepath.Join(logDir, "claude-debug.txt")})
-	// The command line is a script's, so the screen stays readable.
 	script := filepath.Join(b.root, "bin", "launch")
-	words := []string{"exec", "ip"}
-	for _, a := range w.sandboxdArgs(o, auditFile) {
-		words = append(words, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+strings.Join(words, " ")+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			d, _ := os.ReadFile(filepath.Join(logDir, "claude-debug.txt"))
@@ -73,15 +64,8 @@ func TestLaunchClaudeInteractive(t *testing.T) {
 		}
 	})
 
-	c := newTerm(t, nil, w.env(b.ws, o.extraEnv))
-	t.Cleanup(func() {
-		if t.Failed() {
-			pane := strings.TrimSpace(c.tmux("display-message", "-p", "-t", c.name, "#{pane_pid}"))
-			out, _ := exec.Command("ps", "-o", "pid,pgid,tpgid,stat,wchan:20,args", "-s", sessionOf(pane)).CombinedOutput()
-			t.Logf("the pane's processes:\n%s", out)
-		}
-	})
-	c.timeout, c.scrollback = 20*time.Second, true
+	c := launchTerm(t, w, o, auditFile, script, b.ws)
+	c.timeout = 20 * time.Second
 	start := time.Now()
 	c.keys("cd "+b.ws+" && clear", "Enter")
 	c.keys(script, "Enter")
