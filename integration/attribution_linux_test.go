@@ -52,9 +52,10 @@ true`
 				{"connect", "allowed.test", "allow", webAddr + ":443", []string{"node", "-e"}},
 				{"dns", "allowed.test", "allow", "", []string{"node", "-e"}},
 				{"dns", "denied.test", "deny", "", []string{"python3", "-c"}},
-				// A client's own X-Barry-Peer comes after the init's, and
-				// the proxy reads the first (also after a request line
-				// longer than 8 KiB, which once went without the init's).
+				// A client's own X-Barry-Peer is ignored: the process
+				// comes with the handed-over connection (also after a
+				// request line longer than 8 KiB, which once went without
+				// the init's header when the forwarder relayed).
 				{"http", "denied.test", "deny", "", []string{"curl", "-sS", "--max-time", "10", "-H"}},
 			} {
 				found := false

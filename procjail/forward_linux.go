@@ -18,12 +18,18 @@ import (
 
 // startForward listens on 127.0.0.1:f.InsidePort inside the sandbox and
 // relays to the host Unix socket f.Target (see Forward for the framing of
-// "udp"). The listener lives as long as the init.
-func startForward(f Forward, names *dnsNames) error {
+// "udp"), or hands its connections to the host over passFD ("pass"). The
+// listener lives as long as the init.
+func startForward(f Forward, names *dnsNames, passFD int) error {
 	addr := net.JoinHostPort("127.0.0.1", itoa(int(f.InsidePort)))
 	switch f.Network {
 	case "capture":
 		return startCapture(f, names)
+	case "pass":
+		if passFD <= 0 {
+			return errors.New("no pass socket")
+		}
+		return startPass(addr, passFD)
 	case "tcp":
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

@@ -136,6 +136,9 @@ func setupInside(s *initSpec) (*unixGate, error) {
 		return nil, stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
 	}
 	for i, f := range s.Forwards {
+		if f.Network == "pass" {
+			continue
+		}
 		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
 		if err != nil {
 			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
@@ -212,7 +215,7 @@ func setupInside(s *initSpec) (*unixGate, error) {
 	// The names the sandbox's DNS answers gave, for the capture.
 	names := newDNSNames()
 	for _, f := range s.Forwards {
-		if err := startForward(f, names); err != nil {
+		if err := startForward(f, names, s.PassFD); err != nil {
 			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
 		}
 	}

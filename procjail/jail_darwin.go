@@ -66,6 +66,9 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	dnsPorts := map[uint16]bool{}
 	for _, f := range spec.Forwards {
+		if f.Network == "pass" {
+			return nil, stepErrf("spec", "pass forwards are not supported on macOS")
+		}
 		if f.Network == "udp" {
 			dnsPorts[f.InsidePort] = true
 		}

@@ -121,6 +121,10 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	}
 	var forwardIDs []fileID
 	for _, f := range spec.Forwards {
+		if f.Network == "pass" {
+			forwardIDs = append(forwardIDs, fileID{})
+			continue
+		}
 		id, err := checkSocket(f.Target)
 		if err != nil {
 			return nil, cleanup, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
@@ -174,11 +178,6 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 			return nil, cleanup, stepErr("write resolv.conf", err)
 		}
 	}
-	specJSON, err := json.Marshal(is)
-	if err != nil {
-		return nil, cleanup, stepErr("encode spec", err)
-	}
-
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, cleanup, stepErr("control socket", err)
@@ -226,6 +225,22 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		cleanups = append(cleanups, func() { parentIn.Close() })
 		defer cf.Close()
 		files = append(files, cf.Fd()) // inboundFD
+	}
+	if spec.Pass != nil {
+		pf := spec.Pass.childEnd()
+		if pf == nil {
+			childCtl.Close()
+			return nil, cleanup, stepErrf("pass", "the pass listener was already given to a sandbox, or closed")
+		}
+		defer pf.Close()
+		is.PassFD = len(files)
+		files = append(files, pf.Fd())
+	}
+	// The spec names the descriptors (PassFD): encode it only now.
+	specJSON, err := json.Marshal(is)
+	if err != nil {
+		childCtl.Close()
+		return nil, cleanup, stepErr("encode spec", err)
 	}
 	cmd, err := startInit(initPath, files)
 	childCtl.Close()

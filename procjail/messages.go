@@ -48,6 +48,7 @@ type initSpec struct {
 	Forwards         []Forward  `json:"forwards"`
 	ForwardIDs       []fileID   `json:"forwardIDs"` // the socket each Forwards[i].Target named when Start checked it
 	Inbound          []Inbound  `json:"inbound,omitempty"`
+	PassFD           int        `json:"passFD,omitempty"` // the pass forwards' socket pair (Spec.Pass); 0: none
 	ResolvConfPath   string     `json:"resolvConfPath,omitempty"`
 	ReadOnlyPaths    []string   `json:"readOnlyPaths,omitempty"`
 	AllowUnixSockets []string   `json:"allowUnixSockets,omitempty"`

@@ -24,8 +24,11 @@ type Spec struct {
 	// foreground process group.
 	Stdin, Stdout, Stderr *os.File
 	// Forwards are the only ways out: listeners on 127.0.0.1 inside that
-	// relay to host-side Unix sockets.
+	// relay to host-side Unix sockets, or hand their connections to Pass.
 	Forwards []Forward
+	// Pass receives the connections of the "pass" forwards (Linux). It is
+	// required with one and must not be shared between sandboxes.
+	Pass *PassListener `json:"-"`
 	// Inbound are the host's ways in (sandboxd run --publish): each
 	// connection the caller hands over with Sandbox.PassInbound (its
 	// descriptor, over a socket pair no path names) is relayed by the
@@ -78,6 +81,11 @@ type Spec struct {
 // read back and returned to the sender as a datagram. A DNS server listening
 // for TCP on Target therefore serves the sandbox's UDP DNS.
 //
+// Network "pass" (Linux): each TCP connection accepted on
+// 127.0.0.1:InsidePort is handed, itself (its descriptor), to Spec.Pass
+// with the process behind it (PassedConn.Peer); no bytes are relayed and
+// Target is empty.
+//
 // Network "capture" (Linux): every TCP connection from inside to an
 // address that is not loopback is redirected to 127.0.0.1:InsidePort (or
 // [::1]) and handed to the proxy at Target as a proxy request by the name
@@ -112,15 +120,26 @@ func (s *Spec) Validate() error {
 		return fmt.Errorf("command: contains NUL")
 	}
 	seen := map[string]int{}
+	passes := 0
 	for i, f := range s.Forwards {
 		p := fmt.Sprintf("forwards[%d]", i)
 		if f.InsidePort == 0 {
 			return fmt.Errorf("%s.insidePort: must not be 0", p)
 		}
-		if f.Network != "tcp" && f.Network != "udp" && f.Network != "capture" {
-			return fmt.Errorf("%s.network: %q is not tcp, udp or capture", p, f.Network)
+		if f.Network != "tcp" && f.Network != "udp" && f.Network != "capture" && f.Network != "pass" {
+			return fmt.Errorf("%s.network: %q is not tcp, udp, capture or pass", p, f.Network)
 		}
-		if !filepath.IsAbs(f.Target) {
+		if f.Network == "pass" {
+			if f.Target != "" {
+				return fmt.Errorf("%s.target: must be empty for a pass forward", p)
+			}
+			if s.Pass == nil {
+				return fmt.Errorf("%s: a pass forward needs Spec.Pass", p)
+			}
+			if passes++; passes > 1 {
+				return fmt.Errorf("%s: only one pass forward", p)
+			}
+		} else if !filepath.IsAbs(f.Target) {
 			return fmt.Errorf("%s.target: %q is not an absolute path", p, f.Target)
 		}
 		key := fmt.Sprintf("%s/%d", f.Network, f.InsidePort)

@@ -36,6 +36,12 @@ type tapConn struct {
 	complete bool // the head ended ("\r\n\r\n") within maxTapHead
 	full     bool // stopped recording
 	requests int  // requests the server has read on this connection
+
+	// handed: the connection was handed over by sandboxd's init
+	// (handedConn), which named the process behind it: pid and argv.
+	handed bool
+	pid    int
+	argv   []string
 }
 
 func (c *tapConn) Read(p []byte) (int, error) {

@@ -98,8 +98,9 @@ type Server struct {
 	// check they are the raw types Linux splices between.
 	relayHook func(dst, src net.Conn)
 
-	conns atomic.Int64
-	wg    sync.WaitGroup
+	conns    atomic.Int64
+	wg       sync.WaitGroup
+	bodyBufs sync.Pool // plain-HTTP body buffers (flushingWriter.ReadFrom)
 
 	mu       sync.Mutex
 	closed   bool
@@ -335,7 +336,14 @@ func (l *capListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.s.conns.Add(1)
-		return &tapConn{Conn: c, refuse: l.s.refuseUnparsed}, nil
+		t := &tapConn{Conn: c, refuse: l.s.refuseUnparsed}
+		if h, ok := c.(handedConn); ok {
+			// The client's own socket: the tap reads it, and the tunnel
+			// splices it, raw.
+			t.Conn, t.handed = h.NetConn(), true
+			t.pid, t.argv = h.Peer()
+		}
+		return t, nil
 	}
 }
 
@@ -441,7 +449,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.gp.ServeHTTP(&hijackCapture{ResponseWriter: w, h: h}, r)
 		return
 	}
-	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w}, r)
+	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w, bufs: &s.bodyBufs}, r)
 }
 
 // WriteHeader closes the connection after every plain-HTTP response, so
@@ -456,6 +464,43 @@ func (w *flushingWriter) WriteHeader(code int) {
 // server's buffer; goproxy flushes only event streams by itself.
 type flushingWriter struct {
 	http.ResponseWriter
+	bufs *sync.Pool // of *[]byte, bodyBuffer long (ReadFrom)
+}
+
+// bodyBuffer is the buffer a plain-HTTP response body is copied through:
+// with io.Copy's 32 KiB, a download made four times as many reads and
+// writes (and flushes) per byte.
+const bodyBuffer = 256 << 10
+
+// ReadFrom copies a response body (goproxy's io.Copy) through one
+// bodyBuffer, sending each read on at once as Write does.
+func (w *flushingWriter) ReadFrom(r io.Reader) (int64, error) {
+	bp, _ := w.bufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, bodyBuffer)
+		bp = &b
+	}
+	defer w.bufs.Put(bp)
+	var n int64
+	for {
+		nr, er := r.Read(*bp)
+		if nr > 0 {
+			nw, ew := w.Write((*bp)[:nr])
+			n += int64(nw)
+			if ew != nil {
+				return n, ew
+			}
+			if nw != nr {
+				return n, io.ErrShortWrite
+			}
+		}
+		if er == io.EOF {
+			return n, nil
+		}
+		if er != nil {
+			return n, er
+		}
+	}
 }
 
 func (w *flushingWriter) Write(p []byte) (int, error) {
@@ -501,9 +546,23 @@ func (s *Server) authOK(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(raw, []byte(s.authWant)) == 1
 }
 
+// handedConn is a client connection that sandboxd's init handed over
+// whole (procjail.PassedConn) with the process behind it, which travels
+// beside the socket: on such a connection a PeerHeader is the client's own
+// and is ignored.
+type handedConn interface {
+	net.Conn
+	Peer() (pid int, argv []string)
+	NetConn() net.Conn
+}
+
 func (s *Server) newRecord(kind audit.Kind, r *http.Request) *record {
 	rec := &record{kind: kind, client: r.RemoteAddr, start: time.Now()}
-	rec.pid, rec.argv = parsePeer(r.Header.Get(PeerHeader))
+	if tap, ok := r.Context().Value(tapKey{}).(*tapConn); ok && tap.handed {
+		rec.pid, rec.argv = tap.pid, tap.argv
+	} else {
+		rec.pid, rec.argv = parsePeer(r.Header.Get(PeerHeader))
+	}
 	if v := r.Header.Get(OriginalDestinationHeader); v != "" {
 		// Unparseable: an invalid address, which matches none (decide
 		// denies the request).

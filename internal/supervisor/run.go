@@ -215,10 +215,13 @@ type session struct {
 
 	proxySock, dnsSock string
 	pln, dln           net.Listener
-	secret             string
-	upc                chan proxies
-	up                 proxies
-	upDone             bool
+	// pass receives the proxy forward's connections themselves (Linux):
+	// the proxy serves the clients' own sockets, with no relay between.
+	pass   *procjail.PassListener
+	secret string
+	upc    chan proxies
+	up     proxies
+	upDone bool
 
 	env         []string
 	forwards    []procjail.Forward
@@ -313,6 +316,12 @@ func (s *session) startProxies() (func(), error) {
 	}
 	cleanup = append(cleanup, func() { dln.Close() })
 	s.pln, s.dln = pln, dln
+	if runtime.GOOS == "linux" {
+		if s.pass, err = procjail.NewPassListener(); err != nil {
+			return undo, fmt.Errorf("proxy forward: %w", err)
+		}
+		cleanup = append(cleanup, func() { s.pass.Close() })
+	}
 	if s.secret = randomSecret(); s.secret == "" {
 		return undo, errors.New("proxy credentials: no randomness")
 	}
@@ -332,6 +341,9 @@ func (s *session) startProxies() (func(), error) {
 			return
 		}
 		go px.Serve(pln)
+		if s.pass != nil {
+			go px.Serve(s.pass)
+		}
 		go dnsSrv.ServeTCP(dln)
 		s.upc <- proxies{px: px, dns: dnsSrv}
 	}()
@@ -367,8 +379,12 @@ func (s *session) jailSpec() (func(), error) {
 		Port: ProxyInsidePort, User: s.id, Password: s.secret, ConnectHelper: self,
 	})
 	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+s.id)
+	proxyForward := procjail.Forward{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: "http"}
+	if s.pass != nil {
+		proxyForward = procjail.Forward{InsidePort: ProxyInsidePort, Network: "pass"}
+	}
 	s.forwards = []procjail.Forward{
-		{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: "http"},
+		proxyForward,
 		{InsidePort: 53, Network: "udp", Target: s.dnsSock, Attribute: "dns"},
 		{InsidePort: 53, Network: "tcp", Target: s.dnsSock, Attribute: "dns"},
 	}
@@ -526,6 +542,7 @@ func (s *session) start() (func(), error) {
 		Command: opts.Command[0], Args: opts.Command[1:], Env: s.env, Dir: opts.Dir,
 		Stdin: stdin, Stdout: stdout, Stderr: s.stderr,
 		Forwards:         s.forwards,
+		Pass:             s.pass,
 		Inbound:          s.inbound,
 		ResolvConf:       procjail.ResolvConf(),
 		RuntimeDir:       s.dir,
