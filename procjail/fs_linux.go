@@ -190,24 +190,41 @@ func (b *fsBuilder) readOnlyHost() error {
 // readOnlyTree makes the mount at path and every mount below it read-only
 // and checks that they are.
 func readOnlyTree(path string) error {
+	if err := makeReadOnly(path); err != nil {
+		return err
+	}
+	all, err := readMounts()
+	if err != nil {
+		return err
+	}
+	return checkReadOnly(all, path)
+}
+
+// makeReadOnly makes the mount at path and every mount below it
+// read-only (checkReadOnly says whether it took).
+func makeReadOnly(path string) error {
 	err := unix.MountSetattr(unix.AT_FDCWD, path, unix.AT_RECURSIVE|unix.AT_NO_AUTOMOUNT,
 		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
-	tree, terr := mountTree(path)
-	if terr != nil {
-		return terr
+	if err != unix.ENOSYS {
+		return err
 	}
-	if err == unix.ENOSYS {
-		// Before Linux 5.12: remount each mount of the tree, top first.
-		err = nil
-		for _, m := range tree {
-			if err = unix.Mount("", m.point, "", remountFlags(m.point), ""); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			tree, err = mountTree(path)
+	// Before Linux 5.12: remount each mount of the tree, top first.
+	tree, err := mountTree(path)
+	if err != nil {
+		return err
+	}
+	for _, m := range tree {
+		if err := unix.Mount("", m.point, "", remountFlags(m.point), ""); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// checkReadOnly checks, in the mount table all (readMounts), that the
+// mount at path and every mount below it are read-only.
+func checkReadOnly(all []mountEntry, path string) error {
+	tree, err := treeAt(all, path)
 	if err != nil {
 		return err
 	}

@@ -184,21 +184,20 @@ func setupInside(s *initSpec) (*unixGate, error) {
 			return nil, err
 		}
 	}
+	var readOnly []string
 	for _, p := range kernelStatePaths {
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
-		if err := bindReadOnly(p); err != nil {
-			return nil, err
+		if _, err := os.Lstat(p); err == nil {
+			readOnly = append(readOnly, p)
 		}
 	}
 	for _, p := range s.ReadOnlyPaths {
 		if _, err := os.Lstat(p); err != nil && s.FileSystem.Confine {
 			continue // out of sight inside (a private /tmp covers it)
 		}
-		if err := bindReadOnly(p); err != nil {
-			return nil, err
-		}
+		readOnly = append(readOnly, p)
+	}
+	if err := bindReadOnly(readOnly...); err != nil {
+		return nil, err
 	}
 	if err := loopbackUp(); err != nil {
 		return nil, stepErr("loopback up", err)
@@ -246,15 +245,27 @@ func pinSocket(path string, want fileID) (string, error) {
 	return "/proc/self/fd/" + strconv.Itoa(fd), nil
 }
 
-// bindReadOnly bind-mounts path over itself read-only, with every mount
-// below it, and checks from the inside that the whole new tree is.
-func bindReadOnly(path string) error {
-	step := "read-only " + path
-	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return stepErr(step, err)
+// bindReadOnly bind-mounts each path over itself read-only, with every
+// mount below it, and checks from the inside that each whole new tree is
+// (one read of the mount table for all of them: each read costs about
+// 0.2 ms with the host's mounts cloned).
+func bindReadOnly(paths ...string) error {
+	for _, p := range paths {
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return stepErr("read-only "+p, err)
+		}
+		if err := makeReadOnly(p); err != nil {
+			return stepErr("read-only "+p, err)
+		}
 	}
-	if err := readOnlyTree(path); err != nil {
-		return stepErr(step, err)
+	all, err := readMounts()
+	if err != nil {
+		return stepErr("read-only paths", err)
+	}
+	for _, p := range paths {
+		if err := checkReadOnly(all, p); err != nil {
+			return stepErr("read-only "+p, err)
+		}
 	}
 	return nil
 }
@@ -278,12 +289,20 @@ type mountEntry struct {
 // there) and every mount below it, from /proc/self/mountinfo, parents
 // before children.
 func mountTree(path string) ([]mountEntry, error) {
+	all, err := readMounts()
+	if err != nil {
+		return nil, err
+	}
+	return treeAt(all, path)
+}
+
+// readMounts reads /proc/self/mountinfo, in its order.
+func readMounts() ([]mountEntry, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	var all []mountEntry
-	top := -1
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 6 {
@@ -298,10 +317,20 @@ func mountTree(path string) ([]mountEntry, error) {
 		}
 		m.point = unescapeMountinfo(f[4])
 		m.readOnly = f[5] == "ro" || strings.HasPrefix(f[5], "ro,")
-		if m.point == path {
-			top = len(all)
-		}
 		all = append(all, m)
+	}
+	return all, nil
+}
+
+// treeAt returns, from the mount table all, the mount visible at path (the
+// last one mounted there) and every mount below it, parents before
+// children.
+func treeAt(all []mountEntry, path string) ([]mountEntry, error) {
+	top := -1
+	for i, m := range all {
+		if m.point == path {
+			top = i
+		}
 	}
 	if top < 0 {
 		return nil, fmt.Errorf("%s is not a mount point", path)
