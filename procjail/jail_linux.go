@@ -101,7 +101,119 @@ func (p *initProc) kill() {
 // when the command cannot be executed) and nothing was run. Cancelling ctx
 // kills the whole sandbox, during setup or after.
 func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
-	sb, cleanup, err := start(ctx, spec)
+	p, err := Prestart(PrestartOptions{Stdin: spec.Stdin, Stdout: spec.Stdout, Stderr: spec.Stderr, InitPath: spec.InitPath, Pass: spec.Pass})
+	if err != nil {
+		return nil, err
+	}
+	return p.Start(ctx, spec)
+}
+
+// Prestarted is a sandbox's init started before its spec is known
+// (Prestart): it creates the namespaces and starts up while the caller
+// sets up the rest, then waits for Start.
+type Prestarted struct {
+	mu      sync.Mutex
+	cmd     *initProc
+	ctl     *os.File      // the parent's end of the control socket
+	inbound *net.UnixConn // the parent's end of the inbound socket pair
+	pass    *PassListener
+	passFD  int
+	stdin   *os.File
+	used    bool
+}
+
+// Prestart starts a sandbox's init with the descriptors the sandbox will
+// have. The init waits for Start; Close kills it if Start is never called.
+func Prestart(o PrestartOptions) (*Prestarted, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, stepErr("control socket", err)
+	}
+	parentCtl := os.NewFile(uintptr(fds[0]), "control")
+	childCtl := os.NewFile(uintptr(fds[1]), "control")
+	defer childCtl.Close()
+	p := &Prestarted{ctl: parentCtl, pass: o.Pass, stdin: o.Stdin}
+	fail := func(err error) (*Prestarted, error) {
+		p.Close()
+		return nil, err
+	}
+	var files []uintptr
+	for _, f := range []*os.File{o.Stdin, o.Stdout, o.Stderr} {
+		if f == nil {
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				return fail(stepErr("open /dev/null", err))
+			}
+			defer null.Close()
+			f = null
+		}
+		files = append(files, f.Fd())
+	}
+	files = append(files, childCtl.Fd()) // controlFD
+	// The host's inbound connections travel as descriptors over a socket
+	// pair (inboundFD): no path another sandbox could swap.
+	pfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(stepErr("inbound socket", err))
+	}
+	pf, cf := os.NewFile(uintptr(pfds[0]), "inbound"), os.NewFile(uintptr(pfds[1]), "inbound")
+	defer cf.Close()
+	c, err := net.FileConn(pf)
+	pf.Close()
+	if err != nil {
+		return fail(stepErr("inbound socket", err))
+	}
+	p.inbound = c.(*net.UnixConn)
+	files = append(files, cf.Fd()) // inboundFD
+	if o.Pass != nil {
+		pf := o.Pass.childEnd()
+		if pf == nil {
+			return fail(stepErrf("pass", "the pass listener was already given to a sandbox, or closed"))
+		}
+		defer pf.Close()
+		p.passFD = len(files)
+		files = append(files, pf.Fd())
+	}
+	initPath := o.InitPath
+	if initPath == "" {
+		initPath = "/proc/self/exe"
+	}
+	if p.cmd, err = startInit(initPath, files); err != nil {
+		return fail(namespaceError(err))
+	}
+	return p, nil
+}
+
+// Close kills the init and closes its sockets, unless Start started the
+// sandbox (which then owns them).
+func (p *Prestarted) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.used {
+		return
+	}
+	p.used = true
+	p.ctl.Close()
+	if p.inbound != nil {
+		p.inbound.Close()
+	}
+	if p.cmd != nil {
+		p.cmd.kill()
+	}
+}
+
+// Start is Start for this init: spec's Stdin, Stdout, Stderr, InitPath and
+// Pass must be (or be left as) those given to Prestart. Any failure kills
+// the init.
+func (p *Prestarted) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
+	p.mu.Lock()
+	used := p.used
+	p.used = true
+	p.mu.Unlock()
+	if used {
+		return nil, stepErrf("sandbox init", "already started or closed")
+	}
+	sb, cleanup, err := p.start(ctx, spec)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -109,12 +221,19 @@ func Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	return sb, nil
 }
 
-func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
-	var cleanups []func()
+func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
+	cmd, parentCtl := p.cmd, p.ctl
+	cleanups := []func(){cmd.kill, func() { parentCtl.Close() }, func() { p.inbound.Close() }}
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
+	}
+	if spec.Pass == nil && p.pass != nil {
+		spec.Pass = p.pass
+	}
+	if spec.Pass != p.pass {
+		return nil, cleanup, stepErrf("spec", "pass: not the listener given to Prestart")
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, cleanup, stepErr("spec", err)
@@ -139,6 +258,7 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		Forwards:         spec.Forwards,
 		ForwardIDs:       forwardIDs,
 		Inbound:          spec.Inbound,
+		PassFD:           p.passFD,
 		AllowUnixSockets: spec.AllowUnixSockets,
 		Hostname:         spec.Hostname,
 		FileSystem:       spec.FileSystem,
@@ -154,16 +274,16 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		}
 		is.Dir = wd
 	}
-	if spec.Stdin != nil && isForegroundTerminal(spec.Stdin) {
+	if p.stdin != nil && isForegroundTerminal(p.stdin) {
 		is.Foreground = true
 	}
-	for _, p := range spec.ReadOnlyPaths {
-		abs, err := filepath.Abs(p)
+	for _, rp := range spec.ReadOnlyPaths {
+		abs, err := filepath.Abs(rp)
 		if err == nil {
 			abs, err = filepath.EvalSymlinks(abs)
 		}
 		if err != nil {
-			return nil, cleanup, stepErr("read-only path "+p, err)
+			return nil, cleanup, stepErr("read-only path "+rp, err)
 		}
 		is.ReadOnlyPaths = append(is.ReadOnlyPaths, abs)
 	}
@@ -178,76 +298,14 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 			return nil, cleanup, stepErr("write resolv.conf", err)
 		}
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, cleanup, stepErr("control socket", err)
-	}
-	parentCtl := os.NewFile(uintptr(fds[0]), "control")
-	childCtl := os.NewFile(uintptr(fds[1]), "control")
-	cleanups = append(cleanups, func() { parentCtl.Close() })
-
-	initPath := spec.InitPath
-	if initPath == "" {
-		initPath = "/proc/self/exe"
-	}
-	var files []uintptr
-	for _, f := range []*os.File{spec.Stdin, spec.Stdout, spec.Stderr} {
-		if f == nil {
-			null, err := os.Open(os.DevNull)
-			if err != nil {
-				childCtl.Close()
-				return nil, cleanup, stepErr("open /dev/null", err)
-			}
-			defer null.Close()
-			f = null
-		}
-		files = append(files, f.Fd())
-	}
-	files = append(files, childCtl.Fd()) // controlFD
-	var parentIn *net.UnixConn
-	if len(spec.Inbound) > 0 {
-		// The host's inbound connections travel as descriptors over a
-		// socket pair (inboundFD): no path another sandbox could swap.
-		pfds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			childCtl.Close()
-			return nil, cleanup, stepErr("inbound socket", err)
-		}
-		pf, cf := os.NewFile(uintptr(pfds[0]), "inbound"), os.NewFile(uintptr(pfds[1]), "inbound")
-		c, err := net.FileConn(pf)
-		pf.Close()
-		if err != nil {
-			cf.Close()
-			childCtl.Close()
-			return nil, cleanup, stepErr("inbound socket", err)
-		}
-		parentIn = c.(*net.UnixConn)
-		cleanups = append(cleanups, func() { parentIn.Close() })
-		defer cf.Close()
-		files = append(files, cf.Fd()) // inboundFD
-	}
-	if spec.Pass != nil {
-		pf := spec.Pass.childEnd()
-		if pf == nil {
-			childCtl.Close()
-			return nil, cleanup, stepErrf("pass", "the pass listener was already given to a sandbox, or closed")
-		}
-		defer pf.Close()
-		is.PassFD = len(files)
-		files = append(files, pf.Fd())
-	}
-	// The spec names the descriptors (PassFD): encode it only now.
 	specJSON, err := json.Marshal(is)
 	if err != nil {
-		childCtl.Close()
 		return nil, cleanup, stepErr("encode spec", err)
 	}
-	cmd, err := startInit(initPath, files)
-	childCtl.Close()
-	if err != nil {
-		return nil, cleanup, namespaceError(err)
+	var parentIn *net.UnixConn
+	if len(spec.Inbound) > 0 {
+		parentIn = p.inbound
 	}
-	cleanups = append(cleanups, cmd.kill)
 
 	type reply struct {
 		pid int
@@ -311,10 +369,21 @@ func start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 		return nil, cleanup, childFailed(err)
 	}
 	r := reply{pid: pid}
-	cleanups = cleanups[:len(cleanups)-2] // keep the init running; keep the runtime dir until exit
+	// Keep the init running and its control socket open (read below), and
+	// the inbound socket when used; the rest (the runtime directory) goes
+	// at exit.
+	cleanups = cleanups[3:]
+	if parentIn == nil {
+		p.inbound.Close()
+	}
+	cleanups = append(cleanups, func() {
+		if parentIn != nil {
+			parentIn.Close()
+		}
+	})
 	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup, inbound: parentIn}
 	if is.Foreground {
-		sb.tty = spec.Stdin
+		sb.tty = p.stdin
 	}
 	// The init reports the command's stops on the control socket until it
 	// exits (then the read ends).

@@ -165,7 +165,15 @@ func TestPassForward(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := sh("echo ran")
 			s.Forwards = []Forward{{InsidePort: 3128, Network: "pass"}}
-			s.Pass = l
+			s.Pass = l // given to the sandbox above
+			if c.name != "given already" {
+				fresh, err := NewPassListener()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer fresh.Close()
+				s.Pass = fresh
+			}
 			c.mod(&s)
 			_, err := Start(context.Background(), s)
 			var se *SetupError

@@ -183,3 +183,13 @@ const InitCommand = "__init"
 // the sandbox's CONNECT proxy (the ssh ProxyCommand of GIT_SSH_COMMAND); a
 // binary dispatches it to RunConnect.
 const ConnectCommand = "__connect"
+
+// PrestartOptions are what a sandbox's init is started with before its
+// Spec is known (Prestart): the descriptors the sandbox will have (nil:
+// /dev/null), the init binary (Spec.InitPath) and the pass listener
+// (Spec.Pass).
+type PrestartOptions struct {
+	Stdin, Stdout, Stderr *os.File
+	InitPath              string
+	Pass                  *PassListener
+}

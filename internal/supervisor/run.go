@@ -180,7 +180,7 @@ func Run(opts Options) (int, error) {
 		}
 	}()
 	for _, step := range []func() (func(), error){
-		s.resolve, s.runtimeDir, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
+		s.prestart, s.resolve, s.runtimeDir, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -218,6 +218,7 @@ type session struct {
 	// pass receives the proxy forward's connections themselves (Linux):
 	// the proxy serves the clients' own sockets, with no relay between.
 	pass   *procjail.PassListener
+	pre    *procjail.Prestarted // the init, started first (prestart)
 	secret string
 	upc    chan proxies
 	up     proxies
@@ -242,6 +243,40 @@ type session struct {
 	launched  *launched          // nil unless Options.Launch
 	inbound   []procjail.Inbound // the published ports inside
 	published []net.Listener     // their host listeners
+}
+
+// prestart starts the sandbox's init first, so that it creates the
+// namespaces and starts up (a Go process start, ~2.5 ms) while the rest of
+// the session is set up; Start gives it its spec. On Linux it also makes
+// the proxy forward's pass listener, which the init is started with.
+func (s *session) prestart() (func(), error) {
+	stdin, stdout := s.opts.Stdin, s.opts.Stdout
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	var undo []func()
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	if runtime.GOOS == "linux" {
+		var err error
+		if s.pass, err = procjail.NewPassListener(); err != nil {
+			return nil, fmt.Errorf("proxy forward: %w", err)
+		}
+		undo = append(undo, func() { s.pass.Close() })
+	}
+	pre, err := procjail.Prestart(procjail.PrestartOptions{Stdin: stdin, Stdout: stdout, Stderr: s.stderr, Pass: s.pass})
+	if err != nil {
+		return cleanup, err
+	}
+	s.pre = pre
+	undo = append(undo, pre.Close) // a no-op once Start has the init
+	return cleanup, nil
 }
 
 // resolve watches the policy file (its changes queue until livePolicy) and
@@ -316,12 +351,6 @@ func (s *session) startProxies() (func(), error) {
 	}
 	cleanup = append(cleanup, func() { dln.Close() })
 	s.pln, s.dln = pln, dln
-	if runtime.GOOS == "linux" {
-		if s.pass, err = procjail.NewPassListener(); err != nil {
-			return undo, fmt.Errorf("proxy forward: %w", err)
-		}
-		cleanup = append(cleanup, func() { s.pass.Close() })
-	}
 	if s.secret = randomSecret(); s.secret == "" {
 		return undo, errors.New("proxy credentials: no randomness")
 	}
@@ -530,17 +559,10 @@ func (s *session) start() (func(), error) {
 	s.sig = newSigRelay(abortSetup, reload)
 	s.sig.Notify()
 	cleanup := func() { abortSetup(); s.sig.Stop() }
-	stdin, stdout := s.opts.Stdin, s.opts.Stdout
-	if stdin == nil {
-		stdin = os.Stdin
-	}
-	if stdout == nil {
-		stdout = os.Stdout
-	}
 	opts := s.opts
-	sb, err := procjail.Start(setupCtx, procjail.Spec{
+	// The descriptors are those the init was started with (prestart).
+	sb, err := s.pre.Start(setupCtx, procjail.Spec{
 		Command: opts.Command[0], Args: opts.Command[1:], Env: s.env, Dir: opts.Dir,
-		Stdin: stdin, Stdout: stdout, Stderr: s.stderr,
 		Forwards:         s.forwards,
 		Pass:             s.pass,
 		Inbound:          s.inbound,
