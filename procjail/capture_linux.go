@@ -155,12 +155,9 @@ func addDefaultRoute(family uint8, ifindex int) error {
 	return nil
 }
 
-// startCapture sets the capture up for f and serves it on 127.0.0.1 and
-// ::1 for as long as the init lives.
+// startCapture serves the capture for f on 127.0.0.1 and ::1 for as long
+// as the init lives (setupNetwork set its routes and rules up).
 func startCapture(f Forward, names *dnsNames) error {
-	if err := setupCapture(f.InsidePort); err != nil {
-		return err
-	}
 	for _, host := range []string{"127.0.0.1", "::1"} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, itoa(int(f.InsidePort))))
 		if err != nil {

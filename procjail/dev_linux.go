@@ -210,11 +210,13 @@ func checkDev(console bool, hostDevpts uint64) error {
 	if got, err := dirNames("/dev"); err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
 		return fmt.Errorf("/dev holds %v, want %v (%v)", got, want, err)
 	}
-	tree, err := mountTree("/dev")
-	if err != nil {
+	// statfs says whether the mount is read-only without a read of the
+	// mount table (~0.3 ms).
+	var sfs unix.Statfs_t
+	if err := unix.Statfs("/dev", &sfs); err != nil {
 		return err
 	}
-	if !tree[0].readOnly {
+	if sfs.Flags&unix.ST_RDONLY == 0 {
 		return fmt.Errorf("/dev is writable")
 	}
 	for _, n := range devNodes {

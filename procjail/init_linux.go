@@ -44,6 +44,16 @@ func RunInit() int {
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		return fail(stepErr("read spec", err))
 	}
+	// Subscribe before the command starts so that no SIGCHLD or forwarded
+	// signal is missed. The first subscription starts os/signal's loop
+	// (~0.4 ms here), which the setup does not need: it runs beside it.
+	sigs := make(chan os.Signal, 64)
+	subscribed := make(chan struct{})
+	go func() {
+		signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGWINCH,
+			unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+		close(subscribed)
+	}()
 	gate, err := setupInside(&spec)
 	if err != nil {
 		return fail(err)
@@ -56,11 +66,7 @@ func RunInit() int {
 		return 125
 	}
 
-	// Subscribe before the command starts so that no SIGCHLD or forwarded
-	// signal is missed.
-	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGWINCH,
-		unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	<-subscribed
 	pid, err := startCommand(&spec, gate)
 	if err != nil {
 		return fail(err)
@@ -109,9 +115,17 @@ func superviseInit(mainPID int, sigs <-chan os.Signal, ctl io.Writer) int {
 			if ws.Signaled() {
 				code = 128 + int(ws.Signal())
 			}
-			// Kill everything left (setsid, double forks); the kernel
-			// also does it when PID 1 exits.
+			// Kill everything left (setsid, double forks) and reap it:
+			// once nothing is left, the parent gets the status ("exit")
+			// and goes on while the kernel takes the namespaces down
+			// with this process (~1 ms).
 			unix.Kill(-1, unix.SIGKILL)
+			for {
+				if _, err := unix.Wait4(-1, nil, 0, nil); err != nil && err != unix.EINTR {
+					break
+				}
+			}
+			fmt.Fprintf(ctl, "exit %d\n", code)
 			return code
 		}
 	}
@@ -132,6 +146,12 @@ func setupInside(s *initSpec) (*unixGate, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, stepErr("private mounts", err)
 	}
+	// The network's setup (loopback, the capture's routes and netfilter
+	// rules: about 0.7 ms) runs beside the mounts': the two touch
+	// different namespaces, and the listeners (forwards, below) wait for
+	// it.
+	netc := make(chan error, 1)
+	go func() { netc <- setupNetwork(s.Forwards) }()
 	if len(s.ForwardIDs) != len(s.Forwards) {
 		return nil, stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
 	}
@@ -199,11 +219,8 @@ func setupInside(s *initSpec) (*unixGate, error) {
 	if err := bindReadOnly(readOnly...); err != nil {
 		return nil, err
 	}
-	if err := loopbackUp(); err != nil {
-		return nil, stepErr("loopback up", err)
-	}
-	if err := checkInterfaces(); err != nil {
-		return nil, stepErr("check interfaces", err)
+	if err := <-netc; err != nil {
+		return nil, err
 	}
 	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
 		if err == nil {
@@ -401,6 +418,26 @@ func bindResolvConf(src string, want []byte) error {
 	got, err := os.ReadFile(dst)
 	if err != nil || !bytes.Equal(got, want) {
 		return stepErrf("check /etc/resolv.conf", "content differs from the generated file (%v)", err)
+	}
+	return nil
+}
+
+// setupNetwork brings the loopback up, checks that it is the only
+// interface, and sets up the capture's routes and rules (when forwards has
+// a capture).
+func setupNetwork(forwards []Forward) error {
+	if err := loopbackUp(); err != nil {
+		return stepErr("loopback up", err)
+	}
+	if err := checkInterfaces(); err != nil {
+		return stepErr("check interfaces", err)
+	}
+	for _, f := range forwards {
+		if f.Network == "capture" {
+			if err := setupCapture(f.InsidePort); err != nil {
+				return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+			}
+		}
 	}
 	return nil
 }

@@ -216,6 +216,9 @@ func removeTempDir(dir string) {
 // signal); the process group has been killed when it returns.
 func (s *Sandbox) Wait() (int, error) { <-s.done; return s.code, s.err }
 
+// Close returns once Wait would: nothing outlives the command here.
+func (s *Sandbox) Close() { <-s.done }
+
 // Signal forwards sig to the command's process group.
 func (s *Sandbox) Signal(sig os.Signal) error {
 	return syscall.Kill(-s.cmd.Process.Pid, sig.(syscall.Signal))

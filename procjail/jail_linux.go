@@ -37,8 +37,10 @@ type Sandbox struct {
 	init      *initProc
 	inbound   *net.UnixConn // to the init: the host's inbound connections (Spec.Inbound)
 	insidePID int
-	tty       *os.File // the terminal the command was given, or nil
-	done      chan struct{}
+	tty       *os.File      // the terminal the command was given, or nil
+	done      chan struct{} // the command's status is known, nothing else is left
+	released  chan struct{} // the init is reaped and the sandbox's files removed
+	reported  chan int      // the init's "exit" report: the status, all else reaped
 	code      int
 	waitErr   error
 	cleanup   func()
@@ -381,7 +383,8 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 			parentIn.Close()
 		}
 	})
-	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), cleanup: cleanup, inbound: parentIn}
+	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), released: make(chan struct{}),
+		reported: make(chan int, 1), cleanup: cleanup, inbound: parentIn}
 	if is.Foreground {
 		sb.tty = p.stdin
 	}
@@ -397,6 +400,12 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "stopped "); ok {
 				sig, _ := strconv.Atoi(n)
 				sb.jobStopped(syscall.Signal(sig))
+			}
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "exit "); ok {
+				if code, err := strconv.Atoi(n); err == nil && code >= 0 && code <= 255 {
+					sb.reported <- code
+				}
+				return
 			}
 		}
 	}()
@@ -528,10 +537,24 @@ func (s *Sandbox) commandHostPID() int {
 }
 
 func (s *Sandbox) wait(ctx context.Context) {
+	defer close(s.released)
 	select {
 	case <-ctx.Done():
 		s.init.kill()
 	case <-s.init.exited:
+	case code := <-s.reported:
+		// Every process but the init is gone and reaped: the status is
+		// the command's, and the init's own exit (the namespaces coming
+		// down) need not hold the caller up (Close waits for it).
+		s.code = code
+		close(s.done)
+		select {
+		case <-s.init.exited:
+		case <-ctx.Done():
+			s.init.kill()
+		}
+		s.cleanup()
+		return
 	}
 	ws := s.init.ws
 	switch {
@@ -555,13 +578,18 @@ func describeStatus(ws unix.WaitStatus) string {
 
 // Wait waits for the command to exit and returns its exit status: its exit
 // code, or 128+N when signal N killed it. Every process left in the
-// sandbox has been killed when Wait returns.
+// sandbox has been killed and reaped when Wait returns; the init may still
+// be exiting (Close waits for it).
 func (s *Sandbox) Wait() (int, error) {
 	<-s.done
 	return s.code, s.waitErr
 }
 
-// Done is closed when the sandbox has exited.
+// Close waits for the sandbox to be gone entirely: the init reaped, its
+// namespaces down, the files Start made removed. Call it after Wait.
+func (s *Sandbox) Close() { <-s.released }
+
+// Done is closed when Wait would return.
 func (s *Sandbox) Done() <-chan struct{} { return s.done }
 
 // Signal sends sig to the sandbox's init, which forwards it to the command's

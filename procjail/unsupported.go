@@ -27,5 +27,8 @@ func RunInit() int {
 // Wait never returns a status: no Sandbox is ever started.
 func (s *Sandbox) Wait() (int, error) { return 125, ErrUnsupported }
 
+// Close does nothing: no Sandbox is ever started.
+func (s *Sandbox) Close() {}
+
 // Signal reports ErrUnsupported.
 func (s *Sandbox) Signal(os.Signal) error { return ErrUnsupported }

@@ -275,7 +275,14 @@ func (s *session) prestart() (func(), error) {
 		return cleanup, err
 	}
 	s.pre = pre
-	undo = append(undo, pre.Close) // a no-op once Start has the init
+	undo = append(undo, func() {
+		pre.Close() // a no-op once Start has the init
+		if s.sb != nil {
+			// The last cleanup: the init's exit (its namespaces coming
+			// down) ran beside the session's own teardown.
+			s.sb.Close()
+		}
+	})
 	return cleanup, nil
 }
 
