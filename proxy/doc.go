@@ -1,7 +1,7 @@
 // Package proxy is the sandbox's only way out: an HTTP forward proxy
 // (CONNECT tunnels and absolute-form plain HTTP, built on
-// github.com/elazarl/goproxy) and a DNS proxy (github.com/miekg/dns) that
-// allow traffic by hostname, with a dial guard that checks every resolved
+// github.com/elazarl/goproxy, copied as internal/goproxy: see its FORK.md)
+// and a DNS proxy (github.com/miekg/dns) that allow traffic by hostname, with a dial guard that checks every resolved
 // address against a special-purpose address table and dials exactly the
 // address it checked, and one JSON audit line per decision.
 //
