@@ -1,9 +1,10 @@
 // Package proxy is the sandbox's only way out: an HTTP forward proxy
 // (CONNECT tunnels and absolute-form plain HTTP, built on
 // github.com/elazarl/goproxy, copied as internal/goproxy: see its FORK.md)
-// and a DNS proxy (github.com/miekg/dns) that allow traffic by hostname, with a dial guard that checks every resolved
-// address against a special-purpose address table and dials exactly the
-// address it checked, and one JSON audit line per decision.
+// and a DNS proxy (github.com/miekg/dns) that allow traffic by hostname,
+// with a dial guard that checks every resolved address against a
+// special-purpose address table and dials exactly the address it checked,
+// and one JSON audit line per decision.
 //
 // Decision order for the HTTP proxy (see Decide): authentication, the host
 // canonicalized by policy.ParseHost, the deny list, the allowlist; only an
