@@ -3,12 +3,10 @@ module github.com/barry-rocks/sandbox
 go 1.26.8
 
 require (
-	github.com/elazarl/goproxy v1.9.3
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/nftables v0.3.0
 	github.com/miekg/dns v1.1.73
-	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 	mvdan.cc/sh/v3 v3.14.1

@@ -15,17 +15,19 @@ import (
 // stdout; exit 2 with stderr blocks. Since 2.1.2xx a handler's
 // onFailure: "block" turns a failed hook into a block.
 
-var claudeEvents = kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
-	"SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
-	"MessageDisplay", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
-	"Notification", "SubagentStart", "SubagentStop", "TaskCreated", "TaskCompleted", "Stop",
-	"StopFailure", "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged",
-	"WorktreeCreate", "WorktreeRemove", "PreCompact", "PostCompact", "Elicitation",
-	"ElicitationResult", "SessionEnd")
+func claudeEvents() map[string]Kind {
+	return kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
+		"SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
+		"MessageDisplay", "PermissionDenied", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+		"Notification", "SubagentStart", "SubagentStop", "TaskCreated", "TaskCompleted", "Stop",
+		"StopFailure", "TeammateIdle", "ConfigChange", "CwdChanged", "DirectoryAdded", "FileChanged",
+		"WorktreeCreate", "WorktreeRemove", "PreCompact", "PostCompact", "Elicitation",
+		"ElicitationResult", "SessionEnd")
+}
 
 func claudeProtocol() *protocol {
 	return &protocol{
-		events: claudeEvents,
+		events: claudeEvents(),
 		// PreToolUse enforces an ask; a PermissionRequest is already one.
 		canAsk: func(c Call) bool { return c.Kind == KindTool },
 		encode: func(c Call, r Reply, reason, _ string) Output { return encodeClaudeLike(c, r, reason, true) },

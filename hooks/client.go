@@ -3,10 +3,9 @@ package hooks
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"net/netip"
 	"strings"
 	"time"
@@ -53,18 +52,25 @@ func (s ClientSource) Open(ctx context.Context) (Ruling, error) {
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, addr)
+	conn, err := dialRuling(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrServer, err)
 	}
 	return &Client{conn: conn, r: bufio.NewReaderSize(conn, 4096)}, nil
 }
 
+// rulingConn is a client's connection to a ruling server (dialRuling).
+// abort, safe to call from any goroutine at any time, ends every pending
+// and later Read and Write with an error.
+type rulingConn interface {
+	io.ReadWriteCloser
+	abort()
+}
+
 // Client is one connection to a ruling server. It is not safe for
 // concurrent use.
 type Client struct {
-	conn net.Conn
+	conn rulingConn
 	r    *bufio.Reader
 }
 
@@ -77,14 +83,16 @@ func (c *Client) Close() error { return c.conn.Close() }
 func (c *Client) Rule(ctx context.Context, call Call) (policy.Decision, error) {
 	req := Request{V: ProtocolVersion, Op: "rule", Call: &call}
 	if dl, ok := ctx.Deadline(); ok {
-		if err := c.conn.SetDeadline(dl); err != nil {
-			return policy.Decision{}, fmt.Errorf("%w: %v", ErrServer, err)
-		}
 		req.DeadlineMs = max(1, time.Until(dl).Milliseconds())
 	}
-	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	// ctx's end, its deadline included, aborts the connection: the write
+	// or the read pending then fails.
+	stop := context.AfterFunc(ctx, c.conn.abort)
 	defer stop()
-	line, err := json.Marshal(req)
+	if err := ctx.Err(); err != nil {
+		return policy.Decision{}, fmt.Errorf("%w: %v", ErrServer, err)
+	}
+	line, err := appendRequest(make([]byte, 0, 1024), req)
 	if err != nil {
 		return policy.Decision{}, fmt.Errorf("%w: encoding request: %v", ErrServer, err)
 	}
@@ -102,12 +110,12 @@ func (c *Client) Rule(ctx context.Context, call Call) (policy.Decision, error) {
 }
 
 // ParseResponse turns one response line into a decision; anything but a
-// well-formed version-1 ruling is an error.
+// well-formed version-1 ruling is an error: a line that is not one JSON
+// object with only Response's members, each once and spelled as its tag,
+// a version other than 1, an error, an unknown verdict, or no reason.
 func ParseResponse(line []byte) (policy.Decision, error) {
-	var r Response
-	d := json.NewDecoder(strings.NewReader(string(line)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&r); err != nil {
+	r, err := parseResponseFields(line)
+	if err != nil {
 		return policy.Decision{}, fmt.Errorf("%w: bad response: %v", ErrServer, err)
 	}
 	if r.V != ProtocolVersion {

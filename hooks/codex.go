@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/barry-rocks/sandbox/policy/shell"
@@ -26,13 +27,15 @@ import (
 // expressions, each entry run only when trusted (below). Answers are
 // Claude Code's subset: no explicit allow, no ask.
 
-var codexEvents = kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
-	"SessionStart", "SessionEnd", "SubagentStart", "SubagentStop", "PostToolUse", "PreCompact",
-	"PostCompact", "UserPromptSubmit", "Stop", "Interrupt")
+func codexEvents() map[string]Kind {
+	return kinds(map[string]Kind{"PreToolUse": KindTool, "PermissionRequest": KindPermission},
+		"SessionStart", "SessionEnd", "SubagentStart", "SubagentStop", "PostToolUse", "PreCompact",
+		"PostCompact", "UserPromptSubmit", "Stop", "Interrupt")
+}
 
 func codexProtocol() *protocol {
 	return &protocol{
-		events:      codexEvents,
+		events:      codexEvents(),
 		typedShells: true,
 		encode:      func(c Call, r Reply, reason, _ string) Output { return encodeClaudeLike(c, r, reason, false) },
 		// Codex blocks on exit 2 with stderr and reads no JSON beside it.
@@ -376,25 +379,31 @@ func codexProjectTrusted(codexHome, dir string) bool {
 }
 
 // interactiveReaders read commands from their input when given no script.
-var interactiveReaders = map[string]bool{
-	"sh": true, "bash": true, "rbash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true,
-	"fish": true, "csh": true, "tcsh": true, "busybox": true,
-	"python": true, "pypy": true, "pypy3": true, "ipython": true, "ipython3": true, "node": true, "nodejs": true, "deno": true, "bun": true,
-	"irb": true, "ruby": true, "perl": true, "php": true, "lua": true, "R": true, "julia": true, "ghci": true, "dc": true, "bc": true,
-	"psql": true, "mysql": true, "sqlite3": true, "redis-cli": true, "telnet": true, "nc": true, "socat": true, "gdb": true, "lldb": true, "ed": true,
-	"su": true, "sudo": true, "ssh": true,
-}
+var interactiveReaders = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"sh": true, "bash": true, "rbash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true,
+		"fish": true, "csh": true, "tcsh": true, "busybox": true,
+		"python": true, "pypy": true, "pypy3": true, "ipython": true, "ipython3": true, "node": true, "nodejs": true, "deno": true, "bun": true,
+		"irb": true, "ruby": true, "perl": true, "php": true, "lua": true, "R": true, "julia": true, "ghci": true, "dc": true, "bc": true,
+		"psql": true, "mysql": true, "sqlite3": true, "redis-cli": true, "telnet": true, "nc": true, "socat": true, "gdb": true, "lldb": true, "ed": true,
+		"su": true, "sudo": true, "ssh": true,
+	}
+})
 
 // alwaysInteractive read the terminal whatever their arguments (a terminal
 // multiplexer, an editor or pager with a shell escape, script's shell).
-var alwaysInteractive = map[string]bool{
-	"script": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "nano": true, "emacs": true,
-	"less": true, "more": true, "man": true,
-}
+var alwaysInteractive = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"script": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "nano": true, "emacs": true,
+		"less": true, "more": true, "man": true,
+	}
+})
 
 // optionsWithArgument take the next word as their value (bash -o vi).
-var optionsWithArgument = map[string]bool{"-o": true, "+o": true, "-O": true, "+O": true, "--rcfile": true, "--init-file": true,
-	"-X": true, "-W": true}
+var optionsWithArgument = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"-o": true, "+o": true, "-O": true, "+O": true, "--rcfile": true, "--init-file": true,
+		"-X": true, "-W": true}
+})
 
 // interactiveReader returns the first program of a command line that would
 // read commands from its input (an interpreter with no script, no -c/-e
@@ -410,14 +419,14 @@ func interactiveReader(cmd string) string {
 			continue
 		}
 		prog := filepath.Base(argv[0])
-		if alwaysInteractive[prog] {
+		if alwaysInteractive()[prog] {
 			if prog == "script" && slices.Contains(argv[1:], "-c") {
 				continue
 			}
 			return prog
 		}
 		versioned := strings.TrimRight(prog, "0123456789.")
-		if !interactiveReaders[prog] && !(versioned != prog && interactiveReaders[versioned]) {
+		if !interactiveReaders()[prog] && !(versioned != prog && interactiveReaders()[versioned]) {
 			continue
 		}
 		scripted, interactive := false, false
@@ -428,7 +437,7 @@ func interactiveReader(cmd string) string {
 				interactive = true
 			case a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-m" || a == "--command" || a == "-f" || a == "--file":
 				scripted = true
-			case optionsWithArgument[a]:
+			case optionsWithArgument()[a]:
 				i++
 			case a == "-" || a == "-s":
 				// the script from stdin

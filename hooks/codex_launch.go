@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -64,10 +65,12 @@ func codexLauncher() *launcher {
 // codexCeiling is how Codex takes back each native tool before it starts
 // (docs/harness-launch.md §2.2): a feature switched off, a configuration
 // key, or (apply_patch) a model catalog without it.
-var codexCeiling = map[string]string{
-	"exec_command": "feature", "shell": "feature", "Bash": "feature", "write_stdin": "feature",
-	"view_image": "feature", "web_search": "key", "apply_patch": "catalog",
-}
+var codexCeiling = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"exec_command": "feature", "shell": "feature", "Bash": "feature", "write_stdin": "feature",
+		"view_image": "feature", "web_search": "key", "apply_patch": "catalog",
+	}
+})
 
 // codexLaunch writes Codex's session configuration into the private
 // CODEX_HOME: hooks.json with hookgate's entries, and config.toml with
@@ -110,7 +113,7 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 	features = append(features, "hooks = true")
 	shellOff := false
 	for _, t := range p.Denied {
-		switch codexCeiling[t] {
+		switch codexCeiling()[t] {
 		case "feature":
 			if t == "view_image" {
 				features = append(features, "view_image = false")
@@ -150,7 +153,7 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 	}
 	names := map[string]bool{}
 	for _, s := range p.MCP {
-		if !codexServerName.MatchString(s.Name) {
+		if !codexServerName().MatchString(s.Name) {
 			return LaunchConfig{}, fmt.Errorf("launch: MCP server name %q: Codex takes letters, digits, '-' and '_'", s.Name)
 		}
 		names[s.Name] = true
@@ -191,7 +194,7 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 }
 
 // codexServerName is what Codex accepts as an MCP server's name.
-var codexServerName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var codexServerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // codexUserPart is what a session copies of the user's config.toml: its
 // model settings at the top level, and tables (the model providers, and
@@ -462,7 +465,7 @@ func codexLaunchPreflight(p LaunchPlan) error {
 		switch {
 		case t == "view_image":
 			off["view_image"] = true
-		case codexCeiling[t] == "feature":
+		case codexCeiling()[t] == "feature":
 			off["shell_tool"] = true
 		}
 	}

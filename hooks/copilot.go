@@ -35,18 +35,20 @@ import (
 
 // copilotEvents are Copilot's hook types (its HookType enum); hookgate is
 // installed on preToolUse only.
-var copilotEvents = kinds(map[string]Kind{"preToolUse": KindTool},
-	"preMcpToolCall", "postToolUse", "postToolUseFailure", "userPromptSubmitted",
-	"userPromptTransformed", "sessionStart", "sessionEnd", "postResult", "prePRDescription",
-	"errorOccurred", "agentStop", "subagentStart", "subagentStop", "preCompact",
-	"permissionRequest", "notification")
+func copilotEvents() map[string]Kind {
+	return kinds(map[string]Kind{"preToolUse": KindTool},
+		"preMcpToolCall", "postToolUse", "postToolUseFailure", "userPromptSubmitted",
+		"userPromptTransformed", "sessionStart", "sessionEnd", "postResult", "prePRDescription",
+		"errorOccurred", "agentStop", "subagentStart", "subagentStop", "preCompact",
+		"permissionRequest", "notification")
+}
 
 // copilotHooksFile is the file hookgate owns in a hooks directory.
 const copilotHooksFile = "hookgate.json"
 
 func copilotProtocol() *protocol {
 	return &protocol{
-		events: copilotEvents,
+		events: copilotEvents(),
 		event: func(f *fields) string {
 			// Copilot's Claude-compatible form (PascalCase events, Claude's
 			// tool names) is not what install writes: refuse it rather than

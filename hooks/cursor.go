@@ -15,16 +15,18 @@ import (
 // fields; preToolUse carries tool_name and tool_input. The answer is
 // {"permission": ...}; ask is enforced on the shell and MCP events.
 
-var cursorEvents = kinds(map[string]Kind{"preToolUse": KindTool, "beforeShellExecution": KindTool,
-	"beforeMCPExecution": KindTool, "beforeReadFile": KindTool, "subagentStart": KindTool},
-	"sessionStart", "sessionEnd", "postToolUse", "postToolUseFailure", "subagentStop",
-	"afterShellExecution", "afterMCPExecution", "afterFileEdit", "beforeSubmitPrompt",
-	"preCompact", "stop", "afterAgentResponse", "afterAgentThought", "beforeTabFileRead",
-	"afterTabFileEdit", "workspaceOpen")
+func cursorEvents() map[string]Kind {
+	return kinds(map[string]Kind{"preToolUse": KindTool, "beforeShellExecution": KindTool,
+		"beforeMCPExecution": KindTool, "beforeReadFile": KindTool, "subagentStart": KindTool},
+		"sessionStart", "sessionEnd", "postToolUse", "postToolUseFailure", "subagentStop",
+		"afterShellExecution", "afterMCPExecution", "afterFileEdit", "beforeSubmitPrompt",
+		"preCompact", "stop", "afterAgentResponse", "afterAgentThought", "beforeTabFileRead",
+		"afterTabFileEdit", "workspaceOpen")
+}
 
 func cursorProtocol() *protocol {
 	return &protocol{
-		events: cursorEvents,
+		events: cursorEvents(),
 		decode: decodeCursor,
 		mcpIDs: cursorMCPIDs,
 		// preToolUse accepts ask but does not enforce it.

@@ -22,13 +22,15 @@ import (
 // only on {"decision":"deny"} (or exit 2 with stderr); exit 1 is a
 // warning and a timeout runs the tool.
 
-var geminiEvents = kinds(map[string]Kind{"BeforeTool": KindTool},
-	"SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel",
-	"BeforeToolSelection", "AfterTool", "Notification", "PreCompress")
+func geminiEvents() map[string]Kind {
+	return kinds(map[string]Kind{"BeforeTool": KindTool},
+		"SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel",
+		"BeforeToolSelection", "AfterTool", "Notification", "PreCompress")
+}
 
 func geminiProtocol() *protocol {
 	return &protocol{
-		events:    geminiEvents,
+		events:    geminiEvents(),
 		extraURLs: geminiRawGitHub,
 		encode: func(c Call, r Reply, reason, _ string) Output {
 			switch {

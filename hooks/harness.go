@@ -87,29 +87,35 @@ type installer struct {
 	verifyFile func(path string) error
 }
 
-// protocols holds each harness's protocol, built on first use and never
-// changed after. It is filled lazily, not by an initializer: install
-// entries are rendered through Fail, which reads the table, so an
-// initializer would be an initialization cycle.
-var protocols struct {
+// protocols holds each harness's protocol, each built on the first use of
+// that harness and never changed after (a hookgate check speaks one
+// harness: building all six cost it ~20 µs, issue 18). They are filled
+// lazily, not by an initializer: install entries are rendered through Fail,
+// which reads the table, so an initializer would be an initialization
+// cycle.
+var protocols [len(protocolHarnesses)]struct {
 	once sync.Once
-	m    map[Harness]*protocol
+	p    *protocol
 }
+
+// protocolHarnesses are the harnesses with a protocol, in protocols' order.
+var protocolHarnesses = [...]Harness{ClaudeCode, Codex, Cursor, Gemini, Pi, Copilot}
 
 // protocolOf returns h's protocol (shared: callers must not change it).
 func protocolOf(h Harness) (*protocol, error) {
-	protocols.once.Do(func() {
-		protocols.m = map[Harness]*protocol{}
-		for _, h := range []Harness{ClaudeCode, Codex, Cursor, Gemini, Pi, Copilot} {
+	for i, ph := range protocolHarnesses {
+		if ph != h {
+			continue
+		}
+		l := &protocols[i]
+		l.once.Do(func() {
 			p, err := buildProtocol(h)
 			if err != nil {
 				panic(err)
 			}
-			protocols.m[h] = p
-		}
-	})
-	if p, ok := protocols.m[h]; ok {
-		return p, nil
+			l.p = p
+		})
+		return l.p, nil
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownHarness, h)
 }

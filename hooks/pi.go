@@ -17,11 +17,13 @@ import (
 // event as JSON and blocks unless hookgate answers {"block": false} in
 // time; the extension itself fails closed, so no shell wrapper is needed.
 
-var piEvents = kinds(map[string]Kind{"tool_call": KindTool})
+func piEvents() map[string]Kind {
+	return kinds(map[string]Kind{"tool_call": KindTool})
+}
 
 func piProtocol() *protocol {
 	return &protocol{
-		events: piEvents,
+		events: piEvents(),
 		decode: func(f *fields, c *Call) {
 			c.Tool = f.str("tool_name", true)
 			c.Input = f.object("tool_input", true)

@@ -72,7 +72,8 @@ func SessionFromResolved(r *policy.Resolved) (*Session, error) {
 // policy.LoadFile) into a Session. Every failure wraps ErrNoPolicy: an
 // unreadable or unresolvable policy is never an empty one.
 func LoadPolicy(path string) (*Session, error) {
-	r, err := policy.ResolveFile(path)
+	// The engine never reads the scope's fingerprint.
+	r, err := policy.ResolveFileWith(path, policy.ResolveOptions{NoFingerprint: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoPolicy, path, err)
 	}

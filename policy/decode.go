@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/barry-rocks/sandbox/internal/yaml"
 )
 
 // maxDocumentBytes caps a policy document; nothing legitimate comes close.

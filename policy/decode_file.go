@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/barry-rocks/sandbox/internal/yaml"
 )
 
 // The policy file's decoder: LoadFile and DecodePolicyFile, and the
@@ -226,13 +226,12 @@ func (d *decoder) session(n *yaml.Node, path string) *SessionSelection {
 
 // validate checks references across the document.
 func (d *decoder) validate(pf *PolicyFile, nodes map[string]*yaml.Node) {
-	harnesses := harnessCatalog()
-	h, ok := harnesses[pf.Harness]
+	h := catalogHarness(pf.Harness)
 	switch {
 	case pf.Harness == "":
-		d.errf(nil, "harness", "missing required field (one of %s)", strings.Join(sortedKeys(harnesses), ", "))
-	case !ok:
-		d.errf(nodes["harness"], "harness", "unknown harness %q (one of %s)", pf.Harness, strings.Join(sortedKeys(harnesses), ", "))
+		d.errf(nil, "harness", "missing required field (one of %s)", strings.Join(harnessIDs(), ", "))
+	case h == nil:
+		d.errf(nodes["harness"], "harness", "unknown harness %q (one of %s)", pf.Harness, strings.Join(harnessIDs(), ", "))
 	default:
 		if _, _, err := h.Mode(pf.Mode); err != nil {
 			d.errf(nodes["mode"], "mode", "%v", err)
@@ -240,8 +239,8 @@ func (d *decoder) validate(pf *PolicyFile, nodes map[string]*yaml.Node) {
 	}
 	checkNative := func(path string, m map[string][]string) {
 		for _, hid := range sortedKeys(m) {
-			hh, ok := harnesses[hid]
-			if !ok {
+			hh := catalogHarness(hid)
+			if hh == nil {
 				d.errf(nil, join(path, hid), "unknown harness %q", hid)
 				continue
 			}

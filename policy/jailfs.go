@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/barry-rocks/sandbox/internal/yaml"
 )
 
 // FilesystemSection is the policy file's top-level "filesystem" section:

@@ -190,20 +190,38 @@ var (
 // returns a fresh copy the caller may modify.
 func Harnesses() map[string]*NativeHarness { return buildHarnesses() }
 
-// harnessCatalog is the package's own read-only view of the harness catalog, built
-// once: resolving one session used to build it seven times, which was a
-// fifth of hookgate's policy load. Code in this package reads it and never
-// writes to it (TestCatalogIsNotModified checks).
-var harnessCatalog = sync.OnceValue(buildHarnesses)
+// catalogEntries are the package's own read-only view of the harness
+// catalog, each entry built once, on first use: resolving one session used
+// to build the catalog seven times, which was a fifth of hookgate's policy
+// load, and building all of it for the one harness a session names was
+// still ~50 µs of each hookgate check (issue 18). Code in this package reads
+// them and never writes to them (TestCatalogIsNotModified checks).
+var catalogEntries [len(catalogIDs)]struct {
+	once sync.Once
+	h    *NativeHarness
+}
 
-// harnessIDs lists the catalog's ids.
-func harnessIDs() []string { return sortedKeys(harnessCatalog()) }
+// catalogHarness returns the catalog's entry for id (shared, read-only),
+// or nil for an id the catalog does not know.
+func catalogHarness(id string) *NativeHarness {
+	for i, cid := range catalogIDs {
+		if cid == id {
+			e := &catalogEntries[i]
+			e.once.Do(func() { e.h = buildHarness(id) })
+			return e.h
+		}
+	}
+	return nil
+}
+
+// harnessIDs lists the catalog's ids, sorted.
+func harnessIDs() []string { return slices.Clone(catalogIDs[:]) }
 
 // NativeToolOf returns harness's native tool named name from the catalog;
 // ok is false for a harness or tool the catalog does not know (which every
 // enforcer denies).
 func NativeToolOf(harness, name string) (t NativeTool, ok bool) {
-	h := harnessCatalog()[harness]
+	h := catalogHarness(harness)
 	if h == nil {
 		return NativeTool{}, false
 	}
@@ -211,9 +229,25 @@ func NativeToolOf(harness, name string) (t NativeTool, ok bool) {
 	return t, ok
 }
 
+// catalogIDs are the catalog's harness ids, sorted: buildHarness has a
+// case for each (TestCatalogIDs).
+var catalogIDs = [...]string{"claude-code", "codex", "copilot", "cursor", "gemini", "pi"}
+
 func buildHarnesses() map[string]*NativeHarness {
-	list := []*NativeHarness{
-		{
+	out := make(map[string]*NativeHarness, len(catalogIDs))
+	for _, id := range catalogIDs {
+		out[id] = buildHarness(id)
+	}
+	return out
+}
+
+// buildHarness builds the catalog's entry for id; nil for an id it does
+// not know.
+func buildHarness(id string) *NativeHarness {
+	var h *NativeHarness
+	switch id {
+	case "claude-code":
+		h = &NativeHarness{
 			ID: "claude-code", Label: "Claude Code", DefaultMode: "hosted",
 			Tools: map[string]NativeTool{
 				"Bash":         shellTool(),
@@ -248,8 +282,9 @@ func buildHarnesses() map[string]*NativeHarness {
 				"guest":        {Ceiling: true, Label: "the vendor's interface; a static ceiling, no per-call hook"},
 				"instrumented": {Ceiling: true, Label: "the vendor's interface, instrumented; a static ceiling, no per-call hook"},
 			},
-		},
-		{
+		}
+	case "codex":
+		h = &NativeHarness{
 			ID: "codex", Label: "OpenAI Codex CLI", DefaultMode: "hooks",
 			Tools: map[string]NativeTool{
 				"Bash":         shellTool("workdir"),
@@ -272,8 +307,9 @@ func buildHarnesses() map[string]*NativeHarness {
 					// configuration.
 					LaunchCeiling: []string{"web_search"}},
 			},
-		},
-		{
+		}
+	case "copilot":
+		h = &NativeHarness{
 			// GitHub Copilot CLI 1.0.102: every tool fires preToolUse.
 			ID: "copilot", Label: "GitHub Copilot CLI", DefaultMode: "hooks",
 			Tools: map[string]NativeTool{
@@ -302,8 +338,9 @@ func buildHarnesses() map[string]*NativeHarness {
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "a preToolUse hook gate behind the fail-closed wrapper"},
 			},
-		},
-		{
+		}
+	case "cursor":
+		h = &NativeHarness{
 			ID: "cursor", Label: "Cursor", DefaultMode: "hooks",
 			Tools: map[string]NativeTool{
 				"Shell":     shellTool("working_directory"),
@@ -321,8 +358,9 @@ func buildHarnesses() map[string]*NativeHarness {
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "Cursor hooks with failClosed: true"},
 			},
-		},
-		{
+		}
+	case "gemini":
+		h = &NativeHarness{
 			ID: "gemini", Label: "Gemini CLI", DefaultMode: "hooks",
 			Tools: map[string]NativeTool{
 				"run_shell_command":         shellTool("directory", "dir_path"),
@@ -345,8 +383,9 @@ func buildHarnesses() map[string]*NativeHarness {
 			Modes: map[string]*HarnessMode{
 				"hooks": {Gate: true, Label: "a BeforeTool hook gate"},
 			},
-		},
-		{
+		}
+	case "pi":
+		h = &NativeHarness{
 			ID: "pi", Label: "Pi", DefaultMode: "hosted",
 			Tools: map[string]NativeTool{
 				"bash":  shellTool(),
@@ -360,18 +399,16 @@ func buildHarnesses() map[string]*NativeHarness {
 			Modes: map[string]*HarnessMode{
 				"hosted": {Gate: true, Label: "a Barry extension blocks tools outside the native allowance"},
 			},
-		},
-	}
-	out := map[string]*NativeHarness{}
-	for _, h := range list {
-		h.Categories = make(map[string][]string, len(h.Tools))
-		for name, t := range h.Tools {
-			h.Categories[name] = t.Reach.Categories()
 		}
-		h.NativeTools = sortedKeys(h.Tools)
-		out[h.ID] = h
+	default:
+		return nil
 	}
-	return out
+	h.Categories = make(map[string][]string, len(h.Tools))
+	for name, t := range h.Tools {
+		h.Categories[name] = t.Reach.Categories()
+	}
+	h.NativeTools = sortedKeys(h.Tools)
+	return h
 }
 
 // NativeToolsTakenBack returns the harness's native tools a bound's guarded
@@ -407,7 +444,7 @@ func NativeToolDenials(bound *Bound, harness string, inventory []string) []strin
 	if bound == nil {
 		return nil
 	}
-	h := harnessCatalog()[harness]
+	h := catalogHarness(harness)
 	var out []string
 	for _, t := range inventory {
 		if slices.Contains(bound.DeniedTools, t) {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,6 +186,15 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// harnessCatalog is the whole shared catalog: each entry catalogHarness's.
+func harnessCatalog() map[string]*NativeHarness {
+	out := make(map[string]*NativeHarness, len(catalogIDs))
+	for _, id := range catalogIDs {
+		out[id] = catalogHarness(id)
+	}
+	return out
+}
+
 // TestCatalogIsNotModified resolves sessions for every harness and mode and
 // then checks that the shared catalog still equals a fresh build: the
 // package reads the cached catalog and must never write to it.
@@ -204,6 +214,25 @@ func TestCatalogIsNotModified(t *testing.T) {
 	}
 	if !reflect.DeepEqual(harnessCatalog(), buildHarnesses()) {
 		t.Fatal("the shared harness catalog was modified")
+	}
+}
+
+// TestCatalogIDs: catalogIDs are sorted and unique, each builds the entry
+// of that id, and an id not among them builds nothing.
+func TestCatalogIDs(t *testing.T) {
+	if !slices.IsSorted(catalogIDs[:]) || len(slices.Compact(slices.Clone(catalogIDs[:]))) != len(catalogIDs) {
+		t.Fatalf("catalogIDs %q are not sorted and unique", catalogIDs)
+	}
+	for _, id := range catalogIDs {
+		if h := buildHarness(id); h == nil || h.ID != id {
+			t.Errorf("buildHarness(%q) = %+v", id, h)
+		}
+		if catalogHarness(id) != catalogHarness(id) {
+			t.Errorf("catalogHarness(%q) is not built once", id)
+		}
+	}
+	if buildHarness("vim") != nil || catalogHarness("vim") != nil || catalogHarness("") != nil {
+		t.Error("an unknown harness has a catalog entry")
 	}
 }
 

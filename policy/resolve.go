@@ -60,7 +60,7 @@ func (r *Resolved) ForLaunch() (*Resolved, error) {
 	if r == nil || r.Native == nil {
 		return nil, fmt.Errorf("%w: resolution has no native-tool policy", ErrNotAllowed)
 	}
-	h := harnessCatalog()[r.Harness]
+	h := catalogHarness(r.Harness)
 	if h == nil {
 		return nil, fmt.Errorf("%w: unknown harness %q", ErrNotAllowed, r.Harness)
 	}
@@ -106,11 +106,26 @@ func (r *Resolved) AllowedToolIDs() []string {
 // that does not exist refuses; a base default that does not resolve is
 // dropped with a warning.
 func ResolveSession(pf *PolicyFile) (*Resolved, error) {
+	return ResolveSessionWith(pf, ResolveOptions{})
+}
+
+// ResolveOptions change what ResolveSessionWith computes.
+type ResolveOptions struct {
+	// NoFingerprint leaves Fingerprint and Scope.Fingerprint empty. The
+	// fingerprint is the approved scope's evidence (launch, audit, policy
+	// check); a ruler that never shows it skips it: encoding the scope for
+	// it was a fifth of each hookgate check --policy's policy load (issue
+	// 18). Nothing a ruling decides depends on it.
+	NoFingerprint bool
+}
+
+// ResolveSessionWith is ResolveSession with options.
+func ResolveSessionWith(pf *PolicyFile, o ResolveOptions) (*Resolved, error) {
 	if pf == nil {
 		return nil, fmt.Errorf("%w: no policy", ErrInvalidPolicy)
 	}
-	h, ok := harnessCatalog()[pf.Harness]
-	if !ok {
+	h := catalogHarness(pf.Harness)
+	if h == nil {
 		return nil, fieldErr("harness", "unknown harness %q", pf.Harness)
 	}
 	mode, _, err := h.Mode(pf.Mode)
@@ -271,7 +286,9 @@ func ResolveSession(pf *PolicyFile) (*Resolved, error) {
 			scope.Contracts[t.ID()] = t.ContractHash
 		}
 	}
-	scope.Fingerprint = scope.computeFingerprint()
+	if !o.NoFingerprint {
+		scope.Fingerprint = scope.computeFingerprint()
+	}
 	r.Scope = scope
 	r.Fingerprint = scope.Fingerprint
 	sort.Strings(warnings)
@@ -347,9 +364,14 @@ func fieldErr(path, format string, args ...any) error {
 
 // ResolveFile loads and resolves a policy file in one step.
 func ResolveFile(path string) (*Resolved, error) {
+	return ResolveFileWith(path, ResolveOptions{})
+}
+
+// ResolveFileWith is ResolveFile with options.
+func ResolveFileWith(path string, o ResolveOptions) (*Resolved, error) {
 	pf, err := LoadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ResolveSession(pf)
+	return ResolveSessionWith(pf, o)
 }

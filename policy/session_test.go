@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -361,5 +362,27 @@ func TestLaunchRefusesWhatNothingTakesBack(t *testing.T) {
 	l.Native = native
 	if err := l.CheckLaunchable(); err == nil || !strings.Contains(err.Error(), "web_search") {
 		t.Errorf("CheckLaunchable = %v, want a refusal naming web_search", err)
+	}
+}
+
+// TestResolveNoFingerprint: NoFingerprint changes nothing but the
+// fingerprint, which it leaves empty.
+func TestResolveNoFingerprint(t *testing.T) {
+	for _, f := range []string{"../examples/ops.yaml", "../hooks/testdata/policies/guarded.yaml", "../hooks/testdata/policies/open.yaml"} {
+		full, err := ResolveFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lean, err := ResolveFileWith(f, ResolveOptions{NoFingerprint: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Fingerprint == "" || lean.Fingerprint != "" || lean.Scope.Fingerprint != "" {
+			t.Fatalf("%s: fingerprints %q and %q", f, full.Fingerprint, lean.Fingerprint)
+		}
+		lean.Fingerprint, lean.Scope.Fingerprint = full.Fingerprint, full.Scope.Fingerprint
+		if !reflect.DeepEqual(full, lean) {
+			t.Errorf("%s: NoFingerprint changed the resolution:\n%s", f, cmp.Diff(full, lean, cmp.AllowUnexported(Resolved{})))
+		}
 	}
 }

@@ -123,7 +123,7 @@ type stdin struct {
 	body string
 }
 
-var reSubstInData = newLazyRegexp("\\$\\(|`")
+var reSubstInData = &lazyRegexp{pattern: "\\$\\(|`"}
 
 // source parses src in the given dialect and analyses every command in it.
 func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
@@ -259,8 +259,8 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 }
 
 var (
-	reZshQual    = newLazyRegexp(`(^|[^a-zA-Z])e[:'"]|^\+|[^a-zA-Z]\+[a-zA-Z_]`)
-	reZshQualLit = newLazyRegexp(`\((\^|[a-zA-Z#.])*(e[:'"]|\+[a-zA-Z_])`)
+	reZshQual    = &lazyRegexp{pattern: `(^|[^a-zA-Z])e[:'"]|^\+|[^a-zA-Z]\+[a-zA-Z_]`}
+	reZshQualLit = &lazyRegexp{pattern: `\((\^|[a-zA-Z#.])*(e[:'"]|\+[a-zA-Z_])`}
 )
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -509,7 +509,7 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 	}
 }
 
-var reNodeRequire = newLazyRegexp(`(^|\s)(-r|--require|--import|--loader|--experimental-loader)\b`)
+var reNodeRequire = &lazyRegexp{pattern: `(^|\s)(-r|--require|--import|--loader|--experimental-loader)\b`}
 
 // record adds one invocation to the classification.
 func (a *analyzer) record(inv invocation) {

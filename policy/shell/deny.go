@@ -60,7 +60,7 @@ func matchRule(inv invocation, rule string) bool {
 	if len(inv.chain) == 0 {
 		return false
 	}
-	if p := programs[inv.prog]; p != nil && p.subcommands != nil && !p.subcommands()[inv.chain[0]] {
+	if p := programs()[inv.prog]; p != nil && p.subcommands != nil && !p.subcommands()[inv.chain[0]] {
 		return true // an alias or extension may be any subcommand
 	}
 	if chainHas(inv.chain, parts[1:]) {
@@ -71,7 +71,7 @@ func matchRule(inv invocation, rule string) bool {
 			return true
 		}
 	}
-	if p := programs[inv.prog]; p != nil && p.twin != nil {
+	if p := programs()[inv.prog]; p != nil && p.twin != nil {
 		return chainHas(p.twin(inv.chain), parts[1:])
 	}
 	return false
@@ -102,7 +102,7 @@ func IsBashDenied(line string, patterns []string) (string, bool) {
 	return "", false
 }
 
-var reProgWord = newLazyRegexp(`^[A-Za-z0-9._/+-]+$`)
+var reProgWord = &lazyRegexp{pattern: `^[A-Za-z0-9._/+-]+$`}
 
 // maxSuspects bounds how many arguments of an unrecognized program are
 // tried as commands.
@@ -114,7 +114,7 @@ func (a *analyzer) suspect(inv invocation, depth int) {
 	if a.noSuspects || nonExec()[inv.prog] || opaqueExecutors()[inv.prog] || lookups()[inv.prog] || depth >= MaxDepth {
 		return
 	}
-	if p := programs[inv.prog]; p != nil && p.nonExec {
+	if p := programs()[inv.prog]; p != nil && p.nonExec {
 		return
 	}
 	n := 0

@@ -299,46 +299,46 @@ func sedWriteFile(sc string) (string, bool) {
 }
 
 var (
-	reSedExecCmd = newLazyRegexp(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?(,([0-9]+|\$|/[^/]*/))?\s*e(\s|;|$)`)
-	reSedSubstE  = newLazyRegexp(`(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?\s*s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiImM0-9]*e`)
+	reSedExecCmd = &lazyRegexp{pattern: `(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?(,([0-9]+|\$|/[^/]*/))?\s*e(\s|;|$)`}
+	reSedSubstE  = &lazyRegexp{pattern: `(^|[;\n{}])\s*([0-9]+|\$|/[^/]*/)?\s*s/([^/\\]|\\.)*/([^/\\]|\\.)*/[gpiImM0-9]*e`}
 )
 
 // Exec primitives: calls whose arguments are a command to run.
-var rePrimitive = newLazyRegexp(`\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|os\.execute|system2|eval)\b`)
+var rePrimitive = &lazyRegexp{pattern: `\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|os\.execute|system2|eval)\b`}
 
 // reNetPrimitive finds inline code that opens network connections (a
 // socket, an HTTP client, a mail or FTP client) in the languages inline
 // code is read for; it runs against the whole code, module names being
 // strings in some of them (require("net")).
-var reNetPrimitive = newLazyRegexp(`\b(import|from)\s+(socket|ssl|urllib[\w.]*|http\.client|http|requests|httpx|aiohttp|urllib3|ftplib|smtplib|poplib|imaplib|telnetlib|paramiko|websockets?|xmlrpc[\w.]*)\b|\basyncio\.open_connection\b|` +
+var reNetPrimitive = &lazyRegexp{pattern: `\b(import|from)\s+(socket|ssl|urllib[\w.]*|http\.client|http|requests|httpx|aiohttp|urllib3|ftplib|smtplib|poplib|imaplib|telnetlib|paramiko|websockets?|xmlrpc[\w.]*)\b|\basyncio\.open_connection\b|` +
 	`\brequire\s*\(\s*['"](net|http|https|http2|dgram|tls|undici|axios|node-fetch|ws)['"]\s*\)|\bfrom\s+['"](node:)?(net|http|https|http2|dgram|tls|undici)['"]|['"]node:(net|http|https|http2|dgram|tls)['"]|\bfetch\s*\(|\bnew\s+WebSocket\b|\bXMLHttpRequest\b|` +
 	`\bIO::Socket\b|\buse\s+Socket\b|\bLWP\b|\bHTTP::Tiny\b|\bNet::[A-Z]\w*|` +
 	`\b(TCPSocket|UDPSocket|Socket\.(new|tcp|udp))\b|\brequire\s+['"](socket|net/http|open-uri)['"]|\bURI\.open\b|` +
 	`\b(fsockopen|stream_socket_client|socket_create|curl_init)\b|\bfile_get_contents\s*\(\s*['"](https?|ftp)://|` +
-	`\brequire\s*\(?\s*['"]socket['"]|\b(download\.file|socketConnection|url)\s*\(`)
+	`\brequire\s*\(?\s*['"]socket['"]|\b(download\.file|socketConnection|url)\s*\(`}
 
 // Primitives whose target the heuristic cannot read at all.
-var reOpaquePrimitive = newLazyRegexp(`\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`)
+var reOpaquePrimitive = &lazyRegexp{pattern: `\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`}
 
 var (
-	rePwshExec      = newLazyRegexp(`(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`)
-	reDoShell       = newLazyRegexp(`(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`)
-	reQx            = newLazyRegexp(`\bqx\s*[^\s\w]|%x\s*[^\s\w]`)
-	reAwkLiteralCmd = newLazyRegexp(`system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`)
+	rePwshExec      = &lazyRegexp{pattern: `(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`}
+	reDoShell       = &lazyRegexp{pattern: `(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`}
+	reQx            = &lazyRegexp{pattern: `\bqx\s*[^\s\w]|%x\s*[^\s\w]`}
+	reAwkLiteralCmd = &lazyRegexp{pattern: `system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`}
 )
 
 // reAwkRedirect finds awk output redirection to a file: print > "f",
 // printf(…) >> f.
-var reAwkRedirect = newLazyRegexp(`\bprintf?\b[^;}|\n]*>`)
+var reAwkRedirect = &lazyRegexp{pattern: `\bprintf?\b[^;}|\n]*>`}
 
 // reCodeWrite finds file-writing calls in inline interpreter code
 // (heuristic, fail closed: the path is not read).
-var reCodeWrite = newLazyRegexp(`\bopen\s*\([^)]*['"][rbtU]*[wax+]|\bopen\s*\(?\s*(my\s+)?[$\w]+\s*,\s*['"]?\s*(\+?[>|]|>>)|\b(write_text|write_bytes|writeFile|writeFileSync|appendFile|appendFileSync|createWriteStream|copyFile|copyFileSync|file_put_contents|fopen|fwrite|unlink|unlinkSync|rmSync|rmdir|rmtree|remove|rename|renameSync|makedirs|mkdir|mkdirSync|symlink|truncate|chmod|copyfile|copy2|copytree|move|writelines|savetxt|to_csv|to_json|dump)\s*\(|\bFile\.(write|open\s*\([^)]*['"][wa])|\bIO\.write|Deno\.write\w*|Bun\.write`)
+var reCodeWrite = &lazyRegexp{pattern: `\bopen\s*\([^)]*['"][rbtU]*[wax+]|\bopen\s*\(?\s*(my\s+)?[$\w]+\s*,\s*['"]?\s*(\+?[>|]|>>)|\b(write_text|write_bytes|writeFile|writeFileSync|appendFile|appendFileSync|createWriteStream|copyFile|copyFileSync|file_put_contents|fopen|fwrite|unlink|unlinkSync|rmSync|rmdir|rmtree|remove|rename|renameSync|makedirs|mkdir|mkdirSync|symlink|truncate|chmod|copyfile|copy2|copytree|move|writelines|savetxt|to_csv|to_json|dump)\s*\(|\bFile\.(write|open\s*\([^)]*['"][wa])|\bIO\.write|Deno\.write\w*|Bun\.write`}
 
-var reAwkPipe = newLazyRegexp(`\|\s*getline|\|&|print[^;|}]*\|`)
+var reAwkPipe = &lazyRegexp{pattern: `\|\s*getline|\|&|print[^;|}]*\|`}
 
 // reAwkPrintPipe finds awk's print or printf to a command.
-var reAwkPrintPipe = newLazyRegexp(`\bprintf?\b[^;|}]*\|`)
+var reAwkPrintPipe = &lazyRegexp{pattern: `\bprintf?\b[^;|}]*\|`}
 
 // inlineCode applies the inline-code heuristic: code with no exec primitive
 // is data; a primitive whose command is a string literal is classified; any
@@ -493,11 +493,11 @@ func destructured(before, after string) bool {
 	return (strings.HasSuffix(b, "{") || strings.HasSuffix(b, ",")) && (strings.HasPrefix(a, "}") || strings.HasPrefix(a, ","))
 }
 
-var reSubstLike = newLazyRegexp("`|\\$\\(")
+var reSubstLike = &lazyRegexp{pattern: "`|\\$\\("}
 
 // reArgNoise is what may surround literal arguments: separators, list
 // brackets and keyword arguments with constant values.
-var reArgNoise = newLazyRegexp(`[\s,\[\]()\x00]|\b[a-z_]+\s*=\s*(True|False|None|true|false|\d+)\b|\b(shell|check|text|capture_output)\b|=`)
+var reArgNoise = &lazyRegexp{pattern: `[\s,\[\]()\x00]|\b[a-z_]+\s*=\s*(True|False|None|true|false|\d+)\b|\b(shell|check|text|capture_output)\b|=`}
 
 type strLit struct {
 	quote byte

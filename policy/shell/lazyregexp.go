@@ -6,30 +6,29 @@ import (
 )
 
 // The package's lookup tables (programs, wrappers, options, subcommands) are
-// sync.OnceValue functions for the same reason as the regexps below: built
-// at init they cost every process that links the package ~0.2 ms and 99 KB
-// of heap (hookgate starts once per tool call, and in socket mode never
-// classifies), while a command line touches a few of them.
+// built on first use for the same reason as the regexps below: built at init
+// they cost every process that links the package ~0.2 ms and 99 KB of heap
+// (hookgate starts once per tool call, and in socket mode never classifies),
+// while a command line touches a few of them.
 
 // lazyRegexp is a regular expression compiled on first use, like the
 // standard library's internal/lazyregexp. Compiling every pattern of this
 // package at init cost ~0.6–0.9 ms of CPU in each process that links it
 // (hookgate on every tool call, sandboxd and its init twice per start),
-// while a typical command line needs a few of them or none. Safe for
-// concurrent use.
+// while a typical command line needs a few of them or none. Declare one as
+// a package-level &lazyRegexp{pattern: `...`} with a constant pattern: the
+// compiler lays that out as static data, so it costs nothing at init
+// (issue 18), and TestLazyRegexpsCompile finds and compiles every such
+// pattern. Safe for concurrent use.
 type lazyRegexp struct {
 	pattern string
-	re      func() *regexp.Regexp
+	once    sync.Once
+	rx      *regexp.Regexp
 }
 
-// allLazyRegexps lists every pattern so a test can compile them all; it is
-// only appended to during package initialisation.
-var allLazyRegexps []*lazyRegexp
-
-func newLazyRegexp(pattern string) *lazyRegexp {
-	l := &lazyRegexp{pattern: pattern, re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })}
-	allLazyRegexps = append(allLazyRegexps, l)
-	return l
+func (l *lazyRegexp) re() *regexp.Regexp {
+	l.once.Do(func() { l.rx = regexp.MustCompile(l.pattern) })
+	return l.rx
 }
 
 func (l *lazyRegexp) MatchString(s string) bool { return l.re().MatchString(s) }

@@ -132,7 +132,7 @@ var pkgWrite = sync.OnceValue(func() map[string]map[string]bool {
 // program's entry answers; of the others, package managers read or write
 // by their subcommand (pkgRead, pkgWrite).
 func networkActions(inv invocation) []string {
-	if p := programs[inv.prog]; p != nil {
+	if p := programs()[inv.prog]; p != nil {
 		if p.actions == nil {
 			return nil
 		}
@@ -224,7 +224,7 @@ func (c Classification) Domains() []string {
 		}
 	}
 	for _, inv := range c.invs {
-		if p := programs[inv.prog]; p != nil {
+		if p := programs()[inv.prog]; p != nil {
 			if p.hosts != nil {
 				for _, h := range p.hosts(inv) {
 					addHost(h)

@@ -9,13 +9,15 @@ import (
 
 // The DNS family: the lookup tools (dig, nslookup, host, drill, delv,
 // kdig), resolvectl's query and getent's host databases.
-var dnsPrograms = map[string]*program{
-	"dig": dnsLookup, "nslookup": dnsLookup, "host": dnsLookup, "drill": dnsLookup, "delv": dnsLookup, "kdig": dnsLookup,
+func dnsPrograms() map[string]*program {
+	return map[string]*program{
+		"dig": dnsLookup, "nslookup": dnsLookup, "host": dnsLookup, "drill": dnsLookup, "delv": dnsLookup, "kdig": dnsLookup,
 
-	// resolvectl and getent ask the system's resolver, whose servers no
-	// word of the line names.
-	"resolvectl": {actions: resolvectlActions, noHosts: true},
-	"getent":     {actions: getentActions, noHosts: true},
+		// resolvectl and getent ask the system's resolver, whose servers no
+		// word of the line names.
+		"resolvectl": {actions: resolvectlActions, noHosts: true},
+		"getent":     {actions: getentActions, noHosts: true},
+	}
 }
 
 // dnsLookup is a DNS lookup tool: every invocation queries, and its host

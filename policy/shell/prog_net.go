@@ -8,15 +8,17 @@ import (
 
 // The network family: HTTP clients (curl, wget, httpie and its xh port)
 // and raw socket tools (netcat and its variants, telnet, socat).
-var netPrograms = map[string]*program{
-	"curl": {run: curlRun, nonExec: true, actions: curlActions, hosts: curlHosts, writes: curlWrites},
-	"wget": {nonExec: true, actions: wgetActions, hosts: wgetHosts, writes: wgetWrites},
+func netPrograms() map[string]*program {
+	return map[string]*program{
+		"curl": {run: curlRun, nonExec: true, actions: curlActions, hosts: curlHosts, writes: curlWrites},
+		"wget": {nonExec: true, actions: wgetActions, hosts: wgetHosts, writes: wgetWrites},
 
-	"http": httpie, "https": httpie, "httpie": httpie, "xh": httpie, "xhs": httpie,
+		"http": httpie, "https": httpie, "httpie": httpie, "xh": httpie, "xhs": httpie,
 
-	// A raw socket carries any protocol, so it gets every leaf action.
-	"nc": netcat, "ncat": netcat, "netcat": netcat, "telnet": netcat,
-	"socat": {actions: everyAction, hosts: socatHosts},
+		// A raw socket carries any protocol, so it gets every leaf action.
+		"nc": netcat, "ncat": netcat, "netcat": netcat, "telnet": netcat,
+		"socat": {actions: everyAction, hosts: socatHosts},
+	}
 }
 
 // --- curl ---

@@ -4,15 +4,17 @@ package shell
 // read (FTP, TFTP, gopher and the text browsers, whois, ICMP and the
 // probes, busybox's ssl_client, the download accelerators) and openssl's
 // TLS client.
-var protoPrograms = map[string]*program{
-	"ftp": anyProtocol, "tftp": anyProtocol, "lftp": anyProtocol, "ftpget": anyProtocol, "ftpput": anyProtocol,
-	"ssl_client": anyProtocol, "aria2c": anyProtocol, "axel": anyProtocol,
-	"lynx": anyProtocol, "links": anyProtocol, "elinks": anyProtocol, "w3m": anyProtocol, "whois": anyProtocol,
-	"ping": anyProtocol, "ping6": anyProtocol, "fping": anyProtocol, "arping": anyProtocol,
-	"traceroute": anyProtocol, "traceroute6": anyProtocol, "tracepath": anyProtocol, "mtr": anyProtocol,
-	"nmap": anyProtocol, "hping3": anyProtocol,
+func protoPrograms() map[string]*program {
+	return map[string]*program{
+		"ftp": anyProtocol, "tftp": anyProtocol, "lftp": anyProtocol, "ftpget": anyProtocol, "ftpput": anyProtocol,
+		"ssl_client": anyProtocol, "aria2c": anyProtocol, "axel": anyProtocol,
+		"lynx": anyProtocol, "links": anyProtocol, "elinks": anyProtocol, "w3m": anyProtocol, "whois": anyProtocol,
+		"ping": anyProtocol, "ping6": anyProtocol, "fping": anyProtocol, "arping": anyProtocol,
+		"traceroute": anyProtocol, "traceroute6": anyProtocol, "tracepath": anyProtocol, "mtr": anyProtocol,
+		"nmap": anyProtocol, "hping3": anyProtocol,
 
-	"openssl": {actions: opensslActions, hosts: opensslHosts},
+		"openssl": {actions: opensslActions, hosts: opensslHosts},
+	}
 }
 
 // anyProtocol is a client whose protocol and destination the classifier

@@ -9,11 +9,13 @@ import (
 
 // The remote family: ssh and the copy tools that run over it (scp, sftp,
 // rsync).
-var remotePrograms = map[string]*program{
-	"ssh":   {run: sshRun, actions: sshActions, hosts: sshHosts},
-	"scp":   {run: scpRun, actions: remoteCopyActions(scpOpts), hosts: scpHosts, writes: remoteCopyWrites},
-	"sftp":  {run: scpRun, actions: sftpActions, hosts: scpHosts},
-	"rsync": {run: rsyncRun, actions: remoteCopyActions(rsyncOperandOpts), hosts: rsyncHosts, writes: remoteCopyWrites},
+func remotePrograms() map[string]*program {
+	return map[string]*program{
+		"ssh":   {run: sshRun, actions: sshActions, hosts: sshHosts},
+		"scp":   {run: scpRun, actions: remoteCopyActions(scpOpts), hosts: scpHosts, writes: remoteCopyWrites},
+		"sftp":  {run: scpRun, actions: sftpActions, hosts: scpHosts},
+		"rsync": {run: rsyncRun, actions: remoteCopyActions(rsyncOperandOpts), hosts: rsyncHosts, writes: remoteCopyWrites},
+	}
 }
 
 // --- ssh ---
@@ -38,7 +40,7 @@ func sshRun(a *analyzer, inv invocation, _ stdin, depth int) {
 	}
 }
 
-var reSSHCmdOpt = newLazyRegexp(`(?i)^\s*(proxycommand|localcommand|knownhostscommand|remotecommand)\s*[= ]\s*(.*)$`)
+var reSSHCmdOpt = &lazyRegexp{pattern: `(?i)^\s*(proxycommand|localcommand|knownhostscommand|remotecommand)\s*[= ]\s*(.*)$`}
 
 // sshOption analyses the command an ssh -o option runs (ProxyCommand,
 // LocalCommand...).

@@ -11,12 +11,14 @@ import (
 
 // The version-control family: git (also run as hub and yadm, and in its
 // dashed forms such as git-push) and GitHub's gh.
-var vcsPrograms = map[string]*program{
-	"git": {run: gitRun, nonExec: true, actions: gitActions, hosts: gitHosts, writes: gitWrites,
-		subcommands: gitSubcommands, aliases: []string{"hub", "yadm"}, dashed: gitDashed, twin: gitTwin},
-	// gh talks to GitHub's API (or --hostname's), a host no word of
-	// the line names as a URL.
-	"gh": {run: ghRun, nonExec: true, actions: ghActions, noHosts: true, subcommands: ghTop},
+func vcsPrograms() map[string]*program {
+	return map[string]*program{
+		"git": {run: gitRun, nonExec: true, actions: gitActions, hosts: gitHosts, writes: gitWrites,
+			subcommands: gitSubcommands, aliases: []string{"hub", "yadm"}, dashed: gitDashed, twin: gitTwin},
+		// gh talks to GitHub's API (or --hostname's), a host no word of
+		// the line names as a URL.
+		"gh": {run: ghRun, nonExec: true, actions: ghActions, noHosts: true, subcommands: ghTop},
+	}
 }
 
 // --- git ---
@@ -55,10 +57,10 @@ func gitDashed(sub string) bool {
 }
 
 // git configuration keys whose value is a command git runs.
-var reGitCmdKey = newLazyRegexp(`^(core\.(sshcommand|pager|fsmonitor|editor|askpass|gitproxy)|diff\.external|credential\.(.*\.)?helper|sequence\.editor|gpg\.(.*\.)?program|pager\..*|interactive\.difffilter|man\.viewer|man\..*\.cmd|web\.browser|browser\..*\.cmd|difftool\..*\.cmd|mergetool\..*\.cmd|filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|merge\..*\.driver|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|proxy))$`)
+var reGitCmdKey = &lazyRegexp{pattern: `^(core\.(sshcommand|pager|fsmonitor|editor|askpass|gitproxy)|diff\.external|credential\.(.*\.)?helper|sequence\.editor|gpg\.(.*\.)?program|pager\..*|interactive\.difffilter|man\.viewer|man\..*\.cmd|web\.browser|browser\..*\.cmd|difftool\..*\.cmd|mergetool\..*\.cmd|filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|merge\..*\.driver|uploadpack\.packobjectshook|remote\..*\.(uploadpack|receivepack|proxy))$`}
 
 // git configuration keys that change what git loads or contacts.
-var reGitLoadKey = newLazyRegexp(`^(core\.hookspath|include\.path|includeif\..*|protocol\..*allow|url\..*\.(insteadof|pushinsteadof)|core\.worktree|alias\..*)$`)
+var reGitLoadKey = &lazyRegexp{pattern: `^(core\.hookspath|include\.path|includeif\..*|protocol\..*allow|url\..*\.(insteadof|pushinsteadof)|core\.worktree|alias\..*)$`}
 
 // gitRun reads git's global options (-c, -C, aliases defined with -c), its
 // subcommand chain and the commands its subcommands run (config keys that
@@ -620,7 +622,7 @@ func ghAPIChains(args []word) (chains [][]string, why string) {
 			return nil, ""
 		}
 		for _, m := range reGraphQLField.FindAllString(query, -1) {
-			if c, ok := ghMutations[m]; ok {
+			if c, ok := ghMutations()[m]; ok {
 				chains = append(chains, c...)
 			}
 		}
@@ -645,7 +647,7 @@ func ghAPIChains(args []word) (chains [][]string, why string) {
 	case len(parts) >= 1:
 		key += " " + parts[0]
 	}
-	return ghRESTWrites[key], ""
+	return ghRESTWrites()[key], ""
 }
 
 // ghAPIIndex is the index of "api" in gh's arguments.
@@ -658,48 +660,52 @@ func ghAPIIndex(args []word) int {
 	return -1
 }
 
-var reGraphQLField = newLazyRegexp(`[A-Za-z_][A-Za-z0-9_]*`)
+var reGraphQLField = &lazyRegexp{pattern: `[A-Za-z_][A-Za-z0-9_]*`}
 
 // ghRESTWrites maps a REST write (method, then the path after
 // repos/OWNER/REPO, numbers as N) to the gh chains that do it.
-var ghRESTWrites = map[string][][]string{
-	"POST pulls":              {{"pr", "create"}},
-	"PUT pulls N merge":       {{"pr", "merge"}},
-	"POST merges":             {{"pr", "merge"}},
-	"POST pulls N reviews":    {{"pr", "review"}},
-	"POST pulls N comments":   {{"pr", "comment"}},
-	"PATCH pulls N":           {{"pr", "edit"}, {"pr", "close"}},
-	"POST issues":             {{"issue", "create"}},
-	"PATCH issues N":          {{"issue", "edit"}, {"issue", "close"}},
-	"POST issues N comments":  {{"issue", "comment"}, {"pr", "comment"}},
-	"PATCH issues comments N": {{"issue", "comment"}, {"pr", "comment"}},
-	"POST releases":           {{"release", "create"}},
-	"PATCH releases N":        {{"release", "edit"}},
-	"DELETE releases N":       {{"release", "delete"}},
-	"DELETE REPO":             {{"repo", "delete"}},
-	"PATCH REPO":              {{"repo", "edit"}},
-	"POST forks":              {{"repo", "fork"}},
-	"POST gists":              {{"gist", "create"}},
-}
+var ghRESTWrites = sync.OnceValue(func() map[string][][]string {
+	return map[string][][]string{
+		"POST pulls":              {{"pr", "create"}},
+		"PUT pulls N merge":       {{"pr", "merge"}},
+		"POST merges":             {{"pr", "merge"}},
+		"POST pulls N reviews":    {{"pr", "review"}},
+		"POST pulls N comments":   {{"pr", "comment"}},
+		"PATCH pulls N":           {{"pr", "edit"}, {"pr", "close"}},
+		"POST issues":             {{"issue", "create"}},
+		"PATCH issues N":          {{"issue", "edit"}, {"issue", "close"}},
+		"POST issues N comments":  {{"issue", "comment"}, {"pr", "comment"}},
+		"PATCH issues comments N": {{"issue", "comment"}, {"pr", "comment"}},
+		"POST releases":           {{"release", "create"}},
+		"PATCH releases N":        {{"release", "edit"}},
+		"DELETE releases N":       {{"release", "delete"}},
+		"DELETE REPO":             {{"repo", "delete"}},
+		"PATCH REPO":              {{"repo", "edit"}},
+		"POST forks":              {{"repo", "fork"}},
+		"POST gists":              {{"gist", "create"}},
+	}
+})
 
 // ghMutations maps GraphQL mutations to the gh chains that do them.
-var ghMutations = map[string][][]string{
-	"createPullRequest":          {{"pr", "create"}},
-	"mergePullRequest":           {{"pr", "merge"}},
-	"enablePullRequestAutoMerge": {{"pr", "merge"}},
-	"closePullRequest":           {{"pr", "close"}},
-	"reopenPullRequest":          {{"pr", "reopen"}},
-	"updatePullRequest":          {{"pr", "edit"}},
-	"addPullRequestReview":       {{"pr", "review"}},
-	"submitPullRequestReview":    {{"pr", "review"}},
-	"createIssue":                {{"issue", "create"}},
-	"closeIssue":                 {{"issue", "close"}},
-	"reopenIssue":                {{"issue", "reopen"}},
-	"updateIssue":                {{"issue", "edit"}},
-	"deleteIssue":                {{"issue", "delete"}},
-	"addComment":                 {{"issue", "comment"}, {"pr", "comment"}},
-	"createRef":                  {{"repo", "edit"}},
-}
+var ghMutations = sync.OnceValue(func() map[string][][]string {
+	return map[string][][]string{
+		"createPullRequest":          {{"pr", "create"}},
+		"mergePullRequest":           {{"pr", "merge"}},
+		"enablePullRequestAutoMerge": {{"pr", "merge"}},
+		"closePullRequest":           {{"pr", "close"}},
+		"reopenPullRequest":          {{"pr", "reopen"}},
+		"updatePullRequest":          {{"pr", "edit"}},
+		"addPullRequestReview":       {{"pr", "review"}},
+		"submitPullRequestReview":    {{"pr", "review"}},
+		"createIssue":                {{"issue", "create"}},
+		"closeIssue":                 {{"issue", "close"}},
+		"reopenIssue":                {{"issue", "reopen"}},
+		"updateIssue":                {{"issue", "edit"}},
+		"deleteIssue":                {{"issue", "delete"}},
+		"addComment":                 {{"issue", "comment"}, {"pr", "comment"}},
+		"createRef":                  {{"repo", "edit"}},
+	}
+})
 
 // ghAPIWrite reports gh api with fields, an input body or a method that
 // is not a read.

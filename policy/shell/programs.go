@@ -6,18 +6,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// confusablePairs are lookalike letters, each followed by the ASCII letter
+// it imitates. Every lookalike is non-ASCII (TestConfusablesAreNotASCII),
+// so normalizeProgram skips the replacer for an ASCII word.
+var confusablePairs = []string{
+	"а", "a", "е", "e", "і", "i", "о", "o", "р", "p", "с", "c", "у", "y", "х", "x", "ѕ", "s",
+	"ј", "j", "ԁ", "d", "ɡ", "g", "һ", "h", "ӏ", "l", "ո", "n", "ս", "u", "ν", "v", "ο", "o",
+	"α", "a", "ι", "i", "κ", "k", "τ", "t", "Ꭲ", "t", "ｇ", "g", "ｉ", "i", "ｔ", "t",
+}
+
 // confusables maps lookalike letters to the ASCII letter they imitate.
-var confusables = sync.OnceValue(func() *strings.Replacer {
-	return strings.NewReplacer(
-		"а", "a", "е", "e", "і", "i", "о", "o", "р", "p", "с", "c", "у", "y", "х", "x", "ѕ", "s",
-		"ј", "j", "ԁ", "d", "ɡ", "g", "һ", "h", "ӏ", "l", "ո", "n", "ս", "u", "ν", "v", "ο", "o",
-		"α", "a", "ι", "i", "κ", "k", "τ", "t", "Ꭲ", "t", "ｇ", "g", "ｉ", "i", "ｔ", "t",
-	)
-})
+var confusables = sync.OnceValue(func() *strings.Replacer { return strings.NewReplacer(confusablePairs...) })
 
 // normalizeProgram maps a program word to the basename rules match on (a
 // registered alias to its program), and returns the subcommand a dashed
@@ -27,23 +31,38 @@ func normalizeProgram(p string) (string, string) {
 	p = path.Base(p)
 	p = strings.TrimPrefix(p, "=")
 	p = strings.ToLower(p)
-	p = confusables().Replace(p)
+	if !isASCII(p) { // an ASCII word has no lookalike (issue 18: no replacer to build)
+		p = confusables().Replace(p)
+	}
 	p = strings.TrimSuffix(p, ".exe")
-	if name, ok := programAliases[p]; ok {
+	reg := registry()
+	if name, ok := reg.aliases[p]; ok {
 		return name, ""
 	}
-	for _, name := range dashedPrograms {
-		if sub, ok := strings.CutPrefix(p, name+"-"); ok && programs[name].dashed(sub) {
+	for _, name := range reg.dashed {
+		if sub, ok := strings.CutPrefix(p, name+"-"); ok && reg.programs[name].dashed(sub) {
 			return name, sub
 		}
 	}
 	return p, ""
 }
 
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // setOf is the set of the space-separated words of s.
 func setOf(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strings.Fields(s) {
+	// Sized once and filled without a slice of the words: the tables are
+	// built on a command's first use, in hookgate on every call (issue 18).
+	m := make(map[string]bool, strings.Count(s, " ")+strings.Count(s, "\n")+1)
+	for f := range strings.FieldsSeq(s) {
 		m[f] = true
 	}
 	return m
@@ -261,7 +280,7 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		rest(i)
 		return
 	}
-	if p := programs[prog]; p != nil {
+	if p := programs()[prog]; p != nil {
 		a.registered(p, inv, in, depth)
 		return
 	}
@@ -994,7 +1013,7 @@ func envOption(v string) string {
 	return v
 }
 
-var reAssign = newLazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var reAssign = &lazyRegexp{pattern: `^[A-Za-z_][A-Za-z0-9_]*=`}
 
 func isAssignment(s string) bool { return reAssign.MatchString(s) }
 
@@ -1154,7 +1173,7 @@ func (a *analyzer) fd(inv invocation, depth int) {
 	}
 }
 
-var reParallelRepl = newLazyRegexp(`\{[^{}\s]*\}`)
+var reParallelRepl = &lazyRegexp{pattern: `\{[^{}\s]*\}`}
 
 func (a *analyzer) parallel(inv invocation, depth int) {
 	a.record(inv)

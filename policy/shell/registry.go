@@ -3,6 +3,7 @@ package shell
 import (
 	"maps"
 	"slices"
+	"sync"
 )
 
 // program is everything the classifier knows about one program: how its
@@ -69,45 +70,72 @@ type program struct {
 	twin func(chain []string) []string
 }
 
-// programFamilies are the per-family tables the registry is built from,
-// each in its own prog_*.go file.
-var programFamilies = []map[string]*program{netPrograms, remotePrograms, vcsPrograms, dnsPrograms, protoPrograms, cloudPrograms}
+// programFamilies returns the per-family tables the registry is built
+// from, each defined in its own prog_*.go file, by family name.
+func programFamilies() map[string]map[string]*program {
+	return map[string]map[string]*program{
+		"net": netPrograms(), "remote": remotePrograms(), "vcs": vcsPrograms(),
+		"dns": dnsPrograms(), "proto": protoPrograms(), "cloud": cloudPrograms(),
+	}
+}
 
-// programs is the registry: normalized program name → its entry. It is
-// filled in init, not by an initializer, because the entries' functions
-// reach the walks that read it (an initializer would be a cycle).
-var programs map[string]*program
+// programRegistry is the registry: normalized program name → its entry
+// (programs), and what normalizeProgram reads of it: the entries' aliases
+// mapped to their names (aliases), and the entries that have dashed forms,
+// sorted (dashed). families are the tables it was built from.
+type programRegistry struct {
+	programs map[string]*program
+	aliases  map[string]string
+	dashed   []string
+	families map[string]map[string]*program
+}
 
-// programAliases maps an entry's aliases to its name, and dashedPrograms
-// lists, sorted, the entries that have dashed forms: both are what
-// normalizeProgram reads of the registry.
-var (
-	programAliases map[string]string
-	dashedPrograms []string
-)
+// theRegistry holds the registry, built by registry on first use and
+// never changed after (issue 18: built at init it cost every process that
+// links the package, hookgate on each tool call, even one that classifies
+// nothing). It is not a sync.OnceValue initializer because the entries'
+// functions reach the walks that read it: an initializer would be an
+// initialization cycle.
+var theRegistry struct {
+	once sync.Once
+	r    programRegistry
+}
 
-func init() {
-	programs, programAliases = map[string]*program{}, map[string]string{}
-	for _, fam := range programFamilies {
-		for name, p := range fam {
-			if programs[name] != nil {
+// registry returns the registry, building it on first use. Safe for
+// concurrent use; callers must not change what it returns.
+func registry() *programRegistry {
+	theRegistry.once.Do(func() { theRegistry.r = buildRegistry() })
+	return &theRegistry.r
+}
+
+// programs returns the registry's entries by normalized program name.
+func programs() map[string]*program { return registry().programs }
+
+// buildRegistry merges the families; a program or alias registered twice
+// is a programming error, and panics.
+func buildRegistry() programRegistry {
+	r := programRegistry{programs: map[string]*program{}, aliases: map[string]string{}, families: programFamilies()}
+	for _, fam := range slices.Sorted(maps.Keys(r.families)) {
+		for name, p := range r.families[fam] {
+			if r.programs[name] != nil {
 				panic("policy/shell: program " + name + " is registered twice")
 			}
-			programs[name] = p
+			r.programs[name] = p
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(programs)) {
-		p := programs[name]
+	for _, name := range slices.Sorted(maps.Keys(r.programs)) {
+		p := r.programs[name]
 		for _, al := range p.aliases {
-			if programs[al] != nil || programAliases[al] != "" {
+			if r.programs[al] != nil || r.aliases[al] != "" {
 				panic("policy/shell: alias " + al + " of " + name + " is registered twice")
 			}
-			programAliases[al] = name
+			r.aliases[al] = name
 		}
 		if p.dashed != nil {
-			dashedPrograms = append(dashedPrograms, name)
+			r.dashed = append(r.dashed, name)
 		}
 	}
+	return r
 }
 
 // registered analyses one invocation of a registered program: its entry's
@@ -127,7 +155,7 @@ func (a *analyzer) registered(p *program, inv invocation, in stdin, depth int) {
 // subcommands, and whether it has them: a registered program's globals,
 // or else its globalOpts row.
 func globalsOf(prog string) (optSpec, bool) {
-	if p := programs[prog]; p != nil {
+	if p := programs()[prog]; p != nil {
 		if p.globals == nil {
 			return optSpec{}, false
 		}
@@ -140,7 +168,7 @@ func globalsOf(prog string) (optSpec, bool) {
 // runnersOf returns a program's subcommands that run a command (see
 // program.runs): a registered program's runs, or else its runners row.
 func runnersOf(prog string) (map[string]int, bool) {
-	if p := programs[prog]; p != nil {
+	if p := programs()[prog]; p != nil {
 		return p.runs, p.runs != nil
 	}
 	subs, ok := runners()[prog]

@@ -18,8 +18,9 @@ import (
 // none (noHosts), so a half-registered program cannot pass; and every
 // family's programs are in the registry, each in its family's table.
 func TestProgramRegistry(t *testing.T) {
-	for _, name := range slices.Sorted(maps.Keys(programs)) {
-		p := programs[name]
+	reg := registry()
+	for _, name := range slices.Sorted(maps.Keys(reg.programs)) {
+		p := reg.programs[name]
 		if p.actions != nil && p.hosts == nil && !p.noHosts {
 			t.Errorf("program %q reports network actions but neither hosts nor noHosts", name)
 		}
@@ -56,7 +57,7 @@ func TestProgramRegistry(t *testing.T) {
 		"writeAfterFirst": func(n string) bool { return writeAfterFirst()[n] },
 		"writeLast":       func(n string) bool { return writeLast()[n] },
 	} {
-		for name := range programs {
+		for name := range reg.programs {
 			if m(name) {
 				t.Errorf("program %q is in the registry and in %s", name, table)
 			}
@@ -66,13 +67,13 @@ func TestProgramRegistry(t *testing.T) {
 		table map[string]*program
 		names []string
 	}{
-		"net":    {netPrograms, []string{"curl", "wget", "http", "https", "httpie", "xh", "xhs", "nc", "ncat", "netcat", "telnet", "socat"}},
-		"remote": {remotePrograms, []string{"ssh", "scp", "sftp", "rsync"}},
-		"vcs":    {vcsPrograms, []string{"git", "gh"}},
-		"dns":    {dnsPrograms, []string{"dig", "nslookup", "host", "drill", "delv", "kdig", "resolvectl", "getent"}},
-		"proto": {protoPrograms, []string{"ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links",
+		"net":    {reg.families["net"], []string{"curl", "wget", "http", "https", "httpie", "xh", "xhs", "nc", "ncat", "netcat", "telnet", "socat"}},
+		"remote": {reg.families["remote"], []string{"ssh", "scp", "sftp", "rsync"}},
+		"vcs":    {reg.families["vcs"], []string{"git", "gh"}},
+		"dns":    {reg.families["dns"], []string{"dig", "nslookup", "host", "drill", "delv", "kdig", "resolvectl", "getent"}},
+		"proto": {reg.families["proto"], []string{"ftp", "tftp", "lftp", "ftpget", "ftpput", "ssl_client", "aria2c", "axel", "lynx", "links",
 			"elinks", "w3m", "whois", "ping", "ping6", "fping", "arping", "traceroute", "traceroute6", "tracepath", "mtr", "nmap", "hping3", "openssl"}},
-		"cloud": {cloudPrograms, []string{"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify",
+		"cloud": {reg.families["cloud"], []string{"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify",
 			"wrangler", "rclone", "s3cmd", "gsutil"}},
 	}
 	for fam, f := range families {
@@ -80,7 +81,7 @@ func TestProgramRegistry(t *testing.T) {
 			if f.table[name] == nil {
 				t.Errorf("program %q is not in the %s family's table", name, fam)
 			}
-			if programs[name] != f.table[name] {
+			if reg.programs[name] != f.table[name] {
 				t.Errorf("program %q: the registry does not hold the %s family's entry", name, fam)
 			}
 		}
@@ -165,7 +166,7 @@ var registrySamples = map[string]struct {
 }
 
 func TestProgramRegistrySamples(t *testing.T) {
-	for _, name := range slices.Sorted(maps.Keys(programs)) {
+	for _, name := range slices.Sorted(maps.Keys(programs())) {
 		s, ok := registrySamples[name]
 		if !ok {
 			t.Errorf("program %q has no sample line in registrySamples", name)
@@ -176,11 +177,11 @@ func TestProgramRegistrySamples(t *testing.T) {
 			t.Errorf("%q: unparseable %v (%s), programs %v", s.line, c.Unparseable, c.Reason, c.Programs)
 			continue
 		}
-		if programs[name].actions != nil && len(ClassifyNetworkActions(c, "")) == 0 {
+		if programs()[name].actions != nil && len(ClassifyNetworkActions(c, "")) == 0 {
 			t.Errorf("%q: no network actions", s.line)
 		}
 		if s.host == "" {
-			if !programs[name].noHosts {
+			if !programs()[name].noHosts {
 				t.Errorf("%q: sample without a host, but the entry does not say noHosts", s.line)
 			}
 			if d := c.Domains(); len(d) != 0 {
@@ -226,7 +227,7 @@ func TestRegistryProgramsHaveNoCases(t *testing.T) {
 				if !ok || bl.Kind != token.STRING {
 					continue
 				}
-				if v, err := strconv.Unquote(bl.Value); err == nil && programs[v] != nil {
+				if v, err := strconv.Unquote(bl.Value); err == nil && programs()[v] != nil {
 					t.Errorf("%s: case %q for a program the registry holds", fset.Position(bl.Pos()), v)
 				}
 			}

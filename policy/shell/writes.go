@@ -85,7 +85,7 @@ var writeLast = sync.OnceValue(func() map[string]bool {
 
 // commandWrites records writes made by a command's own semantics.
 func (a *analyzer) commandWrites(inv invocation) {
-	if p := programs[inv.prog]; p != nil {
+	if p := programs()[inv.prog]; p != nil {
 		if p.writes != nil {
 			p.writes(a, inv)
 		}
@@ -169,7 +169,7 @@ func (a *analyzer) commandWrites(inv invocation) {
 	}
 }
 
-var reWhich = newLazyRegexp("^(\\$\\(|`)\\s*(which|command\\s+-v|type\\s+-P|whereis)\\s+([A-Za-z0-9._+-]+)\\s*(\\)|`)$")
+var reWhich = &lazyRegexp{pattern: "^(\\$\\(|`)\\s*(which|command\\s+-v|type\\s+-P|whereis)\\s+([A-Za-z0-9._+-]+)\\s*(\\)|`)$"}
 
 // noteCopy remembers that dst is a copy or link of src's program, so a
 // later "./dst ARGS" in the line is analysed as the original program too.

@@ -1,0 +1,177 @@
+package hooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// awkward is a string with everything encoding/json escapes.
+const awkward = "q\"b\\s/<a>&\x00\x01\x1f\b\f\n\r\t\u2028\u2029é\xff\xfe end"
+
+// fullCall sets every field of Call, through reflection, so that a field
+// added to Call without a case in appendCall fails TestAppendRequest.
+func fullCall(t *testing.T) Call {
+	t.Helper()
+	var c Call
+	v := reflect.ValueOf(&c).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(v.Type().Field(i).Name + awkward)
+		case reflect.Uint8:
+			f.SetUint(2)
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]string{"/w", awkward, ""}))
+		case reflect.Map:
+			f.Set(reflect.ValueOf(map[string]any{
+				"command": awkward, "z": nil, "a": true, "b": false, "n": json.Number("-1.5e+3"), "zero": json.Number(""),
+				"f": 1.25, "i": 7, "nested": map[string]any{"k": []any{"x", json.Number("2"), nil, map[string]any{}, []any{}}},
+				"nilmap": map[string]any(nil), "nilslice": []any(nil), awkward: "key",
+			}))
+		default:
+			t.Fatalf("Call.%s has kind %s, which fullCall does not fill", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	return c
+}
+
+// TestAppendRequest: the client's request encoding is json.Marshal's, byte
+// for byte, for every payload fixture and for a call with every field set.
+func TestAppendRequest(t *testing.T) {
+	full := fullCall(t)
+	calls := []Call{full, {Harness: ClaudeCode, Event: "PreToolUse"}}
+	for _, p := range payloadFixtures(t) {
+		data, err := os.ReadFile(filepath.Join("testdata/fixtures", p+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, _ := strings.Cut(p, "/")
+		if c, err := Decode(Harness(h), data); err == nil {
+			calls = append(calls, c)
+		}
+	}
+	for _, c := range calls {
+		for _, req := range []Request{{V: ProtocolVersion, Op: "rule", Call: &c, DeadlineMs: 1999}, {V: 7, Op: awkward}} {
+			want, err := json.Marshal(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := appendRequest(nil, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("appendRequest:\n got %s\nwant %s", got, want)
+			}
+		}
+	}
+	// A number json.Marshal refuses is refused.
+	bad := Call{Harness: ClaudeCode, Input: map[string]any{"n": json.Number("01")}}
+	if _, err := appendRequest(nil, Request{Call: &bad}); err == nil {
+		t.Error("appendRequest encoded an invalid number")
+	}
+}
+
+// TestParseResponse: the rulings the server writes are read back, and a
+// line that is not exactly one response object is refused.
+func TestParseResponse(t *testing.T) {
+	for _, r := range []Response{
+		{V: 1, Verdict: "allow", Reason: "r"},
+		{V: 1, Verdict: "deny", Reason: awkward, Rule: "files.deny:**/.env*"},
+		{V: 1, Verdict: "ask", Reason: "<&>"},
+	} {
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want Response
+		if err := json.Unmarshal(line, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseResponseFields(line)
+		if err != nil || got != want {
+			t.Errorf("%s: got %+v, %v", line, got, err)
+		}
+		if _, err := ParseResponse(line); err != nil {
+			t.Errorf("%s: %v", line, err)
+		}
+	}
+	for _, line := range []string{
+		``, `null`, `[]`, `"x"`, `{"v":1,"verdict":"allow","reason":"r"} {}`, `{"v":1,"verdict":"allow","reason":"r"}x`,
+		`{"v":1,"verdict":"allow","reason":"r","extra":1}`, `{"V":1,"verdict":"allow","reason":"r"}`,
+		`{"v":1,"verdict":"allow","verdict":"deny","reason":"r"}`, `{"v":"1","verdict":"allow","reason":"r"}`,
+		`{"v":1.5,"verdict":"allow","reason":"r"}`, `{"v":1,"verdict":true,"reason":"r"}`,
+		`{"v":1,"verdict":"allow","reason":"r","error":"e"}`, `{"v":1,"verdict":"allow"}`, `{"v":2,"verdict":"allow","reason":"r"}`,
+		"{\"v\":1,\"verdict\":\"allow\",\"reason\":\"\xff\"}",
+	} {
+		if d, err := ParseResponse([]byte(line)); err == nil {
+			t.Errorf("%q accepted as %+v", line, d)
+		}
+	}
+}
+
+// checkJSONCases are inputs for the structural check, accepted and refused.
+var checkJSONCases = []string{
+	`{}`, ` {"a":1} `, `{"a":{"b":[1,{"c":null}]},"d":"x\"y\\"}`, `{"a":1,"a":2}`, `{"a":1,"b":{"a":2}}`,
+	`{"a":{"k":1,"k":1}}`, `[{"a":1}]`, `{"a":1}{}`, `{"a":1} x`, `{"\u0061":1,"a":2}`, `{"a\"":1,"a\"":2}`,
+	`{"a":[{"x":1},{"x":1}]}`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `{"a"}`, `{"a":1,}`, `{`, ``, `1`,
+	`{"":1,"":2}`, `{"a":{"":{}}}`, "\t{\n\"a\"\r:1}",
+	strings.Repeat(`{"a":`, maxDepth) + `1` + strings.Repeat(`}`, maxDepth),
+	strings.Repeat(`{"a":`, maxDepth+1) + `1` + strings.Repeat(`}`, maxDepth+1),
+	`{"a":` + strings.Repeat(`[`, maxDepth-1) + strings.Repeat(`]`, maxDepth-1) + `}`,
+	`{"a":` + strings.Repeat(`[`, maxDepth) + strings.Repeat(`]`, maxDepth) + `}`,
+}
+
+// FuzzCheckJSON: the quick structural check never accepts what the
+// token-by-token reference refuses.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range checkJSONCases {
+		f.Add([]byte(s))
+	}
+	for _, p := range payloadFixtures(f) {
+		data, err := os.ReadFile(filepath.Join("testdata/fixtures", p+".json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if wellFormedObject(data) {
+			if err := checkJSONTokens(data); err != nil {
+				t.Fatalf("%q: quick check accepts, reference refuses: %v", data, err)
+			}
+		}
+		if (checkJSON(data) == nil) != (checkJSONTokens(data) == nil) {
+			t.Fatalf("%q: checkJSON and the reference disagree", data)
+		}
+	})
+}
+
+// TestCheckJSONQuick: the quick check accepts the payloads (so checkJSON
+// rarely needs the reference) and refuses what the reference refuses.
+func TestCheckJSONQuick(t *testing.T) {
+	for _, p := range payloadFixtures(t) {
+		data, err := os.ReadFile(filepath.Join("testdata/fixtures", p+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if checkJSONTokens(data) == nil && !wellFormedObject(data) {
+			t.Errorf("%s: the quick check refuses a well-formed payload", p)
+		}
+	}
+	for _, s := range checkJSONCases {
+		quick, ref := wellFormedObject([]byte(s)), checkJSONTokens([]byte(s))
+		if quick && ref != nil {
+			t.Errorf("%q: quick check accepts, reference refuses: %v", s, ref)
+		}
+		if !quick && ref == nil && !strings.Contains(s, `\`) {
+			t.Errorf("%q: quick check refuses a well-formed object without escaped keys", s)
+		}
+	}
+}
