@@ -58,6 +58,12 @@ func DecodePolicyFile(data []byte, format Format) (*PolicyFile, error) {
 		},
 		"identity": func(v *yaml.Node, p string) { nodes[p] = v; pf.Identity = d.identity(v, p) },
 		"session":  func(v *yaml.Node, p string) { pf.Session = d.session(v, p) },
+		"environment": func(v *yaml.Node, p string) {
+			pf.Environment = &EnvironmentSection{}
+			d.fields(v, p, map[string]func(*yaml.Node, string){
+				"unset": func(v *yaml.Node, p string) { pf.Environment.Unset = d.envPatterns(v, p) },
+			})
+		},
 		"filesystem": func(v *yaml.Node, p string) {
 			pf.Filesystem = &FilesystemSection{}
 			d.fields(v, p, map[string]func(*yaml.Node, string){

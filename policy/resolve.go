@@ -41,6 +41,9 @@ type Resolved struct {
 	// Filesystem is the policy file's filesystem section (the sandbox's
 	// extra write roots); absent when the file has none.
 	Filesystem *FilesystemSection `json:"filesystem,omitempty"`
+	// Environment is the policy file's environment section (the
+	// variables the sandbox does not get); absent when the file has none.
+	Environment *EnvironmentSection `json:"environment,omitempty"`
 
 	// Scope is the approved execution scope this resolution amounts to.
 	Scope *ExecutionScope `json:"-"`
@@ -254,7 +257,7 @@ func ResolveSessionWith(pf *PolicyFile, o ResolveOptions) (*Resolved, error) {
 	r := &Resolved{
 		Identity: id.Name, Harness: pf.Harness, Mode: mode,
 		Traits: slices.Sorted(slices.Values(expanded)), Tools: []ToolAccess{}, Withheld: []WithheldTool{},
-		Bound: bound, Sources: sources, Filesystem: pf.Filesystem, grants: grants,
+		Bound: bound, Sources: sources, Filesystem: pf.Filesystem, Environment: pf.Environment, grants: grants,
 	}
 	for _, d := range DecideTools(pf.Tools, grants, bound, sources, traits, pf.Harness) {
 		if d.Allowed {

@@ -23,6 +23,9 @@ type PolicyFile struct {
 	// Filesystem is the sandbox's filesystem section (outside the SDK's
 	// Bound, which keeps its wire format): nil when absent.
 	Filesystem *FilesystemSection
+	// Environment is the sandbox's environment section (outside the
+	// SDK's Bound): nil when absent.
+	Environment *EnvironmentSection
 }
 
 // Bag is a packed bag: what it provides, and the traits it defines.

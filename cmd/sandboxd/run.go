@@ -56,7 +56,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 
 // runFlags are the flags sandboxd run and sandboxd launch share.
 type runFlags struct {
-	allow, deny, priv, unixS, write, read, publish cli.Strings
+	allow, deny, priv, unixS, write, read, publish, unset cli.Strings
 }
 
 // addRunFlags declares run's flags on fs (opts takes the plain ones;
@@ -72,6 +72,7 @@ func addRunFlags(fs *flag.FlagSet, opts *supervisor.Options) *runFlags {
 	fs.StringVar(&opts.AuditPath, "audit", "", "append JSON audit lines to `FILE` (\"-\": stderr; default: none)")
 	fs.Var(&f.write, "write", "make `PATH` writable inside (repeatable; \"/\": the whole host)")
 	fs.Var(&f.read, "read", "keep host `PATH` visible, read-only, where the sandbox's private /tmp would cover it (repeatable)")
+	fs.Var(&f.unset, "unset-env", "leave variable `NAME` (or a glob: GITHUB_*) out of COMMAND's environment (repeatable)")
 	fs.Var(&f.publish, "publish", "let the host reach a server inside on 127.0.0.1:PORT at `[HOSTADDR:]HOSTPORT:PORT` (HOSTADDR default 127.0.0.1; repeatable)")
 	return f
 }
@@ -79,6 +80,12 @@ func addRunFlags(fs *flag.FlagSet, opts *supervisor.Options) *runFlags {
 // apply puts the parsed flags into opts.
 func (f *runFlags) apply(opts *supervisor.Options) error {
 	opts.AllowDomains, opts.DenyDomains, opts.AllowUnixSockets, opts.Write, opts.Read = f.allow, f.deny, f.unixS, f.write, f.read
+	for _, u := range f.unset {
+		if err := policy.CheckEnvPattern(u); err != nil {
+			return fmt.Errorf("--unset-env: %v", err)
+		}
+	}
+	opts.UnsetEnv = f.unset
 	for _, c := range f.priv {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

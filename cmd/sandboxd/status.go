@@ -80,6 +80,7 @@ const explainUsage = `sandboxd explain [--policy FILE] [--allow-domain D]... [--
                  [--allow-private CIDR]... [--json] HOST[:PORT]
 sandboxd explain --policy FILE --harness H [--json] < payload.json
 sandboxd explain [--policy FILE] [--write PATH]... [--cwd DIR] --path PATH [--for-write] [--json]
+sandboxd explain [--policy FILE] [--unset-env NAME]... --env [--json]
 
 With HOST: decide a connection to HOST the way "sandboxd run" with the same
 flags would (the policy resolution, then the proxy's own decision code: the
@@ -89,15 +90,18 @@ would, and show the decision and the exact answer (the network flags do not
 apply to it and are refused). With --path: what the sandbox's filesystem
 layer would do with PATH (read, or with --for-write a write) in a sandbox
 started now with the same policy, write roots and working directory, and
-which rule decides it. Exit 0 when allowed, 1 when
-denied, 2 on bad usage.`
+which rule decides it. With --env: the names of the variables COMMAND would
+get from "sandboxd run" with the same policy and --unset-env flags (from the
+host, or set by sandboxd), and those --unset-env and the policy's
+environment.unset leave out; values are never printed. Exit 0 when allowed, 1
+when denied, 2 on bad usage.`
 
 func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	var (
 		opts              supervisor.Options
 		allow, deny, priv cli.Strings
 		harness, path     string
-		write             cli.Strings
+		write, unset      cli.Strings
 	)
 	fs := cli.NewFlagSet(io, "explain", explainUsage)
 	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "session policy `FILE`")
@@ -110,6 +114,8 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	fs.Var(&write, "write", "with --path: a write root, as for sandboxd run (repeatable)")
 	fs.StringVar(&opts.Dir, "cwd", "", "with --path: the working `DIR`ectory, as for sandboxd run")
 	fs.StringVar(&harness, "harness", "", "rule on a payload from stdin for harness `H` (claude-code, codex, copilot, cursor, gemini, pi)")
+	fs.Var(&unset, "unset-env", "with --env: as for sandboxd run (repeatable)")
+	env := fs.Bool("env", false, "list the variables (names only) the sandbox's command would get")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code, done := cli.Parse(fs, args); done {
 		return code
@@ -135,6 +141,36 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 			return 0
 		}
 		return 1
+	}
+	if *env {
+		if fs.NArg() != 0 || harness != "" || path != "" || len(allow) > 0 || len(deny) > 0 || len(priv) > 0 || opts.DNSUpstream != "" {
+			fmt.Fprintln(io.Err, "sandboxd explain: --env takes no HOST, --harness, --path or network flags")
+			return 2
+		}
+		for _, u := range unset {
+			if err := policy.CheckEnvPattern(u); err != nil {
+				fmt.Fprintf(io.Err, "sandboxd explain: --unset-env: %v\n", err)
+				return 2
+			}
+		}
+		opts.UnsetEnv = unset
+		e, err := supervisor.ExplainEnv(opts)
+		if err != nil {
+			fmt.Fprintf(io.Err, "sandboxd explain: %s\n", policy.OneLine(err.Error()))
+			return 1
+		}
+		var b strings.Builder
+		for _, v := range e.Variables {
+			fmt.Fprintf(&b, "%s\t%s\n", v.Name, v.From)
+		}
+		for _, r := range e.Removed {
+			fmt.Fprintf(&b, "%s\tremoved (%s)\n", r.Name, r.Pattern)
+		}
+		return print(e, b.String(), true)
+	}
+	if len(unset) > 0 {
+		fmt.Fprintln(io.Err, "sandboxd explain: --unset-env goes with --env")
+		return 2
 	}
 	if harness != "" {
 		if opts.PolicyFile == "" || fs.NArg() != 0 {

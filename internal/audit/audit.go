@@ -97,6 +97,7 @@ const (
 	AttrHomeOverlay = "home_overlay"
 	AttrLandlock    = "landlock_abi"
 	AttrNotCovered  = "not_covered"
+	AttrEnvRemoved  = "env_removed" // session start: the variables --unset-env and environment.unset left out (names only)
 )
 
 // Message returns the message of a decision line of kind k.

@@ -52,6 +52,9 @@ type Options struct {
 	// Write are extra write roots (--write), before the policy file's
 	// filesystem.write.
 	Write []string
+	// UnsetEnv are variable names or globs (--unset-env) left out of the
+	// command's environment, before the policy file's environment.unset.
+	UnsetEnv []string
 	// Read are host paths kept visible, read-only, where the sandbox's
 	// private /tmp would cover them (--read).
 	Read []string
@@ -144,7 +147,7 @@ func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 		return nil, err
 	}
 	sp := &sessionPolicy{resolved: r, bound: b, proxy: pp}
-	sp.fingerprint = policy.ScopeFingerprint(map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate), "write": o.writeRoots(r)})
+	sp.fingerprint = policy.ScopeFingerprint(map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate), "write": o.writeRoots(r), "unsetEnv": o.unsetPatterns(r)})
 	sp.proxy.Fingerprint = sp.fingerprint
 	return sp, nil
 }
@@ -225,6 +228,7 @@ type session struct {
 	upDone bool
 
 	env         []string
+	envRemoved  []policy.EnvRemoval // what --unset-env and environment.unset left out
 	forwards    []procjail.Forward
 	readOnly    []string
 	hsrv        *hooks.Server
@@ -411,10 +415,8 @@ func (s *session) jailSpec() (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("own executable: %w", err)
 	}
-	env := procjail.ProxyEnv(os.Environ(), procjail.ProxyEnvArgs{
-		Port: ProxyInsidePort, User: s.id, Password: s.secret, ConnectHelper: self,
-	})
-	env = append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+s.id)
+	env, removed := sandboxEnv(os.Environ(), s.opts.unsetPatterns(s.live.Current().resolved), s.id, s.secret, self)
+	s.envRemoved = removed
 	proxyForward := procjail.Forward{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: "http"}
 	if s.pass != nil {
 		proxyForward = procjail.Forward{InsidePort: ProxyInsidePort, Network: "pass"}
@@ -617,7 +619,7 @@ func (s *session) ready() error {
 	// the session rather than run it unaudited.
 	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
 		append(append([]slog.Attr{slog.Any(audit.AttrCommand, s.opts.Command), slog.String(audit.AttrPolicyFile, s.status.PolicyFile)},
-			s.fsPlan.auditAttrs(s.landlockABI)...), s.launched.auditAttrs()...)...)
+			s.fsPlan.auditAttrs(s.landlockABI)...), append(s.launched.auditAttrs(), s.envAuditAttrs()...)...)...)
 	if err := s.stream.Err(); err != nil {
 		return fmt.Errorf("audit file %s: %w", s.opts.AuditPath, err)
 	}
