@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/barry-rocks/sandbox/internal/audit"
 )
@@ -92,6 +93,52 @@ func TestUnsetEnv(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnsetEnvReload: a reload that changes environment.unset says that the
+// command keeps the environment it started with (on stderr and in the
+// audit), and it does.
+func TestUnsetEnvReload(t *testing.T) {
+	w := newWorld(t)
+	dir := sharedDir(t)
+	os.Mkdir(filepath.Join(dir, "pol"), 0o755)
+	pol := filepath.Join(dir, "pol", "p.yaml")
+	write := func(unset string) {
+		if err := os.WriteFile(pol+".new", []byte("version: 1\nharness: claude-code\nenvironment:\n  unset: ["+unset+"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(pol+".new", pol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"AWS_*"`)
+	auditFile := filepath.Join(dir, "audit.jsonl")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The edit comes once the command runs (its start line is in the
+		// audit).
+		for i := 0; i < 400; i++ {
+			if b, _ := os.ReadFile(auditFile); strings.Contains(string(b), `"msg":"`+audit.MsgSessionStart+`"`) {
+				write(`"AWS_*", "KEEP_*"`)
+				return
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}()
+	r := w.sandboxd(t, runOpts{dir: dir, audit: auditFile, flags: []string{"--policy", pol},
+		// The command waits for the reload's note (the audit file is in
+		// its working directory), then shows its own environment.
+		argv:     []string{"sh", "-c", `for i in $(seq 100); do grep -q '"environment fixed"' audit.jsonl && break; sleep 0.1; done; printenv KEEP_ME`},
+		extraEnv: []string{"KEEP_ME=visible-value"}})
+	<-done
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "visible-value" {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want the start's environment kept", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "environment.unset changed: the command keeps the environment it started with") ||
+		!strings.Contains(r.audit, `"msg":"`+audit.MsgEnvFixed+`"`) {
+		t.Errorf("no note of the fixed environment:\nstderr %q\naudit %s", r.stderr, r.audit)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -228,7 +229,8 @@ type session struct {
 	upDone bool
 
 	env         []string
-	envRemoved  []policy.EnvRemoval // what --unset-env and environment.unset left out
+	envPatterns []string            // --unset-env and environment.unset at start
+	envRemoved  []policy.EnvRemoval // what they left out
 	forwards    []procjail.Forward
 	readOnly    []string
 	hsrv        *hooks.Server
@@ -415,7 +417,8 @@ func (s *session) jailSpec() (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("own executable: %w", err)
 	}
-	env, removed := sandboxEnv(os.Environ(), s.opts.unsetPatterns(s.live.Current().resolved), s.id, s.secret, self)
+	s.envPatterns = s.opts.unsetPatterns(s.live.Current().resolved)
+	env, removed := sandboxEnv(os.Environ(), s.envPatterns, s.id, s.secret, self)
 	s.envRemoved = removed
 	proxyForward := procjail.Forward{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: "http"}
 	if s.pass != nil {
@@ -655,6 +658,16 @@ func (s *session) livePolicy() (func(), error) {
 					slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
 				fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
 			}
+			return nil
+		},
+		func(next *sessionPolicy) error {
+			if slices.Equal(s.opts.unsetPatterns(next.resolved), s.envPatterns) {
+				return nil
+			}
+			note := "environment.unset changed: the command keeps the environment it started with (restart the sandbox to change it)"
+			audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgEnvFixed,
+				slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
+			fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
 			return nil
 		},
 		func(next *sessionPolicy) error { s.stream.SetPolicy(next.fingerprint); return nil },
