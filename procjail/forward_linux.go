@@ -3,14 +3,14 @@
 package procjail
 
 import (
-	"errors"
-	"os"
-
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -143,19 +143,30 @@ func itoa(i int) string {
 	return string(b[n:])
 }
 
+// unixConnOf takes over descriptor fd, which must be a Unix socket (one
+// of the pairs Start hands the init).
+func unixConnOf(fd int, name string) (*net.UnixConn, error) {
+	f := os.NewFile(uintptr(fd), name)
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("%s descriptor is not a Unix socket", name)
+	}
+	return uc, nil
+}
+
 // startInbound receives the host's inbound connections over inboundFD
 // (an index into ports and the connection's descriptor each) and relays
 // each to 127.0.0.1:PORT inside, for as long as the init lives.
 func startInbound(ports []Inbound) error {
-	f := os.NewFile(inboundFD, "inbound")
-	c, err := net.FileConn(f)
-	f.Close()
+	uc, err := unixConnOf(inboundFD, "inbound")
 	if err != nil {
 		return err
-	}
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return errors.New("inbound descriptor is not a Unix socket")
 	}
 	go func() {
 		defer uc.Close()

@@ -169,16 +169,9 @@ func parsePeerValue(v string) (int, []string) {
 // process behind it, to the host over the socket pair at fd (see
 // PassListener). A connection the host cannot take is closed.
 func startPass(addr string, fd int) error {
-	f := os.NewFile(uintptr(fd), "pass")
-	c, err := net.FileConn(f)
-	f.Close()
+	uc, err := unixConnOf(fd, "pass")
 	if err != nil {
 		return err
-	}
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		c.Close()
-		return errors.New("pass descriptor is not a Unix socket")
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
