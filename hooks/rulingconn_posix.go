@@ -16,8 +16,10 @@ import (
 // registration, nonblocking connect and address lookups cost it ~0.08 ms
 // (issue 18). network and addr are ParseAddr's: "unix" and a path (a
 // leading @ is Linux's abstract namespace, as for net.Dial), or "tcp" and a
-// loopback IP:PORT. ctx bounds the dial: once it is done the connection is
-// shut down and dialRuling fails.
+// loopback IP:PORT. Once ctx is done the socket is shut down, which ends a
+// pending TCP connect and every read and write, and dialRuling fails; a
+// Unix connect blocked on a full backlog is not woken by it, but the
+// check's own deadline (Check) answers deny then all the same.
 func dialRuling(ctx context.Context, network, addr string) (rulingConn, error) {
 	var (
 		family int

@@ -13,7 +13,8 @@ import (
 // the SDK's Bound, like filesystem): what of sandboxd's own environment the
 // sandbox does not get.
 type EnvironmentSection struct {
-	// Unset are variable names or globs (path.Match: *, ?, [...]). Every
+	// Unset are variable names or globs (path.Match: *, ?, [...]; '*' does
+	// not match '/'). Every
 	// variable of sandboxd's environment whose name matches one is left
 	// out of the sandbox's; what sandboxd itself sets inside (the proxy
 	// variables, BARRY_*) is added after and is not affected.
@@ -55,8 +56,10 @@ type EnvRemoval struct {
 }
 
 // FilterEnv splits env (NAME=value entries) into the entries the sandbox
-// keeps and the variables patterns remove. An entry without '=' is kept
-// as is (it names no variable a pattern could).
+// keeps and the variables patterns remove (an entry without '=' is a
+// variable of that name). path.Match's '*' does not match '/': a variable
+// whose name holds one (rare; shells cannot set it) is matched only by a
+// pattern that names the '/'.
 func FilterEnv(env, patterns []string) (kept []string, removed []EnvRemoval) {
 	kept = []string{}
 	for _, kv := range env {

@@ -231,7 +231,7 @@ func captureConn(c *net.TCPConn, f Forward, names *dnsNames) {
 	uc := u.(*net.UnixConn)
 	defer uc.Close()
 	if isHTTP {
-		captureHTTP(c, br, uc, orig, f.Authorization, strings.TrimSuffix(peerLine(c.RemoteAddr()), "\r\n"))
+		captureHTTP(c, br, uc, orig, f.Authorization, strings.TrimSuffix(peerLine(c.RemoteAddr(), orig), "\r\n"))
 		return
 	}
 	host := orig.Addr().String()
@@ -240,7 +240,7 @@ func captureConn(c *net.TCPConn, f Forward, names *dnsNames) {
 	}
 	target := net.JoinHostPort(host, strconv.Itoa(int(orig.Port())))
 	head := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n" + CaptureHeader + ": " + orig.String() + "\r\n" +
-		peerLine(c.RemoteAddr()) + proxyAuth(f.Authorization) + "\r\n"
+		peerLine(c.RemoteAddr(), orig) + proxyAuth(f.Authorization) + "\r\n"
 	if _, err := io.WriteString(uc, head); err != nil {
 		return
 	}

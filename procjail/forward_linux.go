@@ -66,7 +66,7 @@ func startForward(f Forward, names *dnsNames, passFD int) error {
 						defer func() { <-sem }()
 						var peer []byte
 						if f.Attribute == "dns" {
-							peer = peerFrame("udp", from)
+							peer = peerFrame("udp", from, addrPort(pc.LocalAddr()))
 						}
 						relayDatagram(pc, from, buf[:n], f.Target, peer, names)
 					}()
@@ -256,7 +256,7 @@ func attributedRelay(c *net.TCPConn, target string) {
 	c.SetReadDeadline(time.Time{})
 	head := append([]byte(nil), line...)
 	if err == nil && len(bytes.TrimSpace(line)) > 0 {
-		head = append(head, peerLine(c.RemoteAddr())...)
+		head = append(head, peerLine(c.RemoteAddr(), addrPort(c.LocalAddr()))...)
 	}
 	n := br.Buffered()
 	rest, _ := br.Peek(n)
@@ -279,7 +279,7 @@ func dnsAttributedRelay(c *net.TCPConn, target string, names *dnsNames) {
 	}
 	uc := u.(*net.UnixConn)
 	defer uc.Close()
-	if p := peerFrame("tcp", c.RemoteAddr()); p != nil {
+	if p := peerFrame("tcp", c.RemoteAddr(), addrPort(c.LocalAddr())); p != nil {
 		if _, err := uc.Write(p); err != nil {
 			return
 		}

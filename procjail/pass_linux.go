@@ -142,9 +142,10 @@ type PassedConn struct {
 }
 
 // Peer returns the process inside behind the connection as the init found
-// it when it accepted the connection: pid 0 (and no argv) when it found
-// none. The client cannot forge it: it travels beside the socket, not in
-// the bytes the client sends.
+// it when it accepted the connection (peerOf: the pid is the kernel's, the
+// argv the process's own say): pid 0 (and no argv) when it found none. It
+// travels beside the socket, not in the bytes the client sends, so a
+// client cannot name another process by writing a header.
 func (c *PassedConn) Peer() (int, []string) { return c.pid, c.argv }
 
 // NetConn returns the raw TCP connection (which Linux splices).
@@ -185,7 +186,7 @@ func startPass(addr string, fd int) error {
 		tc := c.(*net.TCPConn)
 		msg := peerValue(0, nil)
 		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
-			msg = peerValue(peerOf("tcp", ap))
+			msg = peerValue(peerOf("tcp", ap, addrPort(c.LocalAddr())))
 		}
 		rc, err := tc.SyscallConn()
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -181,5 +183,61 @@ func TestPassForward(t *testing.T) {
 				t.Errorf("got %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestPassPeerNotAListener: a client that binds its socket (SO_REUSEPORT)
+// to the port of another process's listener before it connects is still
+// named itself: the look-up matches the connection, not the listening
+// socket on the same local address (which /proc/net/tcp lists first).
+func TestPassPeerNotAListener(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	l, err := NewPassListener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	peer := make(chan []string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			peer <- nil
+			return
+		}
+		defer c.Close()
+		_, argv := c.(*PassedConn).Peer()
+		peer <- argv
+		c.Write([]byte("x"))
+	}()
+	script := `
+import socket, subprocess, sys, time
+srv = subprocess.Popen([sys.executable, "-c", """
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", 45678)); s.listen(); print("listening", flush=True); time.sleep(30)
+""", "innocent-listener"], stdout=subprocess.PIPE)
+assert srv.stdout.readline() == b"listening\n"
+c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+c.bind(("127.0.0.1", 45678)); c.connect(("127.0.0.1", 3128)); c.recv(1)
+srv.kill()
+`
+	// A file, so that the client's argv stays short enough to be named
+	// whole.
+	client := filepath.Join(t.TempDir(), "client.py")
+	if err := os.WriteFile(client, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Command: "python3", Args: []string{client, "the-client"}, Env: []string{"PATH=/usr/bin:/bin"}}
+	spec.Forwards = []Forward{{InsidePort: 3128, Network: "pass"}}
+	spec.Pass = l
+	code, _, stderr := run(t, spec)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	argv := <-peer
+	if len(argv) == 0 || argv[len(argv)-1] != "the-client" {
+		t.Errorf("the handed connection is attributed to %q, want the client (argv ending in the-client)", argv)
 	}
 }

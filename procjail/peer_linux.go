@@ -25,11 +25,15 @@ const (
 	maxArgv, maxArgvBytes = 16, 512
 )
 
-// peerOf returns the process inside the sandbox whose TCP socket has the
-// local address client (the remote end of a connection to the init), and
-// its argv (bounded); pid 0 when none is found (it may have exited).
-func peerOf(proto string, client netip.AddrPort) (int, []string) {
-	inode := socketInode(proto, client)
+// peerOf returns the process inside the sandbox whose socket of proto has
+// the local address client and, for TCP, the remote address server (the
+// init's end, or the address a captured client dialed), and its argv
+// (bounded); pid 0 when none is found (it may have exited). The pid is the
+// kernel's; the argv is what the process says of itself (it can rewrite
+// it, or be started with exec -a); a socket several processes hold is the
+// first one's in /proc.
+func peerOf(proto string, client, server netip.AddrPort) (int, []string) {
+	inode := socketInode(proto, client, server)
 	if inode == "" {
 		return 0, nil
 	}
@@ -59,21 +63,20 @@ func peerOf(proto string, client netip.AddrPort) (int, []string) {
 }
 
 // socketInode finds the inode of the socket of proto ("tcp", "udp")
-// whose local address is a, in /proc/net/PROTO or PROTO6.
-func socketInode(proto string, a netip.AddrPort) string {
-	file, local := "/proc/net/"+proto, ""
-	ip := a.Addr().Unmap()
-	if ip.Is4() {
-		b := ip.As4()
-		local = fmt.Sprintf("%02X%02X%02X%02X:%04X", b[3], b[2], b[1], b[0], a.Port())
-	} else {
-		file = "/proc/net/" + proto + "6"
-		b := ip.As16()
-		var w strings.Builder
-		for i := 0; i < 16; i += 4 {
-			fmt.Fprintf(&w, "%02X%02X%02X%02X", b[i+3], b[i+2], b[i+1], b[i])
-		}
-		local = fmt.Sprintf("%s:%04X", w.String(), a.Port())
+// whose local address is a, in /proc/net/PROTO or PROTO6: for TCP one
+// connected to remote (a listening socket on the same port, which
+// SO_REUSEPORT allows, would name another process); for UDP one connected
+// to remote or not connected at all.
+func socketInode(proto string, a, remote netip.AddrPort) string {
+	file := "/proc/net/" + proto
+	six := !a.Addr().Unmap().Is4()
+	if six {
+		file += "6"
+	}
+	local, rem := procNetAddr(a, six), procNetAddr(remote, six)
+	unconnected := procNetAddr(netip.AddrPortFrom(netip.IPv4Unspecified(), 0), six)
+	if six {
+		unconnected = procNetAddr(netip.AddrPortFrom(netip.IPv6Unspecified(), 0), six)
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -84,11 +87,31 @@ func socketInode(proto string, a netip.AddrPort) string {
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
-		if len(fields) > 9 && fields[1] == local {
+		if len(fields) <= 9 || fields[1] != local {
+			continue
+		}
+		if fields[2] == rem || proto == "udp" && fields[2] == unconnected {
 			return fields[9]
 		}
 	}
 	return ""
+}
+
+// procNetAddr is a's form in /proc/net/{tcp,udp}{,6}: the address's
+// 32-bit words in host (little-endian) order, then the port, in hex; an
+// IPv4 address in the IPv6 tables is IPv4-mapped.
+func procNetAddr(a netip.AddrPort, six bool) string {
+	ip := a.Addr().Unmap()
+	if !six {
+		b := ip.As4()
+		return fmt.Sprintf("%02X%02X%02X%02X:%04X", b[3], b[2], b[1], b[0], a.Port())
+	}
+	b := ip.As16()
+	var w strings.Builder
+	for i := 0; i < 16; i += 4 {
+		fmt.Fprintf(&w, "%02X%02X%02X%02X", b[i+3], b[i+2], b[i+1], b[i])
+	}
+	return fmt.Sprintf("%s:%04X", w.String(), a.Port())
 }
 
 // argvOf reads a process's command line, bounded.
@@ -123,24 +146,32 @@ func peerValue(pid int, argv []string) string {
 }
 
 // peerLine is the header line naming the process behind the connection
-// whose client end is client (pid=0 when none is found), or "" for an
-// address that is not one.
-func peerLine(client net.Addr) string {
+// whose client end is client and whose other end, as the client sees it,
+// is server (pid=0 when none is found), or "" for an address that is not
+// one.
+func peerLine(client net.Addr, server netip.AddrPort) string {
 	ap, err := netip.ParseAddrPort(client.String())
 	if err != nil {
 		return ""
 	}
-	return PeerHeader + ": " + peerValue(peerOf("tcp", ap)) + "\r\n"
+	return PeerHeader + ": " + peerValue(peerOf("tcp", ap, server)) + "\r\n"
+}
+
+// addrPort is a's address and port (the zero AddrPort for another kind).
+func addrPort(a net.Addr) netip.AddrPort {
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
 }
 
 // peerFrame is the frame naming the process behind client (its socket of
-// proto; pid=0 when none is found), or nil for an address that is not one.
-func peerFrame(proto string, client net.Addr) []byte {
+// proto, to server; pid=0 when none is found), or nil for an address that
+// is not one.
+func peerFrame(proto string, client net.Addr, server netip.AddrPort) []byte {
 	ap, err := netip.ParseAddrPort(client.String())
 	if err != nil {
 		return nil
 	}
-	body := PeerFrame + peerValue(peerOf(proto, ap))
+	body := PeerFrame + peerValue(peerOf(proto, ap, server))
 	if len(body) > 0xffff {
 		return nil
 	}

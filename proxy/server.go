@@ -98,9 +98,10 @@ type Server struct {
 	// check they are the raw types Linux splices between.
 	relayHook func(dst, src net.Conn)
 
-	conns    atomic.Int64
-	wg       sync.WaitGroup
-	bodyBufs sync.Pool // plain-HTTP body buffers (flushingWriter.ReadFrom)
+	conns     atomic.Int64
+	wg        sync.WaitGroup
+	bodyBufs  sync.Pool     // plain-HTTP body buffers (flushingWriter.ReadFrom)
+	bigBodies chan struct{} // their tokens: maxBodyBuffers
 
 	mu       sync.Mutex
 	closed   bool
@@ -148,11 +149,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Secret = hex.EncodeToString(b[:])
 	}
 	s := &Server{
-		cfg:      cfg,
-		auditLog: cfg.Audit,
-		authWant: cfg.User + ":" + cfg.Secret,
-		tunnels:  map[*tunnel]struct{}{},
-		inflight: map[*inflight]struct{}{},
+		cfg:       cfg,
+		auditLog:  cfg.Audit,
+		authWant:  cfg.User + ":" + cfg.Secret,
+		tunnels:   map[*tunnel]struct{}{},
+		inflight:  map[*inflight]struct{}{},
+		bigBodies: make(chan struct{}, maxBodyBuffers),
 	}
 	if s.auditLog == nil {
 		s.auditLog = slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -449,7 +451,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.gp.ServeHTTP(&hijackCapture{ResponseWriter: w, h: h}, r)
 		return
 	}
-	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w, bufs: &s.bodyBufs}, r)
+	s.gp.ServeHTTP(&flushingWriter{ResponseWriter: w, bufs: &s.bodyBufs, big: s.bigBodies}, r)
 }
 
 // WriteHeader closes the connection after every plain-HTTP response, so
@@ -464,7 +466,8 @@ func (w *flushingWriter) WriteHeader(code int) {
 // server's buffer; goproxy flushes only event streams by itself.
 type flushingWriter struct {
 	http.ResponseWriter
-	bufs *sync.Pool // of *[]byte, bodyBuffer long (ReadFrom)
+	bufs *sync.Pool    // of *[]byte, bodyBuffer long (ReadFrom)
+	big  chan struct{} // one token per bodyBuffer in use (at most maxBodyBuffers)
 }
 
 // bodyBuffer is the buffer a plain-HTTP response body is copied through,
@@ -475,15 +478,28 @@ type flushingWriter struct {
 // into the client's (own exchange instead of http.Transport) 0.56.
 const bodyBuffer = 1 << 20
 
+// maxBodyBuffers bounds the bodyBuffers in use at once: past it a body is
+// copied through a small one, so that a sandbox holding many slow
+// responses open pins at most 16 MiB of them, not 1 MiB each.
+const maxBodyBuffers = 16
+
 // ReadFrom copies a response body (goproxy's io.Copy) through one
-// bodyBuffer, sending each read on at once as Write does.
+// bodyBuffer (a 32 KiB one when maxBodyBuffers are in use), sending each
+// read on at once as Write does.
 func (w *flushingWriter) ReadFrom(r io.Reader) (int64, error) {
-	bp, _ := w.bufs.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, bodyBuffer)
+	var bp *[]byte
+	select {
+	case w.big <- struct{}{}:
+		bp, _ = w.bufs.Get().(*[]byte)
+		if bp == nil {
+			b := make([]byte, bodyBuffer)
+			bp = &b
+		}
+		defer func() { w.bufs.Put(bp); <-w.big }()
+	default:
+		b := make([]byte, 32<<10)
 		bp = &b
 	}
-	defer w.bufs.Put(bp)
 	var n int64
 	for {
 		nr, er := r.Read(*bp)

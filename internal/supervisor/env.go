@@ -47,6 +47,21 @@ func (s *session) envAuditAttrs() []slog.Attr {
 	return []slog.Attr{slog.Any(audit.AttrEnvRemoved, names)}
 }
 
+// envLookup is os.Getenv over sandboxd's environment less what patterns
+// remove.
+func envLookup(patterns []string) func(string) string {
+	kept, _ := policy.FilterEnv(os.Environ(), patterns)
+	return func(name string) string {
+		v := ""
+		for _, kv := range kept {
+			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+				v = val
+			}
+		}
+		return v
+	}
+}
+
 // EnvVariable is one variable the sandbox's command would get, by name:
 // its value is never shown (it may be a secret).
 type EnvVariable struct {

@@ -156,7 +156,13 @@ func (s *session) launchConfig() (func(), error) {
 		}
 	}
 	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home, Project: project,
-		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax, Getenv: os.Getenv, Args: l.Args}
+		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax, Args: l.Args,
+		// What the harness's configuration copies from the environment
+		// (ANTHROPIC_BASE_URL into Claude Code's settings, OPENAI_BASE_URL
+		// into Codex's) comes from what the sandbox gets: a variable
+		// --unset-env or environment.unset removes is not written inside
+		// by another way.
+		Getenv: envLookup(s.opts.unsetPatterns(r))}
 	if p, err := exec.LookPath(s.opts.Command[0]); err == nil {
 		plan.Program, _ = filepath.Abs(p)
 	}
