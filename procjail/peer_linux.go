@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -68,6 +69,16 @@ func peerOf(proto string, client, server netip.AddrPort) (int, []string) {
 // SO_REUSEPORT allows, would name another process); for UDP one connected
 // to remote or not connected at all.
 func socketInode(proto string, a, remote netip.AddrPort) string {
+	if proto == "tcp" {
+		// The kernel's own look-up; the table walk below only when it
+		// cannot answer (no sock_diag in this kernel).
+		switch inode, err := tcpInode(a, remote); {
+		case err == nil:
+			return inode
+		case errors.Is(err, errNoSocket):
+			return ""
+		}
+	}
 	file := "/proc/net/" + proto
 	six := !a.Addr().Unmap().Is4()
 	if six {
