@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
@@ -106,13 +107,18 @@ func TestStatusListAndPrune(t *testing.T) {
 	mk("sandboxd-alive", os.Getpid())
 	mk("sandboxd-gone", 1<<30)
 	mk("sandboxd-starting", 0)
+	mk("sandboxd-lost", 0) // no status, made long ago: its sandboxd died starting
+	os.Mkdir(filepath.Join(base, "sandboxd-lost"+privateHomeSuffix), 0o700)
+	old := time.Now().Add(-2 * startingGrace)
+	os.Chtimes(filepath.Join(base, "sandboxd-lost"), old, old)
 	mk("other", os.Getpid())
 	list, err := ListStatuses(base)
 	if err != nil || len(list) != 2 {
 		t.Fatalf("ListStatuses = %+v, %v", list, err)
 	}
 	PruneStale(base)
-	for id, want := range map[string]bool{"sandboxd-alive": true, "sandboxd-gone": false, "sandboxd-starting": true, "other": true} {
+	for id, want := range map[string]bool{"sandboxd-alive": true, "sandboxd-gone": false, "sandboxd-starting": true, "other": true,
+		"sandboxd-lost": false, "sandboxd-lost" + privateHomeSuffix: false} {
 		if _, err := os.Stat(filepath.Join(base, id)); (err == nil) != want {
 			t.Errorf("%s exists = %v, want %v", id, err == nil, want)
 		}

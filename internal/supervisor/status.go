@@ -121,14 +121,37 @@ func ownedBySelf(fi os.FileInfo) bool {
 	return ok && int(st.Uid) == os.Geteuid()
 }
 
+// startingGrace is how long a runtime directory may be without its status
+// file: a session writes it within milliseconds of making the directory
+// (firstStatus), so one older than this lost its sandboxd before then.
+const startingGrace = 10 * time.Minute
+
 // PruneStale removes the runtime directories under base of this user's
 // sandboxes whose sandboxd is gone (killed before it could clean up): those
-// with a status file naming a process that no longer exists. Directories
-// without a status (a sandbox still starting) are left alone.
+// with a status file naming a process that no longer exists, and those
+// without one older than startingGrace. A directory without a status and
+// younger than that (a sandbox still starting) is left alone.
 func PruneStale(base string) {
 	list, err := ListStatuses(base)
 	if err != nil {
 		return
+	}
+	if ents, err := os.ReadDir(base); err == nil {
+		for _, e := range ents {
+			name := e.Name()
+			if !e.IsDir() || !strings.HasPrefix(name, runtimePrefix) || strings.HasSuffix(name, privateHomeSuffix) {
+				continue
+			}
+			dir := filepath.Join(base, name)
+			fi, err := os.Stat(dir)
+			if err != nil || !ownedBySelf(fi) || time.Since(fi.ModTime()) < startingGrace {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(dir, StatusFile)); errors.Is(err, os.ErrNotExist) {
+				os.RemoveAll(dir)
+				os.RemoveAll(dir + privateHomeSuffix)
+			}
+		}
 	}
 	for _, s := range list {
 		if s.Running || s.ID == "" || !strings.HasPrefix(s.ID, runtimePrefix) || strings.ContainsAny(s.ID, "/\\") {
