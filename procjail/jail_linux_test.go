@@ -179,3 +179,15 @@ func TestReadOnlyPathMissingRefuses(t *testing.T) {
 		t.Fatalf("Start = %v, want a refusal naming the read-only path", err)
 	}
 }
+
+// TestInitKeepsSentFaultSignals: the signals Go's runtime would crash on
+// (abort, segmentation fault, and the like), sent to the init from inside,
+// neither end the sandbox nor reach the command.
+func TestInitKeepsSentFaultSignals(t *testing.T) {
+	code, out, stderr := run(t, sh(`trap 'echo got-signal' ABRT SEGV BUS FPE ILL TRAP SYS
+for s in 4 5 6 7 8 11 16 31; do kill -$s 1 || echo "kill -$s failed"; done
+sleep 0.3; echo alive`))
+	if code != 0 || out != "alive\n" {
+		t.Fatalf("exit %d, out %q, stderr %q", code, out, stderr)
+	}
+}
