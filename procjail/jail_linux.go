@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,7 +226,11 @@ func (p *Prestarted) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 
 func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), error) {
 	cmd, parentCtl := p.cmd, p.ctl
-	cleanups := []func(){cmd.kill, func() { parentCtl.Close() }, func() { p.inbound.Close() }}
+	// What the prestart holds: undone on a failure, the Sandbox's on
+	// success (it keeps the init and the control socket; the inbound pair
+	// when used).
+	held := []func(){cmd.kill, func() { parentCtl.Close() }, func() { p.inbound.Close() }}
+	cleanups := slices.Clone(held)
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
@@ -374,15 +379,12 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 	// Keep the init running and its control socket open (read below), and
 	// the inbound socket when used; the rest (the runtime directory) goes
 	// at exit.
-	cleanups = cleanups[3:]
+	cleanups = cleanups[len(held):]
 	if parentIn == nil {
 		p.inbound.Close()
+	} else {
+		cleanups = append(cleanups, func() { parentIn.Close() })
 	}
-	cleanups = append(cleanups, func() {
-		if parentIn != nil {
-			parentIn.Close()
-		}
-	})
 	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), released: make(chan struct{}),
 		reported: make(chan int, 1), cleanup: cleanup, inbound: parentIn}
 	if is.Foreground {

@@ -22,16 +22,22 @@ func (o *Options) unsetPatterns(r *policy.Resolved) []string {
 	return p
 }
 
+// hostEnv is what of sandboxd's environment the sandbox gets: all of it
+// less what --unset-env and environment.unset remove (policy.FilterEnv),
+// with what they removed. The session computes it once (resolve); the
+// launch's configuration and the command's environment both read it.
+func (o *Options) hostEnv(r *policy.Resolved) ([]string, []policy.EnvRemoval) {
+	return policy.FilterEnv(os.Environ(), o.unsetPatterns(r))
+}
+
 // sandboxEnv is the command's environment before a launch adds its own:
-// sandboxd's environment less what patterns remove (policy.FilterEnv), then
-// the proxy variables with the sandbox's credentials and BARRY_SANDBOX_ID,
-// which no pattern removes. It returns the variables removed too.
-func sandboxEnv(host, patterns []string, id, secret, self string) ([]string, []policy.EnvRemoval) {
-	kept, removed := policy.FilterEnv(host, patterns)
-	env := procjail.ProxyEnv(kept, procjail.ProxyEnvArgs{
+// host (hostEnv), then the proxy variables with the sandbox's credentials
+// and BARRY_SANDBOX_ID, which no pattern removes.
+func sandboxEnv(host []string, id, secret, self string) []string {
+	env := procjail.ProxyEnv(host, procjail.ProxyEnvArgs{
 		Port: ProxyInsidePort, User: id, Password: secret, ConnectHelper: self,
 	})
-	return append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+id), removed
+	return append(withoutEnv(env, "BARRY_SANDBOX_ID"), "BARRY_SANDBOX_ID="+id)
 }
 
 // envAuditAttrs name, on the session's start line, the variables left out
@@ -47,13 +53,11 @@ func (s *session) envAuditAttrs() []slog.Attr {
 	return []slog.Attr{slog.Any(audit.AttrEnvRemoved, names)}
 }
 
-// envLookup is os.Getenv over sandboxd's environment less what patterns
-// remove.
-func envLookup(patterns []string) func(string) string {
-	kept, _ := policy.FilterEnv(os.Environ(), patterns)
+// envLookup is os.Getenv over env (NAME=value entries; the last wins).
+func envLookup(env []string) func(string) string {
 	return func(name string) string {
 		v := ""
-		for _, kv := range kept {
+		for _, kv := range env {
 			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
 				v = val
 			}
@@ -90,7 +94,8 @@ func ExplainEnv(opts Options) (*EnvExplanation, error) {
 	patterns := opts.unsetPatterns(sp.resolved)
 	self, _ := os.Executable()
 	host := os.Environ()
-	env, removed := sandboxEnv(host, patterns, "sandboxd-explain", "secret", self)
+	kept, removed := opts.hostEnv(sp.resolved)
+	env := sandboxEnv(kept, "sandboxd-explain", "secret", self)
 	if opts.PolicyFile != "" {
 		env = append(withoutEnv(env, "BARRY_HOOK_SOCKET"), fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", HookInsidePort))
 	}

@@ -162,7 +162,7 @@ func (s *session) launchConfig() (func(), error) {
 		// into Codex's) comes from what the sandbox gets: a variable
 		// --unset-env or environment.unset removes is not written inside
 		// by another way.
-		Getenv: envLookup(s.opts.unsetPatterns(r))}
+		Getenv: envLookup(s.hostEnv)}
 	if p, err := exec.LookPath(s.opts.Command[0]); err == nil {
 		plan.Program, _ = filepath.Abs(p)
 	}

@@ -230,6 +230,7 @@ type session struct {
 
 	env         []string
 	envPatterns []string            // --unset-env and environment.unset at start
+	hostEnv     []string            // sandboxd's environment less what they remove
 	envRemoved  []policy.EnvRemoval // what they left out
 	forwards    []procjail.Forward
 	readOnly    []string
@@ -312,6 +313,10 @@ func (s *session) resolve() (func(), error) {
 		return cleanup, err
 	}
 	s.live.Set(cur)
+	// The environment is fixed at start: the launch's configuration and
+	// the command's environment read this one filtering.
+	s.envPatterns = s.opts.unsetPatterns(cur.resolved)
+	s.hostEnv, s.envRemoved = s.opts.hostEnv(cur.resolved)
 	for _, p := range s.opts.AllowUnixSockets {
 		a, err := filepath.Abs(p)
 		if err != nil {
@@ -417,9 +422,7 @@ func (s *session) jailSpec() (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("own executable: %w", err)
 	}
-	s.envPatterns = s.opts.unsetPatterns(s.live.Current().resolved)
-	env, removed := sandboxEnv(os.Environ(), s.envPatterns, s.id, s.secret, self)
-	s.envRemoved = removed
+	env := sandboxEnv(s.hostEnv, s.id, s.secret, self)
 	proxyForward := procjail.Forward{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: "http"}
 	if s.pass != nil {
 		proxyForward = procjail.Forward{InsidePort: ProxyInsidePort, Network: "pass"}
