@@ -28,6 +28,11 @@ type record struct {
 	argv     []string
 	up, down int64
 	start    time.Time
+	// terminated is a credential host's CONNECT whose TLS the proxy
+	// terminated; creds are the credentials put into its requests and
+	// placeholders those whose placeholder passed as it is (names).
+	terminated          bool
+	creds, placeholders []string
 }
 
 // deny turns the record's decision into a denial for reason, keeping the
@@ -59,6 +64,15 @@ func (s *Server) audit(r *record) {
 	}
 	if r.close != "" {
 		attrs = append(attrs, slog.String(audit.AttrClose, r.close))
+	}
+	if r.terminated {
+		attrs = append(attrs, slog.Bool(audit.AttrTerminated, true))
+	}
+	if len(r.creds) > 0 {
+		attrs = append(attrs, slog.Any(audit.AttrCredentials, r.creds))
+	}
+	if len(r.placeholders) > 0 {
+		attrs = append(attrs, slog.Any(audit.AttrPlaceholder, r.placeholders))
 	}
 	attrs = append(attrs,
 		slog.Int64(audit.AttrBytesUp, r.up),

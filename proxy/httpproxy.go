@@ -66,6 +66,10 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		s.audit(rec)
 		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
+	// A placeholder over plain HTTP is never replaced (the value would
+	// cross the network in the clear); it passes as it is, and the line
+	// says so.
+	rec.placeholders = s.placeholdersInRequest(r)
 	d, h, ap := s.decide(r.Context(), rawAuthority(r), "80", rec)
 	if !d.Allowed() {
 		s.audit(rec)
@@ -249,4 +253,24 @@ func checkHostHeader(r *http.Request, target policy.Host, port string) string {
 		return fmt.Sprintf("%s: Host %q, target %s:%s", ReasonHostMismatch, hosts[0], target, port)
 	}
 	return ""
+}
+
+// placeholdersInRequest names the credentials whose placeholder r's target
+// or headers hold.
+func (s *Server) placeholdersInRequest(r *http.Request) []string {
+	if len(s.allCreds) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, n := range placeholdersIn(r.RequestURI, s.allCreds) {
+		seen[n] = true
+	}
+	for _, vals := range r.Header {
+		for _, v := range vals {
+			for _, n := range placeholdersIn(v, s.allCreds) {
+				seen[n] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -79,6 +80,17 @@ type Config struct {
 	// net.Dialer with DialTimeout. It must return a *net.TCPConn, so tunnels
 	// splice. Tests use it to dial inside a network namespace.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Credentials are put into the requests to their hosts (see
+	// Credential): the proxy terminates TLS for those hosts alone, with
+	// CA's certificates, and scrubs the values from what goes back. Every
+	// other host stays an opaque tunnel. CA is required with Credentials;
+	// it must have been made for (at least) their hosts.
+	Credentials []Credential
+	CA          *CA
+	// UpstreamRoots verify the servers of terminated hosts. Nil: the
+	// system roots as this process reads them (SSL_CERT_FILE and
+	// SSL_CERT_DIR on Linux).
+	UpstreamRoots *x509.CertPool
 }
 
 // Server is the CONNECT and plain-HTTP forward proxy. Its methods are safe
@@ -97,6 +109,10 @@ type Server struct {
 	// connections each tunnel direction hands to io.Copy, so a test can
 	// check they are the raw types Linux splices between.
 	relayHook func(dst, src net.Conn)
+	// creds are Config.Credentials by host (the hosts whose TLS is
+	// terminated); allCreds all of them (what is scrubbed and looked for).
+	creds    map[string][]Credential
+	allCreds []Credential
 
 	conns     atomic.Int64
 	wg        sync.WaitGroup
@@ -141,6 +157,10 @@ func New(cfg Config) (*Server, error) {
 	if strings.ContainsAny(cfg.User, ":\r\n") || strings.ContainsAny(cfg.Secret, "\r\n") {
 		return nil, errors.New("proxy: user must not contain ':' or line breaks")
 	}
+	creds, err := credentialIndex(cfg.Credentials, cfg.CA)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Secret == "" {
 		var b [32]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -155,6 +175,8 @@ func New(cfg Config) (*Server, error) {
 		tunnels:   map[*tunnel]struct{}{},
 		inflight:  map[*inflight]struct{}{},
 		bigBodies: make(chan struct{}, maxBodyBuffers),
+		creds:     creds,
+		allCreds:  slices.Clone(cfg.Credentials),
 	}
 	if s.auditLog == nil {
 		s.auditLog = slog.New(slog.NewJSONHandler(os.Stderr, nil))

@@ -81,10 +81,14 @@ type tunnel struct {
 	host   policy.Host
 	addr   netip.AddrPort
 	rec    *record
+	// creds are the credentials of a credential host's tunnel
+	// (runCredentialHost), nil for every other.
+	creds []Credential
 
 	closing     atomic.Bool
 	closeMu     sync.Mutex
 	closeReason string
+	extra       []net.Conn   // a terminated tunnel's further upstream connections (closeMu)
 	lastUp      atomic.Int64 // unix nanos of the last progress client->server
 	lastDown    atomic.Int64
 }
@@ -99,6 +103,29 @@ func (t *tunnel) close(reason string) {
 	t.closing.Store(true)
 	t.client.Close()
 	t.target.Close()
+	t.closeExtra()
+}
+
+// addExtra registers an upstream connection of a terminated tunnel, so
+// close ends it too; false once the tunnel is closing.
+func (t *tunnel) addExtra(c net.Conn) bool {
+	t.closeMu.Lock()
+	defer t.closeMu.Unlock()
+	if t.closing.Load() {
+		return false
+	}
+	t.extra = append(t.extra, c)
+	return true
+}
+
+func (t *tunnel) closeExtra() {
+	t.closeMu.Lock()
+	extra := t.extra
+	t.extra = nil
+	t.closeMu.Unlock()
+	for _, c := range extra {
+		c.Close()
+	}
 }
 
 var errIdle = errors.New("idle timeout")
@@ -144,7 +171,7 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 		s.audit(rec)
 		return
 	}
-	t := &tunnel{s: s, client: hc, target: target, host: h, addr: ap, rec: rec}
+	t := &tunnel{s: s, client: hc, target: target, host: h, addr: ap, rec: rec, creds: s.creds[h.String()]}
 	now := time.Now().UnixNano()
 	t.lastUp.Store(now)
 	t.lastDown.Store(now)
@@ -187,13 +214,25 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 }
 
 func (t *tunnel) run(pending []byte) {
-	rec := t.rec
-	client, target := t.client, t.target
+	client := t.client
 	client.SetWriteDeadline(time.Now().Add(t.s.cfg.IdleTimeout))
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		t.close("client gone before 200")
 		return
 	}
+	if t.creds != nil {
+		t.runCredentialHost(pending)
+		return
+	}
+	t.relay(pending)
+}
+
+// relay is an opaque tunnel after its 200: server bytes flow at once, the
+// client's first flight is held for the SNI check (firstFlight), then both
+// directions are copied.
+func (t *tunnel) relay(pending []byte) {
+	rec := t.rec
+	client, target := t.client, t.target
 	downDone := make(chan error, 1)
 	go func() {
 		n, err := t.copyLoop(client, target, &t.lastDown, &t.lastUp)
@@ -291,34 +330,8 @@ func (t *tunnel) firstFlight(pending []byte) error {
 		case !partial || preambles >= maxPreambles:
 			st, name = tlshello.Parse(buf)
 		}
-		switch st {
-		case tlshello.NotTLS:
-			rec.sni = "not-tls"
-		case tlshello.NoSNI:
-			rec.sni = "none"
-		case tlshello.Malformed:
-			rec.sni = "malformed"
-			rec.deny(ReasonSNIMismatch + ": first record is a malformed TLS ClientHello")
-			return errSNI
-		case tlshello.ECH:
-			rec.sni = "ech"
-			rec.deny(ReasonSNIMismatch + ": ClientHello carries encrypted_client_hello (the server name the server sees is hidden)")
-			return errSNI
-		case tlshello.OtherRecord:
-			rec.sni = "malformed"
-			rec.deny(fmt.Sprintf("%s: first TLS record (type %d) is not a ClientHello", ReasonSNIMismatch, buf[0]))
-			return errSNI
-		case tlshello.SNI:
-			rec.sni = name
-			sh, err := policy.ParseHost(name)
-			switch {
-			case err != nil:
-				rec.deny(fmt.Sprintf("%s: ClientHello server name %q is not a valid host", ReasonSNIMismatch, name))
-				return errSNI
-			case t.host.IsIP() || sh.IsIP() || sh.Name != t.host.Name:
-				rec.deny(fmt.Sprintf("%s: ClientHello names %s but CONNECT named %s", ReasonSNIMismatch, sh, t.host))
-				return errSNI
-			}
+		if err := t.checkHello(st, name, buf); err != nil {
+			return err
 		}
 		if st != tlshello.NeedMore {
 			break
@@ -369,6 +382,43 @@ func (t *tunnel) firstFlight(pending []byte) error {
 		return err
 	}
 	t.rec.up += int64(len(buf))
+	return nil
+}
+
+// checkHello applies the SNI and ECH rules to a first flight of state st
+// (tlshello.Parse) and notes what it found in the record; errSNI refuses
+// the tunnel.
+func (t *tunnel) checkHello(st tlshello.State, name string, buf []byte) error {
+	rec := t.rec
+	switch st {
+	case tlshello.NotTLS:
+		rec.sni = "not-tls"
+	case tlshello.NoSNI:
+		rec.sni = "none"
+	case tlshello.Malformed:
+		rec.sni = "malformed"
+		rec.deny(ReasonSNIMismatch + ": first record is a malformed TLS ClientHello")
+		return errSNI
+	case tlshello.ECH:
+		rec.sni = "ech"
+		rec.deny(ReasonSNIMismatch + ": ClientHello carries encrypted_client_hello (the server name the server sees is hidden)")
+		return errSNI
+	case tlshello.OtherRecord:
+		rec.sni = "malformed"
+		rec.deny(fmt.Sprintf("%s: first TLS record (type %d) is not a ClientHello", ReasonSNIMismatch, buf[0]))
+		return errSNI
+	case tlshello.SNI:
+		rec.sni = name
+		sh, err := policy.ParseHost(name)
+		switch {
+		case err != nil:
+			rec.deny(fmt.Sprintf("%s: ClientHello server name %q is not a valid host", ReasonSNIMismatch, name))
+			return errSNI
+		case t.host.IsIP() || sh.IsIP() || sh.Name != t.host.Name:
+			rec.deny(fmt.Sprintf("%s: ClientHello names %s but CONNECT named %s", ReasonSNIMismatch, sh, t.host))
+			return errSNI
+		}
+	}
 	return nil
 }
 

@@ -98,7 +98,10 @@ const (
 	AttrHomeOverlay = "home_overlay"
 	AttrLandlock    = "landlock_abi"
 	AttrNotCovered  = "not_covered"
-	AttrEnvRemoved  = "env_removed" // session start: the variables --unset-env and environment.unset left out (names only)
+	AttrEnvRemoved  = "env_removed"  // session start: the variables --unset-env and environment.unset left out (names only)
+	AttrCredentials = "credentials"  // session start: the credentials the proxy injects (variable names only); proxy: those put into this connection's requests
+	AttrPlaceholder = "placeholders" // proxy: credentials whose placeholder was seen and passed as it is (another host, a URL, a body)
+	AttrTerminated  = "terminated"   // proxy CONNECT: TLS was terminated (a credential host)
 )
 
 // Message returns the message of a decision line of kind k.

@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chunked reads its data in pieces of the given sizes (cycled).
+type chunked struct {
+	data  []byte
+	sizes []byte
+	i     int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(c.sizes) > 0 {
+		n = int(c.sizes[c.i%len(c.sizes)])%97 + 1
+		c.i++
+	}
+	n = min(n, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// FuzzScrubber: however the stream is cut into reads, the scrubber's
+// output is strings.ReplaceAll's over the whole.
+func FuzzScrubber(f *testing.F) {
+	f.Add([]byte("xx ghp_secret123 yy ghp_secret123"), []byte("ghp_secret123"), []byte{1, 2, 3})
+	f.Add([]byte("aaaaab"), []byte("aab"), []byte{1})
+	f.Add([]byte("ababab"), []byte("abab"), []byte{2, 5})
+	f.Fuzz(func(t *testing.T, data, from, sizes []byte) {
+		if len(from) < 2 || len(from) > 64 {
+			return
+		}
+		to := bytes.Map(func(r rune) rune { return 'Z' }, from)
+		if len(to) != len(from) {
+			return
+		}
+		sc := newScrubber(&chunked{data: data, sizes: sizes}, []swap{{from: string(from), to: string(to)}}, nil)
+		got, err := io.ReadAll(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.ReplaceAll(string(data), string(from), string(to)); string(got) != want {
+			t.Fatalf("scrubbed %q (from %q) = %q, want %q", data, from, got, want)
+		}
+	})
+}
+
+// FuzzInjectHeaders: injection puts no placeholder through as it is in a
+// header it rewrites, and the swaps it returns turn what it wrote back
+// into exactly what the client sent (so an echoing server shows the
+// sandbox nothing new).
+func FuzzInjectHeaders(f *testing.F) {
+	const ph, real = "ghp_PlaceholderAAAA1234", "ghp_RealValueBBBBB98765"
+	f.Add("Authorization", "Bearer "+ph)
+	f.Add("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ph)))
+	f.Add("authorization", "basic   "+base64.StdEncoding.EncodeToString([]byte(ph+":"+ph))+"  ")
+	f.Add("X-Api-Key", ph+ph)
+	f.Add("Cookie", "a="+ph[:5])
+	f.Fuzz(func(t *testing.T, name, value string) {
+		if strings.Contains(value, real) || strings.ContainsAny(value, "\r\n") {
+			return
+		}
+		creds := []Credential{{Name: "T", Hosts: []string{"h.test"}, Value: real, Placeholder: ph}}
+		h := http.Header{name: {value}}
+		inj := injectHeaders(h, creds)
+		out := h[name][0]
+		if strings.Contains(out, ph) {
+			t.Fatalf("%s: %q -> %q still holds the placeholder", name, value, out)
+		}
+		if strings.ContainsAny(out, "\r\n") {
+			t.Fatalf("%q -> %q: a line break", value, out)
+		}
+		if back := scrubString(out, scrubSwaps(creds, inj)); back != value {
+			t.Fatalf("%s: %q -> %q -> back %q", name, value, out, back)
+		}
+		if strings.Contains(value, ph) && len(inj.used) != 1 {
+			t.Fatalf("%q: used %v", value, inj.used)
+		}
+	})
+}
+
+func TestStreamScrubberLetsAQuietTailGo(t *testing.T) {
+	pr, pw := io.Pipe()
+	sc := newStreamScrubber(pr, []swap{{from: "ghp_secret", to: "ghp_XXXXXX"}})
+	go io.WriteString(pw, "hello gh") // "gh" could begin the value
+	got := make(chan string, 1)
+	go func() {
+		var b bytes.Buffer
+		buf := make([]byte, 64)
+		for b.Len() < len("hello gh") {
+			n, err := sc.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		got <- b.String()
+	}()
+	select {
+	case s := <-got:
+		if s != "hello gh" {
+			t.Errorf("got %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a tail that could begin the value was held while the stream was quiet")
+	}
+	pw.Close()
+}

@@ -1,0 +1,447 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/proxy/tlshello"
+)
+
+// credentialIndex checks creds and ca and indexes the credentials by host.
+func credentialIndex(creds []Credential, ca *CA) (map[string][]Credential, error) {
+	if len(creds) == 0 {
+		return nil, nil
+	}
+	if ca == nil {
+		return nil, errors.New("proxy: credentials without a CA")
+	}
+	if err := CheckCredentials(creds); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	idx := map[string][]Credential{}
+	for _, c := range creds {
+		for _, h := range c.Hosts {
+			if !ca.hosts[h] {
+				return nil, fmt.Errorf("proxy: credential %s: the CA was not made for %s", c.Name, h)
+			}
+			idx[h] = append(idx[h], c)
+		}
+	}
+	return idx, nil
+}
+
+// runCredentialHost is a credential host's tunnel after its 200: the
+// client's first flight is held (as firstFlight does) while a watcher sees
+// whether the server speaks first. A ClientHello that passes the SNI rules,
+// with the server silent, is terminated (terminate); anything else (a
+// server-first protocol, a client that is not TLS) is relayed opaque like
+// any tunnel, where the placeholder passes as it is.
+func (t *tunnel) runCredentialHost(pending []byte) {
+	type first struct {
+		b   []byte
+		err error
+	}
+	var spoke atomic.Bool
+	fc := make(chan first, 1)
+	go func() {
+		b := make([]byte, 32<<10)
+		n, err := t.target.Read(b)
+		if n > 0 || !isTimeout(err) {
+			spoke.Store(true)
+			t.client.SetReadDeadline(time.Now()) // wakes the hold
+		}
+		fc <- first{b[:n], err}
+	}()
+	buf := append(make([]byte, 0, 4096), pending...)
+	st, name := tlshello.NeedMore, ""
+	var holdErr error
+	for {
+		st, name = tlshello.Parse(buf)
+		if st != tlshello.NeedMore || spoke.Load() || len(buf) >= tlshello.MaxBytes {
+			break
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		t.client.SetReadDeadline(time.Now().Add(t.slice()))
+		n, err := t.client.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if n > 0 {
+			t.lastUp.Store(time.Now().UnixNano())
+		}
+		if err == nil {
+			continue
+		}
+		if isTimeout(err) && !t.closing.Load() && !spoke.Load() {
+			last := max(t.lastUp.Load(), t.lastDown.Load())
+			if time.Since(time.Unix(0, last)) < t.s.cfg.IdleTimeout {
+				continue
+			}
+			err = errIdle
+		}
+		if !isTimeout(err) || !spoke.Load() {
+			holdErr = err
+		}
+		break
+	}
+	t.target.SetReadDeadline(time.Now())
+	f := <-fc
+	t.target.SetReadDeadline(time.Time{})
+	if isTimeout(f.err) {
+		f.err = nil
+	}
+	if holdErr != nil && !errors.Is(holdErr, io.EOF) {
+		t.close(closeWhy(holdErr))
+		return
+	}
+	if (st == tlshello.SNI || st == tlshello.NoSNI) && len(f.b) == 0 && f.err == nil && holdErr == nil {
+		if err := t.checkHello(st, name, buf); err != nil {
+			t.close("")
+			return
+		}
+		t.terminate(buf)
+		return
+	}
+	if len(f.b) > 0 {
+		t.client.SetWriteDeadline(time.Now().Add(t.s.cfg.IdleTimeout))
+		if _, err := t.client.Write(f.b); err != nil {
+			t.close("client gone")
+			return
+		}
+		t.rec.down += int64(len(f.b))
+		t.lastDown.Store(time.Now().UnixNano())
+	}
+	t.relay(buf)
+}
+
+// termination is one terminated credential-host tunnel: the sandbox's TLS
+// session ends here, each request is forwarded to the pinned upstream over
+// a TLS session of the proxy's own, verified with the proxy's roots.
+type termination struct {
+	t     *tunnel
+	creds []Credential // the host's
+	port  string
+	rp    *httputil.ReverseProxy
+	tr    *http.Transport
+
+	up, down atomic.Int64
+	handlers sync.WaitGroup
+
+	mu           sync.Mutex
+	used, passed map[string]bool
+	preDialed    net.Conn // the tunnel's first dial, used by the first upstream connection
+}
+
+type injKey struct{}
+
+// terminate serves HTTP (HTTP/1.1 and HTTP/2, by ALPN) on the client's TLS
+// session with the sandbox CA's certificate for the host, until the client
+// connection ends or the tunnel is closed.
+func (t *tunnel) terminate(hello []byte) {
+	rec := t.rec
+	rec.terminated = true
+	leaf, err := t.s.cfg.CA.Leaf(t.host.String())
+	if err != nil {
+		rec.deny(fmt.Sprintf("%s: %v", ReasonUpstreamFailure, err))
+		t.close("")
+		return
+	}
+	m := &termination{t: t, creds: t.creds, port: rec.port, used: map[string]bool{}, passed: map[string]bool{}, preDialed: t.target}
+	cc := &termConn{Conn: t.client, pre: hello, up: &m.up, down: &m.down}
+	tc := tls.Server(cc, &tls.Config{
+		Certificates: []tls.Certificate{*leaf},
+		NextProtos:   []string{"h2", "http/1.1"},
+		MinVersion:   tls.VersionTLS12,
+	})
+	serverName := t.host.Name
+	if t.host.IsIP() {
+		serverName = t.host.IP.String()
+	}
+	m.tr = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            m.dial,
+		TLSClientConfig:        &tls.Config{ServerName: serverName, RootCAs: t.s.cfg.UpstreamRoots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    t.s.cfg.DialTimeout,
+		ResponseHeaderTimeout:  t.s.cfg.HeaderTimeout,
+		IdleConnTimeout:        t.s.cfg.IdleTimeout,
+		MaxIdleConnsPerHost:    4,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	m.rp = &httputil.ReverseProxy{
+		Rewrite:        m.rewrite,
+		Transport:      m.tr,
+		ModifyResponse: m.modify,
+		ErrorHandler:   m.fail,
+		ErrorLog:       log.New(io.Discard, "", 0),
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	srv := &http.Server{
+		Handler:           m,
+		ReadHeaderTimeout: t.s.cfg.HeaderTimeout,
+		IdleTimeout:       t.s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				once.Do(func() { close(done) })
+			}
+		},
+	}
+	ln := &oneConnListener{c: tc, closed: make(chan struct{})}
+	go srv.Serve(ln)
+	<-done
+	m.handlers.Wait()
+	srv.Close()
+	m.tr.CloseIdleConnections()
+	m.mu.Lock()
+	if m.preDialed != nil {
+		m.preDialed.Close()
+	}
+	rec.up, rec.down = m.up.Load(), m.down.Load()
+	rec.creds, rec.placeholders = sortedKeys(m.used), sortedKeys(m.passed)
+	m.mu.Unlock()
+	t.client.Close()
+	t.closeExtra()
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	slices.Sort(k)
+	return k
+}
+
+// dial is the upstream transport's dialer: the tunnel's own first
+// connection, then new ones to the same pinned address.
+func (m *termination) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+	t := m.t
+	if want := net.JoinHostPort(m.tr.TLSClientConfig.ServerName, m.port); addr != want {
+		return nil, fmt.Errorf("proxy: refusing dial to %s in the tunnel to %s", addr, want)
+	}
+	m.mu.Lock()
+	if c := m.preDialed; c != nil {
+		m.preDialed = nil
+		m.mu.Unlock()
+		return c, nil
+	}
+	m.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, t.s.cfg.DialTimeout)
+	defer cancel()
+	c, err := t.s.cfg.Dial(dctx, "tcp", t.addr.String())
+	if err != nil {
+		return nil, err
+	}
+	if !t.addExtra(c) {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	return c, nil
+}
+
+// ServeHTTP checks a terminated request's host, puts the credentials into
+// its headers and forwards it.
+func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.handlers.Add(1)
+	defer m.handlers.Done()
+	if why := m.checkHost(r.Host); why != "" {
+		m.refuse(w, r, http.StatusMisdirectedRequest, why)
+		return
+	}
+	out := r.Clone(r.Context())
+	inj := injectHeaders(out.Header, m.creds)
+	// Compressed answers could not be scrubbed: the transport asks for
+	// gzip itself and decodes it (a request without Accept-Encoding).
+	out.Header.Del("Accept-Encoding")
+	// A WebSocket's compressed frames could not be scrubbed either.
+	out.Header.Del("Sec-WebSocket-Extensions")
+	m.note(inj.used, nil)
+	m.note(nil, placeholdersIn(r.RequestURI, m.t.s.allCreds))
+	if u, err := url.PathUnescape(r.URL.RawQuery); err == nil {
+		m.note(nil, placeholdersIn(r.URL.Path+"?"+u, m.t.s.allCreds))
+	}
+	if out.Body != nil && out.Body != http.NoBody {
+		all := m.t.s.allCreds
+		marks := make([]swap, len(all))
+		for i, c := range all {
+			marks[i] = swap{from: c.Placeholder, to: c.Placeholder}
+		}
+		out.Body = readCloser{newScrubber(out.Body, marks, func(i int) { m.note(nil, []string{all[i].Name}) }), out.Body}
+	}
+	out = out.WithContext(context.WithValue(out.Context(), injKey{}, inj))
+	m.rp.ServeHTTP(w, out)
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// checkHost is the Host rule inside a terminated tunnel: a request names
+// the CONNECT's host (and its port, or none for 443), so one TLS session
+// cannot be used to reach another host.
+func (m *termination) checkHost(hostport string) string {
+	hs, hp, err := policy.SplitHostPort(hostport)
+	if err != nil {
+		return fmt.Sprintf("%s: Host %q", ReasonHostMismatch, hostport)
+	}
+	if hp == "" {
+		hp = "443"
+	}
+	h, err := policy.ParseHost(hs)
+	if err != nil || h != m.t.host || strings.TrimLeft(hp, "0") != strings.TrimLeft(m.port, "0") {
+		return fmt.Sprintf("%s: Host %q, tunnel to %s:%s", ReasonHostMismatch, hostport, m.t.host, m.port)
+	}
+	return ""
+}
+
+func (m *termination) rewrite(pr *httputil.ProxyRequest) {
+	pr.Out.URL.Scheme = "https"
+	pr.Out.URL.Host = net.JoinHostPort(m.tr.TLSClientConfig.ServerName, m.port)
+	pr.Out.Host = pr.In.Host
+}
+
+// modify scrubs a response's headers and body (a WebSocket's server side
+// too) before it goes back into the sandbox.
+func (m *termination) modify(resp *http.Response) error {
+	inj, _ := resp.Request.Context().Value(injKey{}).(injection)
+	swaps := scrubSwaps(m.t.s.allCreds, inj)
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return fmt.Errorf("the response is %s-encoded, which the proxy cannot scrub", policy.OneLine(ce))
+	}
+	scrubHeader(resp.Header, swaps)
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		rwc, ok := resp.Body.(io.ReadWriteCloser)
+		if !ok {
+			return errors.New("switching protocols without a connection")
+		}
+		resp.Body = &scrubUpgraded{scrubber: newStreamScrubber(rwc, swaps), rwc: rwc}
+		return nil
+	}
+	var sc *scrubber
+	if resp.ContentLength >= 0 {
+		sc = newScrubber(resp.Body, swaps, nil)
+	} else {
+		sc = newStreamScrubber(resp.Body, swaps)
+	}
+	resp.Body = &scrubBody{scrubber: sc, c: resp.Body, trailer: resp.Trailer, swaps: swaps}
+	return nil
+}
+
+// fail answers a request the upstream did not: 502 with the reason, and a
+// deny line of its own in the audit.
+func (m *termination) fail(w http.ResponseWriter, r *http.Request, err error) {
+	reason := fmt.Sprintf("%s: %s: %s", ReasonUpstreamFailure, m.t.addr, upstreamErr(err))
+	m.refuse(w, r, http.StatusBadGateway, reason)
+}
+
+func (m *termination) refuse(w http.ResponseWriter, r *http.Request, code int, reason string) {
+	line := policy.OneLine(reason)
+	w.Header().Set("X-Proxy-Error", line)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	io.WriteString(w, line+"\n")
+	rec := *m.t.rec
+	rec.kind = "http"
+	rec.start = time.Now()
+	rec.close, rec.up, rec.down, rec.creds, rec.placeholders = "", 0, 0, nil, nil
+	rec.deny(reason)
+	m.t.s.audit(&rec)
+}
+
+// upstreamErr is a failed upstream round trip in one line: a certificate
+// that does not verify is named as such.
+func upstreamErr(err error) string {
+	var ve *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &ve):
+		return "the server's certificate does not verify: " + policy.OneLine(ve.Err.Error())
+	case isTimeout(err):
+		return "timeout"
+	}
+	return policy.OneLine(err.Error())
+}
+
+func (m *termination) note(used, passed []string) {
+	if len(used) == 0 && len(passed) == 0 {
+		return
+	}
+	m.mu.Lock()
+	for _, n := range used {
+		m.used[n] = true
+	}
+	for _, n := range passed {
+		m.passed[n] = true
+	}
+	m.mu.Unlock()
+}
+
+// termConn is the client's connection under the TLS server: the held first
+// flight is read first; bytes are counted both ways.
+type termConn struct {
+	net.Conn
+	pre      []byte
+	up, down *atomic.Int64
+}
+
+func (c *termConn) Read(p []byte) (int, error) {
+	if len(c.pre) > 0 {
+		n := copy(p, c.pre)
+		c.pre = c.pre[n:]
+		c.up.Add(int64(n))
+		return n, nil
+	}
+	n, err := c.Conn.Read(p)
+	c.up.Add(int64(n))
+	return n, err
+}
+
+func (c *termConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.down.Add(int64(n))
+	return n, err
+}
+
+// oneConnListener hands out one connection, then blocks until closed.
+type oneConnListener struct {
+	mu     sync.Mutex
+	c      net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	c := l.c
+	l.c = nil
+	l.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{} }

@@ -1,0 +1,536 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/proxy"
+	"github.com/barry-rocks/sandbox/proxy/proxytest"
+)
+
+const realToken = "ghp_RealSecretValue0123456789abcdefABCD"
+
+// credEnv is a proxy with one credential for allowed.test, an upstream
+// that demands it and echoes what it got, and a client that trusts the
+// sandbox CA (as a sandbox does).
+type credEnv struct {
+	*env
+	ca       *proxy.CA
+	cred     proxy.Credential
+	upstream *httptest.Server
+	port     string
+	mu       sync.Mutex
+	seen     []http.Header // request headers the upstream got
+}
+
+// newCredEnv's upstream is verified with the servers' certificate when
+// trust is set, else with no root at all.
+func newCredEnv(t testing.TB, trust bool) *credEnv {
+	t.Helper()
+	ph, err := proxy.NewPlaceholder(realToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ph, "ghp_") || len(ph) != len(realToken) || ph == realToken {
+		t.Fatalf("placeholder %q: want ghp_ and the value's length", ph)
+	}
+	ce := &credEnv{cred: proxy.Credential{Name: "GITHUB_TOKEN", Hosts: []string{"allowed.test"}, Value: realToken, Placeholder: ph}}
+	if ce.ca, err = proxy.NewCA([]string{"allowed.test"}); err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	ce.env = newEnv(t, defaultPolicy(), func(c *proxy.Config) {
+		c.Credentials = []proxy.Credential{ce.cred}
+		c.CA = ce.ca
+		c.UpstreamRoots = roots
+	})
+	if trust {
+		leaf, err := x509.ParseCertificate(ce.env.cert.TLS.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots.AddCert(leaf)
+	}
+	ce.upstream = httptest.NewUnstartedServer(http.HandlerFunc(ce.serveEcho))
+	ce.upstream.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	ce.upstream.EnableHTTP2 = true
+	ce.upstream.StartTLS()
+	t.Cleanup(ce.upstream.Close)
+	_, ce.port, _ = net.SplitHostPort(ce.upstream.Listener.Addr().String())
+	return ce
+}
+
+// serveEcho demands the real token (Bearer, Basic or X-Api-Key) and
+// echoes the request's headers and body, and the Authorization header in
+// a response header.
+func (ce *credEnv) serveEcho(w http.ResponseWriter, r *http.Request) {
+	ce.mu.Lock()
+	ce.seen = append(ce.seen, r.Header.Clone())
+	ce.mu.Unlock()
+	_, pass, _ := r.BasicAuth()
+	ok := r.Header.Get("Authorization") == "Bearer "+realToken || pass == realToken || r.Header.Get("X-Api-Key") == realToken
+	if r.URL.Path == "/public" {
+		ok = true
+	}
+	if r.URL.Path == "/br" {
+		w.Header().Set("Content-Encoding", "br")
+	}
+	w.Header().Set("X-Echo-Auth", r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"))
+	w.Header().Set("X-Proto", r.Proto)
+	if r.URL.Path == "/redirect" {
+		w.Header().Set("Location", "https://allowed.test/next?token="+realToken)
+		w.WriteHeader(http.StatusFound)
+		return
+	}
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Basic realm="x"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Header.Write(w)
+	fmt.Fprintf(w, "\nbody=%s\nraw=%s\n", b, realToken)
+}
+
+func (ce *credEnv) caClient(h2 bool) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AddCert(ce.ca.Certificate())
+	c := ce.env.client()
+	tr := c.Transport.(*http.Transport)
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	tr.ForceAttemptHTTP2 = h2
+	return c
+}
+
+func (ce *credEnv) url(path string) string { return "https://allowed.test:" + ce.port + path }
+
+func noReal(t *testing.T, what, s string) {
+	t.Helper()
+	if strings.Contains(s, realToken) {
+		t.Errorf("%s holds the real token: %q", what, s)
+	}
+}
+
+func TestCredentialInjected(t *testing.T) {
+	ce := newCredEnv(t, true)
+	basicPh := basic("x-access-token", ce.cred.Placeholder)
+	for _, tc := range []struct {
+		name   string
+		h2     bool
+		header string
+		value  string
+	}{
+		{"bearer", false, "Authorization", "Bearer " + ce.cred.Placeholder},
+		{"basic as git sends it", false, "Authorization", basicPh},
+		{"custom header", false, "X-Api-Key", ce.cred.Placeholder},
+		{"bearer over HTTP/2", true, "Authorization", "Bearer " + ce.cred.Placeholder},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", ce.url("/echo"), strings.NewReader("payload "+ce.cred.Placeholder))
+			req.Header.Set(tc.header, tc.value)
+			resp, err := ce.caClient(tc.h2).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := body(t, resp)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d (the upstream did not get the real token): %s", resp.StatusCode, b)
+			}
+			wantProto := "HTTP/1.1"
+			if tc.h2 {
+				wantProto = "HTTP/2.0"
+			}
+			// The upstream's session is the proxy's own: HTTP/2 when the
+			// server offers it, whatever the client speaks.
+			if resp.Proto != wantProto || resp.Header.Get("X-Proto") != "HTTP/2.0" {
+				t.Errorf("protocol to the client %s, to the upstream %s; want %s and HTTP/2.0", resp.Proto, resp.Header.Get("X-Proto"), wantProto)
+			}
+			noReal(t, "response body", b)
+			for k, v := range resp.Header {
+				noReal(t, "response header "+k, strings.Join(v, ","))
+			}
+			if !strings.Contains(b, "raw="+ce.cred.Placeholder) {
+				t.Errorf("the real token in the body was not replaced by the placeholder: %q", b)
+			}
+			if got := resp.Header.Get("X-Echo-Auth"); got != tc.value {
+				t.Errorf("echoed header = %q, want what the client sent, %q", got, tc.value)
+			}
+			if !strings.Contains(b, "payload "+ce.cred.Placeholder) {
+				t.Errorf("the body's placeholder did not pass as it is: %q", b)
+			}
+		})
+	}
+	ce.env.closeIdle()
+	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
+	if rec[audit.AttrTerminated] != true || fmt.Sprint(rec[audit.AttrCredentials]) != "[GITHUB_TOKEN]" {
+		t.Errorf("audit line: terminated %v credentials %v, want true [GITHUB_TOKEN]", rec[audit.AttrTerminated], rec[audit.AttrCredentials])
+	}
+	for _, l := range ce.env.audit.lines(t) {
+		noReal(t, "audit line", fmt.Sprint(l))
+	}
+}
+
+func TestCredentialPlaceholderPassedAudited(t *testing.T) {
+	ce := newCredEnv(t, true)
+	resp, err := ce.caClient(false).Post(ce.url("/public?q="+ce.cred.Placeholder), "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := body(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	ce.env.closeIdle()
+	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
+	if fmt.Sprint(rec[audit.AttrPlaceholder]) != "[GITHUB_TOKEN]" || rec[audit.AttrCredentials] != nil {
+		t.Errorf("audit: placeholders %v credentials %v, want [GITHUB_TOKEN] and none injected", rec[audit.AttrPlaceholder], rec[audit.AttrCredentials])
+	}
+}
+
+func TestCredentialRedirectScrubbed(t *testing.T) {
+	ce := newCredEnv(t, true)
+	c := ce.caClient(false)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(ce.url("/redirect"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	if loc := resp.Header.Get("Location"); !strings.Contains(loc, ce.cred.Placeholder) {
+		t.Errorf("Location = %q, want the placeholder in the real token's place", loc)
+	}
+}
+
+func TestCredentialOtherHostOpaque(t *testing.T) {
+	ce := newCredEnv(t, true)
+	var got string
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+	}))
+	other.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	other.StartTLS()
+	t.Cleanup(other.Close)
+	_, port, _ := net.SplitHostPort(other.Listener.Addr().String())
+	c := ce.env.client() // trusts the servers' own certificate only
+	var fp [32]byte
+	c.Transport.(*http.Transport).TLSClientConfig.VerifyConnection = func(cs tls.ConnectionState) error {
+		fp = sha256.Sum256(cs.PeerCertificates[0].Raw)
+		return nil
+	}
+	req, _ := http.NewRequest("GET", "https://also.test:"+port+"/", nil)
+	req.Header.Set("Authorization", "Bearer "+ce.cred.Placeholder)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	if got != "Bearer "+ce.cred.Placeholder {
+		t.Errorf("another host got Authorization %q, want the placeholder", got)
+	}
+	if want := sha256.Sum256(ce.env.cert.TLS.Certificate[0]); fp != want {
+		t.Errorf("another host's certificate fingerprint %x, want the server's own %x", fp, want)
+	}
+	ce.env.closeIdle()
+	if rec := ce.env.audit.waitAuditKind(t, "also.test", "connect"); rec[audit.AttrTerminated] != nil {
+		t.Errorf("another host's tunnel was terminated: %v", rec)
+	}
+}
+
+func TestCredentialBadUpstreamCertificate(t *testing.T) {
+	ce := newCredEnv(t, false)
+	req, _ := http.NewRequest("GET", ce.url("/echo"), nil)
+	req.Header.Set("Authorization", "Bearer "+ce.cred.Placeholder)
+	resp, err := ce.caClient(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := body(t, resp)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(resp.Header.Get("X-Proxy-Error"), "certificate does not verify") {
+		t.Fatalf("status %d X-Proxy-Error %q, want 502 naming the certificate", resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
+	}
+	noReal(t, "502 body", b)
+	ce.mu.Lock()
+	n := len(ce.seen)
+	ce.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the upstream got %d requests over an unverified session", n)
+	}
+	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "http")
+	if rec[audit.AttrDecision] != "deny" || !strings.Contains(rec[audit.AttrReason].(string), "certificate does not verify") {
+		t.Errorf("audit line %v, want a deny naming the certificate", rec)
+	}
+}
+
+func TestCredentialHostRuleInsideTunnel(t *testing.T) {
+	ce := newCredEnv(t, true)
+	req, _ := http.NewRequest("GET", ce.url("/echo"), nil)
+	req.Host = "also.test"
+	req.Header.Set("Authorization", "Bearer "+ce.cred.Placeholder)
+	resp, err := ce.caClient(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a request for also.test inside allowed.test's tunnel: status %d, want 421", resp.StatusCode)
+	}
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
+	if len(ce.seen) != 0 {
+		t.Errorf("the upstream got the misdirected request")
+	}
+}
+
+func TestCredentialUnscrubbableEncodingRefused(t *testing.T) {
+	ce := newCredEnv(t, true)
+	resp, err := ce.caClient(false).Get(ce.url("/br"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("an unsolicited br response: status %d, want 502", resp.StatusCode)
+	}
+}
+
+func TestCredentialWebSocket(t *testing.T) {
+	ce := newCredEnv(t, true)
+	ws := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" || r.Header.Get("Authorization") != "Bearer "+realToken {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		line, _ := brw.ReadString('\n')
+		// The token sent whole, then split across two writes.
+		fmt.Fprintf(brw, "echo %s token %s\n", strings.TrimSpace(line), realToken)
+		brw.Flush()
+		io.WriteString(c, "split "+realToken[:10])
+		time.Sleep(5 * time.Millisecond)
+		io.WriteString(c, realToken[10:]+" end\n")
+	}))
+	ws.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	ws.StartTLS()
+	t.Cleanup(ws.Close)
+	_, port, _ := net.SplitHostPort(ws.Listener.Addr().String())
+	conn, resp := ce.env.connect("allowed.test:"+port, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ce.ca.Certificate())
+	tc := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(tc, "GET /ws HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Extensions: permessage-deflate\r\nAuthorization: Bearer %s\r\n\r\n", port, ce.cred.Placeholder)
+	br := bufio.NewReader(tc)
+	up, err := http.ReadResponse(br, nil)
+	if err != nil || up.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", up, err)
+	}
+	fmt.Fprintf(tc, "hello\n")
+	var all bytes.Buffer
+	for range 2 {
+		l, err := br.ReadString('\n')
+		all.WriteString(l)
+		if err != nil {
+			t.Fatalf("reading the upgraded stream: %v (got %q)", err, all.String())
+		}
+	}
+	noReal(t, "upgraded stream", all.String())
+	want := "echo hello token " + ce.cred.Placeholder + "\nsplit " + ce.cred.Placeholder + " end\n"
+	if all.String() != want {
+		t.Errorf("upgraded stream %q, want %q", all.String(), want)
+	}
+}
+
+// The proxy cannot tell a credential host's server-first protocol from a
+// TLS client that is slow to speak: the server's greeting is passed at once
+// and the tunnel stays opaque.
+func TestCredentialHostServerFirst(t *testing.T) {
+	ce := newCredEnv(t, true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "220 greeting\r\n")
+		b := make([]byte, 64)
+		n, _ := c.Read(b)
+		fmt.Fprintf(c, "got %s", b[:n])
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	conn, resp := ce.env.connect("allowed.test:"+port, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	if l, err := br.ReadString('\n'); err != nil || l != "220 greeting\r\n" {
+		t.Fatalf("greeting %q %v", l, err)
+	}
+	io.WriteString(conn, "HELO x")
+	if b, _ := io.ReadAll(br); string(b) != "got HELO x" {
+		t.Errorf("reply %q", b)
+	}
+}
+
+func TestCredentialConfigRefused(t *testing.T) {
+	ca, err := proxy.NewCA([]string{"allowed.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := proxy.Credential{Name: "T", Hosts: []string{"allowed.test"}, Value: realToken, Placeholder: "ghp_" + strings.Repeat("x", len(realToken)-4)}
+	for name, cfg := range map[string]proxy.Config{
+		"no CA":              {Credentials: []proxy.Credential{good}},
+		"host not in CA":     {Credentials: []proxy.Credential{{Name: "T", Hosts: []string{"also.test"}, Value: good.Value, Placeholder: good.Placeholder}}, CA: ca},
+		"short value":        {Credentials: []proxy.Credential{{Name: "T", Hosts: good.Hosts, Value: "abc", Placeholder: "xyz"}}, CA: ca},
+		"placeholder length": {Credentials: []proxy.Credential{{Name: "T", Hosts: good.Hosts, Value: good.Value, Placeholder: "short-one"}}, CA: ca},
+		"line break":         {Credentials: []proxy.Credential{{Name: "T", Hosts: good.Hosts, Value: "abcdefgh\n", Placeholder: "abcdefgX\n"}}, CA: ca},
+	} {
+		cfg.Policy = defaultPolicy()
+		if _, err := proxy.New(cfg); err == nil {
+			t.Errorf("%s: proxy.New accepted it", name)
+		}
+	}
+}
+
+func TestCAIsNameConstrained(t *testing.T) {
+	ca, err := proxy.NewCA([]string{"allowed.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Certificate())
+	leaf, err := ca.Leaf("allowed.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "allowed.test"}); err != nil {
+		t.Errorf("leaf for allowed.test: %v", err)
+	}
+	if _, err := ca.Leaf("other.test"); err == nil {
+		t.Errorf("the CA issued a certificate for a host it was not made for")
+	}
+	if len(ca.Certificate().PermittedDNSDomains) != 1 || !ca.Certificate().PermittedDNSDomainsCritical {
+		t.Errorf("CA constraints %v", ca.Certificate().PermittedDNSDomains)
+	}
+	if bytes.Contains(ca.PEM(), []byte("PRIVATE")) {
+		t.Errorf("the CA's PEM holds a key")
+	}
+}
+
+func TestPlaceholderShape(t *testing.T) {
+	for _, v := range []string{realToken, "github_pat_11AAAAAAA0abcdefghijklmnopqrstuvwxyz", "sk-ant-api03-abcDEF123-xyz_", "AKIAIOSFODNN7EXAMPLE", "plainsecretvalue", "a.b.c-d_e.1234"} {
+		p, err := proxy.NewPlaceholder(v)
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if len(p) != len(v) || p == v {
+			t.Errorf("%q -> %q: want another value of the same length", v, p)
+		}
+		for i := range v {
+			if cls(v[i]) != cls(p[i]) {
+				t.Errorf("%q -> %q: byte %d changes class", v, p, i)
+				break
+			}
+		}
+	}
+	if p, _ := proxy.NewPlaceholder(realToken); !strings.HasPrefix(p, "ghp_") {
+		t.Errorf("prefix not kept: %q", p)
+	}
+	if _, err := proxy.NewPlaceholder("short"); err == nil {
+		t.Errorf("a 5-byte value got a placeholder")
+	}
+	_ = base64.StdEncoding
+	_ = proxytest.NewCert
+}
+
+func cls(b byte) int {
+	switch {
+	case b >= 'a' && b <= 'z':
+		return 1
+	case b >= 'A' && b <= 'Z':
+		return 2
+	case b >= '0' && b <= '9':
+		return 3
+	}
+	return int(b) + 10
+}
+
+// BenchmarkCredentialHost measures a terminated credential host against an
+// opaque tunnel to the same server in the same run, interleaved: a 1 MiB
+// download and a small request on a kept-alive connection. The ratios are
+// terminated over opaque (throughput: higher is better; latency: lower).
+func BenchmarkCredentialHost(b *testing.B) {
+	ce := newCredEnv(b, true)
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			w.Header().Set("Content-Length", fmt.Sprint(len(payload)))
+			w.Write(payload)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	term, opaque := ce.caClient(false), ce.env.client()
+	get := func(c *http.Client, host, path string) time.Duration {
+		start := time.Now()
+		req, _ := http.NewRequest("GET", "https://"+host+":"+port+path, nil)
+		req.Header.Set("Authorization", "Bearer "+ce.cred.Placeholder)
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return time.Since(start)
+	}
+	// also.test is not a credential host; both names are the same server.
+	get(term, "allowed.test", "/")
+	get(opaque, "also.test", "/")
+	var tBig, oBig, tSmall, oSmall time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tBig += get(term, "allowed.test", "/big")
+		oBig += get(opaque, "also.test", "/big")
+		tSmall += get(term, "allowed.test", "/")
+		oSmall += get(opaque, "also.test", "/")
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(len(payload))/(tBig.Seconds()/n)/1e6, "MB/s-terminated")
+	b.ReportMetric(float64(len(payload))/(oBig.Seconds()/n)/1e6, "MB/s-opaque")
+	b.ReportMetric(oBig.Seconds()/tBig.Seconds(), "throughput-ratio")
+	b.ReportMetric(float64(tSmall.Microseconds())/n, "us/req-terminated")
+	b.ReportMetric(float64(oSmall.Microseconds())/n, "us/req-opaque")
+	b.ReportMetric(float64((tSmall-oSmall).Microseconds())/n, "us/req-added")
+}
