@@ -91,6 +91,14 @@ func (ce *credEnv) serveEcho(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Echo-Auth", r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"))
 	w.Header().Set("X-Proto", r.Proto)
+	if r.URL.Path == "/trailer" {
+		w.Header().Set("Trailer", "X-Echo-Trailer")
+		io.WriteString(w, "body ")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, realToken)
+		w.Header().Set("X-Echo-Trailer", "t="+realToken)
+		return
+	}
 	if r.URL.Path == "/redirect" {
 		w.Header().Set("Location", "https://allowed.test/next?token="+realToken)
 		w.WriteHeader(http.StatusFound)
@@ -212,6 +220,23 @@ func TestCredentialRedirectScrubbed(t *testing.T) {
 	body(t, resp)
 	if loc := resp.Header.Get("Location"); !strings.Contains(loc, ce.cred.Placeholder) {
 		t.Errorf("Location = %q, want the placeholder in the real token's place", loc)
+	}
+}
+
+func TestCredentialTrailerScrubbed(t *testing.T) {
+	ce := newCredEnv(t, true)
+	for _, h2 := range []bool{false, true} {
+		resp, err := ce.caClient(h2).Get(ce.url("/trailer"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := body(t, resp)
+		if b != "body "+ce.cred.Placeholder {
+			t.Errorf("h2 %v: streamed body %q", h2, b)
+		}
+		if got := resp.Trailer.Get("X-Echo-Trailer"); got != "t="+ce.cred.Placeholder {
+			t.Errorf("h2 %v: trailer %q, want the placeholder", h2, got)
+		}
 	}
 }
 
@@ -533,4 +558,31 @@ func BenchmarkCredentialHost(b *testing.B) {
 	b.ReportMetric(float64(tSmall.Microseconds())/n, "us/req-terminated")
 	b.ReportMetric(float64(oSmall.Microseconds())/n, "us/req-opaque")
 	b.ReportMetric(float64((tSmall-oSmall).Microseconds())/n, "us/req-added")
+}
+
+func TestCredentialKeepAlive(t *testing.T) {
+	ce := newCredEnv(t, true)
+	c := ce.caClient(false)
+	for i := range 3 {
+		req, _ := http.NewRequest("GET", ce.url("/echo"), nil)
+		req.Header.Set("X-Api-Key", ce.cred.Placeholder)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d", i, resp.StatusCode)
+		}
+	}
+	ce.env.closeIdle()
+	ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
+	n := 0
+	for _, l := range ce.env.audit.lines(t) {
+		if l[audit.AttrHost] == "allowed.test" && l[audit.AttrKind] == "connect" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("3 requests on one kept-alive client made %d tunnels, want 1", n)
+	}
 }
