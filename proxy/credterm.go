@@ -265,6 +265,10 @@ func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.refuse(w, r, http.StatusMisdirectedRequest, why)
 		return
 	}
+	if r.Method == http.MethodConnect {
+		m.refuse(w, r, http.StatusMethodNotAllowed, ReasonBadRequest+": CONNECT inside a terminated tunnel")
+		return
+	}
 	out := r.Clone(r.Context())
 	inj := injectHeaders(out.Header, m.creds)
 	// Compressed answers could not be scrubbed: the transport asks for
@@ -353,6 +357,9 @@ func (m *termination) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (m *termination) refuse(w http.ResponseWriter, r *http.Request, code int, reason string) {
+	// An error can quote the upstream (a malformed status line), which may
+	// hold a value.
+	reason = scrubString(reason, scrubSwaps(m.t.s.allCreds, injection{}))
 	line := policy.OneLine(reason)
 	w.Header().Set("X-Proxy-Error", line)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -586,3 +586,40 @@ func TestCredentialKeepAlive(t *testing.T) {
 		t.Errorf("3 requests on one kept-alive client made %d tunnels, want 1", n)
 	}
 }
+
+// A malformed answer quoting the value: the 502's reason is scrubbed too.
+func TestCredentialUpstreamErrorScrubbed(t *testing.T) {
+	ce := newCredEnv(t, true)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				bufio.NewReader(c).ReadString('\n')
+				io.WriteString(c, "HTTX/9 "+realToken+"\r\n\r\n")
+			}()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	resp, err := ce.caClient(false).Get("https://allowed.test:" + port + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := body(t, resp)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502", resp.StatusCode)
+	}
+	noReal(t, "502 body", b)
+	noReal(t, "X-Proxy-Error", resp.Header.Get("X-Proxy-Error"))
+	for _, l := range ce.env.audit.lines(t) {
+		noReal(t, "audit line", fmt.Sprint(l))
+	}
+}
