@@ -64,6 +64,7 @@ func DecodePolicyFile(data []byte, format Format) (*PolicyFile, error) {
 				"unset": func(v *yaml.Node, p string) { pf.Environment.Unset = d.envPatterns(v, p) },
 			})
 		},
+		"credentials": func(v *yaml.Node, p string) { pf.Credentials = d.credentials(v, p) },
 		"filesystem": func(v *yaml.Node, p string) {
 			pf.Filesystem = &FilesystemSection{}
 			d.fields(v, p, map[string]func(*yaml.Node, string){

@@ -109,6 +109,10 @@ type FSInput struct {
 	// AlwaysProtected are read-only whatever the write roots (the policy
 	// file's directory, sandboxd's runtime directory, the resolver files).
 	AlwaysProtected []string
+	// Hide are exact paths hidden whatever the file rules: the files the
+	// proxy reads credentials' values from (CredentialSpec.File), which
+	// nothing inside may read. Those that do not exist are left out.
+	Hide []string
 	// ScanLimit bounds the entries the deny-pattern scan may look at
 	// (0: DefaultScanLimit); past it the plan is refused.
 	ScanLimit int
@@ -143,6 +147,7 @@ type FSPlan struct {
 	denyWrite map[string]string // write root refused -> the deny pattern
 	matcher   FileMatcher
 	files     *FileRules
+	hide      []string // FSInput.Hide, canonical
 }
 
 // PlanFilesystem decides the sandbox's filesystem: the write roots (the
@@ -258,6 +263,13 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 	}
 	for r := range p.denyWrite {
 		hidden = append(hidden, r)
+	}
+	for _, h := range in.Hide {
+		c := Canonicalize(h, ws)
+		if _, err := os.Lstat(c); err == nil {
+			hidden = append(hidden, c)
+			p.hide = append(p.hide, c)
+		}
 	}
 	if restricted {
 		for _, d := range UserDataDirs {
@@ -677,11 +689,16 @@ func patternDepth(pat string) int {
 
 // Reveal keeps path (a program the sandbox runs, say) visible and
 // read-only when a private tmp directory or a hidden path would cover it;
-// a path that files.deny matches stays hidden.
+// a path that files.deny matches, or a credential's file, stays hidden.
 func (p *FSPlan) Reveal(path string) {
 	c := Canonicalize(path, p.Workspace)
 	if p.files != nil && p.matcher.Denied(c, p.files.Deny) != "" {
 		return
+	}
+	for _, h := range p.hide {
+		if under(c, h) {
+			return
+		}
 	}
 	covered := false
 	for _, d := range append(append([]string{}, PrivateTmpDirs...), p.Hidden...) {
@@ -723,6 +740,9 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 			// that root (a files.deny match inside the workspace) may still
 			// hide it.
 			continue
+		}
+		if hasPath(p.hide, h) {
+			return Denied(Because(ReasonHidden, "%s holds a credential's value, which only the proxy outside reads", c), RuleCredentialFile)
 		}
 		if p.files != nil {
 			if pat := p.matcher.Denied(c, p.files.Deny); pat != "" {

@@ -44,6 +44,10 @@ type Resolved struct {
 	// Environment is the policy file's environment section (the
 	// variables the sandbox does not get); absent when the file has none.
 	Environment *EnvironmentSection `json:"environment,omitempty"`
+	// Credentials are the policy file's credentials section (secrets the
+	// sandbox gets only as placeholders; never a value); absent when the
+	// file has none.
+	Credentials []CredentialSpec `json:"credentials,omitempty"`
 
 	// Scope is the approved execution scope this resolution amounts to.
 	Scope *ExecutionScope `json:"-"`
@@ -257,7 +261,7 @@ func ResolveSessionWith(pf *PolicyFile, o ResolveOptions) (*Resolved, error) {
 	r := &Resolved{
 		Identity: id.Name, Harness: pf.Harness, Mode: mode,
 		Traits: slices.Sorted(slices.Values(expanded)), Tools: []ToolAccess{}, Withheld: []WithheldTool{},
-		Bound: bound, Sources: sources, Filesystem: pf.Filesystem, Environment: pf.Environment, grants: grants,
+		Bound: bound, Sources: sources, Filesystem: pf.Filesystem, Environment: pf.Environment, Credentials: pf.Credentials, grants: grants,
 	}
 	for _, d := range DecideTools(pf.Tools, grants, bound, sources, traits, pf.Harness) {
 		if d.Allowed {

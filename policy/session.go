@@ -26,6 +26,9 @@ type PolicyFile struct {
 	// Environment is the sandbox's environment section (outside the
 	// SDK's Bound): nil when absent.
 	Environment *EnvironmentSection
+	// Credentials are the secrets the sandbox gets only as placeholders
+	// (outside the SDK's Bound): nil when absent.
+	Credentials []CredentialSpec
 }
 
 // Bag is a packed bag: what it provides, and the traits it defines.

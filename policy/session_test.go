@@ -262,6 +262,8 @@ func FuzzDecodePolicyFile(f *testing.F) {
 	if b, err := os.ReadFile("../examples/ops.yaml"); err == nil {
 		f.Add(string(b))
 	}
+	f.Add("version: 1\nharness: claude-code\ncredentials:\n  - {env: GITHUB_TOKEN, hosts: [github.com, API.github.com.]}\n  - {env: NPM_TOKEN, hosts: [registry.npmjs.org], file: ../npm}\n")
+	f.Add("version: 1\nharness: codex\ncredentials: [{env: A, hosts: ['*.x', 'b:1', 7, ''], file: '~x'}, {env: A, hosts: []}, {}]\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		pf, err := DecodePolicyFile([]byte(doc), FormatYAML)
 		if err != nil {
@@ -270,6 +272,7 @@ func FuzzDecodePolicyFile(f *testing.F) {
 			}
 			return
 		}
+		checkCredentialsDecoded(t, pf.Credentials)
 		r, err := ResolveSession(pf)
 		if err != nil {
 			return

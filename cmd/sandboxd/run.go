@@ -14,7 +14,8 @@ import (
 )
 
 const runUsage = `sandboxd run [--policy FILE] [--allow-domain D]... [--deny-domain D]... [--dns-upstream ADDR]
-       [--allow-private CIDR]... [--allow-unix-socket PATH]... [--write PATH]... [--read PATH]... [--audit FILE] [--cwd DIR] [--] COMMAND [ARGS...]
+       [--allow-private CIDR]... [--allow-unix-socket PATH]... [--write PATH]... [--read PATH]...
+       [--unset-env NAME]... [--credential ENV@HOST[,HOST...]]... [--audit FILE] [--cwd DIR] [--] COMMAND [ARGS...]
 
 Run COMMAND with its whole process tree inside the egress sandbox: its only way
 out is sandboxd's proxy (127.0.0.1:3128 inside) and DNS proxy (127.0.0.1:53
@@ -28,7 +29,10 @@ does not keeps the last good policy and is reported. SIGHUP reloads the file
 runtime directory are read-only inside. If the sandbox cannot start, COMMAND
 does not run and sandboxd exits 125. Otherwise sandboxd exits with COMMAND's
 status (128+N for signal N). With --audit, a one-line summary of the session's
-decisions goes to stderr at exit.`
+decisions goes to stderr at exit. --credential ENV@HOST keeps the value of
+sandboxd's variable ENV out of the sandbox: ENV holds a placeholder inside, and
+the proxy puts the real value into requests to HOST (TLS terminated with a
+per-sandbox CA that the sandbox trusts); every HOST must be allowed.`
 
 func runCommand() *cli.Command {
 	return &cli.Command{Name: "run", Summary: "run a command inside the egress sandbox", Run: runMain}
@@ -56,7 +60,7 @@ func runMain(ctx context.Context, io cli.IO, args []string) int {
 
 // runFlags are the flags sandboxd run and sandboxd launch share.
 type runFlags struct {
-	allow, deny, priv, unixS, write, read, publish, unset cli.Strings
+	allow, deny, priv, unixS, write, read, publish, unset, cred cli.Strings
 }
 
 // addRunFlags declares run's flags on fs (opts takes the plain ones;
@@ -73,6 +77,7 @@ func addRunFlags(fs *flag.FlagSet, opts *supervisor.Options) *runFlags {
 	fs.Var(&f.write, "write", "make `PATH` writable inside (repeatable; \"/\": the whole host)")
 	fs.Var(&f.read, "read", "keep host `PATH` visible, read-only, where the sandbox's private /tmp would cover it (repeatable)")
 	fs.Var(&f.unset, "unset-env", "leave variable `NAME` (or a glob: GITHUB_*) out of COMMAND's environment (repeatable)")
+	fs.Var(&f.cred, "credential", "keep variable ENV's value outside: the sandbox gets a placeholder, the proxy puts the value into requests to each HOST of `ENV@HOST[,HOST...]` (repeatable)")
 	fs.Var(&f.publish, "publish", "let the host reach a server inside on 127.0.0.1:PORT at `[HOSTADDR:]HOSTPORT:PORT` (HOSTADDR default 127.0.0.1; repeatable)")
 	return f
 }
@@ -86,6 +91,13 @@ func (f *runFlags) apply(opts *supervisor.Options) error {
 		}
 	}
 	opts.UnsetEnv = f.unset
+	for _, v := range f.cred {
+		c, err := policy.ParseCredentialFlag(v)
+		if err != nil {
+			return fmt.Errorf("--credential: %v", err)
+		}
+		opts.Credentials = append(opts.Credentials, c)
+	}
 	for _, c := range f.priv {
 		p, err := netip.ParsePrefix(c)
 		if err != nil {

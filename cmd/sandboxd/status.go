@@ -80,7 +80,7 @@ const explainUsage = `sandboxd explain [--policy FILE] [--allow-domain D]... [--
                  [--allow-private CIDR]... [--json] HOST[:PORT]
 sandboxd explain --policy FILE --harness H [--json] < payload.json
 sandboxd explain [--policy FILE] [--write PATH]... [--cwd DIR] --path PATH [--for-write] [--json]
-sandboxd explain [--policy FILE] [--unset-env NAME]... --env [--json]
+sandboxd explain [--policy FILE] [--unset-env NAME]... [--credential ENV@HOST[,HOST...]]... --env [--json]
 
 With HOST: decide a connection to HOST the way "sandboxd run" with the same
 flags would (the policy resolution, then the proxy's own decision code: the
@@ -92,9 +92,11 @@ layer would do with PATH (read, or with --for-write a write) in a sandbox
 started now with the same policy, write roots and working directory, and
 which rule decides it. With --env: the names of the variables COMMAND would
 get from "sandboxd run" with the same policy and --unset-env flags (from the
-host, or set by sandboxd), and those --unset-env and the policy's
-environment.unset leave out; values are never printed. Exit 0 when allowed, 1
-when denied, 2 on bad usage.`
+host, or set by sandboxd), those --unset-env and the policy's
+environment.unset leave out, and the credentials (--credential and the
+policy's: a placeholder inside, the real value put in by the proxy for their
+hosts); values are never printed. Exit 0 when allowed, 1 when denied, 2 on
+bad usage.`
 
 func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	var (
@@ -102,6 +104,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 		allow, deny, priv cli.Strings
 		harness, path     string
 		write, unset      cli.Strings
+		creds             cli.Strings
 	)
 	fs := cli.NewFlagSet(io, "explain", explainUsage)
 	fs.Var(&onceString{p: &opts.PolicyFile}, "policy", "session policy `FILE`")
@@ -115,6 +118,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	fs.StringVar(&opts.Dir, "cwd", "", "with --path: the working `DIR`ectory, as for sandboxd run")
 	fs.StringVar(&harness, "harness", "", "rule on a payload from stdin for harness `H` (claude-code, codex, copilot, cursor, gemini, pi)")
 	fs.Var(&unset, "unset-env", "with --env: as for sandboxd run (repeatable)")
+	fs.Var(&creds, "credential", "with --env: as for sandboxd run, `ENV@HOST[,HOST...]` (repeatable)")
 	env := fs.Bool("env", false, "list the variables (names only) the sandbox's command would get")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code, done := cli.Parse(fs, args); done {
@@ -154,6 +158,14 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 			}
 		}
 		opts.UnsetEnv = unset
+		for _, v := range creds {
+			c, err := policy.ParseCredentialFlag(v)
+			if err != nil {
+				fmt.Fprintf(io.Err, "sandboxd explain: --credential: %v\n", err)
+				return 2
+			}
+			opts.Credentials = append(opts.Credentials, c)
+		}
 		e, err := supervisor.ExplainEnv(opts)
 		if err != nil {
 			fmt.Fprintf(io.Err, "sandboxd explain: %s\n", policy.OneLine(err.Error()))
@@ -161,6 +173,10 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 		}
 		var b strings.Builder
 		for _, v := range e.Variables {
+			if len(v.Hosts) > 0 {
+				fmt.Fprintf(&b, "%s\t%s for %s\n", v.Name, v.From, strings.Join(v.Hosts, ", "))
+				continue
+			}
 			fmt.Fprintf(&b, "%s\t%s\n", v.Name, v.From)
 		}
 		for _, r := range e.Removed {
@@ -168,8 +184,8 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 		}
 		return print(e, b.String(), true)
 	}
-	if len(unset) > 0 {
-		fmt.Fprintln(io.Err, "sandboxd explain: --unset-env goes with --env")
+	if len(unset) > 0 || len(creds) > 0 {
+		fmt.Fprintln(io.Err, "sandboxd explain: --unset-env and --credential go with --env")
 		return 2
 	}
 	if harness != "" {

@@ -45,7 +45,7 @@ const (
 	MsgSessionStart     = "session start"
 	MsgSessionExit      = "session exit"
 	MsgFileLayerFixed   = "file layer fixed"       // a reload changed file rules the kernel layer keeps as at start
-	MsgEnvFixed         = "environment fixed"      // a reload changed environment.unset: the command keeps the environment it started with
+	MsgEnvFixed         = "environment fixed"      // a reload changed environment.unset or the credentials: the command keeps the environment it started with
 	MsgProtectedCreated = "protected path created" // a protected path appeared during the session
 )
 

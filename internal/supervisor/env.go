@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -41,16 +42,16 @@ func sandboxEnv(host []string, id, secret, self string) []string {
 }
 
 // envAuditAttrs name, on the session's start line, the variables left out
-// of the command's environment (names only).
+// of the command's environment and the credentials (names only).
 func (s *session) envAuditAttrs() []slog.Attr {
 	if len(s.envRemoved) == 0 {
-		return nil
+		return s.credAuditAttrs()
 	}
 	names := make([]string, len(s.envRemoved))
 	for i, r := range s.envRemoved {
 		names[i] = r.Name
 	}
-	return []slog.Attr{slog.Any(audit.AttrEnvRemoved, names)}
+	return append([]slog.Attr{slog.Any(audit.AttrEnvRemoved, names)}, s.credAuditAttrs()...)
 }
 
 // envLookup is os.Getenv over env (NAME=value entries; the last wins).
@@ -70,10 +71,13 @@ func envLookup(env []string) func(string) string {
 // its value is never shown (it may be a secret).
 type EnvVariable struct {
 	Name string `json:"name"`
-	// From is "host" (sandboxd's environment, passed through) or
+	// From is "host" (sandboxd's environment, passed through),
 	// "sandboxd" (set or replaced by sandboxd: the proxy variables, the
-	// sandbox's id, the hook socket).
-	From string `json:"from"`
+	// sandbox's id, the hook socket, the trust variables) or "credential"
+	// (a placeholder; the proxy puts the real value into requests to
+	// Hosts).
+	From  string   `json:"from"`
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // EnvExplanation is what sandboxd explain --env reports.
@@ -84,10 +88,15 @@ type EnvExplanation struct {
 }
 
 // ExplainEnv says, by name only, which variables a sandbox started now
-// with opts would give its command (sandboxd run's, without a launch), and
-// which ones --unset-env and the policy's environment.unset remove.
+// with opts would give its command (sandboxd run's, without a launch),
+// which ones --unset-env and the policy's environment.unset remove, and
+// which are credentials. No credential's value is read.
 func ExplainEnv(opts Options) (*EnvExplanation, error) {
 	sp, err := opts.resolveNow()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := opts.credentialSpecs(sp.resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -95,11 +104,18 @@ func ExplainEnv(opts Options) (*EnvExplanation, error) {
 	self, _ := os.Executable()
 	host := os.Environ()
 	kept, removed := opts.hostEnv(sp.resolved)
+	for _, c := range specs {
+		kept = append(withoutEnv(kept, c.Env), c.Env+"=placeholder")
+	}
 	env := sandboxEnv(kept, "sandboxd-explain", "secret", self)
 	if opts.PolicyFile != "" {
 		env = append(withoutEnv(env, "BARRY_HOOK_SOCKET"), fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", HookInsidePort))
 	}
-	e := &EnvExplanation{Variables: []EnvVariable{}, Removed: removed, Patterns: patterns}
+	if len(specs) > 0 {
+		trust := filepath.Join(RuntimeBase(), runtimePrefix+"ID", "trust")
+		env = trustEnv(env, filepath.Join(trust, "ca-bundle.pem"), filepath.Join(trust, "truststore.jks"))
+	}
+	e := &EnvExplanation{Variables: []EnvVariable{}, Removed: notCredentials(removed, specs), Patterns: patterns}
 	if e.Removed == nil {
 		e.Removed = []policy.EnvRemoval{}
 	}
@@ -109,7 +125,13 @@ func ExplainEnv(opts Options) (*EnvExplanation, error) {
 			from = "host"
 		}
 		name, _, _ := strings.Cut(kv, "=")
-		e.Variables = append(e.Variables, EnvVariable{Name: name, From: from})
+		v := EnvVariable{Name: name, From: from}
+		for _, c := range specs {
+			if c.Env == name {
+				v.From, v.Hosts = "credential", c.Hosts
+			}
+		}
+		e.Variables = append(e.Variables, v)
 	}
 	slices.SortFunc(e.Variables, func(a, b EnvVariable) int { return strings.Compare(a.Name, b.Name) })
 	return e, nil

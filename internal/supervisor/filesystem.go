@@ -77,6 +77,8 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 	}
 	plan, err := policy.PlanFilesystem(policy.FSInput{
 		Workspace: ws, Home: home, Write: append(o.writeRoots(sp.resolved), o.launchWriteRoots()...), Files: files, AlwaysProtected: alwaysProtected,
+		// The credentials' files: only the proxy, outside, reads them.
+		Hide: o.credentialFiles(sp.resolved),
 	})
 	if err != nil {
 		return nil, err

@@ -56,6 +56,10 @@ type Options struct {
 	// UnsetEnv are variable names or globs (--unset-env) left out of the
 	// command's environment, before the policy file's environment.unset.
 	UnsetEnv []string
+	// Credentials are --credential's (before the policy file's
+	// credentials section): variables the sandbox gets as placeholders,
+	// whose real values the proxy puts into requests to their hosts.
+	Credentials []policy.CredentialSpec
 	// Read are host paths kept visible, read-only, where the sandbox's
 	// private /tmp would cover them (--read).
 	Read []string
@@ -147,8 +151,17 @@ func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 	if err != nil {
 		return nil, err
 	}
+	creds, err := o.credentialSpecs(r)
+	if err != nil {
+		return nil, err
+	}
 	sp := &sessionPolicy{resolved: r, bound: b, proxy: pp}
-	sp.fingerprint = policy.ScopeFingerprint(map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate), "write": o.writeRoots(r), "unsetEnv": o.unsetPatterns(r)})
+	scope := map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate), "write": o.writeRoots(r), "unsetEnv": o.unsetPatterns(r)}
+	if len(creds) > 0 {
+		// Names, hosts and files: never a value.
+		scope["credentials"] = creds
+	}
+	sp.fingerprint = policy.ScopeFingerprint(scope)
 	sp.proxy.Fingerprint = sp.fingerprint
 	return sp, nil
 }
@@ -184,7 +197,7 @@ func Run(opts Options) (int, error) {
 		}
 	}()
 	for _, step := range []func() (func(), error){
-		s.prestart, s.resolve, s.runtimeDir, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
+		s.prestart, s.resolve, s.runtimeDir, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -232,6 +245,7 @@ type session struct {
 	envPatterns []string            // --unset-env and environment.unset at start
 	hostEnv     []string            // sandboxd's environment less what they remove
 	envRemoved  []policy.EnvRemoval // what they left out
+	cred        *credState          // nil without credentials
 	forwards    []procjail.Forward
 	readOnly    []string
 	hsrv        *hooks.Server
@@ -376,7 +390,7 @@ func (s *session) startProxies() (func(), error) {
 	s.upc = make(chan proxies, 1)
 	go func() {
 		px, err := proxy.New(proxy.Config{SandboxID: s.id, Policy: pp, User: s.id, Secret: s.secret,
-			DNSUpstream: s.opts.DNSUpstream, Audit: s.log})
+			DNSUpstream: s.opts.DNSUpstream, Audit: s.log, Credentials: s.cred.proxyCredentials(), CA: s.cred.proxyCA()})
 		if err != nil {
 			s.upc <- proxies{err: fmt.Errorf("proxy: %w", err)}
 			return
@@ -478,6 +492,9 @@ func (s *session) jailSpec() (func(), error) {
 		// The harness reads its session configuration inside (read-only:
 		// the runtime directory is); a private /tmp would cover it.
 		s.fsPlan.Reveal(s.launched.dir)
+	}
+	if err := s.sealCredentials(); err != nil {
+		return cleanup, err
 	}
 	if s.fsPlan.AllWritable {
 		fmt.Fprintln(s.stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
@@ -613,11 +630,14 @@ func (s *session) start() (func(), error) {
 	return cleanup, nil
 }
 
-// ready is the last step before the command starts: the proxies are up,
-// the session's first audit line is written, and the signals become the
-// command's.
+// ready is the last step before the command starts: the proxies are up
+// (and the credentials' trust files written), the session's first audit
+// line is written, and the signals become the command's.
 func (s *session) ready() error {
 	if err := s.awaitProxies(); err != nil {
+		return err
+	}
+	if err := s.cred.awaitTrust(); err != nil {
 		return err
 	}
 	// The session's first audit line is written before the command
@@ -673,6 +693,7 @@ func (s *session) livePolicy() (func(), error) {
 			fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
 			return nil
 		},
+		s.credentialsFixed,
 		func(next *sessionPolicy) error { s.stream.SetPolicy(next.fingerprint); return nil },
 	}
 	l.Refused = func(err error) {

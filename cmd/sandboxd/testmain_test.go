@@ -1,0 +1,18 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/barry-rocks/sandbox/procjail"
+)
+
+// TestMain lets the test binary serve as the sandbox's init, as sandboxd
+// does, so that tests can run sessions: the internal subcommand is
+// dispatched before anything else.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == procjail.InitCommand {
+		os.Exit(procjail.RunInit())
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,452 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/internal/truststore"
+	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/proxy"
+)
+
+// Credential injection, the session's side: the real values are read at
+// start and stay in this process (the proxy puts them into requests to
+// their hosts); the sandbox gets a placeholder in each credential's
+// variable, and a trust that is sandboxd's own roots plus the sandbox's
+// CA, with which the proxy terminates TLS for those hosts alone.
+
+// credState is what a session's credentials are, fixed at start.
+type credState struct {
+	specs []policy.CredentialSpec
+	creds []proxy.Credential // Value only ever in this process
+	ca    *proxy.CA
+	// bundle and truststore are the trust files in the runtime directory
+	// (read-only inside): the roots sandboxd trusts, then the sandbox CA.
+	// They are written while the sandbox is set up (reading the system's
+	// roots as Go does takes ~10 ms): trustDone says when, awaitTrust
+	// waits for it.
+	bundle, truststore string
+	trustDone          chan error
+	trustErr           error
+	trustAwaited       bool
+}
+
+// trustStorePassword is the JVM's default truststore password: a
+// truststore holds no secret, the password only seals its integrity.
+const trustStorePassword = "changeit"
+
+// caBundleVars name the PEM bundle a program trusts (OpenSSL and Go,
+// Node's extra roots, Python requests, curl, git, pip, npm, the AWS CLI
+// and SDKs, Deno, Codex, gRPC's C core, Nix-built programs). Each is set
+// to the sandbox's bundle; what the host's named is read into the bundle,
+// so nothing trusted before is lost.
+var caBundleVars = []string{
+	"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+	"PIP_CERT", "NPM_CONFIG_CAFILE", "AWS_CA_BUNDLE", "DENO_CERT", "CODEX_CA_CERTIFICATE",
+	"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "NIX_SSL_CERT_FILE",
+}
+
+// maxCredentialFile bounds what is read from a credential's file: a
+// secret, not a document.
+const maxCredentialFile = 64 << 10
+
+// credentialSpecs are the session's credentials: --credential, then the
+// policy file's credentials section. A variable declared twice refuses:
+// one variable holds one placeholder.
+func (o *Options) credentialSpecs(r *policy.Resolved) ([]policy.CredentialSpec, error) {
+	specs := append([]policy.CredentialSpec{}, o.Credentials...)
+	if r != nil {
+		specs = append(specs, r.Credentials...)
+	}
+	seen := map[string]bool{}
+	for _, c := range specs {
+		if seen[c.Env] {
+			return nil, fmt.Errorf("credential %s is declared twice (--credential and the policy's credentials together)", c.Env)
+		}
+		seen[c.Env] = true
+	}
+	return specs, nil
+}
+
+// policyDir is the policy file's directory (absolute), against which a
+// credential's relative file is read.
+func (o *Options) policyDir() string {
+	if o.PolicyFile == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(o.PolicyFile)
+	if err != nil {
+		return filepath.Dir(o.PolicyFile)
+	}
+	return filepath.Dir(abs)
+}
+
+// credentialFile is where c's value is read, "" for sandboxd's
+// environment.
+func (o *Options) credentialFile(c policy.CredentialSpec) string {
+	home, _ := os.UserHomeDir()
+	return c.FilePath(o.policyDir(), home)
+}
+
+// credentialFiles are the files the session's credentials are read from:
+// hidden inside the sandbox.
+func (o *Options) credentialFiles(r *policy.Resolved) []string {
+	specs, _ := o.credentialSpecs(r)
+	var out []string
+	for _, c := range specs {
+		if f := o.credentialFile(c); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// readCredential reads c's real value: its file (line breaks at the end
+// trimmed), or sandboxd's own variable, read before --unset-env's filter
+// (a removed variable can still be a credential: its placeholder is set).
+func readCredential(c policy.CredentialSpec, file string) (string, error) {
+	if file == "" {
+		v, ok := os.LookupEnv(c.Env)
+		switch {
+		case !ok:
+			return "", fmt.Errorf("credential %s: sandboxd's environment has no %s (set it, or name a file in the policy's credentials)", c.Env, c.Env)
+		case v == "":
+			return "", fmt.Errorf("credential %s: %s is empty in sandboxd's environment", c.Env, c.Env)
+		}
+		return v, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return "", fmt.Errorf("credential %s: %w", c.Env, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("credential %s: %s is not a regular file", c.Env, file)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxCredentialFile+1))
+	if err != nil {
+		return "", fmt.Errorf("credential %s: %w", c.Env, err)
+	}
+	if len(b) > maxCredentialFile {
+		return "", fmt.Errorf("credential %s: %s is over %d KiB; a credential's file holds the secret alone", c.Env, file, maxCredentialFile>>10)
+	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("credential %s: %s is empty", c.Env, file)
+	}
+	return v, nil
+}
+
+// credentials reads the session's credentials, refuses the start when one
+// cannot be injected (a host the network policy does not allow, a missing
+// variable or file, a value too short to find in traffic), makes their
+// placeholders and the sandbox's CA, starts writing the trust files into
+// the runtime directory and puts the placeholders into the environment
+// the sandbox gets (hostEnv, which the launch's configuration reads too).
+func (s *session) credentials() (func(), error) {
+	cur := s.live.Current()
+	specs, err := s.opts.credentialSpecs(cur.resolved)
+	if err != nil || len(specs) == 0 {
+		return nil, err
+	}
+	st := &credState{specs: specs}
+	if st.creds, err = s.opts.readCredentials(cur.proxy, specs); err != nil {
+		return nil, err
+	}
+	if st.ca, err = proxy.NewCA(credentialHosts(st.creds)); err != nil {
+		return nil, err
+	}
+	if err := st.startTrust(filepath.Join(s.dir, "trust"), s.hostEnv); err != nil {
+		return nil, err
+	}
+	s.hostEnv = placeholderEnv(s.hostEnv, st.creds)
+	s.envRemoved = notCredentials(s.envRemoved, specs)
+	s.cred = st
+	// Before the runtime directory is removed.
+	return func() { st.awaitTrust() }, nil
+}
+
+// readCredentials decides each credential's hosts with the proxy's own
+// reading of its policy (proxy.compilePolicy's CompileNetwork, so a host
+// is allowed here exactly when the proxy would let it through), reads its
+// value and makes its placeholder.
+func (o *Options) readCredentials(pp proxy.Policy, specs []policy.CredentialSpec) ([]proxy.Credential, error) {
+	nd, err := policy.CompileNetwork(&policy.NetworkRules{AllowDomains: pp.Allow, Domains: pp.Deny, Actions: pp.Actions}, true)
+	if err != nil {
+		return nil, err
+	}
+	var creds []proxy.Credential
+	for _, c := range specs {
+		if d := nd.DecideCredential(c); !d.Allowed() {
+			return nil, errors.New(d.Reason)
+		}
+		v, err := readCredential(c, o.credentialFile(c))
+		if err != nil {
+			return nil, err
+		}
+		ph, err := proxy.NewPlaceholder(v)
+		if err != nil {
+			return nil, fmt.Errorf("credential %s: %v", c.Env, err)
+		}
+		creds = append(creds, proxy.Credential{Name: c.Env, Hosts: c.Hosts, Value: v, Placeholder: ph})
+	}
+	return creds, proxy.CheckCredentials(creds)
+}
+
+// credentialHosts is the union of the credentials' hosts: the CA's.
+func credentialHosts(creds []proxy.Credential) []string {
+	var hosts []string
+	for _, c := range creds {
+		for _, h := range c.Hosts {
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return hosts
+}
+
+// startTrust makes dir now (the filesystem plan keeps it visible) and
+// writes its files in the background (ready awaits them before the
+// command starts). hostEnv is the environment before the placeholders.
+func (st *credState) startTrust(dir string, hostEnv []string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("sandbox CA: %w", err)
+	}
+	st.bundle, st.truststore = filepath.Join(dir, "ca-bundle.pem"), filepath.Join(dir, "truststore.jks")
+	st.trustDone = make(chan error, 1)
+	go func() { st.trustDone <- writeTrust(st.bundle, st.truststore, st.ca, hostEnv) }()
+	return nil
+}
+
+// awaitTrust waits (once) for the trust files to be written, and says
+// whether they are. Nil without credentials.
+func (st *credState) awaitTrust() error {
+	if st == nil || st.trustDone == nil {
+		return nil
+	}
+	if !st.trustAwaited {
+		st.trustErr, st.trustAwaited = <-st.trustDone, true
+	}
+	return st.trustErr
+}
+
+// placeholderEnv is env with every credential's variable set to its
+// placeholder (set even when the host did not have it, or --unset-env
+// removed it), and the real value replaced by the placeholder wherever
+// else it occurs (GH_TOKEN holding GITHUB_TOKEN's value, a URL with it as
+// a password): no variable inside holds a real value.
+func placeholderEnv(env []string, creds []proxy.Credential) []string {
+	out := make([]string, 0, len(env)+len(creds))
+	for _, kv := range env {
+		for _, c := range creds {
+			kv = strings.ReplaceAll(kv, c.Value, c.Placeholder)
+		}
+		out = append(out, kv)
+	}
+	for _, c := range creds {
+		out = append(withoutEnv(out, c.Name), c.Name+"="+c.Placeholder)
+	}
+	return out
+}
+
+// notCredentials drops from removed the variables that are credentials:
+// the sandbox gets them, as placeholders.
+func notCredentials(removed []policy.EnvRemoval, specs []policy.CredentialSpec) []policy.EnvRemoval {
+	var out []policy.EnvRemoval
+	for _, r := range removed {
+		if !isCredential(specs, r.Name) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func isCredential(specs []policy.CredentialSpec, name string) bool {
+	for _, c := range specs {
+		if c.Env == name {
+			return true
+		}
+	}
+	return false
+}
+
+// writeTrust writes the sandbox's trust: to bundle, a PEM bundle of the
+// roots sandboxd trusts (truststore.SystemRoots), those of the bundles
+// the host's caBundleVars named, then the sandbox CA; to jks, the same as
+// a JKS truststore for the JVM.
+func writeTrust(bundle, jks string, ca *proxy.CA, hostEnv []string) error {
+	roots := truststore.SystemRoots(os.Getenv)
+	get := envLookup(hostEnv)
+	for _, v := range caBundleVars {
+		if f := get(v); f != "" {
+			if data, err := os.ReadFile(f); err == nil {
+				roots = append(roots, truststore.ParsePEM(data)...)
+			}
+		}
+	}
+	roots = truststore.Dedupe(roots)
+	entries := []truststore.Entry{{Alias: "barry-sandbox-ca", DER: ca.Certificate().Raw}}
+	for i, r := range roots {
+		entries = append(entries, truststore.Entry{Alias: fmt.Sprintf("root-%d", i+1), DER: r})
+	}
+	store, err := truststore.JKS(entries, trustStorePassword, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(bundle, append(truststore.PEM(roots), ca.PEM()...), 0o644); err != nil {
+		return fmt.Errorf("sandbox CA: %w", err)
+	}
+	if err := os.WriteFile(jks, store, 0o644); err != nil {
+		return fmt.Errorf("sandbox CA: %w", err)
+	}
+	return nil
+}
+
+// trustEnv is env with the trust variables pointing at the sandbox's
+// bundle and truststore (the variables whatever their case: npm reads
+// npm_config_cafile too), and the truststore appended to the JVM options
+// (after the proxy's: a later -D wins).
+func trustEnv(env []string, bundle, jks string) []string {
+	for _, v := range caBundleVars {
+		env = append(withoutEnvFold(env, v), v+"="+bundle)
+	}
+	java := strings.TrimSpace(envLookup(env)("JAVA_TOOL_OPTIONS") + " -Djavax.net.ssl.trustStore=" + jks +
+		" -Djavax.net.ssl.trustStorePassword=" + trustStorePassword + " -Djavax.net.ssl.trustStoreType=JKS")
+	return append(withoutEnv(env, "JAVA_TOOL_OPTIONS"), "JAVA_TOOL_OPTIONS="+java)
+}
+
+// withoutEnvFold drops every entry named name in any case.
+func withoutEnvFold(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !strings.EqualFold(k, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// sealCredentials completes the sandbox for its credentials once its
+// environment and filesystem plan are made (jailSpec): the trust
+// variables are set and the trust files kept visible; and it refuses the
+// start when a real value would still be inside (in an argument, in a
+// variable a launch set) or a credential's variable would not hold its
+// placeholder (a variable sandboxd sets itself), when a credential's file
+// would be readable, or when the trust files would not be.
+func (s *session) sealCredentials() error {
+	st := s.cred
+	if st == nil {
+		return nil
+	}
+	if strings.ContainsAny(st.truststore, " \t\n") {
+		return fmt.Errorf("sandbox CA: the runtime directory %s holds white space, which JAVA_TOOL_OPTIONS cannot carry", filepath.Dir(st.truststore))
+	}
+	s.env = trustEnv(s.env, st.bundle, st.truststore)
+	if err := checkSealed(st.creds, s.env, s.opts.Command); err != nil {
+		return err
+	}
+	dir := filepath.Dir(st.bundle)
+	s.fsPlan.Reveal(dir)
+	if d := s.fsPlan.Explain(dir, false); !d.Allowed() {
+		return fmt.Errorf("sandbox CA: %s would not be readable inside: %s", dir, d.Reason)
+	}
+	for _, c := range st.specs {
+		f := s.opts.credentialFile(c)
+		if f == "" {
+			continue
+		}
+		if d := s.fsPlan.Explain(f, false); d.Allowed() {
+			return fmt.Errorf("credential %s: its file %s would be readable inside (%s); the sandbox cannot hide it here (a --read or write root names it or a directory revealed below a hidden one holds it)", c.Env, f, d.Reason)
+		}
+	}
+	return nil
+}
+
+// checkSealed refuses an environment or command line that holds a real
+// value, or one where a credential's variable is not its placeholder.
+func checkSealed(creds []proxy.Credential, env, argv []string) error {
+	get := envLookup(env)
+	for _, c := range creds {
+		if get(c.Name) != c.Placeholder {
+			return fmt.Errorf("credential %s: sandboxd sets that variable itself inside; name the credential's variable otherwise", c.Name)
+		}
+		for _, kv := range env {
+			if strings.Contains(kv, c.Value) {
+				k, _, _ := strings.Cut(kv, "=")
+				return fmt.Errorf("credential %s: its value would be in the sandbox's variable %s", c.Name, k)
+			}
+		}
+		for _, a := range argv {
+			if strings.Contains(a, c.Value) {
+				return fmt.Errorf("credential %s: its value is in COMMAND's arguments, which every process inside can read", c.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// proxyCredentials and proxyCA are what proxy.Config gets (none without
+// credentials).
+func (st *credState) proxyCredentials() []proxy.Credential {
+	if st == nil {
+		return nil
+	}
+	return st.creds
+}
+
+func (st *credState) proxyCA() *proxy.CA {
+	if st == nil {
+		return nil
+	}
+	return st.ca
+}
+
+// credAuditAttrs name, on the session's start line, the credentials the
+// proxy injects (variable names only).
+func (s *session) credAuditAttrs() []slog.Attr {
+	if s.cred == nil {
+		return nil
+	}
+	names := make([]string, len(s.cred.specs))
+	for i, c := range s.cred.specs {
+		names[i] = c.Env
+	}
+	return []slog.Attr{slog.Any(audit.AttrCredentials, names)}
+}
+
+// credentialsFixed is the live policy's enforcer for the credentials
+// section: they are fixed at start (their values are read once, the
+// placeholders are in the command's environment), so a reload that
+// changes them is audited and said, and changes nothing.
+func (s *session) credentialsFixed(next *sessionPolicy) error {
+	specs, _ := s.opts.credentialSpecs(next.resolved)
+	var started []policy.CredentialSpec
+	if s.cred != nil {
+		started = s.cred.specs
+	}
+	if jsonString(nonNilSpecs(specs)) == jsonString(nonNilSpecs(started)) {
+		return nil
+	}
+	note := "credentials changed: the sandbox keeps the credentials it started with (restart the sandbox to change them)"
+	audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgEnvFixed,
+		slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
+	fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
+	return nil
+}
+
+func nonNilSpecs(l []policy.CredentialSpec) []policy.CredentialSpec {
+	if l == nil {
+		return []policy.CredentialSpec{}
+	}
+	return l
+}
