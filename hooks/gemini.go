@@ -194,6 +194,9 @@ func geminiLauncher() *launcher {
 	return &launcher{
 		program:  "gemini",
 		apiHosts: []string{"generativelanguage.googleapis.com"},
+		// x-goog-api-key.
+		apiKeyEnv:  []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+		baseURLEnv: "GOOGLE_GEMINI_BASE_URL",
 		// Its chats, logs and history; settings.json, trustedFolders.json
 		// and policies stay in the discarded home overlay.
 		stateDirs: []string{".gemini/tmp", ".gemini/history"},

@@ -106,6 +106,11 @@ type launcher struct {
 	program string
 	// apiHosts are the model API hosts the harness talks to by default.
 	apiHosts []string
+	// apiKeyEnv are the variables the harness reads its model API key
+	// from, and baseURLEnv the one that moves its API elsewhere ("" for
+	// none): a launch makes the key a credential for the API hosts.
+	apiKeyEnv  []string
+	baseURLEnv string
 	// stateDirs are the harness's own state directories under home,
 	// writable inside the sandbox (sessions, logs, caches).
 	stateDirs []string
@@ -162,6 +167,10 @@ type LaunchInfo struct {
 	Program string
 	// APIHosts are the model API hosts it talks to by default.
 	APIHosts []string
+	// APIKeyEnv are the variables it reads its model API key from, and
+	// BaseURLEnv the one that points it at another API ("" for none).
+	APIKeyEnv  []string
+	BaseURLEnv string
 	// StateDirs are its own state directories (absolute), writable
 	// inside the sandbox.
 	StateDirs []string
@@ -178,7 +187,8 @@ func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
 	if l == nil {
 		return LaunchInfo{}, false
 	}
-	info = LaunchInfo{Program: l.program, APIHosts: slices.Clone(l.apiHosts), PrivateHome: l.privateHome != ""}
+	info = LaunchInfo{Program: l.program, APIHosts: slices.Clone(l.apiHosts), PrivateHome: l.privateHome != "",
+		APIKeyEnv: slices.Clone(l.apiKeyEnv), BaseURLEnv: l.baseURLEnv}
 	for _, d := range l.stateDirs {
 		info.StateDirs = append(info.StateDirs, filepath.Join(home, d))
 	}

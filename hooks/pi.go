@@ -68,7 +68,9 @@ func piLauncher() *launcher {
 	return &launcher{
 		program: "pi",
 		// Pi's default provider is Google's; --api-host names another.
-		apiHosts:  []string{"generativelanguage.googleapis.com"},
+		apiHosts: []string{"generativelanguage.googleapis.com"},
+		// Its providers' keys: the one in use goes to --api-host.
+		apiKeyEnv: []string{"GEMINI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"},
 		stateDirs: []string{".pi/agent/sessions"},
 		configure: piLaunch,
 		preflight: piLaunchPreflight,

@@ -298,6 +298,14 @@ type launchModel struct {
 	mu     sync.Mutex
 	proxy  *httputil.ReverseProxy
 	onTurn func()
+	keys   map[string]bool // the API keys it was sent (x-api-key, x-goog-api-key, Bearer)
+}
+
+// sawKey reports whether a request carried key as its API key.
+func (m *launchModel) sawKey(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.keys[key]
 }
 
 func (m *launchModel) set(srv *fakemodel.Server, onTurn func()) {
@@ -313,6 +321,14 @@ func (m *launchModel) set(srv *fakemodel.Server, onTurn func()) {
 func (m *launchModel) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	p, onTurn := m.proxy, m.onTurn
+	if m.keys == nil {
+		m.keys = map[string]bool{}
+	}
+	for _, k := range []string{r.Header.Get("x-api-key"), r.Header.Get("x-goog-api-key"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")} {
+		if k != "" {
+			m.keys[k] = true
+		}
+	}
 	m.mu.Unlock()
 	if p == nil {
 		http.Error(rw, "no model", http.StatusServiceUnavailable)

@@ -3,8 +3,10 @@
 package integration
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/fakemodel"
 )
 
@@ -188,6 +191,35 @@ func TestLaunchGemini(t *testing.T) {
 			r.requireResult(t, 6, "run_shell_command", true, geminiBlocked+piPushReason)
 			piRequireAbsent(t, inWS("push-ran-after"))
 		})
+	})
+
+	// The harness's API key is a credential for the model's host by
+	// default: Gemini CLI's whole process tree holds a placeholder (a
+	// shell call's env shows it), and the model's server got the real key
+	// from the proxy.
+	t.Run("api-key", func(t *testing.T) {
+		b := newGeminiLaunchBox(t, gemini)
+		out := filepath.Join(b.ws, "env-out")
+		r := b.launch(t, w, model, geminiLaunchRun{calls: []fakemodel.ToolCall{shellCall("env > " + out)}})
+		r.requireSucceeded(t)
+		env, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatalf("the shell call's env: %v", err)
+		}
+		if bytes.Contains(env, []byte(geminiAPIKey)) {
+			t.Errorf("the real API key is in the harness's process tree: %s", env)
+		}
+		if !regexp.MustCompile(`(?m)^GEMINI_API_KEY=[a-z]{4}-[a-z]{3}$`).Match(env) {
+			t.Errorf("GEMINI_API_KEY inside is not a placeholder of the key's shape: %s", env)
+		}
+		if !model.sawKey(geminiAPIKey) {
+			t.Errorf("the model's server never got the real API key")
+		}
+		if !r.auditHas(func(l map[string]any) bool {
+			return l["msg"] == audit.MsgSessionStart && fmt.Sprint(l[audit.AttrCredentials]) == "[GEMINI_API_KEY]"
+		}) {
+			t.Errorf("the start line does not name GEMINI_API_KEY as a credential")
+		}
 	})
 
 	// 1, the control: without a ceiling (the web trait grants the
@@ -446,6 +478,10 @@ type geminiLaunched struct {
 // api.model.test, within geminiLaunchTimeout. The user's and the
 // workspace's MCP hosts are allowed: only the session's configuration
 // keeps Gemini CLI from them.
+// geminiAPIKey is the launch's Gemini API key: long enough to be a
+// credential (a launch's default for the model's host).
+const geminiAPIKey = "test-key"
+
 func (b *geminiLaunchBox) launch(t *testing.T, w *world, m *launchModel, run geminiLaunchRun) *geminiLaunched {
 	t.Helper()
 	c, policy := newLaunchCmd(t, b.root, cmp.Or(run.policy, geminiLaunchPolicy), func(logf func(string, ...any)) (*fakemodel.Server, error) {
@@ -459,7 +495,7 @@ func (b *geminiLaunchBox) launch(t *testing.T, w *world, m *launchModel, run gem
 		"--allow-domain", launchMCPHost, "--allow-domain", launchWSMCPHost}, run.flags...)
 	c.dir, c.home, c.what, c.ran, c.timeout = b.ws, b.home, "gemini", b.ran, geminiLaunchTimeout
 	c.env = []string{"HOME=" + b.home, "USER=" + claudeUser(), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
-		"GEMINI_API_KEY=test-key", "GOOGLE_GEMINI_BASE_URL=https://" + launchModelHost, "NODE_EXTRA_CA_CERTS=" + w.caFile,
+		"GEMINI_API_KEY=" + geminiAPIKey, "GOOGLE_GEMINI_BASE_URL=https://" + launchModelHost, "NODE_EXTRA_CA_CERTS=" + w.caFile,
 		"GEMINI_TELEMETRY_ENABLED=false", geminiTokenEnv + "=" + geminiToken}
 	lr, reads := c.run(t, w, m)
 	return &geminiLaunched{launchResult: lr, settings: reads}

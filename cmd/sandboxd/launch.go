@@ -68,6 +68,7 @@ func launchMain(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "launch", launchUsage)
 	rf := addRunFlags(fs, &opts)
 	fs.BoolVar(&spec.Relax, "relax", false, "let the user's own MCP servers load beside the session's")
+	fs.BoolVar(&spec.PassAPIKey, "pass-api-key", false, "give the harness its model API key itself, not as a credential the proxy puts in")
 	fs.Var(&apiHosts, "api-host", "the model API `HOST` to allow instead of the harness's default (repeatable)")
 	fs.StringVar(&mcpURL, "mcp-url", "", "the session's Barry MCP server `URL`")
 	fs.StringVar(&mcpEnv, "mcp-secret-env", "", "environment variable `NAME` holding the MCP server's bearer token")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/truststore"
 	"github.com/barry-rocks/sandbox/policy"
@@ -60,8 +61,9 @@ var caBundleVars = []string{
 const maxCredentialFile = 64 << 10
 
 // credentialSpecs are the session's credentials: --credential, then the
-// policy file's credentials section. A variable declared twice refuses:
-// one variable holds one placeholder.
+// policy file's credentials section, then a launch's API keys
+// (LaunchSpec.apiKeyCredentials). A variable declared twice refuses: one
+// variable holds one placeholder.
 func (o *Options) credentialSpecs(r *policy.Resolved) ([]policy.CredentialSpec, error) {
 	specs := append([]policy.CredentialSpec{}, o.Credentials...)
 	if r != nil {
@@ -74,7 +76,46 @@ func (o *Options) credentialSpecs(r *policy.Resolved) ([]policy.CredentialSpec, 
 		}
 		seen[c.Env] = true
 	}
+	if o.Launch != nil {
+		specs = append(specs, o.Launch.apiKeyCredentials(seen, os.LookupEnv)...)
+	}
 	return specs, nil
+}
+
+// apiKeyCredentials are a launch's default credentials: each of the
+// harness's API key variables (hooks.LaunchInfo.APIKeyEnv) that lookup
+// finds, for the model API hosts, so that the harness's process tree never
+// holds the key. Left out: a variable declared already (declared), a key
+// under proxy.MinCredentialLen bytes (not a key the proxy could find in
+// traffic: a test's; it is passed as it is), and every key under
+// --pass-api-key or when the harness's base URL is plain http:// (the
+// proxy puts no value into plain HTTP).
+func (l *LaunchSpec) apiKeyCredentials(declared map[string]bool, lookup func(string) (string, bool)) []policy.CredentialSpec {
+	if l.PassAPIKey {
+		return nil
+	}
+	info, _ := hooks.LaunchInfoOf(l.Harness, "/")
+	if info.BaseURLEnv != "" {
+		if u, _ := lookup(info.BaseURLEnv); strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), "http://") {
+			return nil
+		}
+	}
+	var hosts []string
+	for _, h := range l.apiHosts() {
+		if ch, err := policy.CredentialHost(h); err == nil && !slices.Contains(hosts, ch) {
+			hosts = append(hosts, ch)
+		}
+	}
+	if len(hosts) == 0 {
+		return nil
+	}
+	var specs []policy.CredentialSpec
+	for _, env := range info.APIKeyEnv {
+		if v, ok := lookup(env); ok && len(v) >= proxy.MinCredentialLen && !declared[env] {
+			specs = append(specs, policy.CredentialSpec{Env: env, Hosts: slices.Clone(hosts)})
+		}
+	}
+	return specs
 }
 
 // policyDir is the policy file's directory (absolute), against which a

@@ -44,6 +44,10 @@ type LaunchSpec struct {
 	MCP []hooks.LaunchMCPServer
 	// Relax lifts the strict MCP configuration.
 	Relax bool
+	// PassAPIKey gives the harness its API key itself (--pass-api-key);
+	// by default the key is a credential for the API hosts
+	// (apiKeyCredentials).
+	PassAPIKey bool
 
 	// privateHome is the session's private configuration-and-state
 	// directory of a harness that needs one (hooks.LaunchInfo.PrivateHome),
