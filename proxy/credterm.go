@@ -41,6 +41,12 @@ func credentialIndex(creds []Credential, ca *CA) (map[string][]Credential, error
 			idx[h] = append(idx[h], c)
 		}
 	}
+	for h := range idx {
+		// Issued now, not in the first request.
+		if _, err := ca.Leaf(h); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+	}
 	return idx, nil
 }
 

@@ -35,7 +35,7 @@ fakenet_up() {
 	ip -n "$h" route add 192.0.2.0/24 via 198.51.100.2
 	ip netns exec "$w" "$tmp/fakeupstream" -quiet -dns 192.0.2.53:53 \
 		-http 192.0.2.10:80 -https 192.0.2.10:443 -cert-out "$tmp/upstream.pem" \
-		-records bench.test=192.0.2.10 -blob "$blob" &
+		-records bench.test=192.0.2.10,opaque.bench.test=192.0.2.10 -blob "$blob" &
 	fakenet_pid=$!
 	for _ in $(seq 100); do
 		if [[ -s "$tmp/upstream.pem" ]] && ip netns exec "$h" bash -c 'exec 3<>/dev/tcp/192.0.2.10/443' 2>/dev/null; then
