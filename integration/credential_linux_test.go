@@ -89,9 +89,10 @@ type credReq struct {
 // retries with its credential); it echoes the request (headers, query and
 // body, in the body and in the X-Echo header) and the token itself
 // (X-Token and the body's "token"), so the scrubbing of responses is put
-// to work. Paths: /git/... git's smart HTTP (Basic only), /ws-* a
-// WebSocket echo, /stream-* the token many times over a chunked body,
-// /redirect-* a redirect whose Location holds the token, else the echo.
+// to work. Paths: /git/... git's smart HTTP (Basic only), /npm/... an
+// npm registry (serveNPM), /ws-* a WebSocket echo, /stream-* the token
+// many times over a chunked body, /redirect-* a redirect whose Location
+// holds the token, else the echo.
 // Without tokens it records and answers 200 to everything.
 type credServer struct {
 	host   string
@@ -170,6 +171,10 @@ func (s *credServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.git.ServeHTTP(rw, r)
 	case req.how == "":
 		deny("cred")
+	case strings.HasPrefix(p, "/npm/"):
+		req.status = http.StatusOK
+		s.note(req)
+		s.serveNPM(rw, p, req.token)
 	case strings.HasPrefix(p, "/ws-"):
 		s.serveWS(rw, r, req)
 	case strings.HasPrefix(p, "/stream-"):
@@ -211,6 +216,29 @@ func (s *credServer) echo(rw http.ResponseWriter, r *http.Request, req credReq, 
 		"host": s.host, "path": req.path, "query": req.query, "proto": req.proto, "how": req.how,
 		"headers": r.Header, "body": string(body), "token": req.token,
 	})
+}
+
+// npmPkg is the one package of the registry under /npm/.
+const npmPkg = "cred-pkg"
+
+// serveNPM answers the npm registry under /npm/ (its URL
+// https://credHost/npm/): npm ping's /npm/-/ping, and the packument of
+// npmPkg 1.0.0, whose description holds the token (so npm view shows
+// what the scrubbing made of it); anything else is 404.
+func (s *credServer) serveNPM(rw http.ResponseWriter, path, token string) {
+	rw.Header().Set("Content-Type", "application/json")
+	switch path {
+	case "/npm/-/ping":
+		io.WriteString(rw, "{}\n")
+	case "/npm/" + npmPkg:
+		version := map[string]any{"name": npmPkg, "version": "1.0.0", "description": "token " + token,
+			"dist": map[string]any{"tarball": "https://" + s.host + "/npm/" + npmPkg + "/-/" + npmPkg + "-1.0.0.tgz"}}
+		json.NewEncoder(rw).Encode(map[string]any{"name": npmPkg, "description": "token " + token,
+			"dist-tags": map[string]string{"latest": "1.0.0"}, "versions": map[string]any{"1.0.0": version}})
+	default:
+		rw.WriteHeader(http.StatusNotFound)
+		io.WriteString(rw, `{"error":"not found"}`+"\n")
+	}
 }
 
 // gzipResponse is a ResponseWriter whose body goes through gz.
@@ -751,10 +779,13 @@ except (OSError, ssl.SSLError) as e:
 // TestCredentialInjection: sandboxd run --credential GITHUB_TOKEN@HOSTS on
 // the fake internet, as root and as uid 65534. Inside, GITHUB_TOKEN holds a
 // placeholder of the real value's shape, in no process the real value;
-// curl, git, Python (requests, urllib), Node (fetch, https: captured) and a
-// WebSocket client reach a server that demands the real token (Bearer,
-// Basic as git sends it, X-Api-Key) with the placeholder, over HTTP/1.1
-// keep-alive and HTTP/2; the server sees the real token; its echo of the
+// curl, git, Python (requests, urllib), Node (fetch, https: captured),
+// Java (HttpClient and HttpsURLConnection, captured and through the
+// proxy, trusting the truststore of JAVA_TOOL_OPTIONS alone), npm (view
+// and ping, trusting NPM_CONFIG_CAFILE alone) and a WebSocket client
+// reach a server that demands the real token (Bearer, Basic as git sends
+// it, X-Api-Key) with the placeholder, over HTTP/1.1 keep-alive and
+// HTTP/2; the server sees the real token; its echo of the
 // request and of the token comes back with the placeholder in its place;
 // an allowed host that is no credential host gets the placeholder and
 // shows its own certificate (an opaque tunnel), the credential host the
@@ -777,6 +808,8 @@ func TestCredentialInjection(t *testing.T) {
 			cw.testGit(t, u.name, u.uid)
 			cw.testPython(t, u.name, u.uid)
 			cw.testNode(t, u.name, u.uid)
+			cw.testJava(t, u.name, u.uid)
+			cw.testNPM(t, u.name, u.uid)
 			cw.testWebSocket(t, u.name, u.uid)
 			cw.testOpaque(t, u.name, u.uid)
 			cw.testBadUpstream(t, u.name, u.uid)
@@ -1252,6 +1285,254 @@ function get(path, opts, name) {
 			}
 		}
 		wantTerminated(t, r, credHost, credVar, true)
+	})
+}
+
+// javaProg is a single-file Java program (java Prog.java, JDK 11+) that
+// sets no trust of its own: the JVM's default trust is what sandboxd's
+// JAVA_TOOL_OPTIONS names. It takes the user's name and the path of the
+// JDK's own cacerts. It sends GITHUB_TOKEN (the placeholder) to the
+// credential host three ways: java.net.http.HttpClient with no proxy as
+// Bearer (captured), HttpsURLConnection with no proxy as Basic
+// (captured), and HttpClient through the proxy the JVM's properties name
+// (https.proxyHost, with its user and password from https.proxyUser and
+// https.proxyPassword, as X-Api-Key); each answer's body and headers go to
+// out/java-NAME.body and .head. Then, as a control, it tries the first
+// request again trusting only the JDK's cacerts, which must fail its
+// handshake (out/java-control). It writes its trust properties to
+// out/java-props and exits 0 only if all three got 200 and the control
+// was refused.
+const javaProg = `import java.io.*;
+import java.net.*;
+import java.net.http.*;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.*;
+import java.security.KeyStore;
+import java.time.Duration;
+import java.util.*;
+import javax.net.ssl.*;
+
+public class Prog {
+    static final String HOST = "` + credHost + `";
+    static final String T = System.getenv("GITHUB_TOKEN");
+    static String user;
+
+    static void save(String name, String body, Map<String, List<String>> headers) throws IOException {
+        StringBuilder h = new StringBuilder();
+        for (Map.Entry<String, List<String>> e : headers.entrySet()) {
+            if (e.getKey() != null) {
+                h.append(e.getKey()).append(": ").append(String.join(", ", e.getValue())).append("\n");
+            }
+        }
+        Files.writeString(Path.of("out", "java-" + name + ".body"), body);
+        Files.writeString(Path.of("out", "java-" + name + ".head"), h.toString());
+    }
+
+    static int client(HttpClient c, String name, String header, String value) throws Exception {
+        HttpRequest q = HttpRequest.newBuilder(URI.create("https://" + HOST + "/java-" + name + "-" + user))
+            .header(header, value).timeout(Duration.ofSeconds(20)).build();
+        HttpResponse<String> r = c.send(q, HttpResponse.BodyHandlers.ofString());
+        save(name, r.body(), r.headers().map());
+        return r.statusCode();
+    }
+
+    static int urlConnection(String name) throws Exception {
+        URL u = new URL("https://" + HOST + "/java-" + name + "-" + user);
+        HttpsURLConnection c = (HttpsURLConnection) u.openConnection(Proxy.NO_PROXY);
+        c.setConnectTimeout(20000);
+        c.setReadTimeout(20000);
+        c.setRequestProperty("Authorization", "Basic " + Base64.getEncoder().encodeToString(("x-access-token:" + T).getBytes(StandardCharsets.UTF_8)));
+        int code = c.getResponseCode();
+        try (InputStream in = code < 400 ? c.getInputStream() : c.getErrorStream()) {
+            save(name, in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8), c.getHeaderFields());
+        }
+        return code;
+    }
+
+    public static void main(String[] a) throws Exception {
+        user = a[0];
+        Files.writeString(Path.of("out", "java-props"), "trustStore=" + System.getProperty("javax.net.ssl.trustStore") +
+            "\ntrustStoreType=" + System.getProperty("javax.net.ssl.trustStoreType") + "\nproxy=" + System.getProperty("https.proxyHost") +
+            ":" + System.getProperty("https.proxyPort") + "\n");
+        HttpClient direct = HttpClient.newBuilder().proxy(HttpClient.Builder.NO_PROXY).connectTimeout(Duration.ofSeconds(20)).build();
+        int captured = client(direct, "captured", "Authorization", "Bearer " + T);
+        int urlconn = urlConnection("urlconn");
+        HttpClient proxied = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(20)).authenticator(new Authenticator() {
+            @Override
+            protected PasswordAuthentication getPasswordAuthentication() {
+                if (getRequestorType() != RequestorType.PROXY) {
+                    return null;
+                }
+                return new PasswordAuthentication(System.getProperty("https.proxyUser"), System.getProperty("https.proxyPassword", "").toCharArray());
+            }
+        }).build();
+        int proxy = client(proxied, "proxy", "X-Api-Key", T);
+
+        KeyStore jdk = KeyStore.getInstance(new File(a[1]), (char[]) null);
+        TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(jdk);
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        ctx.init(null, tmf.getTrustManagers(), null);
+        String control;
+        try {
+            HttpClient c = HttpClient.newBuilder().proxy(HttpClient.Builder.NO_PROXY).sslContext(ctx).connectTimeout(Duration.ofSeconds(20)).build();
+            control = "accepted " + client(c, "control", "Authorization", "Bearer " + T);
+        } catch (SSLHandshakeException e) {
+            control = "refused " + e;
+        } catch (IOException e) {
+            control = (e.getCause() instanceof SSLHandshakeException ? "refused " : "error ") + e;
+        }
+        Files.writeString(Path.of("out", "java-control"), control + "\n");
+        System.out.println("java " + captured + " " + urlconn + " " + proxy + " control " + control);
+        System.exit(captured == 200 && urlconn == 200 && proxy == 200 && control.startsWith("refused ") ? 0 : 1);
+    }
+}
+`
+
+// testJava: a single-file Java program (java Prog.java) that trusts the
+// sandbox CA only through the truststore of the JAVA_TOOL_OPTIONS sandboxd
+// sets: HttpClient and HttpsURLConnection, which read no proxy variable
+// (told to use no proxy: their connections are captured), and HttpClient
+// through the proxy of the JVM's properties, reach the credential host
+// with the placeholder (Bearer, Basic, X-Api-Key); the server sees the
+// real token; the echoes come back with the placeholder; the same request
+// trusting only the JDK's own cacerts is refused its handshake, so the
+// trust came from the truststore.
+func (cw *credWorld) testJava(t *testing.T, user string, uid int) {
+	t.Run("java", func(t *testing.T) {
+		java := testenv.NeedCommand(t, "java")
+		if !onToolPath("java") {
+			testenv.SkipOrFail(t, "java is not on the sandbox's PATH ("+toolPath()+")")
+		}
+		cacerts := jdkCacerts(t, java)
+		start := time.Now()
+		r := cw.run(t, uid, map[string]string{"Prog.java": javaProg}, `printf '%s\n' "$JAVA_TOOL_OPTIONS" > out/java-tool-options
+printf '%s\n' "$SSL_CERT_FILE" > out/ssl-cert-file
+java Prog.java `+user+` `+cacerts)
+		t.Logf("the Java run took %v", time.Since(start).Round(time.Millisecond))
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s\naudit %s\nthe server saw: %s", r.code, r.stdout, r.stderr, decisions(r.audit), describe(cw.cred.seen("")))
+		}
+		// Java took the truststore sandboxd named, the one beside the
+		// bundle of SSL_CERT_FILE.
+		opts := strings.Fields(r.out("java-tool-options"))
+		var store string
+		for _, o := range opts {
+			if v, ok := strings.CutPrefix(o, "-Djavax.net.ssl.trustStore="); ok {
+				store = v
+			}
+		}
+		bundle := strings.TrimSpace(r.out("ssl-cert-file"))
+		if store == "" || filepath.Dir(store) != filepath.Dir(bundle) {
+			t.Errorf("JAVA_TOOL_OPTIONS %q names no truststore beside SSL_CERT_FILE's bundle %q", opts, bundle)
+		}
+		if props := r.out("java-props"); !strings.Contains(props, "trustStore="+store+"\n") || !strings.Contains(props, "trustStoreType=JKS\n") {
+			t.Errorf("the JVM's trust properties are not JAVA_TOOL_OPTIONS' truststore %q:\n%s", store, props)
+		}
+		for _, c := range []struct{ name, how string }{{"captured", "bearer"}, {"urlconn", "basic"}, {"proxy", "key"}} {
+			for _, q := range wantAuthed(t, cw.cred, "/java-"+c.name+"-"+user, c.how, cw.real) {
+				if c.how == "basic" && q.basicUser != "x-access-token" {
+					t.Errorf("java %s: the server got Basic user %q, want x-access-token", c.name, q.basicUser)
+				}
+				if strings.Contains(q.headers, r.placeholder) {
+					t.Errorf("java %s: the credential host got the placeholder:\n%s", c.name, q.headers)
+				}
+			}
+			if b := r.out("java-" + c.name + ".body"); !strings.Contains(b, `"token":"`+r.placeholder+`"`) {
+				t.Errorf("java %s: the echo's body has not the placeholder where the token was:\n%s", c.name, b)
+			}
+			if h := r.out("java-" + c.name + ".head"); !headerHas(h, "X-Token", r.placeholder) {
+				t.Errorf("java %s: the response's X-Token header is not the placeholder:\n%s", c.name, h)
+			}
+		}
+		if b := r.out("java-captured.body"); !strings.Contains(b, "Bearer "+r.placeholder) {
+			t.Errorf("java captured: the echo has not the Authorization it sent (Bearer <placeholder>):\n%s", b)
+		}
+		// The control: without the truststore, the sandbox CA is not
+		// trusted and nothing reaches the server.
+		if c := r.out("java-control"); !strings.HasPrefix(c, "refused ") {
+			t.Errorf("java trusting only the JDK's cacerts (%s): %q, want its handshake refused", cacerts, c)
+		}
+		if got := cw.cred.seen("/java-control-" + user); len(got) != 0 {
+			t.Errorf("the control request (JDK cacerts only) reached %s: %s", credHost, describe(got))
+		}
+		wantTerminated(t, r, credHost, credVar, true)
+		wantTerminated(t, r, credHost, credVar, false)
+	})
+}
+
+// jdkCacerts returns the JDK's own trust store (java.home's
+// lib/security/cacerts), which must exist.
+func jdkCacerts(t *testing.T, java string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(java)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(filepath.Dir(filepath.Dir(real)), "lib", "security", "cacerts")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the JDK's cacerts: %v", err)
+	}
+	return p
+}
+
+// testNPM: npm, through the proxy variables (npm_config_https_proxy), with
+// NODE_EXTRA_CA_CERTS unset so that only NPM_CONFIG_CAFILE trusts the
+// sandbox CA, against the registry at https://credHost/npm/ with the
+// placeholder as its token: npm view with a project .npmrc holding
+// _authToken=${GITHUB_TOKEN} (as for GitHub Packages), and npm ping with
+// the token in an npm_config_//HOST/npm/:_authToken variable (in a
+// directory with no .npmrc). The
+// registry sees the real token as Bearer; npm view shows the description
+// (which holds the token) with the placeholder. The control, npm view with
+// cafile the world's CA (the server's own issuer), is refused: the
+// connection is terminated, and only the sandbox's bundle makes it work.
+func (cw *credWorld) testNPM(t *testing.T, user string, uid int) {
+	t.Run("npm", func(t *testing.T) {
+		testenv.NeedCommand(t, "npm")
+		if !onToolPath("npm") || !onToolPath("node") {
+			testenv.SkipOrFail(t, "npm or node is not on the sandbox's PATH ("+toolPath()+")")
+		}
+		registry := "https://" + credHost + "/npm/"
+		nerf := "//" + credHost + "/npm/:_authToken"
+		rc := "registry=" + registry + "\n" + nerf + "=${" + credVar + "}\naudit=false\nfund=false\nupdate-notifier=false\n"
+		files := map[string]string{"view/.npmrc": rc, "control/.npmrc": rc, "ping/.keep": ""}
+		start := time.Now()
+		r := cw.run(t, uid, files, `export npm_config_cache="$PWD/out/npm-cache" npm_config_update_notifier=false npm_config_fetch_retries=0 npm_config_fetch_timeout=20000
+printf '%s\n' "$NPM_CONFIG_CAFILE" > out/npm-cafile
+printf '%s\n' "$SSL_CERT_FILE" > out/ssl-cert-file
+n() { name=$1; dir=$2; shift 2; (cd $dir && env -u NODE_EXTRA_CA_CERTS "$@" >../out/npm-$name.out 2>../out/npm-$name.err); echo "$name $?"; }
+n view view npm view `+npmPkg+` description version --json
+n ping ping "npm_config_`+nerf+`=$`+credVar+`" npm ping --registry `+registry+`
+n control control npm view control-pkg --cafile `+cw.caFile)
+		t.Logf("the npm runs took %v", time.Since(start).Round(time.Millisecond))
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstdout %s\nstderr %s\naudit %s", r.code, r.stdout, r.stderr, decisions(r.audit))
+		}
+		if got, want := strings.TrimSpace(r.out("npm-cafile")), strings.TrimSpace(r.out("ssl-cert-file")); got == "" || got != want {
+			t.Errorf("NPM_CONFIG_CAFILE is %q, want the sandbox's bundle %q", got, want)
+		}
+		for _, c := range []struct{ name, path, command string }{{"view", "/npm/" + npmPkg, "view"}, {"ping", "/npm/-/ping", "ping"}} {
+			if !strings.Contains(r.stdout, c.name+" 0\n") {
+				t.Errorf("npm %s failed: stdout %q\nits stderr: %s\naudit %s", c.name, r.stdout, r.out("npm-"+c.name+".err"), decisions(r.audit))
+			}
+			for _, q := range wantAuthed(t, cw.cred, c.path, "bearer", cw.real) {
+				if !headerHas(q.headers, "Npm-Command", c.command) {
+					t.Errorf("npm %s: the request is not npm's (no Npm-Command: %s):\n%s", c.name, c.command, q.headers)
+				}
+			}
+		}
+		var view struct{ Description, Version string }
+		if err := json.Unmarshal([]byte(r.out("npm-view.out")), &view); err != nil || view.Version != "1.0.0" || view.Description != "token "+r.placeholder {
+			t.Errorf("npm view printed %q (%v); want version 1.0.0 and the description with the placeholder where the token was", r.out("npm-view.out"), err)
+		}
+		if !strings.Contains(r.stdout, "control ") || strings.Contains(r.stdout, "control 0\n") || !strings.Contains(r.out("npm-control.err"), "certificate") {
+			t.Errorf("npm with cafile the world's CA must be refused for a certificate: stdout %q, stderr %s", r.stdout, r.out("npm-control.err"))
+		}
+		if got := cw.cred.seen("/npm/control-pkg"); len(got) != 0 {
+			t.Errorf("the control request (cafile the world's CA) reached %s: %s", credHost, describe(got))
+		}
+		wantTerminated(t, r, credHost, credVar, false)
 	})
 }
 
