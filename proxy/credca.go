@@ -29,9 +29,20 @@ type Credential struct {
 	// allows is covered.
 	Hosts []string
 	// Value is the real secret; Placeholder is what the sandbox sees in
-	// its place (NewPlaceholder), of the same length.
+	// its place (NewPlaceholder), of the same length. Two credentials may
+	// share a value (GEMINI_API_KEY and GOOGLE_API_KEY), then with the
+	// same placeholder.
 	Value, Placeholder string
+	// Headers are the request headers, beside defaultInjectHeaders, that the
+	// value is put into (canonical or not: compared without case). Only
+	// these: a header a server stores (object metadata, a content type)
+	// would otherwise carry the value to wherever it is read back.
+	Headers []string
 }
+
+// defaultInjectHeaders are the request headers every credential's value may be
+// put into: the ones APIs read keys from.
+var defaultInjectHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Auth-Token", "Private-Token", "X-Access-Token"}
 
 // MinCredentialLen is the shortest secret that is injected: a shorter one
 // would be found (and scrubbed) in ordinary text.
@@ -62,7 +73,13 @@ func CheckCredentials(creds []Credential) error {
 			}
 		}
 		for j, o := range creds {
-			if j != i && (strings.Contains(o.Value, c.Value) || strings.Contains(o.Placeholder, c.Value) || strings.Contains(o.Value, c.Placeholder)) {
+			switch {
+			case j == i:
+			case o.Value == c.Value:
+				if o.Placeholder != c.Placeholder {
+					return fmt.Errorf("credentials %s and %s: one value, two placeholders", c.Name, o.Name)
+				}
+			case strings.Contains(o.Value, c.Value) || strings.Contains(o.Placeholder, c.Value) || strings.Contains(o.Value, c.Placeholder):
 				return fmt.Errorf("credentials %s and %s: one value holds the other", c.Name, o.Name)
 			}
 		}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,28 +17,43 @@ import (
 type swap struct{ from, to string }
 
 // injection is what the proxy puts into one request's headers: the
-// credentials used, by name, and the swaps that undo on the way back what
-// it wrote (a value as such, and each Basic credential it re-encoded).
+// credentials used, by name, and the Basic credentials it re-encoded
+// (what it wrote, what the client had sent).
 type injection struct {
 	used  []string
 	basic []swap
 }
 
-// injectHeaders replaces, in every value of h, each credential's
-// placeholder by its value; in an Authorization or Proxy-Authorization
+// injects reports whether c's value may go into header name: the
+// defaults (defaultInjectHeaders) and c.Headers, without case.
+func injects(c Credential, name string) bool {
+	for _, h := range defaultInjectHeaders {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	for _, h := range c.Headers {
+		if strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// injectHeaders replaces, in the values of the headers each credential may
+// go into (injects), its placeholder by its value; in an Authorization
 // value of the Basic scheme it does so inside the decoded user:password
-// and re-encodes it. creds are the credentials of the request's host. It
-// returns what it did (names used, and the swaps from what it wrote back
-// to what the client sent). Values keep their length (placeholders do),
-// and a value never holds a line break (CheckCredentials), so no header
-// is split.
+// and re-encodes it. creds are the credentials of the request's host; a
+// placeholder in any other header passes as it is. It returns what it did.
+// Values keep their length (placeholders do), and a value never holds a
+// line break (CheckCredentials), so no header is split.
 func injectHeaders(h http.Header, creds []Credential) injection {
 	var inj injection
 	used := map[string]bool{}
 	for name, vals := range h {
 		for i, v := range vals {
 			nv := v
-			if scheme, rest, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "basic") && isAuthHeader(name) {
+			if scheme, rest, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "basic") && strings.EqualFold(name, "Authorization") {
 				b64 := strings.TrimSpace(rest)
 				if dec, err := base64.StdEncoding.DecodeString(b64); err == nil && b64 != "" {
 					plain := string(dec)
@@ -55,7 +72,7 @@ func injectHeaders(h http.Header, creds []Credential) injection {
 				}
 			}
 			for _, c := range creds {
-				if strings.Contains(nv, c.Placeholder) {
+				if injects(c, name) && strings.Contains(nv, c.Placeholder) {
 					nv = strings.ReplaceAll(nv, c.Placeholder, c.Value)
 					used[c.Name] = true
 				}
@@ -71,21 +88,6 @@ func injectHeaders(h http.Header, creds []Credential) injection {
 	return inj
 }
 
-func isAuthHeader(name string) bool {
-	return strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization")
-}
-
-// scrubSwaps are the swaps applied to everything that goes back to the
-// sandbox: every credential's value to its placeholder, then the Basic
-// encodings made for this request back to the client's.
-func scrubSwaps(all []Credential, inj injection) []swap {
-	s := make([]swap, 0, len(all)+len(inj.basic))
-	for _, c := range all {
-		s = append(s, swap{from: c.Value, to: c.Placeholder})
-	}
-	return append(s, inj.basic...)
-}
-
 // scrubString applies swaps to v.
 func scrubString(v string, swaps []swap) string {
 	for _, s := range swaps {
@@ -96,9 +98,18 @@ func scrubString(v string, swaps []swap) string {
 	return v
 }
 
-// scrubHeader applies swaps to every value of h, in place.
+// scrubHeader applies swaps to every value of h, in place, and drops a
+// header whose name holds a from (names are case-folded: compared
+// without case).
 func scrubHeader(h http.Header, swaps []swap) {
-	for _, vals := range h {
+	for name, vals := range h {
+		lname := strings.ToLower(name)
+		for _, s := range swaps {
+			if strings.Contains(lname, strings.ToLower(s.from)) {
+				delete(h, name)
+				break
+			}
+		}
 		for i, v := range vals {
 			vals[i] = scrubString(v, swaps)
 		}
@@ -117,20 +128,23 @@ func placeholdersIn(s string, creds []Credential) []string {
 }
 
 // scrubber is a reader that applies swaps (each from as long as its to)
-// to a stream. A read's tail that could begin a from is held until the next
-// read shows whether it does, so a value split between two reads is still
-// found; a stream scrubber (newStreamScrubber: WebSockets, bodies of
-// unknown length, which may be interactive) lets a held tail go after
-// streamHold with nothing more from the server. seen, when set, is called
-// with a swap's index the first time its from is found (a swap to itself:
-// detection only).
+// to a stream. The last bytes of a read, as many as the longest from less
+// one, are held until the next read shows whether they begin a from, so a
+// value split between two reads is still found. What is held does not
+// depend on the bytes (a hold only where they could begin the value would
+// tell, by its delay, how much of a guess is right). A stream scrubber
+// (newStreamScrubber: WebSockets and bodies of unknown length, which may
+// be interactive) lets the held bytes go after streamHold with nothing
+// more from the server. seen, when set, is called with a swap's index the
+// first time its from is found.
 type scrubber struct {
-	r     io.Reader
-	pump  *pump // a stream scrubber's reader
-	swaps []swap
-	keep  int // longest from, less one
-	seen  func(i int)
-	found []bool
+	r      io.Reader
+	stream bool
+	pump   *pump // a stream scrubber's reader, started on its first read
+	swaps  []swap
+	keep   int // longest from, less one
+	seen   func(i int)
+	found  []bool
 
 	buf   []byte // held bytes then new ones
 	ready []byte // a prefix of buf that is done, not yet read
@@ -140,7 +154,7 @@ type scrubber struct {
 
 const (
 	scrubChunk = 64 << 10
-	streamHold = 20 * time.Millisecond
+	streamHold = 10 * time.Millisecond
 )
 
 func newScrubber(r io.Reader, swaps []swap, seen func(int)) *scrubber {
@@ -154,7 +168,7 @@ func newScrubber(r io.Reader, swaps []swap, seen func(int)) *scrubber {
 
 func newStreamScrubber(r io.Reader, swaps []swap) *scrubber {
 	s := newScrubber(r, swaps, nil)
-	s.pump = newPump(r, scrubChunk)
+	s.stream = true
 	return s
 }
 
@@ -171,11 +185,14 @@ func (s *scrubber) Read(p []byte) (int, error) {
 }
 
 // fill moves the held bytes to the front, reads more behind them, swaps
-// every whole occurrence, and makes ready all but a tail that could begin
-// a from (everything at the end of the stream).
+// every whole occurrence, and makes ready all but the last keep bytes after
+// the last swap (everything at the end of the stream).
 func (s *scrubber) fill() {
 	held := s.buf[len(s.buf)-s.held:]
 	s.buf = s.buf[:copy(s.buf[:cap(s.buf)], held)]
+	if s.stream && s.pump == nil {
+		s.pump = newPump(s.r, scrubChunk)
+	}
 	var n int
 	var err error
 	switch {
@@ -192,7 +209,7 @@ func (s *scrubber) fill() {
 	}
 	s.buf = s.buf[:len(s.buf)+n]
 	s.err = err
-	swapped := 0 // where the last swap ended: no held tail starts before it
+	swapped := 0 // where the last swap ended: nothing before it is held
 	for i, w := range s.swaps {
 		from, to := []byte(w.from), []byte(w.to)
 		for off := 0; ; {
@@ -213,23 +230,9 @@ func (s *scrubber) fill() {
 	}
 	done := len(s.buf)
 	if s.err == nil {
-		done -= s.partial(len(s.buf) - swapped)
+		done -= min(s.keep, len(s.buf)-swapped)
 	}
 	s.ready, s.held = s.buf[:done], len(s.buf)-done
-}
-
-// partial is the length of the longest tail of buf (at most keep, and at
-// most limit) that is a proper prefix of some from.
-func (s *scrubber) partial(limit int) int {
-	for k := min(s.keep, limit); k > 0; k-- {
-		tail := s.buf[len(s.buf)-k:]
-		for _, w := range s.swaps {
-			if len(w.from) > k && w.from[0] == tail[0] && w.from[:k] == string(tail) {
-				return k
-			}
-		}
-	}
-	return 0
 }
 
 var errStreamQuiet = errors.New("stream quiet")
@@ -303,18 +306,19 @@ func (p *pump) close() {
 }
 
 // scrubBody is a response body with swaps applied; at its end it also
-// scrubs trailer (filled by the transport once the body is read).
+// scrubs the response's trailers (which the transport sets once the body
+// is read: a map it may make then, for trailers not announced).
 type scrubBody struct {
 	*scrubber
-	c       io.Closer
-	trailer http.Header
-	swaps   []swap
+	c     io.Closer
+	resp  *http.Response
+	swaps []swap
 }
 
 func (b *scrubBody) Read(p []byte) (int, error) {
 	n, err := b.scrubber.Read(p)
-	if err != nil && b.trailer != nil {
-		scrubHeader(b.trailer, b.swaps)
+	if err != nil {
+		scrubHeader(b.resp.Trailer, b.swaps)
 	}
 	return n, err
 }
@@ -323,7 +327,9 @@ func (b *scrubBody) Close() error {
 	if b.pump != nil {
 		b.pump.close()
 	}
-	return b.c.Close()
+	err := b.c.Close()
+	scrubHeader(b.resp.Trailer, b.swaps)
+	return err
 }
 
 // scrubUpgraded is a switched-protocols connection (a WebSocket) whose
@@ -336,6 +342,100 @@ type scrubUpgraded struct {
 
 func (u *scrubUpgraded) Write(p []byte) (int, error) { return u.rwc.Write(p) }
 func (u *scrubUpgraded) Close() error {
-	u.pump.close()
+	if u.pump != nil {
+		u.pump.close()
+	}
 	return u.rwc.Close()
+}
+
+// detector passes a request body on as it comes (a full-duplex stream
+// must not wait) and calls seen with the name of each credential whose
+// placeholder it carries, keeping the last bytes of each read to find one
+// split between two.
+type detector struct {
+	io.ReadCloser
+	creds []Credential
+	seen  func(name string)
+	tail  []byte
+	found map[string]bool
+}
+
+func (d *detector) Read(p []byte) (int, error) {
+	n, err := d.ReadCloser.Read(p)
+	if n > 0 {
+		keep := 0
+		for _, c := range d.creds {
+			keep = max(keep, len(c.Placeholder)-1)
+		}
+		w := append(d.tail, p[:n]...)
+		for _, c := range d.creds {
+			if !d.found[c.Name] && bytes.Contains(w, []byte(c.Placeholder)) {
+				if d.found == nil {
+					d.found = map[string]bool{}
+				}
+				d.found[c.Name] = true
+				d.seen(c.Name)
+			}
+		}
+		d.tail = append(d.tail[:0], w[max(0, len(w)-keep):]...)
+	}
+	return n, err
+}
+
+// maxBasicSwaps bounds the Basic credentials a sandbox's proxy made and
+// scrubs from every later response (an echo of one made earlier is found
+// too).
+const maxBasicSwaps = 256
+
+// basicSwaps are those Basic credentials: what the proxy wrote, what the
+// client had sent.
+type basicSwaps struct {
+	mu   sync.Mutex
+	list []swap
+	seen map[string]bool
+}
+
+// add records sw; false when that would pass maxBasicSwaps (the request
+// is then refused: its encoding could not be scrubbed later).
+func (b *basicSwaps) add(sw []swap) bool {
+	if len(sw) == 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = map[string]bool{}
+	}
+	var fresh []swap
+	for _, w := range sw {
+		if !b.seen[w.from] {
+			fresh = append(fresh, w)
+		}
+	}
+	if len(b.list)+len(fresh) > maxBasicSwaps {
+		return false
+	}
+	for _, w := range fresh {
+		b.seen[w.from] = true
+		b.list = append(b.list, w)
+	}
+	return true
+}
+
+func (b *basicSwaps) all() []swap {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.list)
+}
+
+// scrubSwaps are the swaps applied to everything that goes back to the
+// sandbox: every credential's value to its placeholder, then every Basic
+// encoding the proxy made back to the client's.
+func (s *Server) scrubSwaps() []swap {
+	basic := s.basics.all()
+	out := make([]swap, 0, len(s.allCreds)+len(basic))
+	for _, c := range s.allCreds {
+		out = append(out, swap{from: c.Value, to: c.Placeholder})
+	}
+	return append(out, basic...)
 }

@@ -9,7 +9,9 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -152,7 +154,12 @@ type termination struct {
 	preDialed    net.Conn // the tunnel's first dial, used by the first upstream connection
 }
 
-type injKey struct{}
+// Bounds of one terminated tunnel: its upstream connections, and its
+// client's concurrent HTTP/2 streams.
+const (
+	maxUpstreamConns = 8
+	maxStreams       = 100
+)
 
 // terminate serves HTTP (HTTP/1.1 and HTTP/2, by ALPN) on the client's TLS
 // session with the sandbox CA's certificate for the host, until the client
@@ -178,19 +185,23 @@ func (t *tunnel) terminate(hello []byte) {
 		serverName = t.host.IP.String()
 	}
 	m.tr = &http.Transport{
-		Proxy:                  nil,
-		DialContext:            m.dial,
-		TLSClientConfig:        &tls.Config{ServerName: serverName, RootCAs: t.s.cfg.UpstreamRoots, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    t.s.cfg.DialTimeout,
-		ResponseHeaderTimeout:  t.s.cfg.HeaderTimeout,
-		IdleConnTimeout:        t.s.cfg.IdleTimeout,
-		MaxIdleConnsPerHost:    4,
+		Proxy:                 nil,
+		DialContext:           m.dial,
+		TLSClientConfig:       &tls.Config{ServerName: serverName, RootCAs: t.s.cfg.UpstreamRoots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   t.s.cfg.DialTimeout,
+		ResponseHeaderTimeout: t.s.cfg.HeaderTimeout,
+		IdleConnTimeout:       t.s.cfg.IdleTimeout,
+		MaxIdleConnsPerHost:   4,
+		// One tunnel's requests share a few upstream connections: an
+		// HTTP/2 client's hundreds of streams do not become as many
+		// sockets of sandboxd's.
+		MaxConnsPerHost:        maxUpstreamConns,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
 	m.rp = &httputil.ReverseProxy{
 		Rewrite:        m.rewrite,
-		Transport:      m.tr,
+		Transport:      scrub1xx{rt: m.tr, s: t.s},
 		ModifyResponse: m.modify,
 		ErrorHandler:   m.fail,
 		ErrorLog:       log.New(io.Discard, "", 0),
@@ -198,6 +209,7 @@ func (t *tunnel) terminate(hello []byte) {
 	done := make(chan struct{})
 	var once sync.Once
 	srv := &http.Server{
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
 		Handler:           m,
 		ReadHeaderTimeout: t.s.cfg.HeaderTimeout,
 		IdleTimeout:       t.s.cfg.IdleTimeout,
@@ -246,6 +258,12 @@ func (m *termination) dial(ctx context.Context, _, addr string) (net.Conn, error
 	if c := m.preDialed; c != nil {
 		m.preDialed = nil
 		m.mu.Unlock()
+		// Closed with the tunnel's others when it ends (an upgraded
+		// connection is not the transport's to close).
+		if !t.addExtra(c) {
+			c.Close()
+			return nil, net.ErrClosed
+		}
 		return c, nil
 	}
 	m.mu.Unlock()
@@ -277,6 +295,10 @@ func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out := r.Clone(r.Context())
 	inj := injectHeaders(out.Header, m.creds)
+	if !m.t.s.basics.add(inj.basic) {
+		m.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s: more than %d distinct Basic credentials in this sandbox (each is scrubbed from every later response)", ReasonBadRequest, maxBasicSwaps))
+		return
+	}
 	// Compressed answers could not be scrubbed: the transport asks for
 	// gzip itself and decodes it (a request without Accept-Encoding).
 	out.Header.Del("Accept-Encoding")
@@ -289,19 +311,9 @@ func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if out.Body != nil && out.Body != http.NoBody {
 		all := m.t.s.allCreds
-		marks := make([]swap, len(all))
-		for i, c := range all {
-			marks[i] = swap{from: c.Placeholder, to: c.Placeholder}
-		}
-		out.Body = readCloser{newScrubber(out.Body, marks, func(i int) { m.note(nil, []string{all[i].Name}) }), out.Body}
+		out.Body = &detector{ReadCloser: out.Body, creds: all, seen: func(name string) { m.note(nil, []string{name}) }}
 	}
-	out = out.WithContext(context.WithValue(out.Context(), injKey{}, inj))
 	m.rp.ServeHTTP(w, out)
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
 }
 
 // checkHost is the Host rule inside a terminated tunnel: a request names
@@ -329,15 +341,20 @@ func (m *termination) rewrite(pr *httputil.ProxyRequest) {
 }
 
 // modify scrubs a response's headers and body (a WebSocket's server side
-// too) before it goes back into the sandbox.
+// too) before it goes back into the sandbox. (Informational answers are
+// scrubbed by scrub1xx, which ReverseProxy copies before this.)
 func (m *termination) modify(resp *http.Response) error {
-	inj, _ := resp.Request.Context().Value(injKey{}).(injection)
-	swaps := scrubSwaps(m.t.s.allCreds, inj)
+	swaps := m.t.s.scrubSwaps()
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		return fmt.Errorf("the response is %s-encoded, which the proxy cannot scrub", policy.OneLine(ce))
 	}
 	scrubHeader(resp.Header, swaps)
 	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// ReverseProxy refuses a switch to another protocol than asked
+		// for, but without closing the connection: refused here, it is.
+		if want, got := resp.Request.Header.Get("Upgrade"), resp.Header.Get("Upgrade"); !strings.EqualFold(want, got) {
+			return fmt.Errorf("the server switched to %q, asked for %q", policy.OneLine(got), policy.OneLine(want))
+		}
 		rwc, ok := resp.Body.(io.ReadWriteCloser)
 		if !ok {
 			return errors.New("switching protocols without a connection")
@@ -351,8 +368,25 @@ func (m *termination) modify(resp *http.Response) error {
 	} else {
 		sc = newStreamScrubber(resp.Body, swaps)
 	}
-	resp.Body = &scrubBody{scrubber: sc, c: resp.Body, trailer: resp.Trailer, swaps: swaps}
+	resp.Body = &scrubBody{scrubber: sc, c: resp.Body, resp: resp, swaps: swaps}
 	return nil
+}
+
+// scrub1xx scrubs the informational answers (103 Early Hints, 100
+// Continue) that ReverseProxy copies to the client as they come, through
+// a trace hook of its own: one added here runs before it, on the same
+// header map.
+type scrub1xx struct {
+	rt http.RoundTripper
+	s  *Server
+}
+
+func (x scrub1xx) RoundTrip(r *http.Request) (*http.Response, error) {
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
+		scrubHeader(http.Header(h), x.s.scrubSwaps())
+		return nil
+	}}
+	return x.rt.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
 }
 
 // fail answers a request the upstream did not: 502 with the reason, and a
@@ -365,7 +399,7 @@ func (m *termination) fail(w http.ResponseWriter, r *http.Request, err error) {
 func (m *termination) refuse(w http.ResponseWriter, r *http.Request, code int, reason string) {
 	// An error can quote the upstream (a malformed status line), which may
 	// hold a value.
-	reason = scrubString(reason, scrubSwaps(m.t.s.allCreds, injection{}))
+	reason = scrubString(reason, m.t.s.scrubSwaps())
 	line := policy.OneLine(reason)
 	w.Header().Set("X-Proxy-Error", line)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,8 +13,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -621,5 +625,345 @@ func TestCredentialUpstreamErrorScrubbed(t *testing.T) {
 	noReal(t, "X-Proxy-Error", resp.Header.Get("X-Proxy-Error"))
 	for _, l := range ce.env.audit.lines(t) {
 		noReal(t, "audit line", fmt.Sprint(l))
+	}
+}
+
+// The review's findings (helper-37), each as the upstream would try it.
+
+func TestCredentialInformationalScrubbed(t *testing.T) {
+	ce := newCredEnv(t, true)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</x?k="+r.Header.Get("X-Api-Key")+">; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		io.WriteString(w, "ok")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, h2 := range []bool{false, true} {
+		var links []string
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			links = append(links, h.Get("Link"))
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", "https://allowed.test:"+port+"/", nil)
+		req.Header.Set("X-Api-Key", ce.cred.Placeholder)
+		resp, err := ce.caClient(h2).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body(t, resp)
+		if len(links) != 1 || !strings.Contains(links[0], ce.cred.Placeholder) {
+			t.Errorf("h2 %v: 103 Link headers %q, want one with the placeholder", h2, links)
+		}
+		for _, l := range links {
+			noReal(t, "103 Link", l)
+		}
+	}
+}
+
+func TestCredentialHeaderNamesAndLateTrailersScrubbed(t *testing.T) {
+	ce := newCredEnv(t, true)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get("X-Api-Key")
+		w.Header().Set("X-"+v, "1")
+		io.WriteString(w, "body")
+		w.(http.Flusher).Flush()
+		w.Header().Set(http.TrailerPrefix+"X-Late", v)
+		w.Header().Set(http.TrailerPrefix+"X-T-"+v, "1")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, h2 := range []bool{false, true} {
+		req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/", nil)
+		req.Header.Set("X-Api-Key", ce.cred.Placeholder)
+		resp, err := ce.caClient(h2).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body(t, resp)
+		for _, h := range []http.Header{resp.Header, resp.Trailer} {
+			for k, v := range h {
+				if strings.Contains(strings.ToLower(k), strings.ToLower(realToken)) {
+					t.Errorf("h2 %v: a header name holds the value (case-folded): %s", h2, k)
+				}
+				noReal(t, "value of "+k, strings.Join(v, ","))
+			}
+		}
+		if got := resp.Trailer.Get("X-Late"); got != ce.cred.Placeholder {
+			t.Errorf("h2 %v: unannounced trailer %q, want the placeholder", h2, got)
+		}
+	}
+}
+
+func TestScrubberHoldsTheSameWhateverTheBytes(t *testing.T) {
+	sw := []swap2{{"ghp_secretvalue", "ghp_XXXXXXXXXXX"}}
+	for _, in := range []string{"0123456789abcdefghp_sec", "0123456789abcdefxxxxxxx"} {
+		if n := proxy.ScrubberReadyAfterOneRead(in, sw); n != len(in)-(len(sw[0].From)-1) {
+			t.Errorf("%q: %d bytes ready after one read, want all but the longest value less one", in, n)
+		}
+	}
+}
+
+type swap2 = proxy.Swap
+
+func TestCredentialOnlyKeyHeadersInjected(t *testing.T) {
+	ce := newCredEnv(t, true)
+	req, _ := http.NewRequest("GET", ce.url("/echo"), nil)
+	req.Header.Set("X-Api-Key", ce.cred.Placeholder)
+	req.Header.Set("X-Amz-Meta-Note", ce.cred.Placeholder)
+	req.Header.Set("Content-Type", "text/"+ce.cred.Placeholder)
+	resp, err := ce.caClient(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	ce.mu.Lock()
+	defer ce.mu.Unlock()
+	got := ce.seen[len(ce.seen)-1]
+	if got.Get("X-Api-Key") != realToken || got.Get("X-Amz-Meta-Note") != ce.cred.Placeholder || got.Get("Content-Type") != "text/"+ce.cred.Placeholder {
+		t.Errorf("upstream saw X-Api-Key %q, X-Amz-Meta-Note %q, Content-Type %q: want the value in the key header alone",
+			got.Get("X-Api-Key"), got.Get("X-Amz-Meta-Note"), got.Get("Content-Type"))
+	}
+}
+
+func TestCredentialCustomHeader(t *testing.T) {
+	ph, _ := proxy.NewPlaceholder(realToken)
+	ca, _ := proxy.NewCA([]string{"allowed.test"})
+	cred := proxy.Credential{Name: "T", Hosts: []string{"allowed.test"}, Value: realToken, Placeholder: ph, Headers: []string{"x-my-token"}}
+	var seen string
+	e := newEnv(t, defaultPolicy(), func(c *proxy.Config) {
+		c.Credentials, c.CA = []proxy.Credential{cred}, ca
+		c.UpstreamRoots = x509.NewCertPool()
+	})
+	leaf, _ := x509.ParseCertificate(e.cert.TLS.Certificate[0])
+	e.srv.UpstreamRootsForTest().AddCert(leaf)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Get("X-My-Token") }))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{e.cert.TLS}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Certificate())
+	c := e.client()
+	c.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
+	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/", nil)
+	req.Header.Set("X-My-Token", ph)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	if seen != realToken {
+		t.Errorf("a header the credential names got %q, want the value", seen)
+	}
+}
+
+// A Basic credential the proxy made for one request, echoed by a later
+// one, is scrubbed too.
+func TestCredentialEarlierBasicScrubbed(t *testing.T) {
+	ce := newCredEnv(t, true)
+	var mu sync.Mutex
+	var stored string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a := r.Header.Get("Authorization"); a != "" {
+			stored = a
+			return
+		}
+		io.WriteString(w, stored)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	c := ce.caClient(false)
+	sent := basic("someone", ce.cred.Placeholder)
+	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/store", nil)
+	req.Header.Set("Authorization", sent)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	resp, err = c.Get("https://allowed.test:" + port + "/show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := body(t, resp); got != sent {
+		t.Errorf("the stored Basic credential came back as %q, want what the client sent, %q", got, sent)
+	}
+}
+
+func TestCredentialsSharingAValue(t *testing.T) {
+	ph, _ := proxy.NewPlaceholder(realToken)
+	ca, _ := proxy.NewCA([]string{"allowed.test"})
+	a := proxy.Credential{Name: "A", Hosts: []string{"allowed.test"}, Value: realToken, Placeholder: ph}
+	b := a
+	b.Name = "B"
+	if _, err := proxy.New(proxy.Config{Policy: defaultPolicy(), Credentials: []proxy.Credential{a, b}, CA: ca}); err != nil {
+		t.Errorf("two variables, one value and one placeholder: %v", err)
+	}
+	b.Placeholder = "ghp_" + strings.Repeat("z", len(realToken)-4)
+	if _, err := proxy.New(proxy.Config{Policy: defaultPolicy(), Credentials: []proxy.Credential{a, b}, CA: ca}); err == nil {
+		t.Errorf("one value with two placeholders was accepted")
+	}
+}
+
+func TestCredentialUpgradeToAnotherProtocolRefused(t *testing.T) {
+	ce := newCredEnv(t, true)
+	upstreamClosed := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		io.Copy(io.Discard, c)
+		close(upstreamClosed)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket, foo")
+	resp, err := ce.caClient(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("a switch to another protocol than asked: %d, want 502", resp.StatusCode)
+	}
+	// The refused connection is closed at once, not left to the
+	// tunnel's end (the client keeps its tunnel open).
+	select {
+	case <-upstreamClosed:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the upstream connection of a refused switch is still open")
+	}
+}
+
+func TestCredentialUpstreamConnectionsBounded(t *testing.T) {
+	ce := newCredEnv(t, true)
+	var conns atomic.Int32
+	var mu sync.Mutex
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ch := release
+		mu.Unlock()
+		<-ch
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}} // HTTP/1.1 only
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	c := ce.caClient(true) // one HTTP/2 tunnel, made by a first request
+	mu.Lock()
+	close(release)
+	mu.Unlock()
+	if resp, err := c.Get("https://allowed.test:" + port + "/"); err == nil {
+		body(t, resp)
+	}
+	mu.Lock()
+	release = make(chan struct{})
+	mu.Unlock()
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, err := c.Get("https://allowed.test:" + port + "/"); err == nil {
+				body(t, resp)
+			}
+		}()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for conns.Load() < 8 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // room for any beyond the bound to show
+	n := conns.Load()
+	mu.Lock()
+	close(release)
+	mu.Unlock()
+	wg.Wait()
+	if n == 0 || n > 8 {
+		t.Errorf("50 concurrent requests in one tunnel opened %d upstream connections, want 1..8", n)
+	}
+}
+
+// A full-duplex request body is passed on as it comes, not held for the
+// placeholder check.
+func TestCredentialRequestBodyNotHeld(t *testing.T) {
+	ce := newCredEnv(t, true)
+	got := make(chan string, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 7)
+		n, _ := io.ReadFull(r.Body, b)
+		got <- string(b[:n])
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	go func() {
+		req, _ := http.NewRequest("POST", "https://allowed.test:"+port+"/", pr)
+		if resp, err := ce.caClient(true).Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	pw.Write([]byte("hello " + ce.cred.Placeholder[:1]))
+	select {
+	case s := <-got:
+		if s != "hello g" {
+			t.Errorf("upstream read %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the body's last byte (the placeholder's first) was held: a full-duplex stream would stall")
+	}
+}
+
+func TestCredentialPlaceholderInBodyAudited(t *testing.T) {
+	ce := newCredEnv(t, true)
+	// Split across two writes: the detector keeps the last bytes of each.
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, "x="+ce.cred.Placeholder[:7])
+		time.Sleep(20 * time.Millisecond)
+		io.WriteString(pw, ce.cred.Placeholder[7:])
+		pw.Close()
+	}()
+	resp, err := ce.caClient(false).Post(ce.url("/public"), "text/plain", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := body(t, resp); !strings.Contains(b, "body=x="+ce.cred.Placeholder) {
+		t.Fatalf("the body did not pass as it is: %q", b)
+	}
+	ce.env.closeIdle()
+	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
+	if fmt.Sprint(rec[audit.AttrPlaceholder]) != "[GITHUB_TOKEN]" {
+		t.Errorf("a placeholder in the body: audit placeholders %v, want [GITHUB_TOKEN]", rec[audit.AttrPlaceholder])
 	}
 }

@@ -1,6 +1,9 @@
 package proxy
 
-import "net"
+import (
+	"crypto/x509"
+	"net"
+)
 
 // SetInterfaceAddrs replaces the source of s's own interface addresses (the
 // dial guard's "address of this host" check). Call it before s serves.
@@ -21,3 +24,33 @@ func SetRelayHook(s *Server, f func(dst, src net.Conn)) {
 func SetDNSInterfaceAddrs(d *DNSServer, list func() ([]net.Addr, error)) {
 	d.local.list = list
 }
+
+// Swap is a scrub swap, for tests.
+type Swap struct{ From, To string }
+
+// ScrubberReadyAfterOneRead feeds in as one read to a scrubber of swaps and
+// returns how many bytes it makes ready before the end of the stream.
+func ScrubberReadyAfterOneRead(in string, swaps []Swap) int {
+	var sw []swap
+	for _, s := range swaps {
+		sw = append(sw, swap{from: s.From, to: s.To})
+	}
+	sc := newScrubber(&oneRead{b: []byte(in)}, sw, nil)
+	sc.fill()
+	return len(sc.ready)
+}
+
+type oneRead struct{ b []byte }
+
+func (o *oneRead) Read(p []byte) (int, error) {
+	if o.b == nil {
+		panic("read twice")
+	}
+	n := copy(p, o.b)
+	o.b = nil
+	return n, nil
+}
+
+// UpstreamRootsForTest returns the roots the proxy verifies terminated
+// hosts with.
+func (s *Server) UpstreamRootsForTest() *x509.CertPool { return s.cfg.UpstreamRoots }

@@ -113,6 +113,7 @@ type Server struct {
 	// terminated); allCreds all of them (what is scrubbed and looked for).
 	creds    map[string][]Credential
 	allCreds []Credential
+	basics   basicSwaps // the Basic credentials the proxy made (scrubbed back)
 
 	conns     atomic.Int64
 	wg        sync.WaitGroup
