@@ -68,7 +68,7 @@ func claudeLauncher() *launcher {
 		program:  "claude",
 		apiHosts: []string{"api.anthropic.com"},
 		// x-api-key, and Authorization: Bearer.
-		apiKeyEnv:  []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"},
+		apiKeys:    []APIKey{{Env: "ANTHROPIC_API_KEY"}, {Env: "ANTHROPIC_AUTH_TOKEN"}},
 		baseURLEnv: "ANTHROPIC_BASE_URL",
 		// Its transcripts and session state persist; the rest of
 		// ~/.claude (plugins, agents, commands, skills, CLAUDE.md) is

@@ -34,7 +34,7 @@ func codexLauncher() *launcher {
 		// The API-key provider's host; a ChatGPT login talks to
 		// chatgpt.com and auth.openai.com instead (--api-host).
 		apiHosts:    []string{"api.openai.com"},
-		apiKeyEnv:   []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
+		apiKeys:     []APIKey{{Env: "OPENAI_API_KEY"}, {Env: "CODEX_API_KEY"}},
 		baseURLEnv:  "OPENAI_BASE_URL",
 		privateHome: "CODEX_HOME",
 		configure:   codexLaunch,

@@ -195,7 +195,7 @@ func geminiLauncher() *launcher {
 		program:  "gemini",
 		apiHosts: []string{"generativelanguage.googleapis.com"},
 		// x-goog-api-key.
-		apiKeyEnv:  []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+		apiKeys:    []APIKey{{Env: "GEMINI_API_KEY"}, {Env: "GOOGLE_API_KEY"}},
 		baseURLEnv: "GOOGLE_GEMINI_BASE_URL",
 		// Its chats, logs and history; settings.json, trustedFolders.json
 		// and policies stay in the discarded home overlay.

@@ -106,10 +106,11 @@ type launcher struct {
 	program string
 	// apiHosts are the model API hosts the harness talks to by default.
 	apiHosts []string
-	// apiKeyEnv are the variables the harness reads its model API key
-	// from, and baseURLEnv the one that moves its API elsewhere ("" for
-	// none): a launch makes the key a credential for the API hosts.
-	apiKeyEnv  []string
+	// apiKeys are the variables the harness reads its model API keys
+	// from, each with the host it is for, and baseURLEnv the one that
+	// moves its API elsewhere ("" for none): a launch makes a key a
+	// credential for its host.
+	apiKeys    []APIKey
 	baseURLEnv string
 	// stateDirs are the harness's own state directories under home,
 	// writable inside the sandbox (sessions, logs, caches).
@@ -167,9 +168,10 @@ type LaunchInfo struct {
 	Program string
 	// APIHosts are the model API hosts it talks to by default.
 	APIHosts []string
-	// APIKeyEnv are the variables it reads its model API key from, and
-	// BaseURLEnv the one that points it at another API ("" for none).
-	APIKeyEnv  []string
+	// APIKeys are the variables it reads its model API keys from, each
+	// tied to the host it is for, and BaseURLEnv the one that points it
+	// at another API ("" for none).
+	APIKeys    []APIKey
 	BaseURLEnv string
 	// StateDirs are its own state directories (absolute), writable
 	// inside the sandbox.
@@ -180,6 +182,19 @@ type LaunchInfo struct {
 	PrivateHome bool
 }
 
+// APIKey is one variable a harness reads a model API key from, and the
+// host the key is for. A key goes to its own provider only: a harness
+// with several providers (Pi) holds keys that another provider's host must
+// never be given.
+type APIKey struct {
+	Env string
+	// Host is the provider's API host (canonical) the key is for, when
+	// the harness has several providers; "" for the launch's API hosts
+	// (the harness's default or --api-host: the user's gateway, which the
+	// harness's one key is for).
+	Host string
+}
+
 // LaunchInfoOf returns what launching h needs, for the user whose home is
 // home; ok is false for a harness sandboxd launch does not start.
 func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
@@ -188,7 +203,7 @@ func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
 		return LaunchInfo{}, false
 	}
 	info = LaunchInfo{Program: l.program, APIHosts: slices.Clone(l.apiHosts), PrivateHome: l.privateHome != "",
-		APIKeyEnv: slices.Clone(l.apiKeyEnv), BaseURLEnv: l.baseURLEnv}
+		APIKeys: slices.Clone(l.apiKeys), BaseURLEnv: l.baseURLEnv}
 	for _, d := range l.stateDirs {
 		info.StateDirs = append(info.StateDirs, filepath.Join(home, d))
 	}

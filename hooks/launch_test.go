@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the launch golden files")
@@ -563,5 +565,34 @@ func TestCodexLaunchNoDaemon(t *testing.T) {
 		if !slices.Equal(cfg.Args, c.want) {
 			t.Errorf("args %q: the launch adds %q, want %q", c.args, cfg.Args, c.want)
 		}
+	}
+}
+
+// TestLaunchAPIKeys: every launched harness names its key variables; a
+// key tied to a provider's host (Pi's) names a canonical credential host,
+// and each provider's key its own host, so no key is sent to another
+// provider.
+func TestLaunchAPIKeys(t *testing.T) {
+	for _, h := range []Harness{ClaudeCode, Codex, Gemini, Pi} {
+		info, ok := LaunchInfoOf(h, "/home/u")
+		if !ok || len(info.APIKeys) == 0 {
+			t.Fatalf("%s: no API keys (%v)", h, ok)
+		}
+		for _, k := range info.APIKeys {
+			if k.Host == "" {
+				continue
+			}
+			if ch, err := policy.CredentialHost(k.Host); err != nil || ch != k.Host {
+				t.Errorf("%s: %s's host %q is not a canonical credential host (%v)", h, k.Env, k.Host, err)
+			}
+		}
+	}
+	info, _ := LaunchInfoOf(Pi, "/home/u")
+	want := []APIKey{{"GEMINI_API_KEY", "generativelanguage.googleapis.com"}, {"ANTHROPIC_API_KEY", "api.anthropic.com"}, {"OPENAI_API_KEY", "api.openai.com"}}
+	if !slices.Equal(info.APIKeys, want) {
+		t.Errorf("pi's keys %v, want %v", info.APIKeys, want)
+	}
+	if !slices.Contains(info.APIHosts, want[0].Host) {
+		t.Errorf("pi's default API hosts %v lack its default provider's %s", info.APIHosts, want[0].Host)
 	}
 }

@@ -69,8 +69,14 @@ func piLauncher() *launcher {
 		program: "pi",
 		// Pi's default provider is Google's; --api-host names another.
 		apiHosts: []string{"generativelanguage.googleapis.com"},
-		// Its providers' keys: the one in use goes to --api-host.
-		apiKeyEnv: []string{"GEMINI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"},
+		// Its providers' keys, each tied to its provider's host: a key
+		// is a credential only when that host is among the launch's API
+		// hosts (--api-host), never for another provider's host.
+		apiKeys: []APIKey{
+			{Env: "GEMINI_API_KEY", Host: "generativelanguage.googleapis.com"},
+			{Env: "ANTHROPIC_API_KEY", Host: "api.anthropic.com"},
+			{Env: "OPENAI_API_KEY", Host: "api.openai.com"},
+		},
 		stateDirs: []string{".pi/agent/sessions"},
 		configure: piLaunch,
 		preflight: piLaunchPreflight,

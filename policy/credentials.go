@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"net/textproto"
 	"path/filepath"
 	"strings"
 
@@ -26,6 +27,12 @@ type CredentialSpec struct {
 	// relative to the policy file's directory. The sandbox does not see
 	// it (it is a hidden path inside).
 	File string `json:"file,omitempty"`
+	// Headers are request header names (CredentialHeader's canonical
+	// form), beside the proxy's defaults, that the value may be put into;
+	// the proxy puts it into no other header (one a server stores and
+	// shows back, such as S3's x-amz-meta-*, would carry it out). nil:
+	// the defaults alone (--credential has no headers).
+	Headers []string `json:"headers,omitempty"`
 }
 
 // RuleCredentialFile is the rule of a path hidden because a credential's
@@ -65,6 +72,41 @@ func CredentialHost(h string) (string, error) {
 		return "", fmt.Errorf("%q: a credential host has no port (it covers every port the policy allows)", h)
 	}
 	return ph.String(), nil
+}
+
+// CredentialHeader canonicalizes one header a credential's value may be
+// put into (textproto.CanonicalMIMEHeaderKey). It must be an HTTP field
+// name (RFC 9110 token characters), and not one that frames or routes the
+// request (Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive,
+// Upgrade, TE, Trailer, Proxy-*): a value there would change where or how
+// the request goes, not authenticate it, and hop-by-hop ones are dropped
+// before the server anyway.
+func CredentialHeader(h string) (string, error) {
+	if h == "" {
+		return "", errors.New("empty header name")
+	}
+	for i := 0; i < len(h); i++ {
+		if !isTokenChar(h[i]) {
+			return "", fmt.Errorf("%q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~)", h)
+		}
+	}
+	c := textproto.CanonicalMIMEHeaderKey(h)
+	switch {
+	case c == "Host", c == "Content-Length", c == "Transfer-Encoding", c == "Connection", c == "Keep-Alive",
+		c == "Upgrade", c == "Te", c == "Trailer", strings.HasPrefix(c, "Proxy-"):
+		return "", fmt.Errorf("%s: a header that frames or routes the request cannot carry a credential", c)
+	}
+	return c, nil
+}
+
+// isTokenChar reports whether b may be in an HTTP field name (RFC 9110
+// tchar).
+func isTokenChar(b byte) bool {
+	switch {
+	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
 }
 
 // ParseCredentialFlag reads --credential ENV@HOST[,HOST...].
@@ -139,11 +181,11 @@ func (d *NetworkDecider) DecideCredential(c CredentialSpec) Decision {
 }
 
 // credentials decodes the policy file's credentials section: a list of
-// {env, hosts, file?}, each variable at most once.
+// {env, hosts, file?, headers?}, each variable at most once.
 func (d *decoder) credentials(n *yaml.Node, path string) []CredentialSpec {
 	n = resolveAlias(n)
 	if n.Kind != yaml.SequenceNode {
-		d.errf(n, path, "must be a list of credentials ({env, hosts, file}), got %s", kindName(n))
+		d.errf(n, path, "must be a list of credentials ({env, hosts, file, headers}), got %s", kindName(n))
 		return nil
 	}
 	out := []CredentialSpec{}
@@ -184,6 +226,7 @@ func (d *decoder) credential(n *yaml.Node, p string) (CredentialSpec, bool) {
 				d.errf(v, p, "%v", err)
 			}
 		},
+		"headers": func(v *yaml.Node, p string) { c.Headers = d.credentialHeaders(v, p) },
 	}) {
 		return c, false
 	}
@@ -219,6 +262,35 @@ func (d *decoder) credentialHosts(n *yaml.Node, path string) []string {
 			d.errf(e, p, "%v", err)
 		case hasPath(out, ch):
 			d.errf(e, p, "host %s is listed twice", ch)
+		default:
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// credentialHeaders decodes a credential's headers: each a header name
+// CredentialHeader accepts, canonicalized, none twice (whatever its case).
+// An empty list is the defaults alone, as an absent one.
+func (d *decoder) credentialHeaders(n *yaml.Node, path string) []string {
+	n = resolveAlias(n)
+	if n.Kind != yaml.SequenceNode {
+		d.errf(n, path, "must be a list of header names, got %s", kindName(n))
+		return nil
+	}
+	var out []string
+	for i, e := range n.Content {
+		p := index(path, i)
+		if v := resolveAlias(e); v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
+			d.errf(e, p, "must be a string, got %s", kindName(e))
+			continue
+		}
+		ch, err := CredentialHeader(resolveAlias(e).Value)
+		switch {
+		case err != nil:
+			d.errf(e, p, "%v", err)
+		case hasPath(out, ch):
+			d.errf(e, p, "header %s is listed twice", ch)
 		default:
 			out = append(out, ch)
 		}

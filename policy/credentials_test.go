@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,10 +57,41 @@ func TestDecodeCredentialsErrors(t *testing.T) {
 		"credentials: [{env: X, hosts: [a.test], file: '~bob/x'}]":                "credentials[0].file: \"~bob/x\": only ~/",
 		"credentials: [{env: X, hosts: [a.test]}, {env: X, hosts: [b.test]}]":     "credentials[1].env: X is declared twice",
 		"credentials: [x]": "credentials[0]: must be a mapping",
+		"credentials: [{env: X, hosts: [a.test], headers: X-Key}]":                      "credentials[0].headers: must be a list of header names",
+		"credentials: [{env: X, hosts: [a.test], headers: [X-Key, 7]}]":                 "credentials[0].headers[1]: must be a string",
+		"credentials: [{env: X, hosts: [a.test], headers: [X-Key, x-key]}]":             "credentials[0].headers[1]: header X-Key is listed twice",
+		"credentials: [{env: X, hosts: [a.test], headers: ['X Key']}]":                  "credentials[0].headers[0]: \"X Key\" is not an HTTP header name",
+		"credentials: [{env: X, hosts: [a.test], headers: [':authority']}]":             "credentials[0].headers[0]: \":authority\" is not an HTTP header name",
+		"credentials: [{env: X, hosts: [a.test], headers: ['']}]":                       "credentials[0].headers[0]: empty header name",
+		"credentials: [{env: X, hosts: [a.test], headers: [host]}]":                     "credentials[0].headers[0]: Host: a header that frames or routes",
+		"credentials: [{env: X, hosts: [a.test], headers: [X-A, proxy-authorization]}]": "credentials[0].headers[1]: Proxy-Authorization: a header that frames",
 	} {
 		_, err := DecodePolicyFile([]byte("version: 1\nharness: claude-code\n"+bad), FormatYAML)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err %v, want one with %q", bad, err, want)
+		}
+	}
+}
+
+// TestDecodeCredentialHeaders: headers are canonicalized; an empty list
+// is the defaults alone, as an absent one.
+func TestDecodeCredentialHeaders(t *testing.T) {
+	doc := "version: 1\nharness: claude-code\ncredentials:\n" +
+		"  - {env: A, hosts: [a.test], headers: [x-amz-security-token, PRIVATE-token, Cookie]}\n" +
+		"  - {env: B, hosts: [b.test], headers: []}\n"
+	pf, err := DecodePolicyFile([]byte(doc), FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pf.Credentials[0].Headers; !reflect.DeepEqual(got, []string{"X-Amz-Security-Token", "Private-Token", "Cookie"}) {
+		t.Errorf("headers %q", got)
+	}
+	if pf.Credentials[1].Headers != nil {
+		t.Errorf("an empty list: %q", pf.Credentials[1].Headers)
+	}
+	for _, bad := range []string{"Host", "content-length", "Transfer-Encoding", "connection", "Keep-Alive", "upgrade", "te", "Trailer", "Proxy-Connection", "a:b", "a\r\nb", "é"} {
+		if _, err := CredentialHeader(bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("CredentialHeader(%q) = %v", bad, err)
 		}
 	}
 }
@@ -175,7 +207,8 @@ func TestPlanFilesystemHide(t *testing.T) {
 
 // checkCredentialsDecoded is what FuzzDecodePolicyFile holds of every
 // credentials section that decodes: valid names, none twice, at least one
-// host each, every host canonical and exact, every file a valid path.
+// host each, every host canonical and exact, every file a valid path,
+// every header canonical, allowed and listed once.
 func checkCredentialsDecoded(t *testing.T, creds []CredentialSpec) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -195,6 +228,14 @@ func checkCredentialsDecoded(t *testing.T, creds []CredentialSpec) {
 		if c.File != "" {
 			if err := CheckCredentialFile(c.File); err != nil {
 				t.Fatalf("credential %s: file %q: %v", c.Env, c.File, err)
+			}
+		}
+		if c.Headers != nil && len(c.Headers) == 0 {
+			t.Fatalf("credential %s: an empty, non-nil headers list", c.Env)
+		}
+		for i, h := range c.Headers {
+			if ch, err := CredentialHeader(h); err != nil || ch != h || slices.Contains(c.Headers[:i], h) {
+				t.Fatalf("credential %s: header %q is not canonical, allowed and once (%q, %v)", c.Env, h, ch, err)
 			}
 		}
 	}

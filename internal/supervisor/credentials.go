@@ -2,14 +2,18 @@ package supervisor
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
@@ -65,16 +69,9 @@ const maxCredentialFile = 64 << 10
 // (LaunchSpec.apiKeyCredentials). A variable declared twice refuses: one
 // variable holds one placeholder.
 func (o *Options) credentialSpecs(r *policy.Resolved) ([]policy.CredentialSpec, error) {
-	specs := append([]policy.CredentialSpec{}, o.Credentials...)
-	if r != nil {
-		specs = append(specs, r.Credentials...)
-	}
-	seen := map[string]bool{}
-	for _, c := range specs {
-		if seen[c.Env] {
-			return nil, fmt.Errorf("credential %s is declared twice (--credential and the policy's credentials together)", c.Env)
-		}
-		seen[c.Env] = true
+	specs, seen, err := o.declaredCredentials(r)
+	if err != nil {
+		return nil, err
 	}
 	if o.Launch != nil {
 		specs = append(specs, o.Launch.apiKeyCredentials(seen, os.LookupEnv)...)
@@ -82,23 +79,40 @@ func (o *Options) credentialSpecs(r *policy.Resolved) ([]policy.CredentialSpec, 
 	return specs, nil
 }
 
-// apiKeyCredentials are a launch's default credentials: each of the
-// harness's API key variables (hooks.LaunchInfo.APIKeyEnv) that lookup
-// finds, for the model API hosts, so that the harness's process tree never
-// holds the key. Left out: a variable declared already (declared), a key
-// under proxy.MinCredentialLen bytes (not a key the proxy could find in
-// traffic: a test's; it is passed as it is), and every key under
-// --pass-api-key or when the harness's base URL is plain http:// (the
-// proxy puts no value into plain HTTP).
-func (l *LaunchSpec) apiKeyCredentials(declared map[string]bool, lookup func(string) (string, bool)) []policy.CredentialSpec {
-	if l.PassAPIKey {
-		return nil
+// declaredCredentials are --credential's, then the policy's, and the set
+// of their variables; a variable declared twice refuses.
+func (o *Options) declaredCredentials(r *policy.Resolved) ([]policy.CredentialSpec, map[string]bool, error) {
+	specs := append([]policy.CredentialSpec{}, o.Credentials...)
+	if r != nil {
+		specs = append(specs, r.Credentials...)
 	}
-	info, _ := hooks.LaunchInfoOf(l.Harness, "/")
-	if info.BaseURLEnv != "" {
-		if u, _ := lookup(info.BaseURLEnv); strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), "http://") {
-			return nil
+	seen := map[string]bool{}
+	for _, c := range specs {
+		if seen[c.Env] {
+			return nil, nil, fmt.Errorf("credential %s is declared twice (--credential and the policy's credentials together)", c.Env)
 		}
+		seen[c.Env] = true
+	}
+	return specs, seen, nil
+}
+
+// apiKeyCredentials are a launch's default credentials: each of the
+// harness's API key variables (hooks.LaunchInfo.APIKeys) that lookup
+// finds, for the host it is tied to, so that the harness's process tree
+// never holds the key. A key tied to no host (the harness's one provider)
+// is for the launch's API hosts (its default or --api-host, the user's
+// gateway); a key tied to its provider's host (Pi's) is for that host
+// alone, and only when it is among the launch's API hosts: otherwise it is
+// passed as it is (the harness does not talk to that provider here), never
+// given to another provider's host. Left out: a variable declared already
+// (declared), a key under proxy.MinCredentialLen bytes (not a key the
+// proxy could find in traffic: a test's; it is passed as it is), and every
+// key under --pass-api-key or when the harness's base URL is plain
+// http:// (the proxy puts no value into plain HTTP; plainHTTPNote says
+// so).
+func (l *LaunchSpec) apiKeyCredentials(declared map[string]bool, lookup func(string) (string, bool)) []policy.CredentialSpec {
+	if l.PassAPIKey || l.plainHTTPBaseURL(lookup) != "" {
+		return nil
 	}
 	var hosts []string
 	for _, h := range l.apiHosts() {
@@ -109,13 +123,64 @@ func (l *LaunchSpec) apiKeyCredentials(declared map[string]bool, lookup func(str
 	if len(hosts) == 0 {
 		return nil
 	}
+	info, _ := hooks.LaunchInfoOf(l.Harness, "/")
 	var specs []policy.CredentialSpec
-	for _, env := range info.APIKeyEnv {
-		if v, ok := lookup(env); ok && len(v) >= proxy.MinCredentialLen && !declared[env] {
-			specs = append(specs, policy.CredentialSpec{Env: env, Hosts: slices.Clone(hosts)})
+	for _, k := range info.APIKeys {
+		v, ok := lookup(k.Env)
+		if !ok || len(v) < proxy.MinCredentialLen || declared[k.Env] {
+			continue
+		}
+		switch {
+		case k.Host == "":
+			specs = append(specs, policy.CredentialSpec{Env: k.Env, Hosts: slices.Clone(hosts)})
+		case slices.Contains(hosts, k.Host):
+			specs = append(specs, policy.CredentialSpec{Env: k.Env, Hosts: []string{k.Host}})
 		}
 	}
 	return specs
+}
+
+// plainHTTPBaseURL is the harness's base URL variable when lookup finds it
+// plain http:// (then no key is a credential), else "".
+func (l *LaunchSpec) plainHTTPBaseURL(lookup func(string) (string, bool)) string {
+	info, _ := hooks.LaunchInfoOf(l.Harness, "/")
+	if info.BaseURLEnv == "" {
+		return ""
+	}
+	if u, _ := lookup(info.BaseURLEnv); strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), "http://") {
+		return info.BaseURLEnv
+	}
+	return ""
+}
+
+// plainHTTPNote is the stderr line that says a launch's API keys stay in
+// the harness's environment because its base URL is plain http://
+// (credentials are the launch's default: without the line the user would
+// not know the key is inside),
+// naming the keys that are set, long enough to have been credentials and
+// not declared otherwise; "" when there are none.
+func (l *LaunchSpec) plainHTTPNote(declared map[string]bool, lookup func(string) (string, bool)) string {
+	if l.PassAPIKey {
+		return ""
+	}
+	base := l.plainHTTPBaseURL(lookup)
+	if base == "" {
+		return ""
+	}
+	info, _ := hooks.LaunchInfoOf(l.Harness, "/")
+	var keys []string
+	for _, k := range info.APIKeys {
+		if v, ok := lookup(k.Env); ok && len(v) >= proxy.MinCredentialLen && !declared[k.Env] {
+			keys = append(keys, k.Env)
+		}
+	}
+	switch len(keys) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("sandboxd: %s is plain http://: %s is passed to the harness as it is, not as a credential", base, keys[0])
+	}
+	return fmt.Sprintf("sandboxd: %s is plain http://: %s are passed to the harness as they are, not as credentials", base, strings.Join(keys, " and "))
 }
 
 // policyDir is the policy file's directory (absolute), against which a
@@ -170,8 +235,14 @@ func readCredential(c policy.CredentialSpec, file string) (string, error) {
 		return "", fmt.Errorf("credential %s: %w", c.Env, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("credential %s: %s is not a regular file", c.Env, file)
+	}
+	// The sandbox hides the file's path; another hard link to it would
+	// stay readable inside under its other name.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return "", fmt.Errorf("credential %s: %s has %d hard links; the others would stay readable inside (keep the secret in a file of one link)", c.Env, file, st.Nlink)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxCredentialFile+1))
 	if err != nil {
@@ -196,8 +267,19 @@ func readCredential(c policy.CredentialSpec, file string) (string, error) {
 func (s *session) credentials() (func(), error) {
 	cur := s.live.Current()
 	specs, err := s.opts.credentialSpecs(cur.resolved)
-	if err != nil || len(specs) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if l := s.opts.Launch; l != nil {
+		// Said once, here at start: the launch's keys are credentials by
+		// default, and a plain-http base URL silently keeps them inside.
+		_, declared, _ := s.opts.declaredCredentials(cur.resolved)
+		if note := l.plainHTTPNote(declared, os.LookupEnv); note != "" {
+			fmt.Fprintln(s.stderr, note)
+		}
+	}
+	if len(specs) == 0 {
+		return nil, nil
 	}
 	st := &credState{specs: specs}
 	if st.creds, err = s.opts.readCredentials(cur.proxy, specs); err != nil {
@@ -234,11 +316,23 @@ func (o *Options) readCredentials(pp proxy.Policy, specs []policy.CredentialSpec
 		if err != nil {
 			return nil, err
 		}
-		ph, err := proxy.NewPlaceholder(v)
-		if err != nil {
-			return nil, fmt.Errorf("credential %s: %v", c.Env, err)
+		// Two variables holding one key (GEMINI_API_KEY and GOOGLE_API_KEY,
+		// GH_TOKEN and GITHUB_TOKEN) share one placeholder: the value is
+		// then swapped one way in both directions. A value strictly inside
+		// another still refuses (CheckCredentials).
+		ph := ""
+		for _, o := range creds {
+			if o.Value == v {
+				ph = o.Placeholder
+				break
+			}
 		}
-		creds = append(creds, proxy.Credential{Name: c.Env, Hosts: c.Hosts, Value: v, Placeholder: ph})
+		if ph == "" {
+			if ph, err = proxy.NewPlaceholder(v); err != nil {
+				return nil, fmt.Errorf("credential %s: %v", c.Env, err)
+			}
+		}
+		creds = append(creds, proxy.Credential{Name: c.Env, Hosts: c.Hosts, Value: v, Placeholder: ph, Headers: slices.Clone(c.Headers)})
 	}
 	return creds, proxy.CheckCredentials(creds)
 }
@@ -432,8 +526,84 @@ func checkSealed(creds []proxy.Credential, env, argv []string) error {
 				return fmt.Errorf("credential %s: its value is in COMMAND's arguments, which every process inside can read", c.Name)
 			}
 		}
+		// An encoded copy (a git http.extraHeader's Basic credentials in
+		// GIT_CONFIG_VALUE_0, a URL's percent-encoded password, a JSON
+		// document) cannot be swapped for the placeholder's (the
+		// encoding's edges mix with the bytes around it): refused.
+		forms := encodedForms(c.Value)
+		for _, kv := range env {
+			if f := findEncoded(kv, forms); f != "" {
+				k, _, _ := strings.Cut(kv, "=")
+				return fmt.Errorf("credential %s: the sandbox's variable %s holds its value %s, which cannot be replaced by the placeholder; unset it (--unset-env %s)", c.Name, k, f, k)
+			}
+		}
+		for _, a := range argv {
+			if f := findEncoded(a, forms); f != "" {
+				return fmt.Errorf("credential %s: COMMAND's arguments hold its value %s, which every process inside can read", c.Name, f)
+			}
+		}
 	}
 	return nil
+}
+
+// encodedForm is one encoding of a credential's value: text is what a
+// string holding the value so encoded contains.
+type encodedForm struct{ name, text string }
+
+// minEncodedCore is the shortest base64 core looked for: a shorter one
+// would be found in ordinary text.
+const minEncodedCore = 8
+
+// encodedForms are the encodings of v that checkSealed looks for: standard
+// and URL-safe base64 at each of the three alignments v can have in the
+// encoded bytes (base64 of "user:" + v is at one of them), percent-encoded
+// (as a query, a path and a URL's password encode it), and JSON-escaped;
+// each only when it differs from v itself (which is looked for already).
+// For base64, the core is what v alone decides: v is encoded after 0, 1
+// or 2 filler bytes, the characters that hold filler bits are dropped
+// (none, 2 or 3), and the last 4 (which hold bits of what follows v).
+func encodedForms(v string) []encodedForm {
+	var out []encodedForm
+	add := func(name, text string) {
+		if text != v && text != "" && !slices.ContainsFunc(out, func(f encodedForm) bool { return f.text == text }) {
+			out = append(out, encodedForm{name, text})
+		}
+	}
+	for _, enc := range []struct {
+		name string
+		e    *base64.Encoding
+	}{{"base64-encoded", base64.StdEncoding}, {"base64-encoded (URL-safe)", base64.URLEncoding}} {
+		for k, drop := range []int{0, 2, 3} {
+			b := enc.e.EncodeToString(append(make([]byte, k), v...))
+			if core := b[min(drop, len(b)):max(drop, len(b)-4)]; len(core) >= minEncodedCore {
+				add(enc.name, core)
+			}
+		}
+	}
+	add("percent-encoded", url.QueryEscape(v))
+	add("percent-encoded", url.PathEscape(v))
+	add("percent-encoded", strings.TrimPrefix(url.UserPassword("u", v).String(), "u:"))
+	if j, err := json.Marshal(v); err == nil {
+		add("JSON-escaped", string(j[1:len(j)-1]))
+	}
+	var nohtml strings.Builder
+	je := json.NewEncoder(&nohtml)
+	je.SetEscapeHTML(false)
+	if je.Encode(v) == nil {
+		j := strings.TrimSpace(nohtml.String())
+		add("JSON-escaped", j[1:len(j)-1])
+	}
+	return out
+}
+
+// findEncoded names the first of forms that s holds, "" for none.
+func findEncoded(s string, forms []encodedForm) string {
+	for _, f := range forms {
+		if strings.Contains(s, f.text) {
+			return f.name
+		}
+	}
+	return ""
 }
 
 // proxyCredentials and proxyCA are what proxy.Config gets (none without

@@ -4,6 +4,7 @@ package supervisor
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -63,6 +64,12 @@ func TestCredentialsRefuseStart(t *testing.T) {
 	os.Mkdir(polDir, 0o755)
 	pol := filepath.Join(polDir, "p.yaml")
 	os.WriteFile(pol, []byte("version: 1\nharness: claude-code\ncredentials: [{env: NPM_TOKEN, hosts: [api.example.test], file: missing-token}]\n"), 0o644)
+	// A credential file with a second hard link (in the workspace): the
+	// other name would stay readable inside.
+	os.WriteFile(filepath.Join(polDir, "linked-token"), []byte(realToken), 0o600)
+	os.Link(filepath.Join(polDir, "linked-token"), filepath.Join(ws, "copy"))
+	linkedPol := filepath.Join(polDir, "linked.yaml")
+	os.WriteFile(linkedPol, []byte("version: 1\nharness: claude-code\ncredentials: [{env: NPM_TOKEN, hosts: [api.example.test], file: linked-token}]\n"), 0o644)
 	cred := func(v string) []policy.CredentialSpec {
 		c, err := policy.ParseCredentialFlag(v)
 		if err != nil {
@@ -86,8 +93,17 @@ func TestCredentialsRefuseStart(t *testing.T) {
 			"credential CRED_REFUSE_SHORT: the value is 3 bytes"},
 		{"missing file", Options{AllowDomains: []string{"api.example.test"}, PolicyFile: pol},
 			"credential NPM_TOKEN: open " + filepath.Join(polDir, "missing-token") + ": no such file"},
+		{"hard-linked file", Options{AllowDomains: []string{"api.example.test"}, PolicyFile: linkedPol},
+			"credential NPM_TOKEN: " + filepath.Join(polDir, "linked-token") + " has 2 hard links"},
+		{"encoded copy in a variable", Options{AllowDomains: []string{"api.example.test"}, Credentials: cred("CRED_REFUSE_TOKEN@api.example.test")},
+			"credential CRED_REFUSE_TOKEN: the sandbox's variable GIT_CONFIG_VALUE_0 holds its value base64-encoded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasPrefix(tc.name, "encoded") {
+				// git's http.extraHeader, as a credential helper's user
+				// would set it: base64 of "user:VALUE".
+				t.Setenv("GIT_CONFIG_VALUE_0", "Authorization: Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+realToken)))
+			}
 			code, err := runSession(t, tc.opts, ws, "touch "+marker)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run = %d, %v; want an error with %q", code, err, tc.want)

@@ -3,7 +3,10 @@ package supervisor
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +64,127 @@ func TestPlaceholderEnv(t *testing.T) {
 	}
 	if err := checkSealed(creds, append(got, "LEAK="+npm.Value), nil); err == nil || strings.Contains(err.Error(), npm.Value) {
 		t.Errorf("a value added after: %v", err)
+	}
+}
+
+// TestCheckSealedEncoded: a variable (or an argument) holding a value
+// encoded (base64 at every alignment, as git's Basic extra header holds
+// it; URL-safe base64; percent-encoded; JSON-escaped) refuses the start,
+// naming the variable and never the value; the placeholder's environment
+// and unrelated variables pass.
+func TestCheckSealedEncoded(t *testing.T) {
+	const special = "s3cr3t/Val+ue=abc@def\"q<x>"
+	creds := []proxy.Credential{{Name: "GITHUB_TOKEN", Hosts: []string{"github.com"}, Value: realToken}, {Name: "ODD", Hosts: []string{"a.test"}, Value: special}}
+	for i := range creds {
+		ph, err := proxy.NewPlaceholder(creds[i].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds[i].Placeholder = ph
+	}
+	base := placeholderEnv([]string{"PATH=/usr/bin", "HOME=/home/u", "GITHUB_TOKEN=" + realToken}, creds)
+	if err := checkSealed(creds, base, []string{"git", "push"}); err != nil {
+		t.Fatalf("the placeholder environment: %v", err)
+	}
+	// The placeholder encoded is harmless.
+	if err := checkSealed(creds, append(base, "PH="+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+creds[0].Placeholder))), nil); err != nil {
+		t.Errorf("a placeholder encoded: %v", err)
+	}
+	jsonEsc := func(v string, html bool) string {
+		var b strings.Builder
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(html)
+		e.Encode(v)
+		return strings.Trim(strings.TrimSpace(b.String()), `"`)
+	}
+	type leak struct{ name, form, value string }
+	var leaks []leak
+	for _, pre := range []string{"", "x", "xy", "x-access-token:", "user:", "ab:"} {
+		for _, post := range []string{"", "\n", ":x", "yz"} {
+			for _, v := range []string{realToken, special} {
+				b := []byte(pre + v + post)
+				leaks = append(leaks,
+					leak{"std " + pre + "|" + post, "base64-encoded", "Authorization: Basic " + base64.StdEncoding.EncodeToString(b)},
+					leak{"raw std " + pre + "|" + post, "base64-encoded", base64.RawStdEncoding.EncodeToString(b) + "!"},
+					leak{"url " + pre + "|" + post, "base64-encoded", base64.RawURLEncoding.EncodeToString(b)})
+			}
+		}
+	}
+	leaks = append(leaks,
+		leak{"query", "percent-encoded", "URL=https://a.test/?k=" + url.QueryEscape(special) + "&x=1"},
+		leak{"path", "percent-encoded", "https://a.test/" + url.PathEscape(special) + "/x"},
+		leak{"userinfo", "percent-encoded", (&url.URL{Scheme: "https", User: url.UserPassword("u", special), Host: "a.test"}).String()},
+		leak{"json", "JSON-escaped", `{"key":"` + jsonEsc(special, true) + `"}`},
+		leak{"json no html escape", "JSON-escaped", `{"key":"` + jsonEsc(special, false) + `"}`})
+	for _, l := range leaks {
+		if strings.Contains(l.value, realToken) || strings.Contains(l.value, special) {
+			// Not this test's case: the raw value is replaced, not refused.
+			continue
+		}
+		err := checkSealed(creds, append(base, "GIT_CONFIG_VALUE_0="+l.value), nil)
+		if err == nil || !strings.Contains(err.Error(), "variable GIT_CONFIG_VALUE_0 holds its value "+l.form) {
+			t.Errorf("%s: %v", l.name, err)
+			continue
+		}
+		if strings.Contains(err.Error(), realToken) || strings.Contains(err.Error(), special) || strings.Contains(err.Error(), l.value) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: the error %q holds the value or more than one line", l.name, err)
+		}
+		if err := checkSealed(creds, base, []string{"curl", "-H", l.value}); err == nil || !strings.Contains(err.Error(), "COMMAND's arguments hold its value "+l.form) {
+			t.Errorf("%s in an argument: %v", l.name, err)
+		}
+	}
+	// Each form found, for the value with special characters.
+	for _, f := range encodedForms(special) {
+		if f.text == special || f.text == "" {
+			t.Errorf("form %s is the value itself or empty", f.name)
+		}
+	}
+	// Base64 at three alignments (the URL-safe cores equal these here),
+	// three percent-encodings, two JSON escapes.
+	if n := len(encodedForms(special)); n != 3+3+2 {
+		t.Errorf("the value with special characters has %d forms, want 8", n)
+	}
+	if n := len(encodedForms("ab?c/d~e+f>g")); n != 6+2+1 {
+		t.Errorf("a value whose base64 holds + and /: %d forms, want 9 (six base64 cores; its path and password encodings are one) (%v)", n, encodedForms("ab?c/d~e+f>g"))
+	}
+}
+
+// TestReadCredentialsShared: two variables holding one value share one
+// placeholder (GEMINI_API_KEY and GOOGLE_API_KEY); one value strictly
+// inside another still refuses; a credential's headers reach the proxy's.
+func TestReadCredentialsShared(t *testing.T) {
+	const key = "AIzaSyD0123456789abcdefghijklmnopqrstu"
+	t.Setenv("GEMINI_API_KEY", key)
+	t.Setenv("GOOGLE_API_KEY", key)
+	t.Setenv("CRED_LONGER", key+"more")
+	t.Setenv("CRED_OTHER", realToken)
+	o := &Options{}
+	pp := proxy.Policy{Allow: []string{"generativelanguage.googleapis.com", "a.test"}}
+	specs := []policy.CredentialSpec{
+		{Env: "GEMINI_API_KEY", Hosts: []string{"generativelanguage.googleapis.com"}},
+		{Env: "CRED_OTHER", Hosts: []string{"a.test"}, Headers: []string{"X-Amz-Security-Token"}},
+		{Env: "GOOGLE_API_KEY", Hosts: []string{"generativelanguage.googleapis.com"}},
+	}
+	creds, err := o.readCredentials(pp, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds[0].Placeholder != creds[2].Placeholder || creds[0].Placeholder == creds[1].Placeholder || creds[0].Value != key {
+		t.Errorf("placeholders %q, %q, %q: the equal values' are not one", creds[0].Placeholder, creds[1].Placeholder, creds[2].Placeholder)
+	}
+	if !slices.Equal(creds[1].Headers, []string{"X-Amz-Security-Token"}) || creds[0].Headers != nil {
+		t.Errorf("headers %q, %q", creds[1].Headers, creds[0].Headers)
+	}
+	env := placeholderEnv([]string{"GEMINI_API_KEY=" + key, "GOOGLE_API_KEY=" + key}, creds)
+	if err := checkSealed(creds, env, nil); err != nil {
+		t.Errorf("checkSealed: %v", err)
+	}
+	if get := envLookup(env); get("GOOGLE_API_KEY") != creds[0].Placeholder || get("GEMINI_API_KEY") != creds[0].Placeholder {
+		t.Errorf("env %q", env)
+	}
+	_, err = o.readCredentials(pp, append(specs, policy.CredentialSpec{Env: "CRED_LONGER", Hosts: []string{"a.test"}}))
+	if err == nil || !strings.Contains(err.Error(), "one value holds the other") || strings.Contains(err.Error(), key) {
+		t.Errorf("a value inside another: %v", err)
 	}
 }
 
@@ -163,6 +287,12 @@ func TestReadCredential(t *testing.T) {
 	os.WriteFile(big, bytes.Repeat([]byte("x"), maxCredentialFile+1), 0o600)
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, []byte("\n"), 0o600)
+	// A hard link: the sandbox hides one name, the other would be read.
+	linked, other := filepath.Join(dir, "linked"), filepath.Join(dir, "other-name")
+	os.WriteFile(linked, []byte(realToken), 0o600)
+	if err := os.Link(linked, other); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		env, file, want string
 	}{
@@ -172,9 +302,11 @@ func TestReadCredential(t *testing.T) {
 		{"T", dir, "not a regular file"},
 		{"T", big, "is over 64 KiB"},
 		{"T", empty, "is empty"},
+		{"T", linked, linked + " has 2 hard links"},
+		{"T", other, other + " has 2 hard links"},
 	} {
 		_, err := readCredential(policy.CredentialSpec{Env: tc.env}, tc.file)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "credential "+tc.env+": ") {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "credential "+tc.env+": ") || strings.Contains(err.Error(), realToken) {
 			t.Errorf("%s %s: %v, want %q", tc.env, tc.file, err, tc.want)
 		}
 	}
