@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -102,10 +104,17 @@ func scrubString(v string, swaps []swap) string {
 // header whose name holds a from (names are case-folded: compared
 // without case).
 func scrubHeader(h http.Header, swaps []swap) {
+	if len(h) == 0 {
+		return
+	}
+	lower := make([]string, len(swaps))
+	for i, s := range swaps {
+		lower[i] = strings.ToLower(s.from)
+	}
 	for name, vals := range h {
 		lname := strings.ToLower(name)
-		for _, s := range swaps {
-			if strings.Contains(lname, strings.ToLower(s.from)) {
+		for _, l := range lower {
+			if strings.Contains(lname, l) {
 				delete(h, name)
 				break
 			}
@@ -150,6 +159,11 @@ type scrubber struct {
 	ready []byte // a prefix of buf that is done, not yet read
 	held  int    // bytes of buf after ready, carried to the next fill
 	err   error
+
+	// src, when set, is where swaps came from (the proxy's): a stream
+	// open when a later request adds a Basic encoding scrubs it too.
+	src *Server
+	ver uint64
 }
 
 const (
@@ -169,6 +183,14 @@ func newScrubber(r io.Reader, swaps []swap, seen func(int)) *scrubber {
 func newStreamScrubber(r io.Reader, swaps []swap) *scrubber {
 	s := newScrubber(r, swaps, nil)
 	s.stream = true
+	return s
+}
+
+// newUpgradedScrubber is a stream scrubber whose pump starts now: its
+// Close comes from another goroutine than its reads.
+func newUpgradedScrubber(r io.Reader, swaps []swap) *scrubber {
+	s := newStreamScrubber(r, swaps)
+	s.pump = newPump(r, scrubChunk)
 	return s
 }
 
@@ -209,6 +231,9 @@ func (s *scrubber) fill() {
 	}
 	s.buf = s.buf[:len(s.buf)+n]
 	s.err = err
+	// After the read, which may have waited: what was added meanwhile
+	// applies to what it brought.
+	s.refresh()
 	swapped := 0 // where the last swap ended: nothing before it is held
 	for i, w := range s.swaps {
 		from, to := []byte(w.from), []byte(w.to)
@@ -235,6 +260,30 @@ func (s *scrubber) fill() {
 	s.ready, s.held = s.buf[:done], len(s.buf)-done
 }
 
+// refresh takes the proxy's swaps again when they changed (a Basic
+// encoding added), with the room their longest needs.
+func (s *scrubber) refresh() {
+	if s.src == nil {
+		return
+	}
+	v := s.src.basics.version()
+	if v == s.ver {
+		return
+	}
+	s.swaps, s.ver = s.src.scrubSwaps(), v
+	for _, w := range s.swaps {
+		s.keep = max(s.keep, len(w.from)-1)
+	}
+	if len(s.found) < len(s.swaps) {
+		s.found = append(s.found, make([]bool, len(s.swaps)-len(s.found))...)
+	}
+	if cap(s.buf) < s.keep+scrubChunk {
+		nb := make([]byte, len(s.buf), s.keep+scrubChunk)
+		copy(nb, s.buf)
+		s.buf = nb
+	}
+}
+
 var errStreamQuiet = errors.New("stream quiet")
 
 // pump reads a stream in a goroutine of its own, so a reader can wait for
@@ -242,6 +291,7 @@ var errStreamQuiet = errors.New("stream quiet")
 type pump struct {
 	c    chan pumped
 	stop chan struct{}
+	once sync.Once
 	left []byte
 	err  error
 }
@@ -275,16 +325,21 @@ func newPump(r io.Reader, size int) *pump {
 func (p *pump) read(b []byte, wait time.Duration) (int, error) {
 	if len(p.left) == 0 && p.err == nil {
 		var got pumped
+		var quiet <-chan time.Time
 		if wait > 0 {
 			t := time.NewTimer(wait)
-			select {
-			case got = <-p.c:
-				t.Stop()
-			case <-t.C:
-				return 0, errStreamQuiet
-			}
-		} else {
-			got = <-p.c
+			defer t.Stop()
+			quiet = t.C
+		}
+		select {
+		case got = <-p.c:
+		case <-quiet:
+			return 0, errStreamQuiet
+		case <-p.stop:
+			// Closed (from another goroutine, as ReverseProxy ends an
+			// upgraded connection): the pump may have stopped without
+			// sending.
+			return 0, net.ErrClosed
 		}
 		p.left, p.err = got.b, got.err
 	}
@@ -297,13 +352,7 @@ func (p *pump) read(b []byte, wait time.Duration) (int, error) {
 }
 
 // close lets the pump's goroutine end once its reader returns.
-func (p *pump) close() {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-}
+func (p *pump) close() { p.once.Do(func() { close(p.stop) }) }
 
 // scrubBody is a response body with swaps applied; at its end it also
 // scrubs the response's trailers (which the transport sets once the body
@@ -318,7 +367,8 @@ type scrubBody struct {
 func (b *scrubBody) Read(p []byte) (int, error) {
 	n, err := b.scrubber.Read(p)
 	if err != nil {
-		scrubHeader(b.resp.Trailer, b.swaps)
+		b.scrubber.refresh()
+		scrubHeader(b.resp.Trailer, b.scrubber.swaps)
 	}
 	return n, err
 }
@@ -328,7 +378,8 @@ func (b *scrubBody) Close() error {
 		b.pump.close()
 	}
 	err := b.c.Close()
-	scrubHeader(b.resp.Trailer, b.swaps)
+	b.scrubber.refresh()
+	scrubHeader(b.resp.Trailer, b.scrubber.swaps)
 	return err
 }
 
@@ -393,7 +444,10 @@ type basicSwaps struct {
 	mu   sync.Mutex
 	list []swap
 	seen map[string]bool
+	ver  atomic.Uint64 // len(list), read without the lock
 }
+
+func (b *basicSwaps) version() uint64 { return b.ver.Load() }
 
 // add records sw; false when that would pass maxBasicSwaps (the request
 // is then refused: its encoding could not be scrubbed later).
@@ -419,6 +473,7 @@ func (b *basicSwaps) add(sw []swap) bool {
 		b.seen[w.from] = true
 		b.list = append(b.list, w)
 	}
+	b.ver.Store(uint64(len(b.list)))
 	return true
 }
 

@@ -122,3 +122,32 @@ func TestStreamScrubberLetsAQuietTailGo(t *testing.T) {
 	}
 	pw.Close()
 }
+
+// Closed from another goroutine while its reader waits on an idle stream
+// (ReverseProxy ending an upgraded connection), the reader returns.
+func TestUpgradedScrubberCloseEndsRead(t *testing.T) {
+	for i := range 40 {
+		pr, pw := io.Pipe()
+		u := &scrubUpgraded{scrubber: newUpgradedScrubber(pr, []swap{{from: "ghp_secret", to: "ghp_XXXXXX"}}), rwc: pipeRWC{pr, pw}}
+		done := make(chan struct{})
+		go func() {
+			u.Read(make([]byte, 16))
+			close(done)
+		}()
+		time.Sleep(time.Millisecond)
+		u.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("run %d: the read of a closed upgraded stream did not return", i)
+		}
+	}
+}
+
+type pipeRWC struct {
+	*io.PipeReader
+	w *io.PipeWriter
+}
+
+func (p pipeRWC) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p pipeRWC) Close() error                { p.w.Close(); return p.PipeReader.Close() }

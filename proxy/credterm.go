@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/barry-rocks/sandbox/policy"
@@ -159,6 +160,8 @@ type termination struct {
 const (
 	maxUpstreamConns = 8
 	maxStreams       = 100
+	// maxBasicLen bounds a Basic credential the proxy encodes (base64).
+	maxBasicLen = 2048
 )
 
 // terminate serves HTTP (HTTP/1.1 and HTTP/2, by ALPN) on the client's TLS
@@ -295,6 +298,14 @@ func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out := r.Clone(r.Context())
 	inj := injectHeaders(out.Header, m.creds)
+	for _, b := range inj.basic {
+		if len(b.from) > maxBasicLen {
+			// Each is scrubbed from every later answer: a long one would
+			// make every stream's hold as long.
+			m.refuse(w, r, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("%s: a Basic credential over %d bytes", ReasonBadRequest, maxBasicLen))
+			return
+		}
+	}
 	if !m.t.s.basics.add(inj.basic) {
 		m.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s: more than %d distinct Basic credentials in this sandbox (each is scrubbed from every later response)", ReasonBadRequest, maxBasicSwaps))
 		return
@@ -344,22 +355,33 @@ func (m *termination) rewrite(pr *httputil.ProxyRequest) {
 // too) before it goes back into the sandbox. (Informational answers are
 // scrubbed by scrub1xx, which ReverseProxy copies before this.)
 func (m *termination) modify(resp *http.Response) error {
+	// The version before the swaps: one added between is taken at the
+	// stream's next read.
+	ver := m.t.s.basics.version()
 	swaps := m.t.s.scrubSwaps()
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		return fmt.Errorf("the response is %s-encoded, which the proxy cannot scrub", policy.OneLine(ce))
+		// The encoding's name is the server's: not quoted back.
+		return errors.New("the response is encoded (a Content-Encoding the client did not ask for), which the proxy cannot scrub")
 	}
 	scrubHeader(resp.Header, swaps)
+	// Announced trailers' names: ReverseProxy announces them before the
+	// body is read.
+	scrubHeader(resp.Trailer, swaps)
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// ReverseProxy refuses a switch to another protocol than asked
-		// for, but without closing the connection: refused here, it is.
-		if want, got := resp.Request.Header.Get("Upgrade"), resp.Header.Get("Upgrade"); !strings.EqualFold(want, got) {
-			return fmt.Errorf("the server switched to %q, asked for %q", policy.OneLine(got), policy.OneLine(want))
+		// for (its upgradeType: the Upgrade of a Connection: upgrade), but
+		// without closing the connection: refused here, it is.
+		if want, got := upgradeType(resp.Request.Header), upgradeType(resp.Header); want == "" || !strings.EqualFold(want, got) {
+			return errors.New("the server switched to another protocol than asked for")
 		}
 		rwc, ok := resp.Body.(io.ReadWriteCloser)
 		if !ok {
 			return errors.New("switching protocols without a connection")
 		}
-		resp.Body = &scrubUpgraded{scrubber: newStreamScrubber(rwc, swaps), rwc: rwc}
+		resp.Status = "101 Switching Protocols" // not the server's phrase
+		sc := newUpgradedScrubber(rwc, swaps)
+		sc.src, sc.ver = m.t.s, ver
+		resp.Body = &scrubUpgraded{scrubber: sc, rwc: rwc}
 		return nil
 	}
 	var sc *scrubber
@@ -368,6 +390,7 @@ func (m *termination) modify(resp *http.Response) error {
 	} else {
 		sc = newStreamScrubber(resp.Body, swaps)
 	}
+	sc.src, sc.ver = m.t.s, ver
 	resp.Body = &scrubBody{scrubber: sc, c: resp.Body, resp: resp, swaps: swaps}
 	return nil
 }
@@ -415,15 +438,41 @@ func (m *termination) refuse(w http.ResponseWriter, r *http.Request, code int, r
 
 // upstreamErr is a failed upstream round trip in one line: a certificate
 // that does not verify is named as such.
+//
+// Other errors are named by their kind, not quoted: Go's transport quotes
+// what the server sent (a malformed status line) with %q, whose escapes a
+// value's bytes could pass the scrub in.
 func upstreamErr(err error) string {
 	var ve *tls.CertificateVerificationError
+	var ne net.Error
 	switch {
 	case errors.As(err, &ve):
 		return "the server's certificate does not verify: " + policy.OneLine(ve.Err.Error())
 	case isTimeout(err):
 		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		return "the server closed the connection"
+	case strings.Contains(err.Error(), "malformed"):
+		return "the server's answer is not well-formed HTTP"
+	case errors.As(err, &ne):
+		return "network error"
 	}
-	return policy.OneLine(err.Error())
+	return "the round trip failed"
+}
+
+// upgradeType is ReverseProxy's: the Upgrade header of a message whose
+// Connection names upgrade, "" otherwise.
+func upgradeType(h http.Header) string {
+	for _, v := range h.Values("Connection") {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), "upgrade") {
+				return h.Get("Upgrade")
+			}
+		}
+	}
+	return ""
 }
 
 func (m *termination) note(used, passed []string) {

@@ -967,3 +967,128 @@ func TestCredentialPlaceholderInBodyAudited(t *testing.T) {
 		t.Errorf("a placeholder in the body: audit placeholders %v, want [GITHUB_TOKEN]", rec[audit.AttrPlaceholder])
 	}
 }
+
+// A stream open before a later request makes a Basic encoding scrubs that
+// encoding too (a host that reflects requests into an event feed).
+func TestCredentialOpenStreamScrubsLaterBasic(t *testing.T) {
+	ce := newCredEnv(t, true)
+	feed := make(chan string, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/feed" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "start\n")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "auth "+<-feed+"\n")
+			return
+		}
+		feed <- r.Header.Get("Authorization")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	c := ce.caClient(false)
+	resp, err := c.Get("https://allowed.test:" + port + "/feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if l, _ := br.ReadString('\n'); l != "start\n" {
+		t.Fatalf("feed: %q", l)
+	}
+	sent := basic("later-user", ce.cred.Placeholder)
+	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/login", nil)
+	req.Header.Set("Authorization", sent)
+	r2, err := ce.caClient(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, r2)
+	rest, _ := io.ReadAll(br)
+	resp.Body.Close()
+	if string(rest) != "auth "+sent+"\n" {
+		t.Errorf("the open stream showed %q, want the Basic credential as the client sent it, %q", rest, sent)
+	}
+}
+
+func TestCredentialUpgradeEdges(t *testing.T) {
+	ce := newCredEnv(t, true)
+	for _, tc := range []struct {
+		name, answer string
+		want         int
+	}{
+		{"no Connection: upgrade in the 101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", http.StatusBadGateway},
+		{"the value in the reason phrase", "HTTP/1.1 101 " + realToken + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", http.StatusSwitchingProtocols},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			closed := make(chan struct{})
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				c, brw, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				io.WriteString(brw, tc.answer)
+				brw.Flush()
+				io.Copy(io.Discard, c)
+				close(closed)
+			}))
+			srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+			srv.StartTLS()
+			t.Cleanup(srv.Close)
+			_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+			conn, resp := ce.env.connect("allowed.test:"+port, true)
+			if resp.StatusCode != 200 {
+				t.Fatalf("CONNECT %d", resp.StatusCode)
+			}
+			pool := x509.NewCertPool()
+			pool.AddCert(ce.ca.Certificate())
+			tc2 := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+			tc2.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(tc2, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", port)
+			br := bufio.NewReader(tc2)
+			status, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			noReal(t, "status line", status)
+			if !strings.Contains(status, fmt.Sprint(tc.want)) {
+				t.Errorf("status line %q, want %d", status, tc.want)
+			}
+			if tc.want == http.StatusBadGateway {
+				select {
+				case <-closed:
+				case <-time.After(5 * time.Second):
+					t.Errorf("the refused switch's upstream connection is still open")
+				}
+			}
+		})
+	}
+}
+
+func TestCredentialAnnouncedTrailerName(t *testing.T) {
+	ce := newCredEnv(t, true)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := "X-" + r.Header.Get("X-Api-Key")
+		w.Header().Set("Trailer", name)
+		io.WriteString(w, "body")
+		w.Header().Set(name, "1")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	conn, resp := ce.env.connect("allowed.test:"+port, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT %d", resp.StatusCode)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ce.ca.Certificate())
+	tc := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nX-Api-Key: %s\r\nConnection: close\r\n\r\n", port, ce.cred.Placeholder)
+	raw, _ := io.ReadAll(tc)
+	if strings.Contains(strings.ToLower(string(raw)), strings.ToLower(realToken)) {
+		t.Errorf("the raw answer holds the value (case-folded): %q", raw)
+	}
+}
