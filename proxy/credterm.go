@@ -177,7 +177,7 @@ func (t *tunnel) terminate(hello []byte) {
 		return
 	}
 	m := &termination{t: t, creds: t.creds, port: rec.port, used: map[string]bool{}, passed: map[string]bool{}, preDialed: t.target}
-	cc := &termConn{Conn: t.client, pre: hello, up: &m.up, down: &m.down}
+	cc := &termConn{Conn: t.client, pre: hello, up: &m.up, down: &m.down, lastUp: &t.lastUp, lastDown: &t.lastDown}
 	tc := tls.Server(cc, &tls.Config{
 		Certificates: []tls.Certificate{*leaf},
 		NextProtos:   []string{"h2", "http/1.1"},
@@ -226,8 +226,11 @@ func (t *tunnel) terminate(hello []byte) {
 	}
 	ln := &oneConnListener{c: tc, closed: make(chan struct{})}
 	go srv.Serve(ln)
+	stopIdle := make(chan struct{})
+	go t.idleWatch(stopIdle)
 	<-done
 	m.handlers.Wait()
+	close(stopIdle)
 	srv.Close()
 	m.tr.CloseIdleConnections()
 	m.mu.Lock()
@@ -495,6 +498,9 @@ type termConn struct {
 	net.Conn
 	pre      []byte
 	up, down *atomic.Int64
+	// lastUp and lastDown are the tunnel's (unix nanos of the last bytes
+	// each way), which idleWatch reads.
+	lastUp, lastDown *atomic.Int64
 }
 
 func (c *termConn) Read(p []byte) (int, error) {
@@ -506,13 +512,39 @@ func (c *termConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	c.up.Add(int64(n))
+	if n > 0 {
+		c.lastUp.Store(time.Now().UnixNano())
+	}
 	return n, err
 }
 
 func (c *termConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.down.Add(int64(n))
+	if n > 0 {
+		c.lastDown.Store(time.Now().UnixNano())
+	}
 	return n, err
+}
+
+// idleWatch closes a terminated tunnel whose client connection moved no
+// bytes either way for IdleTimeout (a WebSocket, a request left waiting),
+// as an opaque tunnel's copy loops do; it ends when stop is closed.
+func (t *tunnel) idleWatch(stop <-chan struct{}) {
+	tick := time.NewTicker(t.slice())
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			last := max(t.lastUp.Load(), t.lastDown.Load())
+			if now.Sub(time.Unix(0, last)) >= t.s.cfg.IdleTimeout {
+				t.close("idle timeout")
+				return
+			}
+		}
+	}
 }
 
 // oneConnListener hands out one connection, then blocks until closed.

@@ -1092,3 +1092,53 @@ func TestCredentialAnnouncedTrailerName(t *testing.T) {
 		t.Errorf("the raw answer holds the value (case-folded): %q", raw)
 	}
 }
+
+func TestCredentialIdleWebSocketClosed(t *testing.T) {
+	ce := newCredEnv(t, true)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		io.Copy(io.Discard, c) // silent
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	ce.env.srv.Close() // not this env's proxy: one with a short idle timeout
+	ph := ce.cred.Placeholder
+	e := newEnv(t, defaultPolicy(), func(c *proxy.Config) {
+		c.Credentials, c.CA = []proxy.Credential{ce.cred}, ce.ca
+		c.UpstreamRoots = x509.NewCertPool()
+		c.IdleTimeout = 300 * time.Millisecond
+	})
+	leaf, _ := x509.ParseCertificate(e.cert.TLS.Certificate[0])
+	e.srv.UpstreamRootsForTest().AddCert(leaf)
+	srv.TLS.Certificates = []tls.Certificate{e.cert.TLS}
+	conn, resp := e.connect("allowed.test:"+port, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT %d", resp.StatusCode)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ce.ca.Certificate())
+	tc := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Api-Key: %s\r\n\r\n", port, ph)
+	br := bufio.NewReader(tc)
+	if up, err := http.ReadResponse(br, nil); err != nil || up.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", up, err)
+	}
+	start := time.Now()
+	_, err := br.ReadByte()
+	if err == nil || time.Since(start) > 8*time.Second {
+		t.Errorf("an idle WebSocket in a terminated tunnel: read %v after %v, want closed by the idle timeout", err, time.Since(start))
+	}
+	rec := e.audit.waitAuditKind(t, "allowed.test", "connect")
+	if rec[audit.AttrClose] != "idle timeout" {
+		t.Errorf("close %v, want idle timeout", rec[audit.AttrClose])
+	}
+}
