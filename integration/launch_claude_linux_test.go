@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +82,36 @@ func TestLaunchClaude(t *testing.T) {
 	// denied shell call, an allowed one, a fetch of a denied host, a write
 	// outside the write roots, an edit of the session's hook
 	// configuration, and a denied shell call again.
+	// The API key is a credential for the model's host by default: the
+	// harness's tools see a placeholder (prefix and last 20 characters
+	// kept), the model's server gets the real key from the proxy, and
+	// Claude Code used the placeholder as its approved key.
+	t.Run("api-key", func(t *testing.T) {
+		b := newLaunchBox(t, claude)
+		out := filepath.Join(b.ws, "env-out")
+		r := b.launch(t, w, model, launchRun{calls: []fakemodel.ToolCall{bash("env > " + out)}})
+		r.requireSucceeded(t)
+		env, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatalf("the shell call's env: %v", err)
+		}
+		if bytes.Contains(env, []byte(claudeAPIKey)) {
+			t.Errorf("the real API key is in the harness's process tree")
+		}
+		m := regexp.MustCompile(`(?m)^ANTHROPIC_API_KEY=(.*)$`).FindSubmatch(env)
+		if m == nil || len(m[1]) != len(claudeAPIKey) || !bytes.HasPrefix(m[1], []byte("sk-ant-api03-")) || !bytes.HasSuffix(m[1], []byte(claudeAPIKey[len(claudeAPIKey)-20:])) {
+			t.Errorf("ANTHROPIC_API_KEY inside is not a placeholder of the key's shape: %q", m)
+		}
+		if !model.sawKey(claudeAPIKey) {
+			t.Errorf("the model's server never got the real API key")
+		}
+		if !r.auditHas(func(l map[string]any) bool {
+			return l["msg"] == audit.MsgSessionStart && fmt.Sprint(l[audit.AttrCredentials]) == "[ANTHROPIC_API_KEY]"
+		}) {
+			t.Errorf("the start line does not name ANTHROPIC_API_KEY as a credential")
+		}
+	})
+
 	t.Run("session", func(t *testing.T) {
 		b := newLaunchBox(t, claude)
 		outside := filepath.Join("/opt", filepath.Base(b.root)+"-outside.txt")
@@ -551,6 +583,11 @@ func (b *launchBox) launch(t *testing.T, w *world, m *launchModel, run launchRun
 	return r
 }
 
+// claudeAPIKey is the launches' Anthropic key, of a real key's shape: a
+// launch makes it a credential for the model's host (Claude Code holds a
+// placeholder that keeps its prefix and last 20 characters).
+const claudeAPIKey = "sk-ant-api03-" + "Barry0test0key0not0real0Barry0test0key0not0real0Barry0test0key0" + "-notARealKeyForTests1AA"
+
 // runOpts is the sandboxd launch claude-code of the box from its
 // workspace, with policy, auditing to auditFile, logDir writable, with
 // launch's flags and Claude Code's args.
@@ -564,7 +601,7 @@ func (b *launchBox) runOpts(w *world, policy, auditFile, logDir string, flags, a
 		audit:   auditFile,
 		timeout: claudeRunTimeout,
 		extraEnv: []string{"HOME=" + b.home, "USER=" + claudeUser(), "LANG=C.UTF-8",
-			"ANTHROPIC_BASE_URL=https://" + launchModelHost, "ANTHROPIC_API_KEY=test", "NODE_EXTRA_CA_CERTS=" + w.caFile,
+			"ANTHROPIC_BASE_URL=https://" + launchModelHost, "ANTHROPIC_API_KEY=" + claudeAPIKey, "NODE_EXTRA_CA_CERTS=" + w.caFile,
 			"IS_SANDBOX=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"},
 	}
 }

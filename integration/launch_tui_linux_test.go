@@ -45,7 +45,9 @@ func TestLaunchClaudeInteractive(t *testing.T) {
 	// answered in ~/.claude.json, which is read-only inside the sandbox.
 	cfg, _ := json.Marshal(map[string]any{
 		"hasCompletedOnboarding": true, "bypassPermissionsModeAccepted": true, "fullscreenUpsellSeenCount": 100,
-		"customApiKeyResponses": map[string]any{"approved": []string{"test"}, "rejected": []string{}},
+		// Claude Code knows an approved key by its last 20 characters,
+		// which the key's placeholder inside keeps.
+		"customApiKeyResponses": map[string]any{"approved": []string{claudeAPIKey[len(claudeAPIKey)-20:]}, "rejected": []string{}},
 		"projects":              map[string]any{b.ws: map[string]any{"hasTrustDialogAccepted": true}},
 	})
 	claudeWriteFile(t, filepath.Join(b.home, ".claude.json"), string(cfg)+"\n")

@@ -99,8 +99,11 @@ var placeholderPrefixes = []string{
 // NewPlaceholder returns a random stand-in for value of its shape: the
 // known prefix kept, then position by position a random character of the
 // same class (lower case, upper case, digit; any other byte kept), so its
-// length and punctuation are the value's. It fails for a value shorter than
-// MinCredentialLen.
+// length and punctuation are the value's. An Anthropic key (sk-ant-) also
+// keeps its last claudeKeySuffix characters: Claude Code uses an
+// ANTHROPIC_API_KEY the user approved, and knows it by those (what it
+// stores and shows), so a random one would be refused, or asked about in
+// every session. It fails for a value shorter than MinCredentialLen.
 func NewPlaceholder(value string) (string, error) {
 	if len(value) < MinCredentialLen {
 		return "", fmt.Errorf("the value is %d bytes; at least %d are needed", len(value), MinCredentialLen)
@@ -111,13 +114,17 @@ func NewPlaceholder(value string) (string, error) {
 			prefix = p
 		}
 	}
+	suffix := 0
+	if strings.HasPrefix(value, "sk-ant-") && len(value)-len(prefix)-claudeKeySuffix >= 16 {
+		suffix = claudeKeySuffix
+	}
 	for range 8 {
 		b := []byte(value)
 		rnd := make([]byte, len(b))
 		if _, err := rand.Read(rnd); err != nil {
 			return "", err
 		}
-		for i := len(prefix); i < len(b); i++ {
+		for i := len(prefix); i < len(b)-suffix; i++ {
 			r := int(rnd[i])
 			switch c := b[i]; {
 			case c >= 'a' && c <= 'z':
@@ -134,6 +141,10 @@ func NewPlaceholder(value string) (string, error) {
 	}
 	return "", errors.New("no placeholder differs from the value (too few characters to vary)")
 }
+
+// claudeKeySuffix is how much of an Anthropic key Claude Code knows it by
+// (its approved custom keys: the trimmed key's last 20 characters).
+const claudeKeySuffix = 20
 
 // CA is a sandbox's own certificate authority: it signs the certificates
 // the proxy shows for the hosts it terminates TLS for (credential hosts),

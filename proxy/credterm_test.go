@@ -493,6 +493,10 @@ func TestPlaceholderShape(t *testing.T) {
 	if p, _ := proxy.NewPlaceholder(realToken); !strings.HasPrefix(p, "ghp_") {
 		t.Errorf("prefix not kept: %q", p)
 	}
+	const ant = "sk-ant-api03-" + "Abcdefghij0123456789Abcdefghij0123456789" + "-LastTwentyChars_xyAA"
+	if p, _ := proxy.NewPlaceholder(ant); !strings.HasPrefix(p, "sk-ant-api03-") || !strings.HasSuffix(p, ant[len(ant)-20:]) || p == ant {
+		t.Errorf("an Anthropic key's placeholder %q: want its prefix and last 20 characters kept (Claude Code approves a key by them), the rest new", p)
+	}
 	if _, err := proxy.NewPlaceholder("short"); err == nil {
 		t.Errorf("a 5-byte value got a placeholder")
 	}
