@@ -43,7 +43,7 @@ type credEnv struct {
 
 // newCredEnv's upstream is verified with the servers' certificate when
 // trust is set, else with no root at all.
-func newCredEnv(t testing.TB, trust bool) *credEnv {
+func newCredEnv(t testing.TB, trust bool, mod ...func(*proxy.Config)) *credEnv {
 	t.Helper()
 	ph, err := proxy.NewPlaceholder(realToken)
 	if err != nil {
@@ -61,6 +61,9 @@ func newCredEnv(t testing.TB, trust bool) *credEnv {
 		c.Credentials = []proxy.Credential{ce.cred}
 		c.CA = ce.ca
 		c.UpstreamRoots = roots
+		for _, m := range mod {
+			m(c)
+		}
 	})
 	if trust {
 		leaf, err := x509.ParseCertificate(ce.env.cert.TLS.Certificate[0])
@@ -116,6 +119,32 @@ func (ce *credEnv) serveEcho(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	r.Header.Write(w)
 	fmt.Fprintf(w, "\nbody=%s\nraw=%s\n", b, realToken)
+}
+
+// serve starts an upstream for the credential host (the servers'
+// certificate; HTTP/2 offered when h2) and returns its port.
+func (ce *credEnv) serve(t testing.TB, h2 bool, h http.HandlerFunc) string {
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
+	srv.EnableHTTP2 = h2
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return port
+}
+
+// rawTLS is an HTTP/1.1 client's TLS session through the proxy with the
+// credential host on port, trusting the sandbox CA.
+func (ce *credEnv) rawTLS(t testing.TB, port string) *tls.Conn {
+	conn, resp := ce.env.connect("allowed.test:"+port, true)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT %d", resp.StatusCode)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ce.ca.Certificate())
+	tc := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	return tc
 }
 
 func (ce *credEnv) caClient(h2 bool) *http.Client {
@@ -671,19 +700,14 @@ func TestCredentialInformationalScrubbed(t *testing.T) {
 
 func TestCredentialHeaderNamesAndLateTrailersScrubbed(t *testing.T) {
 	ce := newCredEnv(t, true)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ce.serve(t, true, func(w http.ResponseWriter, r *http.Request) {
 		v := r.Header.Get("X-Api-Key")
 		w.Header().Set("X-"+v, "1")
 		io.WriteString(w, "body")
 		w.(http.Flusher).Flush()
 		w.Header().Set(http.TrailerPrefix+"X-Late", v)
 		w.Header().Set(http.TrailerPrefix+"X-T-"+v, "1")
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	})
 	for _, h2 := range []bool{false, true} {
 		req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/", nil)
 		req.Header.Set("X-Api-Key", ce.cred.Placeholder)
@@ -775,7 +799,7 @@ func TestCredentialEarlierBasicScrubbed(t *testing.T) {
 	ce := newCredEnv(t, true)
 	var mu sync.Mutex
 	var stored string
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if a := r.Header.Get("Authorization"); a != "" {
@@ -783,11 +807,7 @@ func TestCredentialEarlierBasicScrubbed(t *testing.T) {
 			return
 		}
 		io.WriteString(w, stored)
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	})
 	c := ce.caClient(false)
 	sent := basic("someone", ce.cred.Placeholder)
 	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/store", nil)
@@ -824,7 +844,7 @@ func TestCredentialsSharingAValue(t *testing.T) {
 func TestCredentialUpgradeToAnotherProtocolRefused(t *testing.T) {
 	ce := newCredEnv(t, true)
 	upstreamClosed := make(chan struct{})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
 		c, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			return
@@ -834,11 +854,7 @@ func TestCredentialUpgradeToAnotherProtocolRefused(t *testing.T) {
 		brw.Flush()
 		io.Copy(io.Discard, c)
 		close(upstreamClosed)
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	})
 	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/", nil)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "websocket, foo")
@@ -977,7 +993,7 @@ func TestCredentialPlaceholderInBodyAudited(t *testing.T) {
 func TestCredentialOpenStreamScrubsLaterBasic(t *testing.T) {
 	ce := newCredEnv(t, true)
 	feed := make(chan string, 1)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/feed" {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "start\n")
@@ -986,11 +1002,7 @@ func TestCredentialOpenStreamScrubsLaterBasic(t *testing.T) {
 			return
 		}
 		feed <- r.Header.Get("Authorization")
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	})
 	c := ce.caClient(false)
 	resp, err := c.Get("https://allowed.test:" + port + "/feed")
 	if err != nil {
@@ -1026,7 +1038,7 @@ func TestCredentialUpgradeEdges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			closed := make(chan struct{})
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
 				c, brw, err := http.NewResponseController(w).Hijack()
 				if err != nil {
 					return
@@ -1036,19 +1048,8 @@ func TestCredentialUpgradeEdges(t *testing.T) {
 				brw.Flush()
 				io.Copy(io.Discard, c)
 				close(closed)
-			}))
-			srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-			srv.StartTLS()
-			t.Cleanup(srv.Close)
-			_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-			conn, resp := ce.env.connect("allowed.test:"+port, true)
-			if resp.StatusCode != 200 {
-				t.Fatalf("CONNECT %d", resp.StatusCode)
-			}
-			pool := x509.NewCertPool()
-			pool.AddCert(ce.ca.Certificate())
-			tc2 := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
-			tc2.SetDeadline(time.Now().Add(10 * time.Second))
+			})
+			tc2 := ce.rawTLS(t, port)
 			fmt.Fprintf(tc2, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", port)
 			br := bufio.NewReader(tc2)
 			status, err := br.ReadString('\n')
@@ -1072,24 +1073,13 @@ func TestCredentialUpgradeEdges(t *testing.T) {
 
 func TestCredentialAnnouncedTrailerName(t *testing.T) {
 	ce := newCredEnv(t, true)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
 		name := "X-" + r.Header.Get("X-Api-Key")
 		w.Header().Set("Trailer", name)
 		io.WriteString(w, "body")
 		w.Header().Set(name, "1")
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	conn, resp := ce.env.connect("allowed.test:"+port, true)
-	if resp.StatusCode != 200 {
-		t.Fatalf("CONNECT %d", resp.StatusCode)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ce.ca.Certificate())
-	tc := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
-	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	})
+	tc := ce.rawTLS(t, port)
 	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nX-Api-Key: %s\r\nConnection: close\r\n\r\n", port, ce.cred.Placeholder)
 	raw, _ := io.ReadAll(tc)
 	if strings.Contains(strings.ToLower(string(raw)), strings.ToLower(realToken)) {
@@ -1098,8 +1088,8 @@ func TestCredentialAnnouncedTrailerName(t *testing.T) {
 }
 
 func TestCredentialIdleWebSocketClosed(t *testing.T) {
-	ce := newCredEnv(t, true)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ce := newCredEnv(t, true, func(c *proxy.Config) { c.IdleTimeout = 300 * time.Millisecond })
+	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
 		c, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			return
@@ -1108,30 +1098,9 @@ func TestCredentialIdleWebSocketClosed(t *testing.T) {
 		io.WriteString(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
 		brw.Flush()
 		io.Copy(io.Discard, c) // silent
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	ce.env.srv.Close() // not this env's proxy: one with a short idle timeout
-	ph := ce.cred.Placeholder
-	e := newEnv(t, defaultPolicy(), func(c *proxy.Config) {
-		c.Credentials, c.CA = []proxy.Credential{ce.cred}, ce.ca
-		c.UpstreamRoots = x509.NewCertPool()
-		c.IdleTimeout = 300 * time.Millisecond
 	})
-	leaf, _ := x509.ParseCertificate(e.cert.TLS.Certificate[0])
-	e.srv.UpstreamRootsForTest().AddCert(leaf)
-	srv.TLS.Certificates = []tls.Certificate{e.cert.TLS}
-	conn, resp := e.connect("allowed.test:"+port, true)
-	if resp.StatusCode != 200 {
-		t.Fatalf("CONNECT %d", resp.StatusCode)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ce.ca.Certificate())
-	tc := tls.Client(conn, &tls.Config{ServerName: "allowed.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
-	tc.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Api-Key: %s\r\n\r\n", port, ph)
+	tc := ce.rawTLS(t, port)
+	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Api-Key: %s\r\n\r\n", port, ce.cred.Placeholder)
 	br := bufio.NewReader(tc)
 	if up, err := http.ReadResponse(br, nil); err != nil || up.StatusCode != 101 {
 		t.Fatalf("upgrade: %v %v", up, err)
@@ -1141,7 +1110,7 @@ func TestCredentialIdleWebSocketClosed(t *testing.T) {
 	if err == nil || time.Since(start) > 8*time.Second {
 		t.Errorf("an idle WebSocket in a terminated tunnel: read %v after %v, want closed by the idle timeout", err, time.Since(start))
 	}
-	rec := e.audit.waitAuditKind(t, "allowed.test", "connect")
+	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
 	if rec[audit.AttrClose] != "idle timeout" {
 		t.Errorf("close %v, want idle timeout", rec[audit.AttrClose])
 	}
