@@ -30,6 +30,7 @@ func main() {
 	httpsAddrs := flag.String("https", "", "comma-separated HTTPS listen `ADDRS` (needs -cert-out)")
 	certOut := flag.String("cert-out", "", "write the self-signed HTTPS certificate (PEM) to `FILE`")
 	quiet := flag.Bool("quiet", false, "do not log each query and request (benchmarks)")
+	token := flag.String("token", "", "serve /whoami: 200 for a request with Authorization: Bearer `TOKEN`, else 401 (the demo's credential)")
 	flag.Parse()
 	logf := log.New(os.Stderr, "upstream: ", 0).Printf
 	if *quiet {
@@ -51,6 +52,14 @@ func main() {
 	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		logf("http request %s %s", r.Host, r.URL.Path)
+		if r.URL.Path == "/whoami" && *token != "" {
+			if r.Header.Get("Authorization") != "Bearer "+*token {
+				http.Error(w, "401: not the token this server knows", http.StatusUnauthorized)
+				return
+			}
+			fmt.Fprintf(w, "200: the server got the real token\n")
+			return
+		}
 		if r.URL.Path == "/blob" && *blob > 0 {
 			w.Header().Set("Content-Length", fmt.Sprint(*blob))
 			buf := make([]byte, 1<<20)
