@@ -139,21 +139,18 @@ func placeholdersIn(s string, creds []Credential) []string {
 // scrubber is a reader that applies swaps (each from as long as its to)
 // to a stream. The last bytes of a read, as many as the longest from less
 // one, are held until the next read shows whether they begin a from, so a
-// value split between two reads is still found. What is held does not
-// depend on the bytes (a hold only where they could begin the value would
-// tell, by its delay, how much of a guess is right). A stream scrubber
+// value split between two reads is still found: the last keep bytes after
+// the last swap, whatever they are (a hold only where they could begin the
+// value would tell, by its delay, how much of a guess is right). A stream scrubber
 // (newStreamScrubber: WebSockets and bodies of unknown length, which may
 // be interactive) lets the held bytes go after streamHold with nothing
-// more from the server. seen, when set, is called with a swap's index the
-// first time its from is found.
+// more from the server.
 type scrubber struct {
 	r      io.Reader
 	stream bool
 	pump   *pump // a stream scrubber's reader, started on its first read
 	swaps  []swap
 	keep   int // longest from, less one
-	seen   func(i int)
-	found  []bool
 
 	buf   []byte // held bytes then new ones
 	ready []byte // a prefix of buf that is done, not yet read
@@ -171,8 +168,8 @@ const (
 	streamHold = 10 * time.Millisecond
 )
 
-func newScrubber(r io.Reader, swaps []swap, seen func(int)) *scrubber {
-	s := &scrubber{r: r, swaps: swaps, seen: seen, found: make([]bool, len(swaps))}
+func newScrubber(r io.Reader, swaps []swap) *scrubber {
+	s := &scrubber{r: r, swaps: swaps}
 	for _, w := range swaps {
 		s.keep = max(s.keep, len(w.from)-1)
 	}
@@ -181,7 +178,7 @@ func newScrubber(r io.Reader, swaps []swap, seen func(int)) *scrubber {
 }
 
 func newStreamScrubber(r io.Reader, swaps []swap) *scrubber {
-	s := newScrubber(r, swaps, nil)
+	s := newScrubber(r, swaps)
 	s.stream = true
 	return s
 }
@@ -221,7 +218,7 @@ func (s *scrubber) fill() {
 	case s.pump == nil:
 		n, err = s.r.Read(s.buf[len(s.buf):cap(s.buf)])
 	case len(s.buf) > 0:
-		n, err = s.pump.read(s.buf[len(s.buf):cap(s.buf)], streamHold)
+		n, err = s.pump.read(s.buf[len(s.buf):cap(s.buf)], s.hold())
 		if errors.Is(err, errStreamQuiet) {
 			s.ready, s.held = s.buf, 0
 			return
@@ -235,7 +232,7 @@ func (s *scrubber) fill() {
 	// applies to what it brought.
 	s.refresh()
 	swapped := 0 // where the last swap ended: nothing before it is held
-	for i, w := range s.swaps {
+	for _, w := range s.swaps {
 		from, to := []byte(w.from), []byte(w.to)
 		for off := 0; ; {
 			j := bytes.Index(s.buf[off:], from)
@@ -245,12 +242,6 @@ func (s *scrubber) fill() {
 			copy(s.buf[off+j:], to)
 			off += j + len(from)
 			swapped = max(swapped, off)
-			if !s.found[i] {
-				s.found[i] = true
-				if s.seen != nil {
-					s.seen(i)
-				}
-			}
 		}
 	}
 	done := len(s.buf)
@@ -258,6 +249,15 @@ func (s *scrubber) fill() {
 		done -= min(s.keep, len(s.buf)-swapped)
 	}
 	s.ready, s.held = s.buf[:done], len(s.buf)-done
+}
+
+// hold is how long a stream's held bytes wait for more (streamHold, or
+// the proxy's test setting).
+func (s *scrubber) hold() time.Duration {
+	if s.src != nil && s.src.streamHold > 0 {
+		return s.src.streamHold
+	}
+	return streamHold
 }
 
 // refresh takes the proxy's swaps again when they changed (a Basic
@@ -273,9 +273,6 @@ func (s *scrubber) refresh() {
 	s.swaps, s.ver = s.src.scrubSwaps(), v
 	for _, w := range s.swaps {
 		s.keep = max(s.keep, len(w.from)-1)
-	}
-	if len(s.found) < len(s.swaps) {
-		s.found = append(s.found, make([]bool, len(s.swaps)-len(s.found))...)
 	}
 	if cap(s.buf) < s.keep+scrubChunk {
 		nb := make([]byte, len(s.buf), s.keep+scrubChunk)
@@ -359,9 +356,8 @@ func (p *pump) close() { p.once.Do(func() { close(p.stop) }) }
 // is read: a map it may make then, for trailers not announced).
 type scrubBody struct {
 	*scrubber
-	c     io.Closer
-	resp  *http.Response
-	swaps []swap
+	c    io.Closer
+	resp *http.Response
 }
 
 func (b *scrubBody) Read(p []byte) (int, error) {
@@ -407,17 +403,23 @@ type detector struct {
 	io.ReadCloser
 	creds []Credential
 	seen  func(name string)
+	keep  int // the longest placeholder, less one
 	tail  []byte
 	found map[string]bool
+}
+
+func newDetector(body io.ReadCloser, creds []Credential, seen func(string)) *detector {
+	d := &detector{ReadCloser: body, creds: creds, seen: seen}
+	for _, c := range creds {
+		d.keep = max(d.keep, len(c.Placeholder)-1)
+	}
+	return d
 }
 
 func (d *detector) Read(p []byte) (int, error) {
 	n, err := d.ReadCloser.Read(p)
 	if n > 0 {
-		keep := 0
-		for _, c := range d.creds {
-			keep = max(keep, len(c.Placeholder)-1)
-		}
+		keep := d.keep
 		w := append(d.tail, p[:n]...)
 		for _, c := range d.creds {
 			if !d.found[c.Name] && bytes.Contains(w, []byte(c.Placeholder)) {

@@ -46,7 +46,7 @@ func FuzzScrubber(f *testing.F) {
 		if len(to) != len(from) {
 			return
 		}
-		sc := newScrubber(&chunked{data: data, sizes: sizes}, []swap{{from: string(from), to: string(to)}}, nil)
+		sc := newScrubber(&chunked{data: data, sizes: sizes}, []swap{{from: string(from), to: string(to)}})
 		got, err := io.ReadAll(sc)
 		if err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/proxy/tlshello"
 )
@@ -151,6 +152,7 @@ type termination struct {
 	handlers sync.WaitGroup
 
 	mu           sync.Mutex
+	ending       bool // set once the connection ended: no handler starts after
 	used, passed map[string]bool
 	preDialed    net.Conn // the tunnel's first dial, used by the first upstream connection
 }
@@ -229,6 +231,9 @@ func (t *tunnel) terminate(hello []byte) {
 	stopIdle := make(chan struct{})
 	go t.idleWatch(stopIdle)
 	<-done
+	m.mu.Lock()
+	m.ending = true
+	m.mu.Unlock()
 	m.handlers.Wait()
 	close(stopIdle)
 	srv.Close()
@@ -240,8 +245,14 @@ func (t *tunnel) terminate(hello []byte) {
 	rec.up, rec.down = m.up.Load(), m.down.Load()
 	rec.creds, rec.placeholders = sortedKeys(m.used), sortedKeys(m.passed)
 	m.mu.Unlock()
-	t.client.Close()
-	t.closeExtra()
+	// As a close: a dial after it is refused (addExtra), and every
+	// upstream connection is closed.
+	t.closeMu.Lock()
+	stillOpen := t.closeReason == ""
+	t.closeMu.Unlock()
+	if stillOpen {
+		t.close("")
+	}
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -289,7 +300,16 @@ func (m *termination) dial(ctx context.Context, _, addr string) (net.Conn, error
 // ServeHTTP checks a terminated request's host, puts the credentials into
 // its headers and forwards it.
 func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	if m.ending {
+		// The connection is closed and terminate is waiting for the
+		// handlers: an HTTP/2 stream's may start late.
+		m.mu.Unlock()
+		m.refuse(w, r, http.StatusServiceUnavailable, "proxy: the tunnel is closing")
+		return
+	}
 	m.handlers.Add(1)
+	m.mu.Unlock()
 	defer m.handlers.Done()
 	if why := m.checkHost(r.Host); why != "" {
 		m.refuse(w, r, http.StatusMisdirectedRequest, why)
@@ -319,13 +339,15 @@ func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A WebSocket's compressed frames could not be scrubbed either.
 	out.Header.Del("Sec-WebSocket-Extensions")
 	m.note(inj.used, nil)
-	m.note(nil, placeholdersIn(r.RequestURI, m.t.s.allCreds))
+	// A placeholder left in the target or a header (one the value does not
+	// go into) passes as it is, audited.
+	m.note(nil, m.t.s.placeholdersInRequest(out))
 	if u, err := url.PathUnescape(r.URL.RawQuery); err == nil {
 		m.note(nil, placeholdersIn(r.URL.Path+"?"+u, m.t.s.allCreds))
 	}
 	if out.Body != nil && out.Body != http.NoBody {
 		all := m.t.s.allCreds
-		out.Body = &detector{ReadCloser: out.Body, creds: all, seen: func(name string) { m.note(nil, []string{name}) }}
+		out.Body = newDetector(out.Body, all, func(name string) { m.note(nil, []string{name}) })
 	}
 	m.rp.ServeHTTP(w, out)
 }
@@ -362,9 +384,13 @@ func (m *termination) modify(resp *http.Response) error {
 	// stream's next read.
 	ver := m.t.s.basics.version()
 	swaps := m.t.s.scrubSwaps()
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		// The encoding's name is the server's: not quoted back.
-		return errors.New("the response is encoded (a Content-Encoding the client did not ask for), which the proxy cannot scrub")
+	for _, v := range resp.Header.Values("Content-Encoding") {
+		for _, ce := range strings.Split(v, ",") {
+			if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+				// The encoding's name is the server's: not quoted back.
+				return errors.New("the response is encoded (a Content-Encoding the client did not ask for), which the proxy cannot scrub")
+			}
+		}
 	}
 	scrubHeader(resp.Header, swaps)
 	// Announced trailers' names: ReverseProxy announces them before the
@@ -376,6 +402,11 @@ func (m *termination) modify(resp *http.Response) error {
 		// without closing the connection: refused here, it is.
 		if want, got := upgradeType(resp.Request.Header), upgradeType(resp.Header); want == "" || !strings.EqualFold(want, got) {
 			return errors.New("the server switched to another protocol than asked for")
+		}
+		if len(resp.Header.Values("Sec-WebSocket-Extensions")) > 0 {
+			// The offer was dropped: compressed frames could not be
+			// scrubbed.
+			return errors.New("the server took up a WebSocket extension that was not offered")
 		}
 		rwc, ok := resp.Body.(io.ReadWriteCloser)
 		if !ok {
@@ -389,12 +420,12 @@ func (m *termination) modify(resp *http.Response) error {
 	}
 	var sc *scrubber
 	if resp.ContentLength >= 0 {
-		sc = newScrubber(resp.Body, swaps, nil)
+		sc = newScrubber(resp.Body, swaps)
 	} else {
 		sc = newStreamScrubber(resp.Body, swaps)
 	}
 	sc.src, sc.ver = m.t.s, ver
-	resp.Body = &scrubBody{scrubber: sc, c: resp.Body, resp: resp, swaps: swaps}
+	resp.Body = &scrubBody{scrubber: sc, c: resp.Body, resp: resp}
 	return nil
 }
 
@@ -432,7 +463,7 @@ func (m *termination) refuse(w http.ResponseWriter, r *http.Request, code int, r
 	w.WriteHeader(code)
 	io.WriteString(w, line+"\n")
 	rec := *m.t.rec
-	rec.kind = "http"
+	rec.kind = audit.KindHTTP
 	rec.start = time.Now()
 	rec.close, rec.up, rec.down, rec.creds, rec.placeholders = "", 0, 0, nil, nil
 	rec.deny(reason)

@@ -96,6 +96,9 @@ func (ce *credEnv) serveEcho(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/br" {
 		w.Header().Set("Content-Encoding", "br")
 	}
+	if r.URL.Path == "/identity-then-br" {
+		w.Header()["Content-Encoding"] = []string{"identity", "br"}
+	}
 	w.Header().Set("X-Echo-Auth", r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"))
 	w.Header().Set("X-Proto", r.Proto)
 	if r.URL.Path == "/trailer" {
@@ -222,6 +225,22 @@ func TestCredentialInjected(t *testing.T) {
 	}
 	for _, l := range ce.env.audit.lines(t) {
 		noReal(t, "audit line", fmt.Sprint(l))
+	}
+}
+
+func TestCredentialPlaceholderInOtherHeaderAudited(t *testing.T) {
+	ce := newCredEnv(t, true)
+	req, _ := http.NewRequest("GET", ce.url("/public"), nil)
+	req.Header.Set("X-Amz-Meta-Note", ce.cred.Placeholder)
+	resp, err := ce.caClient(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	ce.env.closeIdle()
+	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
+	if fmt.Sprint(rec[audit.AttrPlaceholder]) != "[GITHUB_TOKEN]" {
+		t.Errorf("a placeholder in a header the value does not go into: audit placeholders %v, want [GITHUB_TOKEN]", rec[audit.AttrPlaceholder])
 	}
 }
 
@@ -355,18 +374,23 @@ func TestCredentialHostRuleInsideTunnel(t *testing.T) {
 
 func TestCredentialUnscrubbableEncodingRefused(t *testing.T) {
 	ce := newCredEnv(t, true)
-	resp, err := ce.caClient(false).Get(ce.url("/br"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body(t, resp)
-	if resp.StatusCode != http.StatusBadGateway {
-		t.Errorf("an unsolicited br response: status %d, want 502", resp.StatusCode)
+	for _, path := range []string{"/br", "/identity-then-br"} {
+		resp, err := ce.caClient(false).Get(ce.url(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body(t, resp)
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Errorf("%s: an unsolicited encoding: status %d, want 502", path, resp.StatusCode)
+		}
 	}
 }
 
 func TestCredentialWebSocket(t *testing.T) {
 	ce := newCredEnv(t, true)
+	// The value is split across two writes 5 ms apart: a hold longer than
+	// a loaded machine's delay between them.
+	proxy.SetStreamHold(ce.env.srv, time.Second)
 	ws := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "websocket" || r.Header.Get("Authorization") != "Bearer "+realToken {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -1035,6 +1059,7 @@ func TestCredentialUpgradeEdges(t *testing.T) {
 	}{
 		{"no Connection: upgrade in the 101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", http.StatusBadGateway},
 		{"the value in the reason phrase", "HTTP/1.1 101 " + realToken + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", http.StatusSwitchingProtocols},
+		{"an extension taken up that was not offered", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n", http.StatusBadGateway},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			closed := make(chan struct{})

@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/x509"
 	"net"
+	"time"
 )
 
 // SetInterfaceAddrs replaces the source of s's own interface addresses (the
@@ -35,7 +36,7 @@ func ScrubberReadyAfterOneRead(in string, swaps []Swap) int {
 	for _, s := range swaps {
 		sw = append(sw, swap{from: s.From, to: s.To})
 	}
-	sc := newScrubber(&oneRead{b: []byte(in)}, sw, nil)
+	sc := newScrubber(&oneRead{b: []byte(in)}, sw)
 	sc.fill()
 	return len(sc.ready)
 }
@@ -54,3 +55,6 @@ func (o *oneRead) Read(p []byte) (int, error) {
 // UpstreamRootsForTest returns the roots the proxy verifies terminated
 // hosts with.
 func (s *Server) UpstreamRootsForTest() *x509.CertPool { return s.cfg.UpstreamRoots }
+
+// SetStreamHold replaces how long s's stream scrubbers hold a quiet tail.
+func SetStreamHold(s *Server, d time.Duration) { s.streamHold = d }

@@ -114,6 +114,8 @@ type Server struct {
 	creds    map[string][]Credential
 	allCreds []Credential
 	basics   basicSwaps // the Basic credentials the proxy made (scrubbed back)
+	// streamHold, when set (tests), replaces the stream scrubber's.
+	streamHold time.Duration
 
 	conns     atomic.Int64
 	wg        sync.WaitGroup

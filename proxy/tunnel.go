@@ -171,7 +171,10 @@ func (s *Server) runTunnel(client net.Conn, h policy.Host, ap netip.AddrPort, re
 		s.audit(rec)
 		return
 	}
-	t := &tunnel{s: s, client: hc, target: target, host: h, addr: ap, rec: rec, creds: s.creds[h.String()]}
+	t := &tunnel{s: s, client: hc, target: target, host: h, addr: ap, rec: rec}
+	if s.creds != nil {
+		t.creds = s.creds[h.String()]
+	}
 	now := time.Now().UnixNano()
 	t.lastUp.Store(now)
 	t.lastDown.Store(now)
