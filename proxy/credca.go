@@ -150,7 +150,8 @@ const claudeKeySuffix = 20
 // the proxy shows for the hosts it terminates TLS for (credential hosts),
 // and is trusted inside the sandbox only. Its key lives in this process's
 // memory and nowhere else; its certificate is name-constrained to those
-// hosts, so even a copy of its key could sign for no other.
+// hosts (and their subdomains: a permitted name's), so even a copy of its
+// key could sign for no other name.
 type CA struct {
 	cert    *x509.Certificate
 	key     *ecdsa.PrivateKey

@@ -356,18 +356,7 @@ func (m *termination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the CONNECT's host (and its port, or none for 443), so one TLS session
 // cannot be used to reach another host.
 func (m *termination) checkHost(hostport string) string {
-	hs, hp, err := policy.SplitHostPort(hostport)
-	if err != nil {
-		return fmt.Sprintf("%s: Host %q", ReasonHostMismatch, hostport)
-	}
-	if hp == "" {
-		hp = "443"
-	}
-	h, err := policy.ParseHost(hs)
-	if err != nil || h != m.t.host || strings.TrimLeft(hp, "0") != strings.TrimLeft(m.port, "0") {
-		return fmt.Sprintf("%s: Host %q, tunnel to %s:%s", ReasonHostMismatch, hostport, m.t.host, m.port)
-	}
-	return ""
+	return hostNames(hostport, "443", m.t.host, m.port)
 }
 
 func (m *termination) rewrite(pr *httputil.ProxyRequest) {

@@ -241,16 +241,23 @@ func checkHostHeader(r *http.Request, target policy.Host, port string) string {
 	if len(hosts) == 0 {
 		return ""
 	}
-	hs, hp, err := policy.SplitHostPort(hosts[0])
+	return hostNames(hosts[0], "80", target, port)
+}
+
+// hostNames is the Host rule: hostport (a Host header, an HTTP/2
+// :authority) names target on port, defPort when it names none; "" when it
+// does, else the reason it does not.
+func hostNames(hostport, defPort string, target policy.Host, port string) string {
+	hs, hp, err := policy.SplitHostPort(hostport)
 	if err != nil {
-		return fmt.Sprintf("%s: Host %q", ReasonHostMismatch, hosts[0])
+		return fmt.Sprintf("%s: Host %q", ReasonHostMismatch, hostport)
 	}
 	if hp == "" {
-		hp = "80"
+		hp = defPort
 	}
 	h, err := policy.ParseHost(hs)
 	if err != nil || h != target || strings.TrimLeft(hp, "0") != strings.TrimLeft(port, "0") {
-		return fmt.Sprintf("%s: Host %q, target %s:%s", ReasonHostMismatch, hosts[0], target, port)
+		return fmt.Sprintf("%s: Host %q, target %s:%s", ReasonHostMismatch, hostport, target, port)
 	}
 	return ""
 }

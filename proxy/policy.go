@@ -49,6 +49,14 @@ func PolicyFromBound(b *policy.Bound, allowPrivate []netip.Prefix) (Policy, erro
 	return p, nil
 }
 
+// Names is policy's one reading of p's network fields, as the proxies
+// decide names with it: inside the egress sandbox, where an absent
+// allowlist is empty. A caller deciding a name "as the proxy would" (a
+// credential's hosts) asks this one.
+func (p Policy) Names() (*policy.NetworkDecider, error) {
+	return policy.CompileNetwork(&policy.NetworkRules{AllowDomains: p.Allow, Domains: p.Deny, Actions: p.Actions}, true)
+}
+
 // compiled is a Policy ready for matching. Immutable once built.
 type compiled struct {
 	src Policy
@@ -60,7 +68,7 @@ type compiled struct {
 }
 
 func compilePolicy(p Policy) (*compiled, error) {
-	names, err := policy.CompileNetwork(&policy.NetworkRules{AllowDomains: p.Allow, Domains: p.Deny, Actions: p.Actions}, true)
+	names, err := p.Names()
 	if err != nil {
 		return nil, fmt.Errorf("proxy policy: %w", err)
 	}

@@ -299,11 +299,11 @@ func (s *session) credentials() (func(), error) {
 }
 
 // readCredentials decides each credential's hosts with the proxy's own
-// reading of its policy (proxy.compilePolicy's CompileNetwork, so a host
+// reading of its policy (proxy.Policy.Names, so a host
 // is allowed here exactly when the proxy would let it through), reads its
 // value and makes its placeholder.
 func (o *Options) readCredentials(pp proxy.Policy, specs []policy.CredentialSpec) ([]proxy.Credential, error) {
-	nd, err := policy.CompileNetwork(&policy.NetworkRules{AllowDomains: pp.Allow, Domains: pp.Deny, Actions: pp.Actions}, true)
+	nd, err := pp.Names()
 	if err != nil {
 		return nil, err
 	}
