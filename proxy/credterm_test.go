@@ -33,12 +33,11 @@ const realToken = "ghp_RealSecretValue0123456789abcdefABCD"
 // sandbox CA (as a sandbox does).
 type credEnv struct {
 	*env
-	ca       *proxy.CA
-	cred     proxy.Credential
-	upstream *httptest.Server
-	port     string
-	mu       sync.Mutex
-	seen     []http.Header // request headers the upstream got
+	ca   *proxy.CA
+	cred proxy.Credential
+	port string
+	mu   sync.Mutex
+	seen []http.Header // request headers the upstream got
 }
 
 // newCredEnv's upstream is verified with the servers' certificate when
@@ -72,12 +71,7 @@ func newCredEnv(t testing.TB, trust bool, mod ...func(*proxy.Config)) *credEnv {
 		}
 		roots.AddCert(leaf)
 	}
-	ce.upstream = httptest.NewUnstartedServer(http.HandlerFunc(ce.serveEcho))
-	ce.upstream.TLS = &tls.Config{Certificates: []tls.Certificate{ce.env.cert.TLS}}
-	ce.upstream.EnableHTTP2 = true
-	ce.upstream.StartTLS()
-	t.Cleanup(ce.upstream.Close)
-	_, ce.port, _ = net.SplitHostPort(ce.upstream.Listener.Addr().String())
+	ce.port = ce.serve(t, true, ce.serveEcho)
 	return ce
 }
 
@@ -755,15 +749,13 @@ func TestCredentialHeaderNamesAndLateTrailersScrubbed(t *testing.T) {
 }
 
 func TestScrubberHoldsTheSameWhateverTheBytes(t *testing.T) {
-	sw := []swap2{{"ghp_secretvalue", "ghp_XXXXXXXXXXX"}}
+	sw := []proxy.Swap{{From: "ghp_secretvalue", To: "ghp_XXXXXXXXXXX"}}
 	for _, in := range []string{"0123456789abcdefghp_sec", "0123456789abcdefxxxxxxx"} {
 		if n := proxy.ScrubberReadyAfterOneRead(in, sw); n != len(in)-(len(sw[0].From)-1) {
 			t.Errorf("%q: %d bytes ready after one read, want all but the longest value less one", in, n)
 		}
 	}
 }
-
-type swap2 = proxy.Swap
 
 func TestCredentialOnlyKeyHeadersInjected(t *testing.T) {
 	ce := newCredEnv(t, true)
@@ -786,34 +778,18 @@ func TestCredentialOnlyKeyHeadersInjected(t *testing.T) {
 }
 
 func TestCredentialCustomHeader(t *testing.T) {
-	ph, _ := proxy.NewPlaceholder(realToken)
-	ca, _ := proxy.NewCA([]string{"allowed.test"})
-	cred := proxy.Credential{Name: "T", Hosts: []string{"allowed.test"}, Value: realToken, Placeholder: ph, Headers: []string{"x-my-token"}}
-	var seen string
-	e := newEnv(t, defaultPolicy(), func(c *proxy.Config) {
-		c.Credentials, c.CA = []proxy.Credential{cred}, ca
-		c.UpstreamRoots = x509.NewCertPool()
-	})
-	leaf, _ := x509.ParseCertificate(e.cert.TLS.Certificate[0])
-	e.srv.UpstreamRootsForTest().AddCert(leaf)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Get("X-My-Token") }))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{e.cert.TLS}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Certificate())
-	c := e.client()
-	c.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
+	ce := newCredEnv(t, true, func(c *proxy.Config) { c.Credentials[0].Headers = []string{"x-my-token"} })
+	seen := make(chan string, 1)
+	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) { seen <- r.Header.Get("X-My-Token") })
 	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/", nil)
-	req.Header.Set("X-My-Token", ph)
-	resp, err := c.Do(req)
+	req.Header.Set("X-My-Token", ce.cred.Placeholder)
+	resp, err := ce.caClient(false).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body(t, resp)
-	if seen != realToken {
-		t.Errorf("a header the credential names got %q, want the value", seen)
+	if got := <-seen; got != realToken {
+		t.Errorf("a header the credential names got %q, want the value", got)
 	}
 }
 

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"crypto/x509"
 	"net"
 	"time"
 )
@@ -51,10 +50,6 @@ func (o *oneRead) Read(p []byte) (int, error) {
 	o.b = nil
 	return n, nil
 }
-
-// UpstreamRootsForTest returns the roots the proxy verifies terminated
-// hosts with.
-func (s *Server) UpstreamRootsForTest() *x509.CertPool { return s.cfg.UpstreamRoots }
 
 // SetStreamHold replaces how long s's stream scrubbers hold a quiet tail.
 func SetStreamHold(s *Server, d time.Duration) { s.streamHold = d }
