@@ -154,6 +154,17 @@ func (ce *credEnv) caClient(h2 bool) *http.Client {
 	return c
 }
 
+// requirePassed checks, once the client's tunnels are closed, that the
+// credential host's line names the placeholder as passed (what: the case).
+func (ce *credEnv) requirePassed(t *testing.T, what string) {
+	t.Helper()
+	ce.env.closeIdle()
+	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
+	if fmt.Sprint(rec[audit.AttrPlaceholder]) != "[GITHUB_TOKEN]" {
+		t.Errorf("%s: audit placeholders %v, want [GITHUB_TOKEN]", what, rec[audit.AttrPlaceholder])
+	}
+}
+
 func (ce *credEnv) url(path string) string { return "https://allowed.test:" + ce.port + path }
 
 func noReal(t *testing.T, what, s string) {
@@ -231,11 +242,7 @@ func TestCredentialPlaceholderInOtherHeaderAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	body(t, resp)
-	ce.env.closeIdle()
-	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
-	if fmt.Sprint(rec[audit.AttrPlaceholder]) != "[GITHUB_TOKEN]" {
-		t.Errorf("a placeholder in a header the value does not go into: audit placeholders %v, want [GITHUB_TOKEN]", rec[audit.AttrPlaceholder])
-	}
+	ce.requirePassed(t, "a placeholder in a header the value does not go into")
 }
 
 func TestCredentialPlaceholderPassedAudited(t *testing.T) {
@@ -981,11 +988,7 @@ func TestCredentialPlaceholderInBodyAudited(t *testing.T) {
 	if b := body(t, resp); !strings.Contains(b, "body=x="+ce.cred.Placeholder) {
 		t.Fatalf("the body did not pass as it is: %q", b)
 	}
-	ce.env.closeIdle()
-	rec := ce.env.audit.waitAuditKind(t, "allowed.test", "connect")
-	if fmt.Sprint(rec[audit.AttrPlaceholder]) != "[GITHUB_TOKEN]" {
-		t.Errorf("a placeholder in the body: audit placeholders %v, want [GITHUB_TOKEN]", rec[audit.AttrPlaceholder])
-	}
+	ce.requirePassed(t, "a placeholder in the body")
 }
 
 // A stream open before a later request makes a Basic encoding scrubs that
