@@ -165,7 +165,7 @@ type scrubber struct {
 
 const (
 	scrubChunk = 64 << 10
-	streamHold = 10 * time.Millisecond
+	streamHold = 50 * time.Millisecond
 )
 
 func newScrubber(r io.Reader, swaps []swap) *scrubber {
@@ -291,6 +291,11 @@ type pump struct {
 	once sync.Once
 	left []byte
 	err  error
+	// waiting is when the pump's goroutine began a read that has not
+	// returned (unix nanos; 0 while it is not in one): the stream is quiet
+	// only while the pump itself waits on it, not while this process is
+	// too busy to have read what came.
+	waiting atomic.Int64
 }
 
 type pumped struct {
@@ -303,7 +308,9 @@ func newPump(r io.Reader, size int) *pump {
 	go func() {
 		for {
 			b := make([]byte, size)
+			p.waiting.Store(time.Now().UnixNano())
 			n, err := r.Read(b)
+			p.waiting.Store(0)
 			select {
 			case p.c <- pumped{b[:n], err}:
 			case <-p.stop:
@@ -323,14 +330,23 @@ func (p *pump) read(b []byte, wait time.Duration) (int, error) {
 	if len(p.left) == 0 && p.err == nil {
 		var got pumped
 		var quiet <-chan time.Time
+		var t *time.Timer
 		if wait > 0 {
-			t := time.NewTimer(wait)
+			t = time.NewTimer(wait)
 			defer t.Stop()
 			quiet = t.C
 		}
+	wait:
 		select {
 		case got = <-p.c:
 		case <-quiet:
+			// Quiet when the pump has waited on the stream for wait: if
+			// it has not (it is not in a read yet, or began one late),
+			// what came may not have been read.
+			if since := p.waiting.Load(); since == 0 || time.Since(time.Unix(0, since)) < wait {
+				t.Reset(wait / 4)
+				goto wait
+			}
 			return 0, errStreamQuiet
 		case <-p.stop:
 			// Closed (from another goroutine, as ReverseProxy ends an
