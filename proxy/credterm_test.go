@@ -130,6 +130,29 @@ func (ce *credEnv) serve(t testing.TB, h2 bool, h http.HandlerFunc) string {
 	return port
 }
 
+// switched is a WebSocket upgrade's answer.
+const switched = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+
+// serveRaw starts an upstream for the credential host that answers each
+// request with answer, raw, then reads its connection to the end (closed
+// says when, once).
+func (ce *credEnv) serveRaw(t testing.TB, answer string) (port string, closed <-chan struct{}) {
+	done := make(chan struct{})
+	var once sync.Once
+	port = ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(brw, answer)
+		brw.Flush()
+		io.Copy(io.Discard, c)
+		once.Do(func() { close(done) })
+	})
+	return port, done
+}
+
 // rawTLS is an HTTP/1.1 client's TLS session through the proxy with the
 // credential host on port, trusting the sandbox CA.
 func (ce *credEnv) rawTLS(t testing.TB, port string) *tls.Conn {
@@ -850,18 +873,7 @@ func TestCredentialsSharingAValue(t *testing.T) {
 
 func TestCredentialUpgradeToAnotherProtocolRefused(t *testing.T) {
 	ce := newCredEnv(t, true)
-	upstreamClosed := make(chan struct{})
-	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
-		c, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		io.WriteString(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		io.Copy(io.Discard, c)
-		close(upstreamClosed)
-	})
+	port, upstreamClosed := ce.serveRaw(t, switched)
 	req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/", nil)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "websocket, foo")
@@ -1041,18 +1053,7 @@ func TestCredentialUpgradeEdges(t *testing.T) {
 		{"an extension taken up that was not offered", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n", http.StatusBadGateway},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			closed := make(chan struct{})
-			port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
-				c, brw, err := http.NewResponseController(w).Hijack()
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				io.WriteString(brw, tc.answer)
-				brw.Flush()
-				io.Copy(io.Discard, c)
-				close(closed)
-			})
+			port, closed := ce.serveRaw(t, tc.answer)
 			tc2 := ce.rawTLS(t, port)
 			fmt.Fprintf(tc2, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", port)
 			br := bufio.NewReader(tc2)
@@ -1093,16 +1094,7 @@ func TestCredentialAnnouncedTrailerName(t *testing.T) {
 
 func TestCredentialIdleWebSocketClosed(t *testing.T) {
 	ce := newCredEnv(t, true, func(c *proxy.Config) { c.IdleTimeout = 300 * time.Millisecond })
-	port := ce.serve(t, false, func(w http.ResponseWriter, r *http.Request) {
-		c, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		io.WriteString(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		io.Copy(io.Discard, c) // silent
-	})
+	port, _ := ce.serveRaw(t, switched) // silent
 	tc := ce.rawTLS(t, port)
 	fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: allowed.test:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Api-Key: %s\r\n\r\n", port, ce.cred.Placeholder)
 	br := bufio.NewReader(tc)
