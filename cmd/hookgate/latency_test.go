@@ -12,12 +12,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/barry-rocks/sandbox/hooks"
 )
 
 // TestLatencyReport measures hookgate's per-call latency (process start to
 // answer) on a Claude Code Bash payload: with a local policy, with the
 // ruling socket (sandboxd serve-hooks), against spawning true, a minimal
-// python3 hook and a minimal Go hook, interleaved in one run. It prints a
+// python3 hook, a minimal Go hook and a minimal Go hook that forwards
+// hookgate's request to the same server, interleaved in one run. It prints a
 // markdown table for docs/benchmarks.md, then issue 18's goals (hookgate's
 // medians over the minimal Go hook's) met or missed. It runs only with
 // BARRY_BENCH=1 (scripts/bench-hookgate): timing is measured, never
@@ -89,10 +92,56 @@ func main() {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-o", goHook, src)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the minimal Go hook: %v\n%s", err, out)
+	// The floor of any hook that forwards to a ruling server: the same,
+	// then hookgate's own request for this payload to the same server over
+	// plain system calls, and exit 0 only on its allow. What hookgate
+	// --socket adds over it is hookgate's own start-up and work.
+	sockHook := filepath.Join(dir, "gosockhook")
+	sockSrc := filepath.Join(dir, "gosockhook.go")
+	if err := os.WriteFile(sockSrc, []byte(`package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"syscall"
+)
+
+func main() {
+	var v map[string]any
+	if json.NewDecoder(os.Stdin).Decode(&v) != nil {
+		os.Exit(2)
+	}
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil || syscall.Connect(fd, &syscall.SockaddrUnix{Name: os.Args[1]}) != nil {
+		os.Exit(2)
+	}
+	if _, err := syscall.Write(fd, []byte(os.Args[2])); err != nil {
+		os.Exit(2)
+	}
+	buf := make([]byte, 4096)
+	n, err := syscall.Read(fd, buf)
+	if err != nil || !bytes.HasPrefix(buf[:n], []byte(`+"`"+`{"v":1,"verdict":"allow"`+"`"+`)) {
+		os.Exit(2)
+	}
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][2]string{{goHook, src}, {sockHook, sockSrc}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", b[1], err, out)
+		}
+	}
+	call, err := hooks.Decode(hooks.ClaudeCode, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := json.Marshal(hooks.Request{V: hooks.ProtocolVersion, Op: "rule", Call: &call, DeadlineMs: hooks.DefaultDeadline.Milliseconds()})
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	variants := []struct { // variantGoHook, variantLocal and variantSocket index it
@@ -103,14 +152,16 @@ func main() {
 		{"`true` (baseline)", []string{truePath}, ""},
 		{"python3 minimal hook (baseline)", []string{py, "-c", pyHook}, `"permissionDecision": "allow"`},
 		{"minimal Go hook: decodes the payload, answers allow (floor)", []string{goHook}, ""},
+		{"minimal Go socket hook: the same, then hookgate's request to the same ruling server (floor of --socket)", []string{sockHook, sock, string(req) + "\n"}, ""},
 		{"`hookgate --help`: start-up only, no work (floor)", []string{bin, "--help"}, ""},
 		{"hookgate check --policy (local)", []string{bin, "check", "--harness", "claude-code", "--policy", policy}, ""},
 		{"hookgate check --socket", []string{bin, "check", "--harness", "claude-code", "--socket", sock}, ""},
 		{"the command hookgate install writes (fail-closed wrapper, --policy)", []string{"/bin/sh", "-c", installedCommand(t, dir, policy)}, ""},
 	}
-	if variants[variantGoHook].argv[0] != goHook || !slices.Contains(variants[variantLocal].argv, "--policy") ||
+	if variants[variantGoHook].argv[0] != goHook || variants[variantSocketFloor].argv[0] != sockHook ||
+		!slices.Contains(variants[variantLocal].argv, "--policy") ||
 		!slices.Contains(variants[variantSocket].argv, "--socket") {
-		t.Fatal("variantGoHook, variantLocal or variantSocket names the wrong variant")
+		t.Fatal("variantGoHook, variantSocketFloor, variantLocal or variantSocket names the wrong variant")
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/home/dev"}
 	times := make([][]time.Duration, len(variants))
@@ -150,6 +201,8 @@ func main() {
 	// Issue 18's goals, against the floor of any Go hook in the same run.
 	floor := q(times[variantGoHook], 0.5)
 	fmt.Fprintf(&b, "\n| goal (issue 18), medians of this run | ratio | goal | |\n| --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| floor of --socket: minimal Go socket hook ÷ minimal Go hook | %.2fx | | |\n",
+		float64(q(times[variantSocketFloor], 0.5))/float64(floor))
 	for _, g := range []struct {
 		name    string
 		variant int
@@ -170,9 +223,10 @@ func main() {
 
 // The variants of TestLatencyReport that its goals compare.
 const (
-	variantGoHook = 2
-	variantLocal  = 4
-	variantSocket = 5
+	variantGoHook      = 2
+	variantSocketFloor = 3
+	variantLocal       = 5
+	variantSocket      = 6
 )
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
