@@ -37,6 +37,7 @@ func RunInit() int {
 		return 125
 	}
 	var spec initSpec
+	go warmSpecCodec()
 	raw, err := readSpec(ctl)
 	if err != nil {
 		return fail(stepErr("read spec", err))

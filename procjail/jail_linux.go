@@ -184,6 +184,7 @@ func Prestart(o PrestartOptions) (*Prestarted, error) {
 	if p.cmd, err = startInit(initPath, files); err != nil {
 		return fail(namespaceError(err))
 	}
+	go warmSpecCodec()
 	return p, nil
 }
 
