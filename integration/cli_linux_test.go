@@ -195,6 +195,86 @@ func TestSignalsForwarded(t *testing.T) {
 	}
 }
 
+// TestSignalDuringSetupAborts: a SIGINT that reaches sandboxd while the
+// sandbox is being set up (here, during the scan of a 10,000-file
+// workspace for a policy's "**/" globs) aborts the start: exit 125 with the
+// reason on one line, the command never runs, and the session's runtime
+// directory is gone. (sandboxd's CLI once took SIGINT for a context the run
+// never read, so the signal was lost and the command ran.)
+func TestSignalDuringSetupAborts(t *testing.T) {
+	testenv.NeedRoot(t)
+	dir := sharedDir(t)
+	ws, rt, pd := filepath.Join(dir, "ws"), filepath.Join(dir, "run"), filepath.Join(dir, "pol")
+	for _, d := range []string{ws, rt, pd} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 {
+		p := filepath.Join(ws, "pkg", fmt.Sprint(i))
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 100 {
+			if err := os.WriteFile(filepath.Join(p, fmt.Sprintf("f%d.go", j)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pol := filepath.Join(pd, "deny.yaml") // a directory of its own: the sandbox makes it read-only
+	if err := os.WriteFile(pol, []byte("version: 1\nharness: claude-code\n"+
+		"bounds: {secrets: {files: {deny: [\"**/.env\", \"**/*.pem\", \"~/.ssh\"]}}}\nsession: {bounds: [secrets]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(ws, "ran")
+	cmd := exec.Command(sandboxdBin, "run", "--policy", pol, "--cwd", ws, "--", "touch", marker)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// The runtime directory appears after the init's start and before the
+	// filesystem plan, which the scan makes last tens of milliseconds.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if ents, _ := os.ReadDir(rt); len(ents) > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("sandboxd exited (%v) before its runtime directory appeared; stderr %q", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no runtime directory within 20 s")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sandboxd did not exit")
+	}
+	want := "sandboxd: sandbox could not start: interrupted by interrupt before the command started\n"
+	if code := exitCode(err); code != 125 || stderr.String() != want {
+		t.Fatalf("exit %d, stderr %q; want 125 and %q", code, stderr.String(), want)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran")
+	}
+	if ents, _ := os.ReadDir(rt); len(ents) != 0 {
+		t.Fatalf("runtime directory left behind: %v", ents)
+	}
+}
+
 // TestTerminalPassesThrough: under a real pseudo-terminal the command sees
 // it as its terminal, in the foreground, with its window size. Inside the
 // private /dev the terminal is named /dev/console.

@@ -33,8 +33,16 @@ func main() {
 }
 
 func run(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// run and launch take their signals themselves, from the session's
+	// start (supervisor's relay: one during the setup aborts it, later ones
+	// are the command's). Subscribing here as well would cost every start
+	// ~0.4 ms and swallow the first SIGINT or SIGTERM of the setup.
+	ctx := context.Background()
+	if len(args) == 0 || (args[0] != "run" && args[0] != "launch") {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
 	app := &cli.App{
 		Name:    "sandboxd",
 		Summary: "run an agent's process tree behind Barry's egress sandbox",

@@ -196,6 +196,18 @@ func Run(opts Options) (int, error) {
 			cleanups[i]()
 		}
 	}()
+	// The session takes its caller's signals from its first step: one
+	// that comes during the setup aborts it (the command never starts),
+	// later ones are the command's (sigRelay). The subscription itself
+	// runs beside the setup (Notify).
+	s.setupCtx, s.abortSetup = context.WithCancel(context.Background())
+	var reload func()
+	if s.opts.PolicyFile != "" {
+		reload = func() { s.live.Reload() } // only once committed, after resolve set s.live
+	}
+	s.sig = newSigRelay(s.abortSetup, reload)
+	s.sig.Notify()
+	cleanups = append(cleanups, func() { s.abortSetup(); s.sig.Stop() })
 	for _, step := range []func() (func(), error){
 		s.prestart, s.resolve, s.runtimeDir, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
 	} {
@@ -256,6 +268,8 @@ type session struct {
 	statusFailed bool
 
 	sig         *sigRelay
+	setupCtx    context.Context // canceled by a signal during the setup (sig)
+	abortSetup  context.CancelFunc
 	startLogged bool // set by ready, read after Start returns
 	sb          *procjail.Sandbox
 
@@ -579,21 +593,14 @@ func (s *session) saveStatus() {
 	}
 }
 
-// start relays signals (see sigRelay; SIGHUP under a policy file reloads)
-// and starts the jail; the command starts once ready says so. The sandbox's
-// lifetime is not tied to the CLI's interrupt context.
+// start starts the jail, unless a signal aborted the setup (s.sig, from
+// Run's start; SIGHUP under a policy file reloads once committed); the
+// command starts once ready says so. The sandbox's lifetime is not tied to
+// the CLI's interrupt context.
 func (s *session) start() (func(), error) {
-	setupCtx, abortSetup := context.WithCancel(context.Background())
-	var reload func()
-	if s.opts.PolicyFile != "" {
-		reload = s.live.Reload
-	}
-	s.sig = newSigRelay(abortSetup, reload)
-	s.sig.Notify()
-	cleanup := func() { abortSetup(); s.sig.Stop() }
 	opts := s.opts
 	// The descriptors are those the init was started with (prestart).
-	sb, err := s.pre.Start(setupCtx, procjail.Spec{
+	sb, err := s.pre.Start(s.setupCtx, procjail.Spec{
 		Command: opts.Command[0], Args: opts.Command[1:], Env: s.env, Dir: opts.Dir,
 		Forwards:         s.forwards,
 		Pass:             s.pass,
@@ -623,11 +630,11 @@ func (s *session) start() (func(), error) {
 			audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
 				slog.Int(audit.AttrExitStatus, code), slog.String(audit.AttrReason, policy.OneLine(err.Error())))
 		}
-		return cleanup, err
+		return nil, err
 	}
 	s.sb = sb
 	s.sig.Attach(sb)
-	return cleanup, nil
+	return nil, nil
 }
 
 // ready is the last step before the command starts: the proxies are up

@@ -30,8 +30,9 @@ type sigRelay struct {
 	aborted   os.Signal
 	pending   []os.Signal
 
-	sigs chan os.Signal
-	done chan struct{}
+	sigs       chan os.Signal
+	subscribed chan struct{} // closed once signal.Notify returned
+	done       chan struct{}
 }
 
 // newSigRelay makes a relay that is not yet receiving; Notify starts it.
@@ -39,12 +40,19 @@ func newSigRelay(abort, reload func()) *sigRelay {
 	return &sigRelay{abort: abort, reload: reload}
 }
 
-// Notify starts taking the caller's signals.
+// Notify starts taking the caller's signals, on a goroutine of its own:
+// the process's first subscription costs ~0.7 ms (os/signal starts its
+// thread and enables each signal with a round trip to it), which the
+// sandbox's setup does not wait for (issue 18). Until it is done the
+// signals keep their default handling, as before any Notify; Commit, the
+// end of the setup, waits for it, so no signal meant for the command is
+// missed.
 func (r *sigRelay) Notify() {
-	r.sigs, r.done = make(chan os.Signal, 32), make(chan struct{})
-	signal.Notify(r.sigs, relayed...)
+	r.sigs, r.subscribed, r.done = make(chan os.Signal, 32), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(r.done)
+		signal.Notify(r.sigs, relayed...)
+		close(r.subscribed)
 		for sig := range r.sigs {
 			r.handle(sig)
 		}
@@ -56,6 +64,7 @@ func (r *sigRelay) Stop() {
 	if r.sigs == nil {
 		return
 	}
+	<-r.subscribed
 	signal.Stop(r.sigs)
 	close(r.sigs)
 	<-r.done
@@ -88,6 +97,9 @@ func (r *sigRelay) handle(sig os.Signal) {
 // Commit ends the setup: from now on signals are the command's. It fails
 // when a signal already aborted the setup.
 func (r *sigRelay) Commit() error {
+	if r.subscribed != nil {
+		<-r.subscribed
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.aborted != nil {
