@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command floorjail is the floor of sandboxd's start-up design, for
 // scripts/bench-run (issue 18): a Go supervisor that re-executes itself as
 // the init of the namespaces sandboxd makes (user, with root's identity
