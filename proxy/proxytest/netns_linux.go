@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -28,6 +29,32 @@ type Netns struct {
 // netnsSeq keeps the names of one test binary's namespaces apart.
 var netnsSeq atomic.Int64
 
+// The namespaces' names: netnsPrefix, the creating process's pid, a
+// sequence number and a nonce, under netnsDir (where ip netns add puts
+// them).
+const (
+	netnsPrefix = "barrytest-"
+	netnsDir    = "/var/run/netns"
+)
+
+// pruneStaleNetns deletes the namespaces under dir that an earlier test
+// process made and never deleted because it was killed (a test binary's
+// timeout, ^C): one whose creating process is gone is stale. A pid a new
+// process has taken since keeps its namespace until a later sweep; this
+// process's own are never touched.
+func pruneStaleNetns(ip, dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		var pid, seq, nonce int
+		if n, _ := fmt.Sscanf(e.Name(), netnsPrefix+"%d-%d-%d", &pid, &seq, &nonce); n != 3 || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			exec.Command(ip, "netns", "delete", e.Name()).Run()
+		}
+	}
+}
+
 // NewNetns creates the namespace (needs root and iproute2; skips or, under
 // BARRY_REQUIRE_PRIVILEGED=1, fails otherwise). addrs are CIDRs such as
 // "203.0.113.10/24"; without any the namespace has only lo.
@@ -35,7 +62,8 @@ func NewNetns(t testing.TB, addrs ...string) *Netns {
 	t.Helper()
 	testenv.NeedRoot(t)
 	ip := testenv.NeedCommand(t, "ip")
-	name := fmt.Sprintf("barrytest-%d-%d-%d", os.Getpid(), netnsSeq.Add(1), time.Now().UnixNano()%1e6)
+	pruneStaleNetns(ip, netnsDir)
+	name := fmt.Sprintf("%s%d-%d-%d", netnsPrefix, os.Getpid(), netnsSeq.Add(1), time.Now().UnixNano()%1e6)
 	run := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command(ip, args...).CombinedOutput(); err != nil {
@@ -47,7 +75,7 @@ func NewNetns(t testing.TB, addrs ...string) *Netns {
 	}
 	t.Cleanup(func() { exec.Command(ip, "netns", "delete", name).Run() })
 	run("-n", name, "link", "set", "lo", "up")
-	n := &Netns{Name: name, path: "/var/run/netns/" + name} // where ip netns add puts it
+	n := &Netns{Name: name, path: filepath.Join(netnsDir, name)}
 	if len(addrs) == 0 {
 		return n
 	}

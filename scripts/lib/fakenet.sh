@@ -14,9 +14,25 @@ fakenet_host=barry-bench-h-$$
 fakenet_world=barry-bench-w-$$
 fakenet_pid=""
 
+# fakenet_prune: deletes what an earlier run that was killed before its
+# EXIT trap left (namespaces named for a pid that is gone, and their
+# /etc/netns directories). A live run's are kept.
+fakenet_prune() {
+	local n pid
+	for n in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		[[ $n =~ ^barry-bench-[hw]-([0-9]+)$ ]] || continue
+		pid=${BASH_REMATCH[1]}
+		[[ $pid == "$$" ]] && continue
+		kill -0 "$pid" 2>/dev/null && continue
+		ip netns delete "$n" 2>/dev/null || true
+		rm -rf "/etc/netns/$n"
+	done
+}
+
 # fakenet_up BLOB_BYTES: namespaces, veth, upstream; waits until it answers.
 fakenet_up() {
 	local blob=$1 h=$fakenet_host w=$fakenet_world
+	fakenet_prune
 	ip netns add "$h"
 	ip netns add "$w"
 	# ip netns exec bind-mounts /etc/netns/NAME/* over /etc: the host side
