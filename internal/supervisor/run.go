@@ -218,6 +218,10 @@ func Run(opts Options) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		// A signal during the setup ends it at the next step.
+		if err := s.sig.Aborted(); err != nil {
+			return 0, err
+		}
 	}
 	return s.wait(), nil
 }
@@ -358,6 +362,9 @@ func (s *session) resolve() (func(), error) {
 // runtimeDir makes the session's runtime directory (its id) and opens the
 // audit stream.
 func (s *session) runtimeDir() (func(), error) {
+	// Nothing before this step outlives a signal's default action (the
+	// init dies with sandboxd); the runtime directory would.
+	s.sig.Subscribed()
 	PruneStale(RuntimeBase())
 	dir, err := os.MkdirTemp(RuntimeBase(), runtimePrefix)
 	if err != nil {

@@ -59,12 +59,22 @@ func (r *sigRelay) Notify() {
 	}()
 }
 
+// Subscribed waits until Notify's subscription is in place: from then on
+// no relayed signal has its default action (ending sandboxd). The session
+// waits for it before it makes anything a signal's default action would
+// leave behind (its runtime directory).
+func (r *sigRelay) Subscribed() {
+	if r.subscribed != nil {
+		<-r.subscribed
+	}
+}
+
 // Stop stops taking signals; the caller's default handling returns.
 func (r *sigRelay) Stop() {
 	if r.sigs == nil {
 		return
 	}
-	<-r.subscribed
+	r.Subscribed()
 	signal.Stop(r.sigs)
 	close(r.sigs)
 	<-r.done
@@ -97,9 +107,7 @@ func (r *sigRelay) handle(sig os.Signal) {
 // Commit ends the setup: from now on signals are the command's. It fails
 // when a signal already aborted the setup.
 func (r *sigRelay) Commit() error {
-	if r.subscribed != nil {
-		<-r.subscribed
-	}
+	r.Subscribed()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.aborted != nil {
