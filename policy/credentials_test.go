@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -182,7 +183,7 @@ func TestPlanFilesystemHide(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, AlwaysProtected: []string{pol},
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, AlwaysProtected: []string{pol},
 		Hide: append(files, ws+"/missing")})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -156,8 +157,9 @@ type FSPlan struct {
 // ProtectedInRoot, in.AlwaysProtected), the hidden ones (what files.deny
 // matches now, found by a bounded scan; under files.allowOnly also
 // UserDataDirs and SystemSecrets, revealing what the session needs) and
-// the home overlay (home's changes discarded; not under allowOnly).
-func PlanFilesystem(in FSInput) (*FSPlan, error) {
+// the home overlay (home's changes discarded; not under allowOnly). The
+// scan stops, and the plan fails, once ctx is done.
+func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	if in.Workspace == "" {
 		return nil, errors.New("filesystem plan: no working directory")
 	}
@@ -257,7 +259,7 @@ func PlanFilesystem(in FSInput) (*FSPlan, error) {
 	if limit <= 0 {
 		limit = DefaultScanLimit
 	}
-	hidden, err := p.scanDenied(deny, limit)
+	hidden, err := p.scanDenied(ctx, deny, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -564,8 +566,9 @@ type scanRoot struct {
 // go; a bare name or "**/" pattern in the workspace and the write roots
 // (whole, at most limit entries in all, else the plan is refused) and in
 // home (HomeScanDepth levels). A directory that matches is hidden whole
-// and not entered; scanSkip directories are not entered.
-func (p *FSPlan) scanDenied(deny []string, limit int) ([]string, error) {
+// and not entered; scanSkip directories are not entered. Once ctx is done
+// the scan stops with its error (a signal during sandboxd run's setup).
+func (p *FSPlan) scanDenied(ctx context.Context, deny []string, limit int) ([]string, error) {
 	if len(deny) == 0 {
 		return nil, nil
 	}
@@ -636,6 +639,9 @@ func (p *FSPlan) scanDenied(deny []string, limit int) ([]string, error) {
 			}
 			seen[path] = left
 			p.Scanned++
+			if p.Scanned%256 == 0 && ctx.Err() != nil {
+				return fmt.Errorf("files.deny: the scan for hidden paths stopped: %w", context.Cause(ctx))
+			}
 			if r.complete {
 				counted++
 				if counted > limit || time.Now().After(deadline) {

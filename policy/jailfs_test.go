@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,7 +34,7 @@ func fsFixture(t testing.TB) (home, ws string) {
 
 func TestPlanFilesystemDefault(t *testing.T) {
 	home, ws := fsFixture(t)
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, AlwaysProtected: []string{"/etc/hosts"}})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, AlwaysProtected: []string{"/etc/hosts"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestPlanFilesystemDefault(t *testing.T) {
 func TestPlanFilesystemDeny(t *testing.T) {
 	home, ws := fsFixture(t)
 	files := &FileRules{Deny: []string{"~/.ssh", "**/.env", "*.pem", "/nonexistent/secret"}}
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: files})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: files})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestPlanFilesystemDeny(t *testing.T) {
 
 func TestPlanFilesystemDenyCoversWriteRoot(t *testing.T) {
 	home, ws := fsFixture(t)
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{"~/.ssh"}, Files: &FileRules{Deny: []string{"~/.ssh"}}})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Write: []string{"~/.ssh"}, Files: &FileRules{Deny: []string{"~/.ssh"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func TestPlanFilesystemDenyCoversWriteRoot(t *testing.T) {
 
 func TestPlanFilesystemExactWriteRootUnprotects(t *testing.T) {
 	home, ws := fsFixture(t)
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{"~/.bashrc", ".git/hooks"}})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Write: []string{"~/.bashrc", ".git/hooks"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestPlanFilesystemExactWriteRootUnprotects(t *testing.T) {
 func TestPlanFilesystemAllowOnly(t *testing.T) {
 	home, ws := fsFixture(t)
 	files := &FileRules{AllowOnly: []string{"src/**", "*.go"}}
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: files})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: files})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,20 +182,42 @@ func TestPlanFilesystemScanLimit(t *testing.T) {
 	for i := range 50 {
 		os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d", i)), nil, 0o644)
 	}
-	_, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}, ScanLimit: 20})
+	_, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}, ScanLimit: 20})
 	if err == nil || !strings.Contains(err.Error(), "more than 20 entries") {
 		t.Fatalf("err = %v, want the scan limit", err)
 	}
 	// A pattern over the whole filesystem cannot be scanned: refused.
-	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"/*/secret"}}}); err == nil {
+	if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"/*/secret"}}}); err == nil {
 		t.Fatal("a pattern below / was planned")
+	}
+}
+
+// TestPlanFilesystemScanCanceled: once its context is done the files.deny
+// scan stops (it looks every 256 entries) and the plan fails with the
+// context's error (sandboxd run cancels it on a signal during the setup); the same
+// workspace plans with a live context.
+func TestPlanFilesystemScanCanceled(t *testing.T) {
+	home, ws := fsFixture(t)
+	for i := range 2000 {
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d", i)), nil, 0o644)
+	}
+	in := FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}}
+	p, err := PlanFilesystem(context.Background(), in)
+	if err != nil || p.Scanned < 2000 {
+		t.Fatalf("live context: err %v, scanned %d", err, p.Scanned)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	why := errors.New("interrupted by interrupt")
+	cancel(why)
+	if _, err := PlanFilesystem(ctx, in); !errors.Is(err, why) || !strings.Contains(err.Error(), "scan for hidden paths stopped") {
+		t.Fatalf("canceled context: err %v, want the scan stopped by %v", err, why)
 	}
 }
 
 func TestPlanFilesystemRefuses(t *testing.T) {
 	home, ws := fsFixture(t)
 	for _, w := range []string{"", "src/*.go", "/does/not/exist", "~other/x"} {
-		if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{w}}); err == nil {
+		if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Write: []string{w}}); err == nil {
 			t.Errorf("write root %q accepted", w)
 		}
 	}
@@ -234,7 +258,7 @@ func BenchmarkPlanFilesystem10k(b *testing.B) {
 	files := &FileRules{Deny: []string{"**/.env", "**/*.pem", "~/.ssh"}}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: files}); err != nil {
+		if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: files}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -255,7 +279,7 @@ func TestPlanFilesystemHomeScanDepth(t *testing.T) {
 	for i := range 30 {
 		os.WriteFile(filepath.Join(home, "a", "b", "c", "d", fmt.Sprintf("f%d", i)), nil, 0o644)
 	}
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}, ScanLimit: 25})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}, ScanLimit: 25})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,16 +299,16 @@ func TestPlanFilesystemHunt(t *testing.T) {
 	home, ws := fsFixture(t)
 	// A write root through a symlink planted in the workspace.
 	os.Symlink("/", ws+"/out")
-	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{"out"}}); err == nil || !strings.Contains(err.Error(), "symlink") {
+	if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Write: []string{"out"}}); err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("write root through a planted symlink: %v", err)
 	}
 	// A write root that is a symlink outside every writable place is fine.
 	os.Symlink(ws+"/src", filepath.Dir(home)+"/srclink")
-	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Write: []string{filepath.Dir(home) + "/srclink"}}); err != nil {
+	if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Write: []string{filepath.Dir(home) + "/srclink"}}); err != nil {
 		t.Errorf("a symlink outside the writable places: %v", err)
 	}
 	// Protected paths' parents inside a write root are pinned.
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"**/.env"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,18 +321,18 @@ func TestPlanFilesystemHunt(t *testing.T) {
 	os.RemoveAll(ws + "/.git/hooks")
 	os.Mkdir(ws+"/githooks", 0o755)
 	os.Symlink("../githooks", ws+"/.git/hooks")
-	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home}); err == nil || !strings.Contains(err.Error(), "symlink inside a write root") {
+	if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home}); err == nil || !strings.Contains(err.Error(), "symlink inside a write root") {
 		t.Errorf("symlinked .git/hooks: %v", err)
 	}
 	os.Remove(ws + "/.git/hooks")
 	// core.hooksPath into the work tree is protected.
 	os.WriteFile(ws+"/.git/config", []byte("[core]\n\thooksPath = .husky\n[remote \"o\"]\n\turl = x\n"), 0o644)
 	os.Mkdir(ws+"/.husky", 0o755)
-	if p, err := PlanFilesystem(FSInput{Workspace: ws, Home: home}); err != nil || !hasPath(p.Protected, ws+"/.husky") {
+	if p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home}); err != nil || !hasPath(p.Protected, ws+"/.husky") {
 		t.Errorf("core.hooksPath not protected: %v %v", err, p.Protected)
 	}
 	// files.deny of everything is refused, not an empty mask over /.
-	if _, err := PlanFilesystem(FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"/"}}}); err == nil {
+	if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: &FileRules{Deny: []string{"/"}}}); err == nil {
 		t.Error("files.deny / planned")
 	}
 }
@@ -321,7 +345,7 @@ func TestPlanFilesystemAllowOnlyAtRoot(t *testing.T) {
 		t.Skip("cannot make a directory under /")
 	}
 	defer os.RemoveAll(ws)
-	p, err := PlanFilesystem(FSInput{Workspace: ws, Files: &FileRules{AllowOnly: []string{ws + "/**"}}})
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Files: &FileRules{AllowOnly: []string{ws + "/**"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

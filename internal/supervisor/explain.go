@@ -72,7 +72,7 @@ func ExplainPath(opts Options, path string, write bool) (*PathExplanation, error
 			always = append(always, filepath.Dir(abs))
 		}
 	}
-	fs, err := planFilesystem(&opts, sp, append(always, resolverFiles...))
+	fs, err := planFilesystem(context.Background(), &opts, sp, append(always, resolverFiles...))
 	if err != nil {
 		return nil, err
 	}

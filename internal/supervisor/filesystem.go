@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -46,7 +47,7 @@ func (o *Options) launchWriteRoots() []string {
 
 // planFilesystem decides the sandbox's filesystem for the session's
 // policy at start (policy.PlanFilesystem owns every rule of it).
-func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*fsState, error) {
+func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysProtected []string) (*fsState, error) {
 	ws := o.Dir
 	if ws == "" {
 		var err error
@@ -75,7 +76,7 @@ func planFilesystem(o *Options, sp *sessionPolicy, alwaysProtected []string) (*f
 	if sp.bound != nil {
 		files = sp.bound.Files
 	}
-	plan, err := policy.PlanFilesystem(policy.FSInput{
+	plan, err := policy.PlanFilesystem(ctx, policy.FSInput{
 		Workspace: ws, Home: home, Write: append(o.writeRoots(sp.resolved), o.launchWriteRoots()...), Files: files, AlwaysProtected: alwaysProtected,
 		// The credentials' files: only the proxy, outside, reads them.
 		Hide: o.credentialFiles(sp.resolved),

@@ -216,6 +216,9 @@ func Run(opts Options) (int, error) {
 			cleanups = append(cleanups, cleanup)
 		}
 		if err != nil {
+			if aerr := s.sig.Aborted(); aerr != nil {
+				return 0, aerr // the step failed because the signal ended it
+			}
 			return 0, err
 		}
 		// A signal during the setup ends it at the next step.
@@ -505,7 +508,7 @@ func (s *session) jailSpec() (func(), error) {
 			return cleanup, err
 		}
 	}
-	s.fsPlan, err = planFilesystem(&s.opts, s.live.Current(), s.readOnly)
+	s.fsPlan, err = planFilesystem(s.setupCtx, &s.opts, s.live.Current(), s.readOnly)
 	if err != nil {
 		return cleanup, err
 	}
