@@ -226,7 +226,11 @@ func Run(opts Options) (int, error) {
 			return 0, err
 		}
 	}
-	return s.wait(), nil
+	code := s.wait()
+	// The command is gone: signals have their default action again during
+	// the teardown, so that one can still end a teardown that hangs.
+	s.sig.Stop()
+	return code, nil
 }
 
 // proxies are the session's egress and DNS proxies, once up.

@@ -33,6 +33,7 @@ type sigRelay struct {
 	sigs       chan os.Signal
 	subscribed chan struct{} // closed once signal.Notify returned
 	done       chan struct{}
+	stopped    bool // Stop ran (Stop is for one goroutine)
 }
 
 // newSigRelay makes a relay that is not yet receiving; Notify starts it.
@@ -69,11 +70,13 @@ func (r *sigRelay) Subscribed() {
 	}
 }
 
-// Stop stops taking signals; the caller's default handling returns.
+// Stop stops taking signals; the caller's default handling returns. A
+// second Stop does nothing.
 func (r *sigRelay) Stop() {
-	if r.sigs == nil {
+	if r.sigs == nil || r.stopped {
 		return
 	}
+	r.stopped = true
 	r.Subscribed()
 	signal.Stop(r.sigs)
 	close(r.sigs)

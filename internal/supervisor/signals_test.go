@@ -70,3 +70,13 @@ func TestSigRelay(t *testing.T) {
 	}
 	r.Stop() // never notified: nothing to stop
 }
+
+// TestSigRelayStopTwice: Run stops the relay once the command is gone and
+// its cleanup stops it again; the second Stop does nothing (a second close
+// of the relay's channel would panic).
+func TestSigRelayStopTwice(t *testing.T) {
+	r := newSigRelay(func() {}, nil)
+	r.Notify()
+	r.Stop()
+	r.Stop()
+}
