@@ -7,9 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // sandboxdBin and goClientBin are built once for all tests, in a directory
@@ -26,11 +26,15 @@ func TestMain(m *testing.M) {
 func mainWithBuild(m *testing.M) int {
 	// Not under /tmp: the sandbox's /tmp is its own, and the tests' files
 	// (binaries, certificates, scripts) must be visible inside.
-	base := ""
+	base := os.TempDir()
 	if fi, err := os.Stat("/run"); err == nil && fi.IsDir() && os.Geteuid() == 0 {
 		base = "/run"
 	}
-	pruneStaleShareRoots(base)
+	// The shareRoots of earlier test binaries killed before their cleanup
+	// (the binaries they built and their tests' files, tens of megabytes).
+	for _, stale := range testenv.LeftBehind(base, shareRootPrefix) {
+		os.RemoveAll(filepath.Join(base, stale))
+	}
 	dir, err := os.MkdirTemp(base, fmt.Sprintf("%s%d-", shareRootPrefix, os.Getpid()))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,51 +60,3 @@ func mainWithBuild(m *testing.M) int {
 // shareRootPrefix names each test binary's shareRoot, with its pid:
 // barry-integration-PID-RANDOM.
 const shareRootPrefix = "barry-integration-"
-
-// pruneStaleShareRoots removes the shareRoots under base that a test binary
-// killed before its cleanup (a timeout, ^C) left behind: the binaries it
-// built and its tests' files, tens of megabytes each. One whose process is
-// gone is stale; a live one's is never touched.
-func pruneStaleShareRoots(base string) {
-	if base == "" {
-		base = os.TempDir()
-	}
-	ents, _ := os.ReadDir(base)
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), shareRootPrefix)
-		var pid int
-		if !ok || !e.IsDir() {
-			continue
-		}
-		if n, _ := fmt.Sscanf(rest, "%d-", &pid); n != 1 || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if syscall.Kill(pid, 0) == syscall.ESRCH {
-			os.RemoveAll(filepath.Join(base, e.Name()))
-		}
-	}
-}
-
-// TestPruneStaleShareRoots: a shareRoot of a process that is gone is
-// removed, a live process's is kept.
-func TestPruneStaleShareRoots(t *testing.T) {
-	base := t.TempDir()
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	stale := filepath.Join(base, fmt.Sprintf("%s%d-1", shareRootPrefix, gone.Process.Pid))
-	live := filepath.Join(base, fmt.Sprintf("%s%d-2", shareRootPrefix, os.Getppid()))
-	for _, d := range []string{stale, live} {
-		if err := os.MkdirAll(filepath.Join(d, "t-1"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pruneStaleShareRoots(base)
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("%s (pid %d is gone) is still there: %v", stale, gone.Process.Pid, err)
-	}
-	if _, err := os.Stat(live); err != nil {
-		t.Errorf("a live process's %s was removed: %v", live, err)
-	}
-}

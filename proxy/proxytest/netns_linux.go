@@ -37,24 +37,6 @@ const (
 	netnsDir    = "/var/run/netns"
 )
 
-// pruneStaleNetns deletes the namespaces under dir that an earlier test
-// process made and never deleted because it was killed (a test binary's
-// timeout, ^C): one whose creating process is gone is stale. A pid a new
-// process has taken since keeps its namespace until a later sweep; this
-// process's own are never touched.
-func pruneStaleNetns(ip, dir string) {
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		var pid, seq, nonce int
-		if n, _ := fmt.Sscanf(e.Name(), netnsPrefix+"%d-%d-%d", &pid, &seq, &nonce); n != 3 || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			exec.Command(ip, "netns", "delete", e.Name()).Run()
-		}
-	}
-}
-
 // NewNetns creates the namespace (needs root and iproute2; skips or, under
 // BARRY_REQUIRE_PRIVILEGED=1, fails otherwise). addrs are CIDRs such as
 // "203.0.113.10/24"; without any the namespace has only lo.
@@ -62,7 +44,11 @@ func NewNetns(t testing.TB, addrs ...string) *Netns {
 	t.Helper()
 	testenv.NeedRoot(t)
 	ip := testenv.NeedCommand(t, "ip")
-	pruneStaleNetns(ip, netnsDir)
+	// The namespaces of earlier test processes killed before their
+	// cleanups ran.
+	for _, stale := range testenv.LeftBehind(netnsDir, netnsPrefix) {
+		exec.Command(ip, "netns", "delete", stale).Run()
+	}
 	name := fmt.Sprintf("%s%d-%d-%d", netnsPrefix, os.Getpid(), netnsSeq.Add(1), time.Now().UnixNano()%1e6)
 	run := func(args ...string) {
 		t.Helper()
