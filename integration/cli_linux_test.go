@@ -180,13 +180,7 @@ func TestSignalsForwarded(t *testing.T) {
 				restc <- r
 				done <- cmd.Wait()
 			}()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatal("sandboxd did not exit")
-			}
+			err := awaitExit(t, cmd, done)
 			rest := <-restc
 			if code := exitCode(err); code != 42 || rest != "got "+name+"\n" {
 				t.Fatalf("exit %d, output %q", code, rest)
@@ -256,13 +250,7 @@ func TestSignalDuringSetupAborts(t *testing.T) {
 		time.Sleep(200 * time.Microsecond)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("sandboxd did not exit")
-	}
+	err := awaitExit(t, cmd, done)
 	want := "sandboxd: sandbox could not start: interrupted by interrupt before the command started\n"
 	if code := exitCode(err); code != 125 || stderr.String() != want {
 		t.Fatalf("exit %d, stderr %q; want 125 and %q", code, stderr.String(), want)
@@ -272,6 +260,20 @@ func TestSignalDuringSetupAborts(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(rt); len(ents) != 0 {
 		t.Fatalf("runtime directory left behind: %v", ents)
+	}
+}
+
+// awaitExit returns what done (cmd.Wait's result) says, or kills cmd and
+// fails the test when sandboxd has not exited within 20 s.
+func awaitExit(t *testing.T, cmd *exec.Cmd, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sandboxd did not exit")
+		return nil
 	}
 }
 

@@ -33,31 +33,24 @@ func main() {
 }
 
 func run(args []string) int {
-	// run and launch take their signals themselves, from the session's
-	// start (supervisor's relay: one during the setup aborts it, later ones
-	// are the command's). Subscribing here as well would cost every start
-	// ~0.4 ms and swallow the first SIGINT or SIGTERM of the setup.
-	ctx := context.Background()
-	if len(args) == 0 || (args[0] != "run" && args[0] != "launch") {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		defer stop()
-	}
 	app := &cli.App{
 		Name:    "sandboxd",
 		Summary: "run an agent's process tree behind Barry's egress sandbox",
 		Commands: []*cli.Command{
-			serveHooksCommand(),
+			interruptible(serveHooksCommand()),
 			versionCommand(),
-			policyCommand(classifyCommand()),
-			proxyCommand(),
+			interruptible(policyCommand(classifyCommand())),
+			interruptible(proxyCommand()),
+			// run and launch take their signals themselves, from the
+			// session's start (supervisor's relay: one during the setup
+			// aborts it, later ones are the command's).
 			runCommand(),
 			launchCommand(),
-			statusCommand(),
-			explainCommand(),
+			interruptible(statusCommand()),
+			interruptible(explainCommand()),
 		},
 	}
-	return app.Main(ctx, cli.StdIO(), args)
+	return app.Main(context.Background(), cli.StdIO(), args)
 }
 
 func versionCommand() *cli.Command {
@@ -73,4 +66,17 @@ func versionCommand() *cli.Command {
 		fmt.Fprintf(io.Out, "sandboxd %s\n", version)
 		return 0
 	}}
+}
+
+// interruptible cancels c's context on SIGINT or SIGTERM. Only the commands
+// that need it subscribe: a subscription costs a process ~0.4 ms, and one
+// that run took would swallow a signal meant for its session's relay.
+func interruptible(c *cli.Command) *cli.Command {
+	run := c.Run
+	c.Run = func(ctx context.Context, io cli.IO, args []string) int {
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return run(ctx, io, args)
+	}
+	return c
 }

@@ -215,14 +215,12 @@ func Run(opts Options) (int, error) {
 		if cleanup != nil {
 			cleanups = append(cleanups, cleanup)
 		}
-		if err != nil {
-			if aerr := s.sig.Aborted(); aerr != nil {
-				return 0, aerr // the step failed because the signal ended it
-			}
-			return 0, err
+		// A signal during the setup ends it at the next step, or made
+		// this one fail: its reason is the interruption.
+		if aerr := s.sig.Aborted(); aerr != nil {
+			return 0, aerr
 		}
-		// A signal during the setup ends it at the next step.
-		if err := s.sig.Aborted(); err != nil {
+		if err != nil {
 			return 0, err
 		}
 	}
