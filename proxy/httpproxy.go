@@ -28,6 +28,11 @@ type inflight struct {
 	up     atomic.Int64
 	down   atomic.Int64
 	once   sync.Once
+	// finishing (under Server.mu) is set when finish starts writing the
+	// line; done is closed once it is written. The request stays in
+	// Server.inflight until then, so that Close waits for its line.
+	finishing bool
+	done      chan struct{}
 }
 
 // handleHTTP decides an absolute-form plain HTTP request (Server.decide),
@@ -81,7 +86,7 @@ func (s *Server) handleHTTP(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 		return r, denial{http.StatusForbidden, rec.d.Reason}.response(r)
 	}
 	cctx, cancel := context.WithCancel(r.Context())
-	f := &inflight{host: h, addr: ap, cancel: cancel, rec: rec}
+	f := &inflight{host: h, addr: ap, cancel: cancel, rec: rec, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -177,7 +182,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 func (s *Server) finish(f *inflight, failure string) {
 	f.once.Do(func() {
 		s.mu.Lock()
-		delete(s.inflight, f)
+		f.finishing = true
 		s.mu.Unlock()
 		f.cancel()
 		f.rec.up, f.rec.down = f.up.Load(), f.down.Load()
@@ -185,6 +190,10 @@ func (s *Server) finish(f *inflight, failure string) {
 			f.rec.close = failure
 		}
 		s.audit(f.rec)
+		s.mu.Lock()
+		delete(s.inflight, f)
+		s.mu.Unlock()
+		close(f.done)
 	})
 }
 

@@ -303,6 +303,9 @@ func (s *Server) SetPolicy(p Policy) error {
 		}
 	}
 	for f := range s.inflight {
+		if f.finishing {
+			continue // answered; its line is being written
+		}
 		if ok, why := s.stillAllowed(c, f.host, f.addr); !ok {
 			f.rec.close = ReasonPolicyChanged + ": " + why
 			f.cancel()
@@ -322,7 +325,7 @@ func (s *Server) stillAllowed(c *compiled, h policy.Host, a netip.AddrPort) (boo
 }
 
 // Close stops the listeners, closes every client connection and tunnel, and
-// waits for the tunnels to finish.
+// waits for the tunnels to finish and for every plain-HTTP request's line.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -330,15 +333,42 @@ func (s *Server) Close() error {
 	for t := range s.tunnels {
 		t.close("proxy shutting down")
 	}
+	pending := make([]*inflight, 0, len(s.inflight))
 	for f := range s.inflight {
-		f.rec.close = "proxy shutting down"
-		f.cancel()
+		if !f.finishing { // one whose line is being written keeps its record
+			f.rec.close = "proxy shutting down"
+			f.cancel()
+		}
+		pending = append(pending, f)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	// Every plain-HTTP request's line is written before Close returns: the
+	// caller closes the audit stream next (sandboxd's session does), and a
+	// line written after that is lost. Its handler writes it once the
+	// response body closes, which the cancel above hastens; one that has not
+	// within inflightGrace is written here, once (finish).
+	grace := time.NewTimer(inflightGrace)
+	defer grace.Stop()
+	late := false
+	for _, f := range pending {
+		if !late {
+			select {
+			case <-f.done:
+				continue
+			case <-grace.C:
+				late = true
+			}
+		}
+		s.finish(f, "proxy shutting down")
+	}
 	s.tr.CloseIdleConnections()
 	return err
 }
+
+// inflightGrace is how long Close waits for the plain-HTTP requests it
+// cancelled to write their own lines.
+const inflightGrace = 2 * time.Second
 
 // ActiveTunnels returns the number of open tunnels.
 func (s *Server) ActiveTunnels() int {

@@ -261,6 +261,8 @@ type session struct {
 	upc    chan proxies
 	up     proxies
 	upDone bool
+	// proxiesClosed: closeProxies ran.
+	proxiesClosed bool
 
 	env         []string
 	envPatterns []string            // --unset-env and environment.unset at start
@@ -434,14 +436,22 @@ func (s *session) startProxies() (func(), error) {
 		go dnsSrv.ServeTCP(dln)
 		s.upc <- proxies{px: px, dns: dnsSrv}
 	}()
-	cleanup = append(cleanup, func() {
-		s.awaitProxies()
-		if s.up.px != nil {
-			s.up.px.Close()
-			s.up.dns.Close()
-		}
-	})
+	cleanup = append(cleanup, s.closeProxies)
 	return undo, nil
+}
+
+// closeProxies stops the proxies once they are up (once: wait and the
+// cleanup both call it). Their last lines are on the audit when it returns.
+func (s *session) closeProxies() {
+	if s.proxiesClosed {
+		return
+	}
+	s.proxiesClosed = true
+	s.awaitProxies()
+	if s.up.px != nil {
+		s.up.px.Close()
+		s.up.dns.Close()
+	}
 }
 
 // awaitProxies waits for the proxies to be up (once) and says whether they
@@ -747,6 +757,10 @@ func (s *session) livePolicy() (func(), error) {
 func (s *session) wait() int {
 	code, err := s.sb.Wait()
 	s.stopLive()
+	// Nothing inside runs any more: the proxies write their last lines
+	// (a request the command read whole just before it exited) before the
+	// session's own exit line and the summary count them.
+	s.closeProxies()
 	if err != nil {
 		// The command ran; report how waiting failed but keep its status.
 		fmt.Fprintf(s.stderr, "sandboxd: %s\n", policy.OneLine(err.Error()))
