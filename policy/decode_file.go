@@ -65,6 +65,7 @@ func DecodePolicyFile(data []byte, format Format) (*PolicyFile, error) {
 			})
 		},
 		"credentials": func(v *yaml.Node, p string) { pf.Credentials = d.credentials(v, p) },
+		"sandbox":     func(v *yaml.Node, p string) { pf.Sandbox = d.sandboxSection(v, p) },
 		"filesystem": func(v *yaml.Node, p string) {
 			pf.Filesystem = &FilesystemSection{}
 			d.fields(v, p, map[string]func(*yaml.Node, string){

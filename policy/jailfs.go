@@ -317,7 +317,11 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	p.Revealed = notDenied(p.Revealed, deny, m)
 	p.Pinned = p.pins()
 
-	if fi, err := os.Stat(home); home != "" && err == nil && fi.IsDir() && !restricted && !p.AllWritable && !p.InWriteRoot(home) && !hasPath(p.Hidden, home) {
+	// A home that is the root directory (a container user with no
+	// passwd entry gets HOME=/) gets no overlay: that would make the
+	// whole filesystem writable, if discarded, and the kernel refuses an
+	// overlay whose upper layer is inside its lower one anyway.
+	if fi, err := os.Stat(home); home != "" && home != "/" && err == nil && fi.IsDir() && !restricted && !p.AllWritable && !p.InWriteRoot(home) && !hasPath(p.Hidden, home) {
 		p.HomeOverlay = home
 	}
 	// What a private tmp directory covers is out of sight inside: nothing
@@ -329,26 +333,31 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 // inSight drops the paths that a private tmp directory covers and that no
 // write root, revealed path or the home overlay brings back.
 func (p *FSPlan) inSight(l []string) []string {
+	// The innermost of the places that contain x decides, as in Explain:
+	// a write root, revealed path or home overlay inside a private tmp
+	// directory (or that directory itself) is placed over its tmpfs; one
+	// around it (a write root "/") is covered there like the rest.
+	shown := append(append([]string{}, p.WriteRoots...), p.Revealed...)
+	if p.HomeOverlay != "" {
+		shown = append(shown, p.HomeOverlay)
+	}
 	out := []string{}
 	for _, x := range l {
 		covered := false
 		for _, t := range PrivateTmpDirs {
-			if under(x, t) {
-				covered = true
-			}
-		}
-		if covered && !p.InWriteRoot(x) && !(p.HomeOverlay != "" && under(x, p.HomeOverlay)) {
-			kept := false
-			for _, r := range p.Revealed {
-				if under(x, r) {
-					kept = true
-				}
-			}
-			if !kept {
+			if !under(x, t) {
 				continue
 			}
+			covered = true
+			for _, r := range shown {
+				if under(x, r) && under(r, t) {
+					covered = false
+				}
+			}
 		}
-		out = append(out, x)
+		if !covered {
+			out = append(out, x)
+		}
 	}
 	return out
 }

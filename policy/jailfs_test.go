@@ -371,3 +371,42 @@ func FuzzGitHooksPath(f *testing.F) {
 		}
 	})
 }
+
+// A container user with no passwd entry has HOME=/: the root directory is
+// never overlaid (it would make the whole filesystem writable inside).
+func TestPlanFilesystemHomeIsRoot(t *testing.T) {
+	_, ws := fsFixture(t)
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HomeOverlay != "" {
+		t.Errorf("home overlay %q with HOME=/, want none", p.HomeOverlay)
+	}
+	if p.AllWritable || fmt.Sprint(p.WriteRoots) != fmt.Sprint([]string{ws}) {
+		t.Errorf("write roots %v (all %v), want the workspace", p.WriteRoots, p.AllWritable)
+	}
+}
+
+// With the whole filesystem a write root (a container's working directory
+// "/"), the private /tmp still covers the host's: nothing under /tmp, nor
+// /tmp itself, is pinned, protected or hidden (the init would find the
+// tmpfs there instead, and refuse).
+func TestPlanFilesystemRootWriteRootTmpOutOfSight(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "jailfs-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: "/", AlwaysProtected: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][]string{p.Pinned, p.Protected, p.Hidden} {
+		for _, x := range l {
+			if under(x, "/tmp") {
+				t.Errorf("%s is planned, but the private /tmp covers it (pinned %v, protected %v)", x, p.Pinned, p.Protected)
+			}
+		}
+	}
+}

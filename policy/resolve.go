@@ -48,6 +48,9 @@ type Resolved struct {
 	// sandbox gets only as placeholders; never a value); absent when the
 	// file has none.
 	Credentials []CredentialSpec `json:"credentials,omitempty"`
+	// Sandbox is the policy file's sandbox section (what the sandbox
+	// itself must be); absent when the file has none.
+	Sandbox *SandboxSection `json:"sandbox,omitempty"`
 
 	// Scope is the approved execution scope this resolution amounts to.
 	Scope *ExecutionScope `json:"-"`
@@ -261,7 +264,7 @@ func ResolveSessionWith(pf *PolicyFile, o ResolveOptions) (*Resolved, error) {
 	r := &Resolved{
 		Identity: id.Name, Harness: pf.Harness, Mode: mode,
 		Traits: slices.Sorted(slices.Values(expanded)), Tools: []ToolAccess{}, Withheld: []WithheldTool{},
-		Bound: bound, Sources: sources, Filesystem: pf.Filesystem, Environment: pf.Environment, Credentials: pf.Credentials, grants: grants,
+		Bound: bound, Sources: sources, Filesystem: pf.Filesystem, Environment: pf.Environment, Credentials: pf.Credentials, Sandbox: pf.Sandbox, grants: grants,
 	}
 	for _, d := range DecideTools(pf.Tools, grants, bound, sources, traits, pf.Harness) {
 		if d.Allowed {

@@ -29,6 +29,9 @@ type PolicyFile struct {
 	// Credentials are the secrets the sandbox gets only as placeholders
 	// (outside the SDK's Bound): nil when absent.
 	Credentials []CredentialSpec
+	// Sandbox is what the sandbox itself must be (outside the SDK's
+	// Bound): nil when absent.
+	Sandbox *SandboxSection
 }
 
 // Bag is a packed bag: what it provides, and the traits it defines.

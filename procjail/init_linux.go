@@ -205,8 +205,8 @@ func setupInside(s *initSpec) (*unixGate, error) {
 			return nil, err
 		}
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, stepErr("mount /proc", err)
+	if err := mountProc(s.Proc); err != nil {
+		return nil, err
 	}
 	if err := setupDev(); err != nil {
 		return nil, err
@@ -310,8 +310,10 @@ var kernelStatePaths = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
 // mountEntry is one line of /proc/self/mountinfo.
 type mountEntry struct {
 	id, parent int
+	root       string // the mount's root within its filesystem
 	point      string
 	readOnly   bool
+	fsType     string // the field after the separator " - "
 }
 
 // mountTree returns the mount visible at path (the last one mounted
@@ -333,22 +335,41 @@ func readMounts() ([]mountEntry, error) {
 	}
 	var all []mountEntry
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 {
+		if len(strings.Fields(line)) < 6 {
 			continue
 		}
-		var m mountEntry
-		var err1, err2 error
-		m.id, err1 = strconv.Atoi(f[0])
-		m.parent, err2 = strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil {
+		m, ok := parseMountLine(line)
+		if !ok {
 			return nil, fmt.Errorf("mountinfo: %q", line)
 		}
-		m.point = unescapeMountinfo(f[4])
-		m.readOnly = f[5] == "ro" || strings.HasPrefix(f[5], "ro,")
 		all = append(all, m)
 	}
 	return all, nil
+}
+
+// parseMountLine parses one line of /proc/self/mountinfo.
+func parseMountLine(line string) (mountEntry, bool) {
+	f := strings.Fields(line)
+	if len(f) < 6 {
+		return mountEntry{}, false
+	}
+	var m mountEntry
+	var err1, err2 error
+	m.id, err1 = strconv.Atoi(f[0])
+	m.parent, err2 = strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return mountEntry{}, false
+	}
+	m.root = unescapeMountinfo(f[3])
+	m.point = unescapeMountinfo(f[4])
+	m.readOnly = f[5] == "ro" || strings.HasPrefix(f[5], "ro,")
+	for i := 6; i+1 < len(f); i++ {
+		if f[i] == "-" {
+			m.fsType = f[i+1]
+			break
+		}
+	}
+	return m, true
 }
 
 // treeAt returns, from the mount table all, the mount visible at path (the

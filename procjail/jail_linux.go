@@ -271,6 +271,7 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		Hostname:         spec.Hostname,
 		FileSystem:       spec.FileSystem,
 		SkipMountLayer:   spec.skipMountLayer,
+		Proc:             spec.Proc,
 	}
 	if is.Hostname == "" {
 		is.Hostname = "sandbox"

@@ -16,7 +16,7 @@ import (
 //     sandboxed tree can read /proc/1/cmdline and its own environment.
 //  2. child: sets up, in this order, each step named in its error:
 //     "read spec", "init not dumpable", "hostname", "private mounts",
-//     "mount /proc", "private /dev" (and "mount /dev", "mount /dev/pts", ...,
+//     "mount /proc" (or "container /proc"), "private /dev" (and "mount /dev", "mount /dev/pts", ...,
 //     "check /dev"), "mount /etc/resolv.conf", "loopback up", "check
 //     interfaces", "working directory", "forward <net>/<port>", "unix socket gate".
 //  3. child → parent: "ready\n", or "error <step>: <reason>\n" after which
@@ -57,6 +57,7 @@ type initSpec struct {
 	Foreground       bool       `json:"foreground"` // stdin is a terminal
 	FileSystem       FileSystem `json:"fileSystem"`
 	SkipMountLayer   bool       `json:"skipMountLayer,omitempty"` // tests only: Landlock alone
+	Proc             ProcMode   `json:"proc,omitempty"`           // "" is ProcFresh
 
 	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
 }

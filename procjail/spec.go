@@ -52,6 +52,10 @@ type Spec struct {
 	// FileSystem is the command's view of the host filesystem; the zero
 	// value leaves it as the host's (see FileSystem).
 	FileSystem FileSystem
+	// Proc is which /proc the sandbox gets (Linux; see ProcMode and
+	// ProbeProc); empty means ProcFresh. The start fails (exit 125) when
+	// the kernel refuses it: the init never picks another on its own.
+	Proc ProcMode
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
 	// Ready, when set, is called while the sandbox is being set up, and

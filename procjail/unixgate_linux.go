@@ -69,6 +69,7 @@ type seccompNotifResp struct {
 type unixGate struct {
 	allowed  map[string]int // clean absolute path -> O_PATH fd
 	listener int
+	proc     ProcMode // which /proc names the callers (procDirOf)
 }
 
 // startUnixGate opens the allowed sockets (each must exist and be a
@@ -77,7 +78,7 @@ func startUnixGate(s *initSpec) (*unixGate, error) {
 	if len(s.AllowUnixSockets) == 0 {
 		return nil, nil
 	}
-	g := &unixGate{allowed: map[string]int{}, listener: -1}
+	g := &unixGate{allowed: map[string]int{}, listener: -1, proc: s.Proc}
 	for _, p := range s.AllowUnixSockets {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -169,9 +170,18 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 		return unix.EINVAL
 	}
 	if !filepath.IsAbs(name) {
-		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", req.Pid))
+		dir, err := procDirOf(g.proc, int(req.Pid))
 		if err != nil {
 			return unix.EACCES
+		}
+		cwd, err := os.Readlink(dir + "/cwd")
+		if err != nil {
+			return unix.EACCES
+		}
+		// Still the caller: its pid was not reused while its /proc
+		// entry was looked up.
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); errno != 0 {
+			return unix.EPERM
 		}
 		name = filepath.Join(cwd, name)
 	}

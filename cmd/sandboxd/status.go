@@ -58,8 +58,12 @@ func statusMain(ctx context.Context, io cli.IO, args []string) int {
 		if s.Harness != "" {
 			launched = fmt.Sprintf("  launched %s (%s)", s.Harness, s.Mode)
 		}
-		fmt.Fprintf(io.Out, "%s%s  pid %d  started %s  policy %s  fingerprint %.16s%s\n  command: %s\n  %s\n",
-			s.ID, state, s.PID, s.Started.Local().Format(time.DateTime), orNone(s.PolicyFile), s.Fingerprint, launched,
+		proc := ""
+		if s.Proc != "" {
+			proc = "  proc: " + s.Proc
+		}
+		fmt.Fprintf(io.Out, "%s%s  pid %d  started %s  policy %s  fingerprint %.16s%s%s\n  command: %s\n  %s\n",
+			s.ID, state, s.PID, s.Started.Local().Format(time.DateTime), orNone(s.PolicyFile), s.Fingerprint, launched, proc,
 			strings.Join(s.Command, " "), supervisor.FormatCounts(s.Counters))
 	}
 	return 0

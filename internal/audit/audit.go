@@ -97,6 +97,7 @@ const (
 	AttrHidden      = "hidden"
 	AttrHomeOverlay = "home_overlay"
 	AttrLandlock    = "landlock_abi"
+	AttrProc        = "proc" // session start: the sandbox's /proc, "fresh" or "container" (procjail.ProcMode)
 	AttrNotCovered  = "not_covered"
 	AttrEnvRemoved  = "env_removed"  // session start: the variables --unset-env and environment.unset left out (names only)
 	AttrCredentials = "credentials"  // session start: the credentials the proxy injects (variable names only); proxy: those put into this connection's requests

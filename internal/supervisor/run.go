@@ -209,7 +209,7 @@ func Run(opts Options) (int, error) {
 	s.sig.Notify()
 	cleanups = append(cleanups, func() { s.abortSetup(); s.sig.Stop() })
 	for _, step := range []func() (func(), error){
-		s.prestart, s.resolve, s.runtimeDir, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
+		s.prestart, s.resolve, s.procMode, s.runtimeDir, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -274,6 +274,7 @@ type session struct {
 	hsrv        *hooks.Server
 	fsPlan      *fsState
 	landlockABI int
+	proc        procjail.ProcMode // the sandbox's /proc (procMode)
 
 	status       Status
 	statusFailed bool
@@ -586,7 +587,7 @@ func (s *session) startHookServer() (func(), error) {
 // that "sandboxd status" cannot show (and PruneStale cannot find) does not
 // start.
 func (s *session) firstStatus() (func(), error) {
-	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile}
+	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile, Proc: string(s.proc)}
 	if s.launched != nil {
 		s.status.Harness, s.status.Mode = s.launched.harness, s.launched.mode
 	}
@@ -632,6 +633,7 @@ func (s *session) start() (func(), error) {
 		ReadOnlyPaths:    s.readOnly,
 		AllowUnixSockets: s.allowUnix,
 		FileSystem:       s.fsPlan.jail(),
+		Proc:             s.proc,
 		Ready:            s.ready,
 	})
 	if err != nil {
@@ -674,7 +676,7 @@ func (s *session) ready() error {
 	// the session rather than run it unaudited.
 	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
 		append(append([]slog.Attr{slog.Any(audit.AttrCommand, s.opts.Command), slog.String(audit.AttrPolicyFile, s.status.PolicyFile)},
-			s.fsPlan.auditAttrs(s.landlockABI)...), append(s.launched.auditAttrs(), s.envAuditAttrs()...)...)...)
+			s.fsPlan.auditAttrs(s.landlockABI)...), append(append(s.launched.auditAttrs(), s.envAuditAttrs()...), s.procAuditAttrs()...)...)...)
 	if err := s.stream.Err(); err != nil {
 		return fmt.Errorf("audit file %s: %w", s.opts.AuditPath, err)
 	}

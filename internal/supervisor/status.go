@@ -25,8 +25,11 @@ type Status struct {
 	Started    time.Time `json:"started"`
 	PolicyFile string    `json:"policyFile,omitempty"`
 	// Harness and Mode are a launched harness's ("sandboxd launch").
-	Harness     string              `json:"harness,omitempty"`
-	Mode        string              `json:"mode,omitempty"`
+	Harness string `json:"harness,omitempty"`
+	Mode    string `json:"mode,omitempty"`
+	// Proc is the sandbox's /proc: "fresh", or "container" where the
+	// kernel refused a fresh one (procjail.ProcMode); empty on macOS.
+	Proc        string              `json:"proc,omitempty"`
 	Fingerprint string              `json:"fingerprint"`
 	Counters    map[string][2]int64 `json:"counters"`
 	Updated     time.Time           `json:"updated"`
