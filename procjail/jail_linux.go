@@ -655,17 +655,9 @@ func namespaceAttr() *syscall.SysProcAttr {
 func namespaceError(err error) error {
 	var errno syscall.Errno
 	if errors.As(err, &errno) && (errno == syscall.EPERM || errno == syscall.ENOSPC || errno == syscall.EINVAL || errno == syscall.EUSERS || errno == syscall.EACCES) {
-		return &SetupError{Step: "create namespaces", Err: fmt.Errorf("%w: %v: %s", ErrUserNamespaces, errno, usernsHint(readSysctl, errno))}
+		return &SetupError{Step: "create namespaces", Err: fmt.Errorf("%w: %v: %s", ErrUserNamespaces, errno, usernsHint(readFile, errno))}
 	}
 	return stepErr("create namespaces", err)
-}
-
-func readSysctl(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // checkSocket checks that path is a socket and returns its identity.

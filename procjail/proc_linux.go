@@ -73,7 +73,6 @@ func cutDir(p, dir string) (string, bool) {
 	return "", false
 }
 
-
 // ProbeProc tells which /proc a sandbox started now would get (ProcMode),
 // and why when it is not a fresh one. sandboxd asks before it starts the
 // sandbox, so the session's first audit line, its status and `sandboxd

@@ -48,6 +48,7 @@ func run(args []string) int {
 			launchCommand(),
 			interruptible(statusCommand()),
 			interruptible(explainCommand()),
+			doctorCommand(),
 		},
 	}
 	return app.Main(context.Background(), cli.StdIO(), args)
