@@ -18,7 +18,7 @@ func TestDecodeSandboxSection(t *testing.T) {
 		t.Fatalf("resolved sandbox = %+v", r.Sandbox)
 	}
 	for bad, want := range map[string]string{
-		"sandbox:\n  proc: strict\n": "sandbox.proc",
+		"sandbox:\n  proc: strict\n":  "sandbox.proc",
 		"sandbox:\n  proc: [fresh]\n": "sandbox.proc",
 		"sandbox:\n  prc: fresh\n":    "sandbox.prc",
 		"sandbox: fresh\n":            "sandbox",
