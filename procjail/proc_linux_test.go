@@ -123,6 +123,8 @@ for f in environ maps; do cat /proc/` + p + `/$f >/dev/null 2>&1 && echo "read $
 for f in root cwd exe fd/0 ns/mnt; do readlink /proc/` + p + `/$f >/dev/null 2>&1 && echo "read $f"; done
 ls /proc/` + p + `/root/ >/dev/null 2>&1 && echo "listed root"
 kill -0 ` + p + ` 2>/dev/null && echo "signalled"
+python3 -c 'import os, signal; signal.pidfd_send_signal(os.open("/proc/` + p + `", os.O_RDONLY), 0); print("pidfd signalled")' 2>/dev/null
+python3 -c 'import os; print("python ran")'
 echo x 2>/dev/null >/proc/self/comm && echo "wrote /proc"
 grep -q '^NoNewPrivs:.*1' /proc/self/status && echo "status ok"
 `
@@ -133,8 +135,8 @@ grep -q '^NoNewPrivs:.*1' /proc/self/status && echo "status ok"
 	if !strings.Contains(out, "sleep 60") {
 		t.Errorf("the container's processes are listed (a documented limit), but the outside process's command line was not:\n%s", out)
 	}
-	if !strings.Contains(out, "status ok") {
-		t.Errorf("/proc/self is not the command's own:\n%s", out)
+	if !strings.Contains(out, "status ok") || !strings.Contains(out, "python ran") {
+		t.Errorf("/proc/self is not the command's own, or python3 did not run:\n%s", out)
 	}
 	for _, leak := range []string{"read ", "listed root", "signalled", "wrote /proc"} {
 		if strings.Contains(out, leak) {
