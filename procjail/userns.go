@@ -8,8 +8,10 @@ import (
 
 // SeccompProfileFix is how a container's seccomp profile lets sandboxd make
 // its namespaces: the profile sandboxd ships (Docker's default plus what
-// the sandbox needs; deploy/seccomp.json in its source and releases).
-const SeccompProfileFix = "start the container with sandboxd's seccomp profile: --security-opt seccomp=seccomp.json (deploy/seccomp.json in sandboxd's source and releases; Kubernetes: securityContext.seccompProfile type Localhost)"
+// the sandbox needs; deploy/seccomp.json for Docker, Podman and CRI-O, and
+// deploy/containerd/ resolved per architecture, since containerd ignores
+// the capability conditions of Docker's format).
+const SeccompProfileFix = "start the container with sandboxd's seccomp profile: --security-opt seccomp=seccomp.json (deploy/seccomp.json in sandboxd's source and releases; on containerd and Kubernetes: securityContext.seccompProfile type Localhost with deploy/containerd/seccomp-<arch>.json)"
 
 // AppArmorProfileFix is how Ubuntu's AppArmor lets sandboxd make user
 // namespaces: the profile sandboxd ships.
