@@ -27,25 +27,51 @@ import (
 // contained, as root and as uid 65534; the world's servers see nothing.
 func TestEscapes(t *testing.T) {
 	w := newWorld(t)
-	for _, c := range []string{"curl", "python3", "bash", "dig"} {
+	for _, c := range escapeClients {
 		testenv.NeedCommand(t, c)
 	}
-	// A host pathname socket and a host abstract socket, both listening in
-	// the namespace sandboxd runs in.
-	sockDir := sharedDir(t)
-	hostSock := filepath.Join(sockDir, "host.sock")
-	pln, err := net.Listen("unix", hostSock)
+	e := newEscapeTargets(t, w)
+	for _, u := range users {
+		for _, c := range e.cases() {
+			t.Run(u.name+"/"+c.name, func(t *testing.T) {
+				c.check(t, w.sandboxd(t, runOpts{uid: u.uid, argv: c.argv, flags: escapeFlags}))
+			})
+		}
+	}
+	e.checkWorld(t)
+}
+
+// escapeClients are the programs the escape cases run inside.
+var escapeClients = []string{"curl", "python3", "bash", "dig"}
+
+// escapeFlags are sandboxd's flags (beyond the world's) for the escape cases.
+var escapeFlags = []string{"--deny-domain", "denied.test", "--allow-domain", "hostaddr.test"}
+
+// escapeTargets are what the escape cases try to reach besides the world's
+// servers: a host pathname socket and a host abstract socket, both
+// listening in the namespace sandboxd runs in, and a TCP server on the host
+// namespace's own address.
+type escapeTargets struct {
+	w                  *world
+	hostSock, abstract string
+	reached            chan string
+}
+
+func newEscapeTargets(t *testing.T, w *world) *escapeTargets {
+	t.Helper()
+	e := &escapeTargets{w: w, reached: make(chan string, 8)}
+	e.hostSock = filepath.Join(sharedDir(t), "host.sock")
+	pln, err := net.Listen("unix", e.hostSock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pln.Close()
-	os.Chmod(hostSock, 0o777)
-	abstract := fmt.Sprintf("barry-escape-%d", rand.Int64())
-	aln := w.host.Listen(t, "unix", "@"+abstract)
-	defer aln.Close()
+	t.Cleanup(func() { pln.Close() })
+	os.Chmod(e.hostSock, 0o777)
+	e.abstract = fmt.Sprintf("barry-escape-%d", rand.Int64())
+	aln := w.host.Listen(t, "unix", "@"+e.abstract)
+	t.Cleanup(func() { aln.Close() })
 	own := w.host.Listen(t, "tcp", hostOwnAddr+":80")
-	defer own.Close()
-	reached := make(chan string, 8)
+	t.Cleanup(func() { own.Close() })
 	for _, l := range []net.Listener{pln, aln, own} {
 		go func(l net.Listener) {
 			for {
@@ -53,12 +79,30 @@ func TestEscapes(t *testing.T) {
 				if err != nil {
 					return
 				}
-				reached <- l.Addr().String()
+				e.reached <- l.Addr().String()
 				c.Close()
 			}
 		}(l)
 	}
+	return e
+}
 
+// escapeCase is one attempt, run with escapeFlags; stdout must contain want
+// and never ESCAPED.
+type escapeCase struct {
+	name string
+	argv []string
+	want string
+}
+
+func (c escapeCase) check(t *testing.T, r runResult) {
+	t.Helper()
+	if !strings.Contains(r.stdout, c.want) || strings.Contains(r.stdout, "ESCAPED") {
+		t.Fatalf("exit %d\nstdout %q (want %q)\nstderr %q\naudit %s", r.code, r.stdout, c.want, r.stderr, r.audit)
+	}
+}
+
+func (e *escapeTargets) cases() []escapeCase {
 	pyConnect := `
 import socket, sys
 fam = {"4": socket.AF_INET, "6": socket.AF_INET6}[sys.argv[1]]
@@ -87,7 +131,7 @@ for name, addr in (("pathname", %q), ("abstract", "\0" + %q)):
         print(name, "ESCAPED")
     except OSError as e:
         print(name, "refused", e.errno)
-`, hostSock, abstract)
+`, e.hostSock, e.abstract)
 	pyFronted := `
 import os, socket, ssl, base64, urllib.parse
 u = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])
@@ -103,11 +147,7 @@ try:
 except OSError as e:
     print("refused", type(e).__name__)
 `
-	cases := []struct {
-		name string
-		argv []string
-		want string // stdout must contain
-	}{
+	return []escapeCase{
 		{"curl noproxy tcp", []string{"sh", "-c", "curl -sS --noproxy '*' --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/ ; echo code=$?"}, "not in allowlist: " + webAddr + "\ncode=0"},
 		{"bash dev tcp", []string{"bash", "-c", "exec 3<>/dev/tcp/" + webAddr + "/" + udpEchoPort + " && echo ESCAPED >&3 && timeout 10 cat <&3; echo closed"}, "closed"},
 		{"python tcp", []string{"python3", "-c", pyConnect, "4", "tcp", webAddr, udpEchoPort}, "closed b''"},
@@ -124,17 +164,13 @@ except OSError as e:
 		{"script written to disk", []string{"sh", "-c", "printf '#!/bin/sh\\ncurl -sS --noproxy \"*\" --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/\\n' > ./x.sh && chmod +x x.sh && ./x.sh; echo code=$?"}, "not in allowlist: " + webAddr + "\ncode=0"},
 		{"host unix sockets", []string{"python3", "-c", pyUnix}, "pathname refused 1\nabstract refused 1\n"},
 	}
-	for _, u := range users {
-		for _, c := range cases {
-			t.Run(u.name+"/"+c.name, func(t *testing.T) {
-				r := w.sandboxd(t, runOpts{uid: u.uid, argv: c.argv, flags: []string{"--deny-domain", "denied.test", "--allow-domain", "hostaddr.test"}})
-				if !strings.Contains(r.stdout, c.want) || strings.Contains(r.stdout, "ESCAPED") {
-					t.Fatalf("exit %d\nstdout %q (want %q)\nstderr %q\naudit %s", r.code, r.stdout, c.want, r.stderr, r.audit)
-				}
-			})
-		}
-	}
-	dnsSeen, httpSeen, tcp, udp := w.seen()
+}
+
+// checkWorld fails the test if the world's servers saw anything but
+// requests for allowed.test, or a host socket was reached.
+func (e *escapeTargets) checkWorld(t *testing.T) {
+	t.Helper()
+	dnsSeen, httpSeen, tcp, udp := e.w.seen()
 	for _, q := range dnsSeen {
 		if strings.Contains(q, "denied.test") || strings.Contains(q, "evil.test") {
 			t.Errorf("the world's DNS server saw a denied query: %s", q)
@@ -149,7 +185,7 @@ except OSError as e:
 		t.Errorf("the world's raw TCP/UDP port saw %d connections and %d datagrams", tcp, udp)
 	}
 	select {
-	case a := <-reached:
+	case a := <-e.reached:
 		t.Errorf("host socket %s was reached", a)
 	default:
 	}

@@ -69,7 +69,17 @@ func sh(t *testing.T, name string, args ...string) {
 // removed when the test ends.
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{host: proxytest.NewNetns(t), world: proxytest.NewNetns(t), slowEnd: make(chan time.Time, 8)}
+	return newWorldAround(t, proxytest.NewNetns(t), true)
+}
+
+// newWorldAround builds the world's namespace and servers around host, the
+// namespace sandboxd runs in: one the test made (NewNetns, or a container's
+// through AttachNetns). Without ipv6 (a container's namespace, where Docker
+// turns IPv6 off) the host side gets only the IPv4 link and route; the world
+// still serves on web6Addr.
+func newWorldAround(t *testing.T, hostNS *proxytest.Netns, ipv6 bool) *world {
+	t.Helper()
+	w := &world{host: hostNS, world: proxytest.NewNetns(t), slowEnd: make(chan time.Time, 8)}
 	host, wld := w.host.Name, w.world.Name
 	for _, c := range [][]string{
 		{"link", "add", "name", "vh", "netns", host, "type", "veth", "peer", "name", "vw", "netns", wld},
@@ -87,6 +97,9 @@ func newWorld(t *testing.T) *world {
 		{"-n", host, "addr", "add", hostOwnAddr + "/32", "dev", "lo"},
 		{"-n", host, "-6", "route", "add", "2001:db8:2::/64", "via", "2001:db8:1::2"},
 	} {
+		if !ipv6 && c[0] == "-n" && c[1] == host && strings.Contains(strings.Join(c, " "), "2001:db8") {
+			continue
+		}
 		sh(t, "ip", c...)
 	}
 	w.startServers(t)
@@ -324,11 +337,18 @@ func (w *world) sandboxdArgs(o runOpts, audit string) []string {
 	if o.uid != 0 {
 		args = append(args, "setpriv", fmt.Sprintf("--reuid=%d", o.uid), fmt.Sprintf("--regid=%d", o.uid), "--clear-groups", "--")
 	}
+	return append(args, w.sandboxdCommand(sandboxdBin, o, audit)...)
+}
+
+// sandboxdCommand returns the command line of sandboxd (the binary bin) as
+// o says, auditing to audit: its subcommand, the world's flags, o's flags,
+// "--" and o's command.
+func (w *world) sandboxdCommand(bin string, o runOpts, audit string) []string {
 	sub := o.sub
 	if sub == nil {
 		sub = []string{"run"}
 	}
-	args = append(append(args, sandboxdBin), sub...)
+	args := append([]string{bin}, sub...)
 	args = append(args, "--dns-upstream", dnsAddr+":53", "--audit", audit,
 		"--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
 	if !o.noAllow {

@@ -54,6 +54,9 @@ func mainWithBuild(m *testing.M) int {
 			return 1
 		}
 	}
+	// The container image some tests build (docker_linux_test.go) is this
+	// binary's, like shareRoot.
+	defer removeContainerImage()
 	return m.Run()
 }
 

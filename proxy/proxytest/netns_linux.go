@@ -82,6 +82,25 @@ func NewNetns(t testing.TB, addrs ...string) *Netns {
 	return n
 }
 
+// AttachNetns names the network namespace of process pid (a container's,
+// which the test made) like NewNetns's, so that "ip -n NAME" and Listen work
+// in it (ip netns attach; needs root). When the test ends the name is
+// removed; the namespace itself lives on as long as the process holds it.
+func AttachNetns(t testing.TB, pid int) *Netns {
+	t.Helper()
+	testenv.NeedRoot(t)
+	ip := testenv.NeedCommand(t, "ip")
+	for _, stale := range testenv.LeftBehind(netnsDir, netnsPrefix) {
+		exec.Command(ip, "netns", "delete", stale).Run()
+	}
+	name := fmt.Sprintf("%s%d-%d-%d", netnsPrefix, os.Getpid(), netnsSeq.Add(1), time.Now().UnixNano()%1e6)
+	if out, err := exec.Command(ip, "netns", "attach", name, fmt.Sprint(pid)).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns attach %s %d: %v: %s", name, pid, err, out)
+	}
+	t.Cleanup(func() { exec.Command(ip, "netns", "delete", name).Run() })
+	return &Netns{Name: name, path: filepath.Join(netnsDir, name)}
+}
+
 // Do runs f on an OS thread that is inside the namespace; sockets f creates
 // stay in the namespace.
 func (n *Netns) Do(f func() error) error {
