@@ -160,6 +160,11 @@ func addDefaultRoute(family uint8, ifindex int) error {
 func startCapture(f Forward, names *dnsNames) error {
 	for _, host := range []string{"127.0.0.1", "::1"} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, itoa(int(f.InsidePort))))
+		if host == "::1" && errors.Is(err, unix.EADDRNOTAVAIL) {
+			// IPv6 is off in this network namespace (a container's, in
+			// container mode): nothing can be dialed over it either.
+			continue
+		}
 		if err != nil {
 			return err
 		}

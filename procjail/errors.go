@@ -13,6 +13,10 @@ var ErrUnsupported = errors.New("sandbox is not supported on this platform")
 // create a user namespace; the message names the setting that blocks it.
 var ErrUserNamespaces = errors.New("user namespaces are unavailable")
 
+// ErrContainerModeNeedsRoot: container mode's init installs netfilter
+// rules and runs the command under another uid, which only root can.
+var ErrContainerModeNeedsRoot = errors.New("container mode needs sandboxd to run as root in the container")
+
 // SetupError reports a sandbox setup step that failed before the command
 // ran. Step names the step ("mount /proc", "seccomp filter", ...).
 type SetupError struct {

@@ -66,8 +66,15 @@ func RunInit() int {
 		}()
 		close(subscribed)
 	}()
-	gate, err := setupInside(&spec)
+	setup := setupInside
+	if spec.Container != nil {
+		setup = setupShared
+	}
+	gate, err := setup(&spec)
 	if err != nil {
+		if spec.Container != nil {
+			RemoveUIDRules(spec.Container.UID) // nothing of the uid runs yet
+		}
 		return fail(err)
 	}
 
@@ -90,7 +97,7 @@ func RunInit() int {
 	// The control socket stays open: the init tells the parent when the
 	// command stops (job control), until it exits.
 	defer ctl.Close()
-	return superviseInit(pid, sigs, ctl)
+	return superviseInit(pid, sigs, ctl, spec.Container)
 }
 
 // superviseInit reaps every child on SIGCHLD, forwards other signals to the
@@ -98,7 +105,7 @@ func RunInit() int {
 // (Ctrl-Z: the parent then gives the terminal back and stops itself), and
 // when the command exits kills everything left in the sandbox and returns
 // the command's status.
-func superviseInit(mainPID int, sigs <-chan os.Signal, ctl io.Writer) int {
+func superviseInit(mainPID int, sigs <-chan os.Signal, ctl io.Writer, container *ContainerMode) int {
 	for sig := range sigs {
 		if sig != unix.SIGCHLD {
 			// The command leads its own process group.
@@ -131,7 +138,17 @@ func superviseInit(mainPID int, sigs <-chan os.Signal, ctl io.Writer) int {
 			// once nothing is left, the parent gets the status ("exit")
 			// and goes on while the kernel takes the namespaces down
 			// with this process (~1 ms).
-			unix.Kill(-1, unix.SIGKILL)
+			// In container mode there is no namespace to take down:
+			// every process of the command's uid is killed (never -1
+			// from here, which would be the whole container), and its
+			// netfilter rules removed.
+			if container != nil {
+				if err := endShared(container); err != nil {
+					fmt.Fprintf(os.Stderr, "sandboxd: %s\n", oneLine(err.Error()))
+				}
+			} else {
+				unix.Kill(-1, unix.SIGKILL)
+			}
 			for {
 				if _, err := unix.Wait4(-1, nil, 0, nil); err != nil && err != unix.EINTR {
 					break
@@ -527,7 +544,7 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 	// Not the main thread: a Landlock domain there would put the init
 	// itself in the command's domain (see offMainThread).
 	go offMainThread(func() {
-		if err := hardenThread(seccompOptions{AllowUnix: gate != nil}, gate, landlockFor(&s.FileSystem)); err != nil {
+		if err := hardenThread(seccompOptions{AllowUnix: gate != nil}, gate, landlockFor(&s.FileSystem), s.Container); err != nil {
 			resc <- result{err: err}
 			return
 		}

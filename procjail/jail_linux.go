@@ -59,9 +59,13 @@ type initProc struct {
 	exited chan struct{}
 }
 
-func startInit(path string, files []uintptr) (*initProc, error) {
+func startInit(path string, files []uintptr, container bool) (*initProc, error) {
+	attr := namespaceAttr()
+	if container {
+		attr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	}
 	pid, err := syscall.ForkExec(path, []string{"sandboxd", InitCommand}, &syscall.ProcAttr{
-		Env: []string{}, Files: files, Sys: namespaceAttr(),
+		Env: []string{}, Files: files, Sys: attr,
 	})
 	if err != nil {
 		return nil, err
@@ -123,6 +127,8 @@ type Prestarted struct {
 	passFD  int
 	stdin   *os.File
 	used    bool
+	// container: started without namespaces (PrestartOptions.Container).
+	container bool
 }
 
 // Prestart starts a sandbox's init with the descriptors the sandbox will
@@ -181,9 +187,16 @@ func Prestart(o PrestartOptions) (*Prestarted, error) {
 	if initPath == "" {
 		initPath = "/proc/self/exe"
 	}
-	if p.cmd, err = startInit(initPath, files); err != nil {
+	if o.Container && os.Geteuid() != 0 {
+		return fail(stepErr("container mode", ErrContainerModeNeedsRoot))
+	}
+	if p.cmd, err = startInit(initPath, files, o.Container); err != nil {
+		if o.Container {
+			return fail(stepErr("start init", err))
+		}
 		return fail(namespaceError(err))
 	}
+	p.container = o.Container
 	go warmSpecCodec()
 	return p, nil
 }
@@ -272,6 +285,13 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		FileSystem:       spec.FileSystem,
 		SkipMountLayer:   spec.skipMountLayer,
 		Proc:             spec.Proc,
+		Container:        spec.Container,
+	}
+	if (spec.Container != nil) != p.container {
+		return nil, cleanup, stepErrf("container mode", "the spec and the prestarted init disagree on container mode")
+	}
+	if spec.Container != nil && (spec.Container.UID == 0 || !spec.FileSystem.Confine) {
+		return nil, cleanup, stepErrf("container mode", "the command needs a uid other than 0 and the filesystem's Landlock domain")
 	}
 	if is.Hostname == "" {
 		is.Hostname = "sandbox"

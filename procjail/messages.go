@@ -42,22 +42,23 @@ const (
 
 // initSpec is what the child needs, sent as message 1.
 type initSpec struct {
-	Command          string     `json:"command"`
-	Args             []string   `json:"args"`
-	Env              []string   `json:"env"`
-	Dir              string     `json:"dir"`
-	Forwards         []Forward  `json:"forwards"`
-	ForwardIDs       []fileID   `json:"forwardIDs"` // the socket each Forwards[i].Target named when Start checked it
-	Inbound          []Inbound  `json:"inbound,omitempty"`
-	PassFD           int        `json:"passFD,omitempty"` // the pass forwards' socket pair (Spec.Pass); 0: none
-	ResolvConfPath   string     `json:"resolvConfPath,omitempty"`
-	ReadOnlyPaths    []string   `json:"readOnlyPaths,omitempty"`
-	AllowUnixSockets []string   `json:"allowUnixSockets,omitempty"`
-	Hostname         string     `json:"hostname"`
-	Foreground       bool       `json:"foreground"` // stdin is a terminal
-	FileSystem       FileSystem `json:"fileSystem"`
-	SkipMountLayer   bool       `json:"skipMountLayer,omitempty"` // tests only: Landlock alone
-	Proc             ProcMode   `json:"proc,omitempty"`           // "" is ProcFresh
+	Command          string         `json:"command"`
+	Args             []string       `json:"args"`
+	Env              []string       `json:"env"`
+	Dir              string         `json:"dir"`
+	Forwards         []Forward      `json:"forwards"`
+	ForwardIDs       []fileID       `json:"forwardIDs"` // the socket each Forwards[i].Target named when Start checked it
+	Inbound          []Inbound      `json:"inbound,omitempty"`
+	PassFD           int            `json:"passFD,omitempty"` // the pass forwards' socket pair (Spec.Pass); 0: none
+	ResolvConfPath   string         `json:"resolvConfPath,omitempty"`
+	ReadOnlyPaths    []string       `json:"readOnlyPaths,omitempty"`
+	AllowUnixSockets []string       `json:"allowUnixSockets,omitempty"`
+	Hostname         string         `json:"hostname"`
+	Foreground       bool           `json:"foreground"` // stdin is a terminal
+	FileSystem       FileSystem     `json:"fileSystem"`
+	SkipMountLayer   bool           `json:"skipMountLayer,omitempty"` // tests only: Landlock alone
+	Proc             ProcMode       `json:"proc,omitempty"`           // "" is ProcFresh
+	Container        *ContainerMode `json:"container,omitempty"`      // container mode: no namespaces
 
 	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
 }

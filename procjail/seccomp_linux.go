@@ -19,7 +19,7 @@ import (
 // kernel without Landlock leaves the mount layer alone, and the session
 // start line says so) and the seccomp filter of seccomp_bpf.go. Each step
 // names itself in its error.
-func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules) error {
+func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *ContainerMode) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return stepErr("no new privileges", err)
 	}
@@ -34,6 +34,13 @@ func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules) error {
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return stepErr("drop capabilities", fmt.Errorf("ambient: %w", err))
+	}
+	if as != nil {
+		// Container mode: the command's own uid, on this thread only
+		// (the child inherits it); its capabilities go with uid 0.
+		if err := setThreadIDs(as.UID, as.GID); err != nil {
+			return stepErr("command's uid", err)
+		}
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData

@@ -56,6 +56,10 @@ type Spec struct {
 	// ProbeProc); empty means ProcFresh. The start fails (exit 125) when
 	// the kernel refuses it: the init never picks another on its own.
 	Proc ProcMode
+	// Container, when set, runs the command in container mode (Linux; see
+	// ContainerMode): no namespaces, a uid of its own. The init must have
+	// been prestarted with PrestartOptions.Container.
+	Container *ContainerMode
 	// Hostname is the UTS name inside; empty means "sandbox".
 	Hostname string
 	// Ready, when set, is called while the sandbox is being set up, and
@@ -196,4 +200,7 @@ type PrestartOptions struct {
 	Stdin, Stdout, Stderr *os.File
 	InitPath              string
 	Pass                  *PassListener
+	// Container starts the init without namespaces, for a Spec with
+	// Container set (see ContainerMode).
+	Container bool
 }

@@ -70,6 +70,7 @@ type unixGate struct {
 	allowed  map[string]int // clean absolute path -> O_PATH fd
 	listener int
 	proc     ProcMode // which /proc names the callers (procDirOf)
+	shared   bool     // container mode: the network namespace is the container's
 }
 
 // startUnixGate opens the allowed sockets (each must exist and be a
@@ -78,7 +79,7 @@ func startUnixGate(s *initSpec) (*unixGate, error) {
 	if len(s.AllowUnixSockets) == 0 {
 		return nil, nil
 	}
-	g := &unixGate{allowed: map[string]int{}, listener: -1, proc: s.Proc}
+	g := &unixGate{allowed: map[string]int{}, listener: -1, proc: s.Proc, shared: s.Container != nil}
 	for _, p := range s.AllowUnixSockets {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -162,6 +163,12 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 	}
 	path := buf[2:]
 	if len(path) > 0 && path[0] == 0 {
+		if g.shared {
+			// Container mode: the namespace is the container's, and
+			// its abstract sockets are other processes' (a display, a
+			// bus).
+			return unix.EACCES
+		}
 		// Abstract: only the sandbox's own network namespace.
 		return g.connect(sock, &unix.SockaddrUnix{Name: "@" + string(path[1:])})
 	}

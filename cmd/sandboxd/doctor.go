@@ -10,7 +10,7 @@ import (
 	"github.com/barry-rocks/sandbox/internal/doctor"
 )
 
-const doctorUsage = `sandboxd doctor [--policy FILE] [--json]
+const doctorUsage = `sandboxd doctor [--policy FILE] [--agent-uid UID[:GID]] [--json]
 
 Say which sandbox "sandboxd run" and "sandboxd launch" would start here (on
 this machine, or in this container), and for each missing piece its fix: the
@@ -28,6 +28,7 @@ func doctorMain(ctx context.Context, io cli.IO, args []string) int {
 	policyFile := ""
 	fs.Var(&onceString{p: &policyFile}, "policy", "the session policy `FILE` run would use")
 	asJSON := fs.Bool("json", false, "print JSON")
+	agentUID := fs.String("agent-uid", "", "run's --agent-uid `UID[:GID]` (container mode)")
 	if code, done := cli.Parse(fs, args); done {
 		return code
 	}
@@ -40,7 +41,7 @@ func doctorMain(ctx context.Context, io cli.IO, args []string) int {
 		fmt.Fprintf(io.Err, "sandboxd doctor: own executable: %v\n", err)
 		return 1
 	}
-	r := doctor.Diagnose(doctor.Options{PolicyFile: policyFile, Command: []string{self, "version"}})
+	r := doctor.Diagnose(doctor.Options{PolicyFile: policyFile, AgentUID: *agentUID, Command: []string{self, "version"}})
 	if *asJSON {
 		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")

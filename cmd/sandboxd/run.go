@@ -79,6 +79,7 @@ func addRunFlags(fs *flag.FlagSet, opts *supervisor.Options) *runFlags {
 	fs.Var(&f.unset, "unset-env", "leave variable `NAME` (or a glob: GITHUB_*) out of COMMAND's environment (repeatable)")
 	fs.Var(&f.cred, "credential", "keep variable ENV's value outside: the sandbox gets a placeholder, the proxy puts the value into requests to each HOST of `ENV@HOST[,HOST...]` (repeatable)")
 	fs.Var(&f.publish, "publish", "let the host reach a server inside on 127.0.0.1:PORT at `[HOSTADDR:]HOSTPORT:PORT` (HOSTADDR default 127.0.0.1; repeatable)")
+	fs.StringVar(&opts.AgentUID, "agent-uid", "", "container mode (no user namespaces): run COMMAND as `UID[:GID]`, a uid no process runs as (default: the working directory's owner)")
 	return f
 }
 
@@ -91,6 +92,11 @@ func (f *runFlags) apply(opts *supervisor.Options) error {
 		}
 	}
 	opts.UnsetEnv = f.unset
+	if opts.AgentUID != "" {
+		if _, _, _, err := supervisor.ParseAgentID(opts.AgentUID); err != nil {
+			return err
+		}
+	}
 	for _, v := range f.cred {
 		c, err := policy.ParseCredentialFlag(v)
 		if err != nil {

@@ -59,8 +59,11 @@ func statusMain(ctx context.Context, io cli.IO, args []string) int {
 			launched = fmt.Sprintf("  launched %s (%s)", s.Harness, s.Mode)
 		}
 		proc := ""
+		if s.SandboxMode != "" {
+			proc += "  mode: " + s.SandboxMode
+		}
 		if s.Proc != "" {
-			proc = "  proc: " + s.Proc
+			proc += "  proc: " + s.Proc
 		}
 		fmt.Fprintf(io.Out, "%s%s  pid %d  started %s  policy %s  fingerprint %.16s%s%s\n  command: %s\n  %s\n",
 			s.ID, state, s.PID, s.Started.Local().Format(time.DateTime), orNone(s.PolicyFile), s.Fingerprint, launched, proc,

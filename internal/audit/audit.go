@@ -97,7 +97,9 @@ const (
 	AttrHidden      = "hidden"
 	AttrHomeOverlay = "home_overlay"
 	AttrLandlock    = "landlock_abi"
-	AttrProc        = "proc" // session start: the sandbox's /proc, "fresh" or "container" (procjail.ProcMode)
+	AttrProc        = "proc"         // session start: the sandbox's /proc, "fresh" or "container" (procjail.ProcMode)
+	AttrSandboxMode = "sandbox_mode" // session start: "nested" (namespaces of its own) or "container" (supervisor.ModeContainer)
+	AttrAgentUID    = "agent_uid"    // session start, container mode: the command's uid
 	AttrNotCovered  = "not_covered"
 	AttrEnvRemoved  = "env_removed"  // session start: the variables --unset-env and environment.unset left out (names only)
 	AttrCredentials = "credentials"  // session start: the credentials the proxy injects (variable names only); proxy: those put into this connection's requests

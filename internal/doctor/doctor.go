@@ -25,13 +25,16 @@ const (
 	// ModeNested: run and launch start their sandbox here (namespaces of
 	// their own, as on a host).
 	ModeNested = "nested"
+	// ModeContainer: run and launch start here without namespaces, the
+	// command under a uid of its own (supervisor.ModeContainer).
+	ModeContainer = "container"
 	// ModeNone: run and launch refuse here (exit 125).
 	ModeNone = "none"
 )
 
 // Report is what doctor found.
 type Report struct {
-	// Mode is ModeNested or ModeNone.
+	// Mode is ModeNested, ModeContainer or ModeNone.
 	Mode string `json:"mode"`
 	// Proc is the sandbox's /proc (procjail.ProcMode), on Linux.
 	Proc string `json:"proc,omitempty"`
@@ -67,6 +70,9 @@ type Options struct {
 	// PolicyFile is the policy run would start with ("" none): its
 	// requirements (sandbox.proc) count.
 	PolicyFile string
+	// AgentUID is run's --agent-uid (container mode's uid for the
+	// command).
+	AgentUID string
 	// Command is what the trial sandbox runs; it must exit 0 (sandboxd
 	// passes itself with "version").
 	Command []string
@@ -92,50 +98,76 @@ func Diagnose(o Options) Report {
 			r.Notes = append(r.Notes, Piece{"Landlock (file rules are held by the mount layer alone)", fix})
 		}
 	}
-	err := trial(o)
+	mode, proc, err := trial(o)
 	if err == nil {
-		r.Mode = ModeNested
+		r.Mode, r.Proc = mode, proc
+		if mode == ModeContainer {
+			r.Notes = []Piece{{"namespaces of the sandbox's own (nested mode: a mount layer, a private /tmp and /proc, its own network namespace)", procjail.SeccompProfileFix}}
+		}
 		return r
 	}
 	r.Mode = ModeNone
 	r.Proc = ""
 	r.Refusal = policy.OneLine(err.Error())
-	r.Missing = append(r.Missing, explain(err, r))
+	r.Missing = append(r.Missing, explain(err, r)...)
 	return r
 }
 
-// trial runs o.Command in a sandbox through the session code run uses.
-func trial(o Options) error {
+// trial runs o.Command in a sandbox through the session code run uses,
+// and says which mode and /proc the sandbox had.
+func trial(o Options) (mode, proc string, err error) {
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	defer null.Close()
-	code, err := supervisor.Run(supervisor.Options{PolicyFile: o.PolicyFile, Command: o.Command, Stdin: null, Stdout: null, Stderr: null})
+	code, err := supervisor.Run(supervisor.Options{PolicyFile: o.PolicyFile, AgentUID: o.AgentUID, Command: o.Command, Stdin: null, Stdout: null, Stderr: null,
+		Started: func(m, p string) { mode, proc = m, p }})
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	if code != 0 {
-		return fmt.Errorf("the trial command %s exited %d inside the sandbox", strings.Join(o.Command, " "), code)
+		return "", "", fmt.Errorf("the trial command %s exited %d inside the sandbox", strings.Join(o.Command, " "), code)
 	}
-	return nil
+	return mode, proc, nil
 }
 
-// explain names the piece a refusal lacks and its fix.
-func explain(err error, r Report) Piece {
+// explain names the pieces a refusal lacks and their fixes.
+func explain(err error, r Report) []Piece {
 	var errno syscall.Errno
 	switch {
 	case errors.Is(err, procjail.ErrUserNamespaces):
 		errors.As(err, &errno)
-		return Piece{"user namespaces", procjail.UserNamespaceFix(errno)}
+		p := []Piece{{"user namespaces (nested mode)", procjail.UserNamespaceFix(errno)}}
+		if runtime.GOOS == "linux" {
+			p = append(p, Piece{"container mode: " + containerModeMissing(), supervisor.ContainerModeFix})
+		}
+		return p
 	case strings.Contains(err.Error(), "sandbox.proc: "+policy.ProcFresh):
-		return Piece{"a /proc of the sandbox's own (the policy's sandbox.proc: fresh)", procjail.FreshProcFix}
+		return []Piece{{"a /proc of the sandbox's own (the policy's sandbox.proc: fresh)", procjail.FreshProcFix}}
 	}
 	var se *procjail.SetupError
 	if errors.As(err, &se) && errors.As(err, &errno) && (errno == syscall.EPERM || errno == syscall.EACCES) && r.Container != "" {
-		return Piece{se.Step, "the container's security profile refused it: " + procjail.SeccompProfileFix + "; where AppArmor confines the container, also --security-opt apparmor=unconfined"}
+		return []Piece{{se.Step, "the container's security profile refused it: " + procjail.SeccompProfileFix + "; where AppArmor confines the container, also --security-opt apparmor=unconfined"}}
 	}
-	return Piece{"the sandbox", policy.OneLine(err.Error())}
+	return []Piece{{"the sandbox", policy.OneLine(err.Error())}}
+}
+
+// containerModeMissing says what container mode lacks here.
+func containerModeMissing() string {
+	if os.Geteuid() != 0 {
+		return "sandboxd is not root"
+	}
+	var ue *procjail.UIDRulesUnavailableError
+	if err := procjail.CheckUIDRules(); errors.As(err, &ue) {
+		return ue.Missing + " is unavailable"
+	} else if err != nil {
+		return policy.OneLine(err.Error())
+	}
+	if procjail.LandlockABI() == 0 {
+		return "Landlock is unavailable"
+	}
+	return "the command's uid (see the refusal)"
 }
 
 // containerRuntime says which container runtime, if any, sandboxd runs in:
@@ -199,6 +231,8 @@ func Print(w io.Writer, r Report) {
 			proc = ", /proc: " + r.Proc
 		}
 		fmt.Fprintf(w, "sandboxd run and launch start here: %s mode (namespaces of their own%s) on %s\n", r.Mode, proc, where)
+	case ModeContainer:
+		fmt.Fprintf(w, "sandboxd run and launch start here: %s mode (no namespaces: the command under a uid of its own, uid-matched netfilter rules, Landlock, seccomp) on %s\n", r.Mode, where)
 	default:
 		fmt.Fprintf(w, "sandboxd run and launch refuse to start on %s (exit 125): %s\n", where, r.Refusal)
 	}

@@ -76,6 +76,13 @@ type Options struct {
 	Stderr    *os.File
 	// Debounce of the policy file watcher (0: policywatch.DefaultDebounce).
 	Debounce time.Duration
+	// Started, when set, is told the sandbox's mode (ModeNested or
+	// ModeContainer) and /proc (procjail.ProcMode) just before the
+	// command starts ("sandboxd doctor" reports them).
+	Started func(mode, proc string)
+	// AgentUID is container mode's uid for the command (--agent-uid
+	// UID[:GID]); "" is the working directory's owner.
+	AgentUID string
 	// Launch, when set, starts a harness under the session policy
 	// ("sandboxd launch"): Command is then the harness's program (its
 	// session configuration's arguments are added after it).
@@ -275,6 +282,9 @@ type session struct {
 	fsPlan      *fsState
 	landlockABI int
 	proc        procjail.ProcMode // the sandbox's /proc (procMode)
+	// container is container mode's identity for the command, nil in
+	// nested mode (prestart, containerFallback).
+	container *procjail.ContainerMode
 
 	status       Status
 	statusFailed bool
@@ -318,6 +328,22 @@ func (s *session) prestart() (func(), error) {
 		undo = append(undo, func() { s.pass.Close() })
 	}
 	pre, err := procjail.Prestart(procjail.PrestartOptions{Stdin: stdin, Stdout: stdout, Stderr: s.stderr, Pass: s.pass})
+	if errors.Is(err, procjail.ErrUserNamespaces) {
+		// No nested sandbox here: container mode, if the container
+		// allows it, else one refusal naming both modes' fixes.
+		c, ferr := s.containerFallback(err)
+		if ferr != nil {
+			return cleanup, ferr
+		}
+		// The failed prestart took the pass listener's child end.
+		s.pass.Close()
+		if s.pass, err = procjail.NewPassListener(); err != nil {
+			return cleanup, fmt.Errorf("proxy forward: %w", err)
+		}
+		undo = append(undo, func() { s.pass.Close() })
+		s.container = c
+		pre, err = procjail.Prestart(procjail.PrestartOptions{Stdin: stdin, Stdout: stdout, Stderr: s.stderr, Pass: s.pass, Container: true})
+	}
 	if err != nil {
 		return cleanup, err
 	}
@@ -537,6 +563,14 @@ func (s *session) jailSpec() (func(), error) {
 		fmt.Fprintln(s.stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
 	}
 	s.landlockABI = procjail.LandlockABI()
+	if s.container != nil {
+		// No overlay without a mount namespace: home stays as it is,
+		// outside the write roots.
+		s.fsPlan.HomeOverlay = ""
+		if err := s.containerChecks(); err != nil {
+			return cleanup, err
+		}
+	}
 	return cleanup, nil
 }
 
@@ -587,7 +621,7 @@ func (s *session) startHookServer() (func(), error) {
 // that "sandboxd status" cannot show (and PruneStale cannot find) does not
 // start.
 func (s *session) firstStatus() (func(), error) {
-	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile, Proc: string(s.proc)}
+	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile, Proc: string(s.proc), SandboxMode: s.sandboxMode()}
 	if s.launched != nil {
 		s.status.Harness, s.status.Mode = s.launched.harness, s.launched.mode
 	}
@@ -633,7 +667,8 @@ func (s *session) start() (func(), error) {
 		ReadOnlyPaths:    s.readOnly,
 		AllowUnixSockets: s.allowUnix,
 		FileSystem:       s.fsPlan.jail(),
-		Proc:             s.proc,
+		Proc:             s.jailProc(),
+		Container:        s.container,
 		Ready:            s.ready,
 	})
 	if err != nil {
@@ -676,11 +711,14 @@ func (s *session) ready() error {
 	// the session rather than run it unaudited.
 	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
 		append(append([]slog.Attr{slog.Any(audit.AttrCommand, s.opts.Command), slog.String(audit.AttrPolicyFile, s.status.PolicyFile)},
-			s.fsPlan.auditAttrs(s.landlockABI)...), append(append(s.launched.auditAttrs(), s.envAuditAttrs()...), s.procAuditAttrs()...)...)...)
+			s.fsPlan.auditAttrs(s.landlockABI)...), append(append(append(s.launched.auditAttrs(), s.envAuditAttrs()...), s.procAuditAttrs()...), s.modeAuditAttrs()...)...)...)
 	if err := s.stream.Err(); err != nil {
 		return fmt.Errorf("audit file %s: %w", s.opts.AuditPath, err)
 	}
 	s.startLogged = true
+	if s.opts.Started != nil {
+		s.opts.Started(s.sandboxMode(), string(s.proc))
+	}
 	// From here on a lost line is reported once and the session goes on.
 	s.stream.OnWriteError(func(err error) {
 		fmt.Fprintf(s.stderr, "sandboxd: audit %s: %s; audit lines are being lost\n", s.opts.AuditPath, policy.OneLine(err.Error()))

@@ -15,6 +15,9 @@ import (
 // refuses the session, naming the fix.
 func (s *session) procMode() (func(), error) {
 	mode, why := procjail.ProbeProc()
+	if s.container != nil {
+		mode, why = procjail.ProcContainer, "container mode shares the container's /proc"
+	}
 	var sec *policy.SandboxSection
 	if r := s.live.Current().resolved; r != nil {
 		sec = r.Sandbox
@@ -31,4 +34,21 @@ func (s *session) procAuditAttrs() []slog.Attr {
 		return nil
 	}
 	return []slog.Attr{slog.String(audit.AttrProc, string(s.proc))}
+}
+
+// jailProc is the /proc the init mounts: container mode mounts none (the
+// command shares the container's, as its processes do).
+func (s *session) jailProc() procjail.ProcMode {
+	if s.container != nil {
+		return ""
+	}
+	return s.proc
+}
+
+// sandboxMode names the sandbox's mode.
+func (s *session) sandboxMode() string {
+	if s.container != nil {
+		return ModeContainer
+	}
+	return ModeNested
 }

@@ -29,7 +29,9 @@ type Status struct {
 	Mode    string `json:"mode,omitempty"`
 	// Proc is the sandbox's /proc: "fresh", or "container" where the
 	// kernel refused a fresh one (procjail.ProcMode); empty on macOS.
-	Proc        string              `json:"proc,omitempty"`
+	Proc string `json:"proc,omitempty"`
+	// SandboxMode is "nested" or "container" (ModeNested, ModeContainer).
+	SandboxMode string              `json:"sandboxMode,omitempty"`
 	Fingerprint string              `json:"fingerprint"`
 	Counters    map[string][2]int64 `json:"counters"`
 	Updated     time.Time           `json:"updated"`

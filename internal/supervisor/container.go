@@ -1,0 +1,179 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/procjail"
+)
+
+// The sandbox's modes (Status.SandboxMode, the audit start line's
+// sandbox_mode).
+const (
+	// ModeNested: namespaces of the sandbox's own (a host, or a container
+	// that allows user namespaces).
+	ModeNested = "nested"
+	// ModeContainer: no namespaces; the command under a uid of its own,
+	// confined by uid-matched netfilter rules in the container's network
+	// namespace, Landlock and seccomp (procjail.ContainerMode).
+	ModeContainer = "container"
+)
+
+// ContainerModeFix is how a container gets container mode.
+const ContainerModeFix = "run sandboxd as root in the container with --cap-add NET_ADMIN (Kubernetes: securityContext.capabilities.add: [NET_ADMIN])"
+
+// ParseAgentID parses --agent-uid's UID[:GID].
+func ParseAgentID(v string) (uid, gid uint32, hasGID bool, err error) {
+	us, gs, hasGID := strings.Cut(v, ":")
+	u, err := strconv.ParseUint(us, 10, 32)
+	if err == nil && hasGID {
+		var g uint64
+		g, err = strconv.ParseUint(gs, 10, 32)
+		gid = uint32(g)
+	}
+	if err != nil || u == 0 || u == 1<<32-1 {
+		return 0, 0, false, fmt.Errorf("--agent-uid %q: want UID[:GID], numbers, the uid not 0", v)
+	}
+	return uint32(u), gid, hasGID, nil
+}
+
+// containerFallback is prestart's answer to a nested sandbox refused for
+// want of user namespaces (nestedErr): container mode's identity, or one
+// error naming both the nested mode's fix and what container mode lacks.
+func (s *session) containerFallback(nestedErr error) (*procjail.ContainerMode, error) {
+	refuse := func(missing string) error {
+		return fmt.Errorf("%w; or, for container mode (no user namespaces), %s (%s)", nestedErr, ContainerModeFix, missing)
+	}
+	if os.Geteuid() != 0 {
+		return nil, refuse("sandboxd runs as uid " + strconv.Itoa(os.Geteuid()) + ", not root")
+	}
+	if err := procjail.CheckUIDRules(); err != nil {
+		var ue *procjail.UIDRulesUnavailableError
+		if errors.As(err, &ue) {
+			return nil, refuse(ue.Missing + " is unavailable")
+		}
+		return nil, refuse(policy.OneLine(err.Error()))
+	}
+	if procjail.LandlockABI() == 0 {
+		return nil, refuse("the kernel has no Landlock, or the container's seccomp profile refuses it, and container mode holds the file rules with it")
+	}
+	return s.agentIdentity()
+}
+
+// agentIdentity is container mode's uid and gid for the command: --agent-uid's,
+// else the owner of the working directory when that is not root. The uid
+// must be one no process runs as (every process of it is confined, and
+// killed at the end).
+func (s *session) agentIdentity() (*procjail.ContainerMode, error) {
+	ws := s.opts.Dir
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	var uid, gid uint32
+	if s.opts.AgentUID != "" {
+		u, g, hasGID, err := ParseAgentID(s.opts.AgentUID)
+		if err != nil {
+			return nil, err
+		}
+		uid, gid = u, g
+		if !hasGID {
+			gid = u
+		}
+	} else {
+		fi, err := os.Stat(ws)
+		if err != nil {
+			return nil, fmt.Errorf("container mode: working directory: %w", err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || st.Uid == 0 {
+			return nil, fmt.Errorf("container mode runs the command under a uid of its own, which must own the working directory %s (it is root's): chown it to an unused uid and run from there, or pass --agent-uid UID", ws)
+		}
+		uid, gid = st.Uid, st.Gid
+	}
+	if pids := procjail.UIDProcesses(uid); len(pids) > 0 {
+		return nil, fmt.Errorf("container mode confines, and at the end kills, every process of the command's uid %d, and uid %d runs processes here (pid %v): pass --agent-uid with an unused uid", uid, uid, pids)
+	}
+	return &procjail.ContainerMode{UID: uid, GID: gid}, nil
+}
+
+// containerChecks refuses a container-mode start whose file rules the
+// mode cannot hold: with no mount layer, a denied file is hidden only if
+// the command's uid cannot read it, and a read-only path (the policy's
+// directory, the runtime directory) holds only if it cannot write it; the
+// write roots must be writable by it. Protected paths it could write are
+// reported, not refused (they are the sandbox's own defaults).
+func (s *session) containerChecks() error {
+	c := s.container
+	p := s.fsPlan
+	readable, err := procjail.AccessAs(c.UID, c.GID, p.Hidden, procjail.AccessRead)
+	if err != nil {
+		return fmt.Errorf("container mode: %w", err)
+	}
+	for _, h := range readable {
+		d := p.Explain(h, false)
+		return fmt.Errorf("container mode cannot hide %s from uid %d, which may read it (no mount layer: %s): make it unreadable to uid %d, or use nested mode (%s)",
+			h, c.UID, d.Reason, c.UID, procjail.SeccompProfileFix)
+	}
+	writable, err := procjail.AccessAs(c.UID, c.GID, s.readOnly, procjail.AccessWrite)
+	if err != nil {
+		return fmt.Errorf("container mode: %w", err)
+	}
+	for _, w := range writable {
+		return fmt.Errorf("container mode cannot make %s read-only for uid %d, which may write it: keep the policy file in a directory uid %d cannot write", w, c.UID, c.UID)
+	}
+	roots, err := procjail.AccessAs(c.UID, c.GID, p.WriteRoots, procjail.AccessWrite)
+	if err != nil {
+		return fmt.Errorf("container mode: %w", err)
+	}
+	if len(roots) != len(p.WriteRoots) {
+		for _, w := range p.WriteRoots {
+			if !hasString(roots, w) {
+				return fmt.Errorf("container mode: the write root %s is not writable by the command's uid %d: chown it, or pass --agent-uid its owner", w, c.UID)
+			}
+		}
+	}
+	p.NotCovered = append(p.NotCovered, "container mode: no mount layer; the file rules are held by Landlock and the command's uid alone, and the container's /tmp and /proc are shared")
+	var inRoots []string
+	for _, pr := range p.Protected {
+		if p.InWriteRoot(pr) {
+			inRoots = append(inRoots, pr)
+		}
+	}
+	open, err := procjail.AccessAs(c.UID, c.GID, inRoots, procjail.AccessWrite)
+	if err != nil {
+		return fmt.Errorf("container mode: %w", err)
+	}
+	for _, o := range open {
+		p.NotCovered = append(p.NotCovered, fmt.Sprintf("protected %s: writable by uid %d (container mode has no mount layer to make it read-only)", o, c.UID))
+	}
+	if len(open) > 0 {
+		fmt.Fprintf(s.stderr, "sandboxd: container mode: %d protected paths in the workspace stay writable (%s): review them before running anything there outside the sandbox\n", len(open), strings.Join(open, ", "))
+	}
+	return nil
+}
+
+func hasString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// modeAuditAttrs name the sandbox's mode in the start line, and in
+// container mode the command's uid (what the mode leaves uncovered is in
+// not_covered, with the filesystem's).
+func (s *session) modeAuditAttrs() []slog.Attr {
+	if s.container == nil {
+		return []slog.Attr{slog.String(audit.AttrSandboxMode, ModeNested)}
+	}
+	return []slog.Attr{slog.String(audit.AttrSandboxMode, ModeContainer), slog.Int(audit.AttrAgentUID, int(s.container.UID))}
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package procjail
+
+// AccessAs refuses: container mode is Linux's.
+func AccessAs(uid, gid uint32, paths []string, mode uint32) ([]string, error) {
+	return nil, ErrUnsupported
+}
+
+// UIDProcesses finds nothing: container mode is Linux's.
+func UIDProcesses(uid uint32) []int { return nil }

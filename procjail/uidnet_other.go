@@ -1,0 +1,18 @@
+//go:build !linux
+
+package procjail
+
+// InstallUIDRules refuses: uid-matched netfilter rules are Linux's.
+func InstallUIDRules(r UIDRules) error {
+	return &SetupError{Step: "uid network rules", Err: ErrUnsupported}
+}
+
+// RemoveUIDRules refuses: no rules are ever installed on this platform.
+func RemoveUIDRules(uid uint32) error {
+	return &SetupError{Step: "uid network rules", Err: ErrUnsupported}
+}
+
+// CheckUIDRules reports that uid-matched netfilter rules are Linux's.
+func CheckUIDRules() error {
+	return &UIDRulesUnavailableError{Missing: "netfilter", Fix: "container mode needs Linux", Err: ErrUnsupported}
+}
