@@ -57,6 +57,8 @@ var containerFixes = []struct{ text, what string }{
 	{"securityContext", "Kubernetes: the pod's or container's securityContext"},
 	{"seccompProfile", "Kubernetes: securityContext.seccompProfile"},
 	{"procMount", "Kubernetes: securityContext.procMount: Unmasked"},
+	{"--agent-uid", "sandboxd's flag: container mode's uid for the command"},
+	{"chown", "give the command's uid the workspace"},
 }
 
 // namesFix returns the entry of containerFixes that line names, or "".
@@ -73,25 +75,33 @@ func namesFix(line string) string {
 type containerRow struct {
 	name    string
 	flags   []string
-	profile bool // flags name the shipped profile: "seccomp=" + its path is appended
+	profile bool   // flags name the shipped profile: "seccomp=" + its path is appended
+	mode    string // what run does: "nested", "container" or "none" (refused)
 }
 
 // containerRows are issue 28's table, plus the shipped profile with and
 // without a user, and nested mode as users other than root.
 var containerRows = []containerRow{
-	{name: "default"},
-	{name: "user 1000", flags: []string{"--user", "1000"}},
-	{name: "cap-add NET_ADMIN", flags: []string{"--cap-add", "NET_ADMIN"}},
-	{name: "cap-add SYS_ADMIN", flags: []string{"--cap-add", "SYS_ADMIN"}},
-	{name: "seccomp unconfined", flags: []string{"--security-opt", "seccomp=unconfined"}},
+	{name: "default", mode: "none"},
+	{name: "user 1000", flags: []string{"--user", "1000"}, mode: "none"},
+	// Container mode runs the command under the workspace owner's uid:
+	// /work is root's, /home/agent the agent's.
+	{name: "cap-add NET_ADMIN", flags: []string{"--cap-add", "NET_ADMIN"}, mode: "none"},
+	{name: "cap-add NET_ADMIN workdir agent's", flags: []string{"--cap-add", "NET_ADMIN", "--workdir", "/home/agent"}, mode: "container"},
+	{name: "cap-add NET_ADMIN agent-uid", flags: []string{"--cap-add", "NET_ADMIN", "--workdir", "/home/agent", "-e", "BARRY_AGENT_UID_FLAG=1"}, mode: "container"},
+	{name: "cap-add NET_ADMIN user 1000", flags: []string{"--cap-add", "NET_ADMIN", "--user", "1000", "--workdir", "/home/agent"}, mode: "none"},
+	{name: "cap-add SYS_ADMIN", flags: []string{"--cap-add", "SYS_ADMIN"}, mode: "nested"},
+	{name: "seccomp unconfined", flags: []string{"--security-opt", "seccomp=unconfined"}, mode: "nested"},
 	// uid 1000 has no passwd entry in the image: Docker sets HOME=/.
-	{name: "seccomp unconfined user 1000", flags: []string{"--security-opt", "seccomp=unconfined", "--user", "1000"}},
-	{name: "seccomp unconfined systempaths unconfined", flags: []string{"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"}},
-	{name: "seccomp unconfined systempaths unconfined user 1000", flags: []string{"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined", "--user", "1000"}},
-	{name: "seccomp unconfined systempaths unconfined user agent", flags: []string{"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined", "--user", strconv.Itoa(containerAgentUID)}},
-	{name: "seccomp profile", profile: true},
-	{name: "seccomp profile user 1000", flags: []string{"--user", "1000"}, profile: true},
-	{name: "seccomp profile user agent", flags: []string{"--user", strconv.Itoa(containerAgentUID)}, profile: true},
+	{name: "seccomp unconfined user 1000", flags: []string{"--security-opt", "seccomp=unconfined", "--user", "1000"}, mode: "nested"},
+	{name: "seccomp unconfined systempaths unconfined", flags: []string{"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined"}, mode: "nested"},
+	{name: "seccomp unconfined systempaths unconfined user 1000", flags: []string{"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined", "--user", "1000"}, mode: "nested"},
+	{name: "seccomp unconfined systempaths unconfined user agent", flags: []string{"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined", "--user", strconv.Itoa(containerAgentUID)}, mode: "nested"},
+	{name: "seccomp profile", profile: true, mode: "nested"},
+	{name: "seccomp profile user 1000", flags: []string{"--user", "1000"}, profile: true, mode: "nested"},
+	{name: "seccomp profile user agent", flags: []string{"--user", strconv.Itoa(containerAgentUID)}, profile: true, mode: "nested"},
+	// Both granted: nested mode wins.
+	{name: "seccomp profile cap-add NET_ADMIN", flags: []string{"--cap-add", "NET_ADMIN"}, profile: true, mode: "nested"},
 }
 
 // doctorReport is what `sandboxd doctor --json` prints, as far as these
@@ -125,13 +135,20 @@ func TestContainerMatrix(t *testing.T) {
 			if row.profile {
 				o.flags = append(o.flags, "--security-opt", "seccomp="+shippedSeccompProfile(t))
 			}
-			r := containerRun(t, o, "sandboxd", "run", "--", "echo", "ok")
-			t.Logf("docker run %s IMAGE sandboxd run -- echo ok: %s", strings.Join(o.flags, " "), r)
-			checkRunOrRefusal(t, r)
-			if r.code == 0 {
-				checkRealSandbox(t, o)
+			run := []string{"sandboxd", "run"}
+			if slices.Contains(row.flags, "BARRY_AGENT_UID_FLAG=1") {
+				run = append(run, "--agent-uid", strconv.Itoa(containerAgentUID))
 			}
-			checkDoctor(t, o, r)
+			r := containerRun(t, o, append(run, "--", "echo", "ok")...)
+			t.Logf("docker run %s IMAGE %s -- echo ok: %s", strings.Join(o.flags, " "), strings.Join(run, " "), r)
+			checkRunOrRefusal(t, r)
+			if (r.code == 0) != (row.mode != "none") {
+				t.Errorf("run exited %d, want the row's mode %s", r.code, row.mode)
+			}
+			if r.code == 0 {
+				checkRealSandbox(t, o, row.mode)
+			}
+			checkDoctor(t, o, r, row.mode)
 		})
 	}
 }
@@ -188,13 +205,23 @@ func statusField(status, name string) string {
 	return m[1]
 }
 
+// realUID returns the real uid of a /proc/PID/status's Uid line.
+func realUID(status string) string {
+	m := regexp.MustCompile(`(?m)^Uid:\s*(\d+)`).FindStringSubmatch(status)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
 // checkRealSandbox: in a container like o's, a command under sandboxd run
-// has a network namespace other than sandboxd's, no_new_privs, and seccomp
-// filtering (mode 2) with more filters than sandboxd itself has (a
-// container's own profile is a filter too).
-func checkRealSandbox(t *testing.T, o containerOpts) {
+// has no_new_privs, no capabilities, and seccomp filtering (mode 2) with
+// more filters than sandboxd itself has (a container's own profile is a
+// filter too); in nested mode a network namespace other than sandboxd's,
+// in container mode the same one but a uid other than sandboxd's.
+func checkRealSandbox(t *testing.T, o containerOpts, mode string) {
 	t.Helper()
-	const probe = `echo "net: $(readlink /proc/self/ns/net)"; grep -E '^(NoNewPrivs|Seccomp|Seccomp_filters):' /proc/self/status`
+	const probe = `echo "net: $(readlink /proc/self/ns/net)"; grep -E '^(Uid|CapEff|NoNewPrivs|Seccomp|Seccomp_filters):' /proc/self/status`
 	script := `echo OUTER; ` + probe + `; echo INNER; exec sandboxd run -- sh -c "$0"`
 	r := containerRun(t, o, "sh", "-c", script, probe)
 	outer, inner, ok := strings.Cut(strings.TrimPrefix(r.stdout, "OUTER\n"), "INNER\n")
@@ -203,8 +230,19 @@ func checkRealSandbox(t *testing.T, o containerOpts) {
 		return
 	}
 	t.Logf("sandboxd's process:\n%sthe sandboxed command:\n%s", outer, inner)
-	if n1, n2 := statusField(outer, "net"), statusField(inner, "net"); n1 == "" || n1 == n2 {
-		t.Errorf("the sandboxed command's network namespace %q is sandboxd's %q", n2, n1)
+	n1, n2 := statusField(outer, "net"), statusField(inner, "net")
+	switch mode {
+	case "nested":
+		if n1 == "" || n1 == n2 {
+			t.Errorf("the sandboxed command's network namespace %q is sandboxd's %q", n2, n1)
+		}
+	case "container":
+		if u1, u2 := realUID(outer), realUID(inner); n1 == "" || n1 != n2 || u1 == "" || u2 == "" || u1 == u2 || u2 == "0" {
+			t.Errorf("container mode: network namespace %q (sandboxd's %q), uid %q (sandboxd's %q): want the same namespace, a uid of its own", n2, n1, u2, u1)
+		}
+	}
+	if v := statusField(inner, "CapEff"); v != "0000000000000000" {
+		t.Errorf("inside, CapEff: %q, want none", v)
 	}
 	if v := statusField(inner, "NoNewPrivs"); v != "1" {
 		t.Errorf("inside, NoNewPrivs: %q, want 1", v)
@@ -225,7 +263,7 @@ func checkRealSandbox(t *testing.T, o containerOpts) {
 // checkDoctor: `sandboxd doctor --json`, in a container like o's, says
 // mode "none" exactly when run (r) was refused, and then lists what is
 // missing, each with a fix.
-func checkDoctor(t *testing.T, o containerOpts, run dockerResult) {
+func checkDoctor(t *testing.T, o containerOpts, run dockerResult, mode string) {
 	t.Helper()
 	d := containerRun(t, o, "sandboxd", "doctor", "--json")
 	t.Logf("sandboxd doctor --json: %s", d)
@@ -238,6 +276,10 @@ func checkDoctor(t *testing.T, o containerOpts, run dockerResult) {
 	}
 	for _, p := range judgeDoctor(d.stdout, run) {
 		t.Error(p)
+	}
+	var rep doctorReport
+	if json.Unmarshal([]byte(d.stdout), &rep) == nil && rep.Mode != mode {
+		t.Errorf("doctor says mode %q, want the row's %q", rep.Mode, mode)
 	}
 }
 

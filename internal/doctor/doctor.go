@@ -146,6 +146,10 @@ func explain(err error, r Report) []Piece {
 	case strings.Contains(err.Error(), "sandbox.proc: "+policy.ProcFresh):
 		return []Piece{{"a /proc of the sandbox's own (the policy's sandbox.proc: fresh)", procjail.FreshProcFix}}
 	}
+	var ce *supervisor.ContainerModeError
+	if errors.As(err, &ce) {
+		return []Piece{{ce.Piece + " (" + ce.Reason + ")", ce.Fix}}
+	}
 	var se *procjail.SetupError
 	if errors.As(err, &se) && errors.As(err, &errno) && (errno == syscall.EPERM || errno == syscall.EACCES) && r.Container != "" {
 		return []Piece{{se.Step, "the container's security profile refused it: " + procjail.SeccompProfileFix + "; where AppArmor confines the container, also --security-opt apparmor=unconfined"}}

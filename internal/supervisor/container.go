@@ -29,6 +29,17 @@ const (
 // ContainerModeFix is how a container gets container mode.
 const ContainerModeFix = "run sandboxd as root in the container with --cap-add NET_ADMIN (Kubernetes: securityContext.capabilities.add: [NET_ADMIN])"
 
+// ContainerModeError is a container-mode start refused for a piece the
+// mode lacks here; Error is the one-line refusal, Piece and Fix what
+// "sandboxd doctor" lists.
+type ContainerModeError struct {
+	Piece, Reason, Fix string
+}
+
+func (e *ContainerModeError) Error() string {
+	return "container mode: " + e.Reason + ": " + e.Fix
+}
+
 // ParseAgentID parses --agent-uid's UID[:GID].
 func ParseAgentID(v string) (uid, gid uint32, hasGID bool, err error) {
 	us, gs, hasGID := strings.Cut(v, ":")
@@ -93,12 +104,16 @@ func (s *session) agentIdentity() (*procjail.ContainerMode, error) {
 		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
 		if !ok || st.Uid == 0 {
-			return nil, fmt.Errorf("container mode runs the command under a uid of its own, which must own the working directory %s (it is root's): chown it to an unused uid and run from there, or pass --agent-uid UID", ws)
+			return nil, &ContainerModeError{Piece: "container mode: the command's uid",
+				Reason: fmt.Sprintf("the command runs under a uid of its own, the owner of the working directory, and %s is root's", ws),
+				Fix:    "chown the workspace to an unused uid (chown -R 1000 " + ws + "), or pass --agent-uid UID of a uid that may write it"}
 		}
 		uid, gid = st.Uid, st.Gid
 	}
 	if pids := procjail.UIDProcesses(uid); len(pids) > 0 {
-		return nil, fmt.Errorf("container mode confines, and at the end kills, every process of the command's uid %d, and uid %d runs processes here (pid %v): pass --agent-uid with an unused uid", uid, uid, pids)
+		return nil, &ContainerModeError{Piece: "container mode: an unused uid",
+			Reason: fmt.Sprintf("every process of the command's uid %d is confined, and killed at the end, and uid %d runs processes here (pid %v)", uid, uid, pids),
+			Fix:    "pass --agent-uid with a uid no process runs as, and give it the workspace (chown)"}
 	}
 	return &procjail.ContainerMode{UID: uid, GID: gid}, nil
 }
@@ -118,15 +133,18 @@ func (s *session) containerChecks() error {
 	}
 	for _, h := range readable {
 		d := p.Explain(h, false)
-		return fmt.Errorf("container mode cannot hide %s from uid %d, which may read it (no mount layer: %s): make it unreadable to uid %d, or use nested mode (%s)",
-			h, c.UID, d.Reason, c.UID, procjail.SeccompProfileFix)
+		return &ContainerModeError{Piece: "container mode: files.deny",
+			Reason: fmt.Sprintf("it cannot hide %s (%s) from the command's uid %d, which may read it, with no mount layer", h, d.Reason, c.UID),
+			Fix:    fmt.Sprintf("make it unreadable to uid %d (chmod or chown), or use nested mode: %s", c.UID, procjail.SeccompProfileFix)}
 	}
 	writable, err := procjail.AccessAs(c.UID, c.GID, s.readOnly, procjail.AccessWrite)
 	if err != nil {
 		return fmt.Errorf("container mode: %w", err)
 	}
 	for _, w := range writable {
-		return fmt.Errorf("container mode cannot make %s read-only for uid %d, which may write it: keep the policy file in a directory uid %d cannot write", w, c.UID, c.UID)
+		return &ContainerModeError{Piece: "container mode: read-only paths",
+			Reason: fmt.Sprintf("it cannot make %s read-only for the command's uid %d, which may write it, with no mount layer", w, c.UID),
+			Fix:    fmt.Sprintf("keep the policy file in a directory uid %d cannot write (chown or chmod it)", c.UID)}
 	}
 	roots, err := procjail.AccessAs(c.UID, c.GID, p.WriteRoots, procjail.AccessWrite)
 	if err != nil {
@@ -135,7 +153,9 @@ func (s *session) containerChecks() error {
 	if len(roots) != len(p.WriteRoots) {
 		for _, w := range p.WriteRoots {
 			if !hasString(roots, w) {
-				return fmt.Errorf("container mode: the write root %s is not writable by the command's uid %d: chown it, or pass --agent-uid its owner", w, c.UID)
+				return &ContainerModeError{Piece: "container mode: the write roots",
+					Reason: fmt.Sprintf("the write root %s is not writable by the command's uid %d", w, c.UID),
+					Fix:    fmt.Sprintf("chown it to uid %d, or pass --agent-uid its owner", c.UID)}
 			}
 		}
 	}
