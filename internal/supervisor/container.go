@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,14 +138,21 @@ func (s *session) containerChecks() error {
 			Reason: fmt.Sprintf("it cannot hide %s (%s) from the command's uid %d, which may read it, with no mount layer", h, d.Reason, c.UID),
 			Fix:    fmt.Sprintf("make it unreadable to uid %d (chmod or chown), or use nested mode: %s", c.UID, procjail.SeccompProfileFix)}
 	}
-	writable, err := procjail.AccessAs(c.UID, c.GID, s.readOnly, procjail.AccessWrite)
+	// A read-only path holds only if the uid can write neither it nor its
+	// directory (where it could rename it away and put another in its
+	// place).
+	var ro []string
+	for _, r := range s.readOnly {
+		ro = append(ro, r, filepath.Dir(r))
+	}
+	writable, err := procjail.AccessAs(c.UID, c.GID, ro, procjail.AccessWrite)
 	if err != nil {
 		return fmt.Errorf("container mode: %w", err)
 	}
 	for _, w := range writable {
 		return &ContainerModeError{Piece: "container mode: read-only paths",
-			Reason: fmt.Sprintf("it cannot make %s read-only for the command's uid %d, which may write it, with no mount layer", w, c.UID),
-			Fix:    fmt.Sprintf("keep the policy file in a directory uid %d cannot write (chown or chmod it)", c.UID)}
+			Reason: fmt.Sprintf("it cannot keep the command's uid %d from changing %s (it may write there), with no mount layer", c.UID, w),
+			Fix:    fmt.Sprintf("keep the policy file in a directory that uid %d can write neither it nor its parent (chown or chmod them)", c.UID)}
 	}
 	roots, err := procjail.AccessAs(c.UID, c.GID, p.WriteRoots, procjail.AccessWrite)
 	if err != nil {

@@ -1,0 +1,61 @@
+//go:build linux
+
+package integration
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// containerModePolicy is a session policy that denies every .env file,
+// written inside the container (in /etc/barry, root's) by the script
+// before sandboxd starts.
+const containerModePolicy = `mkdir -p /etc/barry && printf '%s\n' 'version: 1' 'harness: claude-code' 'bags: {}' 'tools: []' 'traits: {}' 'bounds:' '  fs: {files: {deny: ["**/.env"]}}' 'identity: {name: dev}' 'session: {bounds: [fs]}' > /etc/barry/policy.yaml`
+
+// TestContainerModeFileRules: in container mode the file rules hold as far
+// as Landlock and the command's uid hold them, and a start they could not
+// hold is refused with one line naming the file and the fix: a denied file
+// the uid may read; a policy directory it may change. A denied file it
+// cannot read stays unread; protected paths it may write are reported.
+func TestContainerModeFileRules(t *testing.T) {
+	containerImage(t)
+	agent := strconv.Itoa(containerAgentUID)
+	o := containerOpts{flags: []string{"--cap-add", "NET_ADMIN", "--workdir", "/home/agent/ws"}}
+	// The workspace, the agent's: a .env, a git repository's hooks.
+	setup := containerModePolicy + ` && mkdir -p /home/agent/ws/.git/hooks && echo SECRET-VALUE > /home/agent/ws/.env && chown -R ` + agent + `:` + agent + ` /home/agent/ws && cd /home/agent/ws`
+	cases := []struct {
+		name   string
+		script string
+		code   int
+		stdout string   // contained in stdout
+		stderr []string // each contained in stderr
+	}{
+		{"denied file readable by the uid", setup + ` && exec sandboxd run --policy /etc/barry/policy.yaml -- cat .env`,
+			125, "", []string{"container mode", "/home/agent/ws/.env", "uid " + agent, "chown"}},
+		{"denied file unreadable by the uid", setup + ` && chown root:root .env && chmod 600 .env && sandboxd run --policy /etc/barry/policy.yaml -- sh -c 'cat .env; echo code=$?'`,
+			0, "code=1", []string{"Permission denied", "protected paths in the workspace stay writable", ".git/hooks"}},
+		{"policy in a directory the uid may change", setup + ` && mkdir /home/agent/pol && cp /etc/barry/policy.yaml /home/agent/pol/ && chown -R ` + agent + ` /home/agent/pol && rm .env && exec sandboxd run --policy /home/agent/pol/policy.yaml -- true`,
+			125, "", []string{"container mode", "/home/agent/pol", "uid " + agent, "chown or chmod"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := containerRun(t, o, "sh", "-c", c.script)
+			t.Logf("%s", r)
+			if r.code != c.code || !strings.Contains(r.stdout, c.stdout) || strings.Contains(r.stdout, "SECRET-VALUE") {
+				t.Fatalf("exit %d, stdout %q: want exit %d, %q, and never the secret", r.code, r.stdout, c.code, c.stdout)
+			}
+			for _, want := range c.stderr {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr does not say %q", want)
+				}
+			}
+			if c.code == 125 {
+				if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 {
+					t.Errorf("refused in %d lines, want one", len(lines))
+				}
+			}
+		})
+	}
+}
