@@ -39,6 +39,9 @@ const (
 	// containerSandboxd is where the image holds the static sandboxd (on
 	// PATH: /bin is the image's own, /usr may be the host's).
 	containerSandboxd = "/bin/sandboxd"
+	// containerHookgate is the static hookgate beside it, where sandboxd
+	// launch finds it.
+	containerHookgate = "/bin/hookgate"
 	// containerWorkdir is the image's workspace (mode 0777), the containers'
 	// working directory.
 	containerWorkdir = "/work"
@@ -138,7 +141,8 @@ var containerImageState struct {
 
 // containerImage returns the tag of the test image, building it on first
 // use: busybox-static's busybox with every applet linked in /bin, the
-// static sandboxd at /bin/sandboxd, /etc/passwd with root and agent
+// static sandboxd at /bin/sandboxd and the static hookgate beside it (where
+// sandboxd launch finds it), /etc/passwd with root and agent
 // (containerAgentUID, home /home/agent), /work (0777), an empty /usr and
 // /etc/ssl, /etc/alternatives to bind the host's into, and /lib, /lib64 as
 // the host has them (symlinks into /usr on a merged-/usr host).
@@ -176,14 +180,16 @@ func buildContainerImage(client string) (tag, missing string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	sandboxd := filepath.Join(dir, "sandboxd")
-	build := exec.Command("go", "build", "-o", sandboxd, "../cmd/sandboxd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("CGO_ENABLED=0 go build ../cmd/sandboxd: %v\n%s", err, out)
-	}
-	if !isStatic(sandboxd) {
-		return "", "", fmt.Errorf("%s is not static", sandboxd)
+	sandboxd, hookgate := filepath.Join(dir, "sandboxd"), filepath.Join(dir, "hookgate")
+	for out, pkg := range map[string]string{sandboxd: "../cmd/sandboxd", hookgate: "../cmd/hookgate"} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := build.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("CGO_ENABLED=0 go build %s: %v\n%s", pkg, err, b)
+		}
+		if !isStatic(out) {
+			return "", "", fmt.Errorf("%s is not static", out)
+		}
 	}
 
 	var buf bytes.Buffer
@@ -233,11 +239,13 @@ func buildContainerImage(client string) (tag, missing string, err error) {
 			link("bin/"+a, "busybox")
 		}
 	}
-	sb, rerr := os.ReadFile(sandboxd)
-	if rerr != nil {
-		return "", "", rerr
+	for bin, in := range map[string]string{containerSandboxd: sandboxd, containerHookgate: hookgate} {
+		b, rerr := os.ReadFile(in)
+		if rerr != nil {
+			return "", "", rerr
+		}
+		file(strings.TrimPrefix(bin, "/"), 0o755, b)
 	}
-	file(strings.TrimPrefix(containerSandboxd, "/"), 0o755, sb)
 	agent := strconv.Itoa(containerAgentUID)
 	file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nagent:x:"+agent+":"+agent+":agent:/home/agent:/bin/sh\n"))
 	file("etc/group", 0o644, []byte("root:x:0:\nagent:x:"+agent+":\n"))

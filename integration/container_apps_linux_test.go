@@ -1,0 +1,585 @@
+//go:build linux
+
+package integration
+
+// Issue 28's remaining acceptance tests, in nested mode inside real
+// containers: the credential tests and `sandboxd launch claude-code` with
+// the real Claude Code CLI, in a container run with the shipped seccomp
+// profile alone (no seccomp=unconfined, no systempaths=unconfined: the
+// runtime's /proc masks stay, so the sandbox keeps the container's /proc),
+// as root and as users other than root. The container's network namespace
+// is linked to the test's fake world (newWorldAround), and every outcome
+// is checked from the test: what the world's servers and the fake model
+// saw, the files the sandboxed commands left in a workspace bound into the
+// container at its own path, the audit. Run them alone with
+//
+//	go test ./integration -run ContainerNested
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/internal/fakemodel"
+	"github.com/barry-rocks/sandbox/internal/testenv"
+	"github.com/barry-rocks/sandbox/proxy/proxytest"
+)
+
+// nestedUser is a user a nested container runs as (docker run --user), and
+// so everything docker exec starts in it.
+type nestedUser struct {
+	name     string // also in request paths: no spaces
+	user     string // docker run --user ("" for the image's default, root)
+	login    string // its passwd name ("" for none)
+	uid, gid int    // as Docker sets them (a uid with no passwd entry gets gid 0)
+}
+
+// nestedUsers: root; the image's agent, with a passwd entry and a home; and
+// uid 1000, with neither (Docker sets HOME=/).
+var nestedUsers = []nestedUser{
+	{name: "root", login: "root"},
+	{name: "agent", user: strconv.Itoa(containerAgentUID), login: "agent", uid: containerAgentUID, gid: containerAgentUID},
+	{name: "uid1000", user: "1000", uid: 1000},
+}
+
+// startNested starts a container with the shipped seccomp profile as its
+// only security option, as u, with the host's tools bound in and docker
+// run's extra flags; checks that doctor says nested mode there; and links
+// its network namespace to a new fake world.
+func startNested(t *testing.T, u nestedUser, extra ...string) (*runningContainer, *world) {
+	t.Helper()
+	flags := []string{"--security-opt", "seccomp=" + shippedSeccompProfile(t)}
+	if u.user != "" {
+		flags = append(flags, "--user", u.user)
+	}
+	c := startContainer(t, containerOpts{flags: append(flags, extra...), hostTools: true})
+	d := c.exec(t, time.Minute, nil, containerSandboxd, "doctor", "--json")
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(d.stdout), &rep); err != nil || rep.Mode != "nested" {
+		t.Fatalf("doctor in the container (%s) does not say nested mode (%v): %s", strings.Join(flags, " "), err, d)
+	}
+	if id := c.exec(t, time.Minute, nil, "id", "-u"); strings.TrimSpace(id.stdout) != strconv.Itoa(u.uid) {
+		t.Fatalf("the container's user is not uid %d: %s", u.uid, id)
+	}
+	return c, newWorldAround(t, proxytest.AttachNetns(t, c.pid), false)
+}
+
+// nestedSandboxd runs sandboxd in the container as the container's own
+// user (docker exec with no --user), with the world's flags and
+// environment (o.extraEnv's entries replacing the world's of the same
+// name) from o.dir, auditing to o.audit (default: a new file); docker
+// exec gives up after o.timeout (default 2 minutes).
+func (c *runningContainer) nestedSandboxd(t *testing.T, w *world, o runOpts) runResult {
+	t.Helper()
+	if o.timeout == 0 {
+		o.timeout = 2 * time.Minute
+	}
+	if o.audit == "" {
+		o.audit = filepath.Join(sharedDir(t), "audit.jsonl")
+	}
+	if o.dir == "" {
+		o.dir = sharedDir(t)
+	}
+	flags := []string{"--workdir", o.dir}
+	for _, e := range lastWins(w.env(o.dir, o.extraEnv)) {
+		flags = append(flags, "--env", e)
+	}
+	r := c.exec(t, o.timeout, flags, w.sandboxdCommand(containerSandboxd, o, o.audit)...)
+	a, _ := os.ReadFile(o.audit)
+	return runResult{code: r.code, stdout: r.stdout, stderr: r.stderr, audit: string(a)}
+}
+
+// lastWins returns env with one entry per name, the last one given, in the
+// order of their first appearance.
+func lastWins(env []string) []string {
+	var out []string
+	at := map[string]int{}
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if i, ok := at[k]; ok {
+			out[i] = e
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+// requireContainerProc fails t unless the audit's session start line says
+// the sandbox kept the container's /proc (the masks of a container run
+// without systempaths=unconfined) and names the credential want.
+func requireContainerProc(t *testing.T, lines []map[string]any, want string) {
+	t.Helper()
+	n := 0
+	for _, m := range lines {
+		if m["msg"] != audit.MsgSessionStart {
+			continue
+		}
+		n++
+		if m[audit.AttrProc] != "container" {
+			t.Errorf("the session start line's %q is %v, want \"container\" (the runtime's masks stay on /proc)", audit.AttrProc, m[audit.AttrProc])
+		}
+		if got := asSlice(m[audit.AttrCredentials]); !slices.Equal(got, []string{want}) {
+			t.Errorf("the session start line's %q is %q, want [%s]", audit.AttrCredentials, got, want)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d session start lines in the audit, want 1", n)
+	}
+}
+
+// newNestedCredWorld serves the credential tests' two hosts on w: credHost,
+// which demands the real token and echoes the request and the token
+// (credServer), and plainHost, allowed but no credential host; the runs'
+// flags allow both and make GITHUB_TOKEN a credential for credHost.
+func newNestedCredWorld(t *testing.T, w *world) *credWorld {
+	t.Helper()
+	cw := &credWorld{world: w, real: "ghp_" + randAlnum(t, 36)}
+	cw.cred = &credServer{host: credHost, tokens: []string{cw.real}}
+	cw.plain = &credServer{host: plainHost}
+	cw.credCert, cw.plainCert = w.issue(t, credHost), w.issue(t, plainHost)
+	w.serveTLS(t, credHost, credAddr, cw.credCert, cw.cred)
+	w.serveTLS(t, plainHost, plainAddr, cw.plainCert, cw.plain)
+	cw.secrets = map[string]string{"the real " + credVar: cw.real}
+	for _, u := range basicUsers {
+		cw.secrets[fmt.Sprintf("Basic %s:<real value>", u)] = base64.StdEncoding.EncodeToString([]byte(u + ":" + cw.real))
+	}
+	for k := range cw.secrets {
+		cw.secretNames = append(cw.secretNames, k)
+	}
+	sort.Strings(cw.secretNames)
+	cw.allowHost = []string{"--allow-domain", credHost, "--allow-domain", plainHost}
+	cw.credFlags = append(slices.Clone(cw.allowHost), "--credential", credVar+"@"+credHost)
+	return cw
+}
+
+// nestedCredScript is what the credential test runs inside the sandbox:
+// GITHUB_TOKEN as the sandbox sees it; every process's environment it can
+// read under the container's /proc (a sleep in the background, so that two
+// of the sandbox's own are among them), cat's errors for the others, and
+// every process's pid and command line (on one line);
+// then curl to credHost with the placeholder as Bearer and as Basic, a
+// stream of the token, and curl to plainHost with the placeholder. {user} is
+// replaced by the user's name.
+const nestedCredScript = `mkdir -p out && printf %s "$GITHUB_TOKEN" > out/placeholder
+sleep 30 &
+cat /proc/[0-9]*/environ 2>out/environ.err | tr '\0' '\n' > out/environ
+for p in /proc/[0-9]*; do echo "${p#/proc/} $(tr '\0\n' '  ' < $p/cmdline 2>/dev/null)"; done > out/cmdlines
+kill $!
+T="$GITHUB_TOKEN"
+c() { name=$1; shift; curl -sS --max-time 20 -D out/$name.head -o out/$name.body -w "$name %{http_code}\n" "$@"; }
+c bearer -H "Authorization: Bearer $T" https://` + credHost + `/nested-bearer-{user}
+c basic -u "u:$T" https://` + credHost + `/nested-basic-{user}
+c stream -H "Authorization: Bearer $T" https://` + credHost + `/stream-nested-{user}
+c plain -H "Authorization: Bearer $T" https://` + plainHost + `/nested-plain-{user}
+`
+
+// TestContainerNestedCredentials: the credential tests' essence in nested
+// mode, in a container with the shipped seccomp profile alone, as root, as
+// the image's agent and as uid 1000: `sandboxd run --credential
+// GITHUB_TOKEN@api.cred.test` with the real token in sandboxd's
+// environment. Inside, GITHUB_TOKEN is a placeholder of the token's shape,
+// in both of the sandbox's processes; the container's /proc lists
+// sandboxd's own process, whose environment holds the real token, and
+// reading it is refused (EACCES); no environment the sandbox could read
+// holds the real value; curl with the placeholder as
+// Bearer and as Basic reaches a TLS server in the world that demands the
+// real token, which it gets (and never the placeholder); the server's echo
+// of the token (body and X-Token header) and a stream of it split across
+// writes come back with the placeholder in its place; an allowed host that
+// is no credential host gets the placeholder; the audit says the
+// connection was terminated and the credential used, and the start line
+// says the sandbox kept the container's /proc. stdout, stderr, the audit
+// and every file the run left in its workspace are scanned for the real
+// value (noLeak).
+func TestContainerNestedCredentials(t *testing.T) {
+	requireDocker(t)
+	testenv.NeedRoot(t)
+	for _, c := range []string{"curl", "tr", "sh"} {
+		// Inside, the host's /usr is bound in: the clients must be there.
+		if _, err := os.Stat(filepath.Join("/usr/bin", c)); err != nil {
+			testenv.SkipOrFail(t, "/usr/bin/"+c+" is not installed")
+		}
+	}
+	containerImage(t)
+	for _, u := range nestedUsers {
+		t.Run(u.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			c, w := startNested(t, u)
+			cw := newNestedCredWorld(t, w)
+			dir := sharedDir(t)
+			r := c.nestedSandboxd(t, w, runOpts{dir: dir, flags: cw.credFlags, extraEnv: []string{credVar + "=" + cw.real},
+				argv: []string{"sh", "-c", strings.ReplaceAll(nestedCredScript, "{user}", u.name)}})
+			t.Logf("as %s: exit %d in %v (with the container's start)\nstdout %q\nstderr %q", u.name, r.code, time.Since(start).Round(time.Millisecond), r.stdout, r.stderr)
+			cr := credRun{runResult: r, dir: dir, lines: parseAudit(t, r.audit)}
+			cr.placeholder = cr.out("placeholder")
+			cw.noLeak(t, cr)
+			if r.code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s\naudit %s", r.code, r.stdout, r.stderr, decisions(r.audit))
+			}
+			p := cr.placeholder
+			checkPlaceholder(t, p, cw.real, "ghp_")
+			requireContainerProc(t, cr.lines, credVar)
+
+			// The environments: the sandbox's two processes hold the
+			// placeholder; sandboxd's process, whose environment holds the
+			// real value, is listed (the container's /proc) and its
+			// environment was refused; noLeak found the real value in none
+			// that was read.
+			if n := strings.Count(cr.out("environ"), credVar+"="+p+"\n"); n < 2 {
+				t.Errorf("%d readable environments hold %s=<placeholder>, want at least 2 (sh and sleep):\n%s", n, credVar, cr.out("environ"))
+			}
+			if m := regexp.MustCompile(`(?m)^([0-9]+) ` + regexp.QuoteMeta(containerSandboxd) + ` run `).FindStringSubmatch(cr.out("cmdlines")); m == nil {
+				t.Errorf("the container's /proc as the sandbox sees it does not list sandboxd's process: the scan proves nothing:\n%s", cr.out("cmdlines"))
+			} else if want := "/proc/" + m[1] + "/environ: Permission denied"; !strings.Contains(cr.out("environ.err"), want) {
+				t.Errorf("reading sandboxd's environment (pid %s in the container's /proc) was not refused with EACCES: cat's errors %q", m[1], cr.out("environ.err"))
+			}
+
+			for _, c := range []struct{ name, path, how, status string }{
+				{"bearer", "/nested-bearer-", "bearer", "200"}, {"basic", "/nested-basic-", "basic", "200"}, {"stream", "/stream-nested-", "bearer", "200"},
+			} {
+				if !strings.Contains(r.stdout, c.name+" "+c.status+"\n") {
+					t.Errorf("curl %s: want HTTP %s; stdout %q, stderr %q", c.name, c.status, r.stdout, r.stderr)
+				}
+				for _, q := range wantAuthed(t, cw.cred, c.path+u.name, c.how, cw.real) {
+					if c.how == "basic" && q.basicUser != "u" {
+						t.Errorf("curl basic: the server got user %q, want u", q.basicUser)
+					}
+					if strings.Contains(q.headers, p) {
+						t.Errorf("curl %s: the credential host got the placeholder:\n%s", c.name, q.headers)
+					}
+				}
+			}
+			for _, name := range []string{"bearer", "basic"} {
+				var echo struct{ Token, How string }
+				if err := json.Unmarshal([]byte(cr.out(name+".body")), &echo); err != nil || echo.Token != p || echo.How != name {
+					t.Errorf("curl %s: the echo came back as %q (%v): want the placeholder where the server put the token, how %q", name, cr.out(name+".body"), err, name)
+				}
+				if h := cr.out(name + ".head"); !headerHas(h, "X-Token", p) {
+					t.Errorf("curl %s: the response's X-Token is not the placeholder:\n%s", name, h)
+				}
+			}
+			if body := cr.out("stream.body"); len(body) != streamLen(len(cw.real)) || strings.Count(body, p) != streamPieces {
+				t.Errorf("the stream came back with %d bytes and %d placeholders, want %d and %d", len(body), strings.Count(body, p), streamLen(len(cw.real)), streamPieces)
+			}
+			if !strings.Contains(r.stdout, "plain 200\n") {
+				t.Errorf("curl to %s: stdout %q, stderr %q", plainHost, r.stdout, r.stderr)
+			}
+			if got := cw.plain.seen("/nested-plain-" + u.name); len(got) != 1 || got[0].auth != "Bearer "+p {
+				t.Errorf("%s (no credential host) must get the placeholder as sent; it saw: %s", plainHost, describe(got))
+			}
+			wantTerminated(t, cr, credHost, credVar, false)
+		})
+	}
+}
+
+// TestContainerNestedLaunchClaude: `sandboxd launch claude-code` with the
+// real Claude Code CLI (the pinned release, its directory bound read-only
+// into the container at its own path) in nested mode, in a container with
+// the shipped seccomp profile alone, as root, as the image's agent and as
+// uid 1000, against the fake Anthropic API served in the world as
+// api.model.test (launchModel), under launchPolicy. From the host: Claude
+// Code ran to its last turn and offered no tool of the ceiling and no MCP
+// tool of the user's; a shell call the gate denies (git push) did not run
+// and Claude Code sent hookgate's reason back as its tool result; an
+// allowed one left its marker in the workspace, bound into the container;
+// the API key is a credential (a placeholder inside, the real key at the
+// model's server); a fetch of a host the policy does not allow failed on
+// the proxy's 403 and the world never saw it; a Write outside the write
+// roots failed on EROFS and left nothing; an edit of the session's hook
+// settings failed on EROFS and the settings never changed; a second denied
+// call was denied still; the audit's rulings are these, in order, and the
+// start line says the container's /proc.
+func TestContainerNestedLaunchClaude(t *testing.T) {
+	requireDocker(t)
+	testenv.NeedRoot(t)
+	claude := claudeCLI(t)
+	for _, c := range []string{"python3", "sh"} {
+		if _, err := os.Stat(filepath.Join("/usr/bin", c)); err != nil {
+			testenv.SkipOrFail(t, "/usr/bin/"+c+" is not installed")
+		}
+	}
+	// claude is DIR/node_modules/.bin/claude, a link into DIR.
+	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
+	containerImage(t)
+	for _, u := range nestedUsers {
+		t.Run(u.name, func(t *testing.T) {
+			t.Parallel()
+			c, w := startNested(t, u, "-v", harnesses+":"+harnesses+":ro")
+			// Claude Code runs in the container at all (outside sandboxd):
+			// what fails below is the sandbox's.
+			v := c.exec(t, time.Minute, []string{"--env", "HOME=/tmp", "--env", "DISABLE_AUTOUPDATER=1"}, claude, "--version")
+			if v.code != 0 || !strings.HasPrefix(v.stdout, claudeVersion+" ") {
+				t.Fatalf("%s --version in the container, outside sandboxd: %s", claude, v)
+			}
+			model := &launchModel{}
+			w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
+			mcp := &launchMCP{}
+			w.serveHTTPS(t, launchMCPHost, launchMCPAddr, mcp)
+			b := newNestedLaunchBox(t, claude, u)
+
+			bash := func(cmd string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "fakemodel"}}
+			}
+			const pushReason = `hookgate: shell command runs git push, denied by bash.denyPrograms "git:push"`
+			pushRan, pushRanAfter := filepath.Join(b.ws, "push-ran"), filepath.Join(b.ws, "push-ran-after")
+			marker, envOut := filepath.Join(b.ws, "marker"), filepath.Join(b.ws, "env-out")
+			outside := filepath.Join(b.root, "outside.txt")
+			r := c.launchClaude(t, w, model, b, u, []fakemodel.ToolCall{
+				bash("touch " + pushRan + " && git push origin main"),
+				bash("echo hi > " + marker),
+				bash("env > " + envOut),
+				bash(`printf 'import urllib.request\nurllib.request.urlopen("https://denied.test/", timeout=20)\n' > fetch.py && python3 fetch.py`),
+				{Name: "Write", Input: map[string]any{"file_path": outside, "content": "escaped\n"}},
+				// The runtime directory is /run/sandboxd-* for root, else in
+				// the temporary directory: one glob for both, read by tee
+				// (the gate would deny a redirection to a path it cannot
+				// read; the kernel's refusal is the point here).
+				bash("tee /*/sandboxd-*/launch/settings.json </dev/null"),
+				bash("touch " + pushRanAfter + " && git push origin main"),
+			})
+			r.requireSucceeded(t)
+			claudeRequirePresent(t, b.ran)
+			requireContainerProc(t, parseAudit(t, r.run.audit), "ANTHROPIC_API_KEY")
+			r.requireRulings(t, "Bash deny", "Bash allow", "Bash allow", "Bash allow", "Write allow", "Bash allow", "Bash deny")
+
+			t.Run("tools", func(t *testing.T) {
+				offered := r.offered(t)
+				for _, name := range launchCeiling {
+					if slices.Contains(offered, name) {
+						t.Errorf("Claude Code offered %s, which the ceiling took back", name)
+					}
+				}
+				for _, name := range []string{"Bash", "Read", "Write", "Edit"} {
+					if !slices.Contains(offered, name) {
+						t.Errorf("Claude Code did not offer %s, which the session allows", name)
+					}
+				}
+				if m := r.mcpTools(offered); len(m) > 0 {
+					t.Errorf("the strict session offered the user's MCP tools %v", m)
+				}
+				if n := r.worldSaw(launchMCPHost); n > 0 {
+					t.Errorf("the user's MCP server got %d requests in a strict session", n)
+				}
+				if got := r.startCeiling(t); !slices.Equal(got, launchCeiling) {
+					t.Errorf("the start line's ceiling is %v, want %v", got, launchCeiling)
+				}
+			})
+
+			t.Run("gate", func(t *testing.T) {
+				r.requireDenied(t, 0, "Bash", pushReason)
+				claudeRequireAbsent(t, pushRan)
+				r.requireRan(t, 1, "Bash")
+				if got, err := os.ReadFile(marker); err != nil || string(got) != "hi\n" {
+					t.Errorf("marker %s: %q, %v: want the allowed command's \"hi\"", marker, got, err)
+				}
+				r.requireDenied(t, 6, "Bash", pushReason)
+				claudeRequireAbsent(t, pushRanAfter)
+			})
+
+			t.Run("api-key", func(t *testing.T) {
+				r.requireRan(t, 2, "Bash")
+				env, err := os.ReadFile(envOut)
+				if err != nil {
+					t.Fatalf("the shell call's env: %v", err)
+				}
+				if bytes.Contains(env, []byte(claudeAPIKey)) {
+					t.Errorf("the real API key is in the harness's process tree")
+				}
+				m := regexp.MustCompile(`(?m)^ANTHROPIC_API_KEY=(.*)$`).FindSubmatch(env)
+				if m == nil || len(m[1]) != len(claudeAPIKey) || !bytes.HasPrefix(m[1], []byte("sk-ant-api03-")) || !bytes.HasSuffix(m[1], []byte(claudeAPIKey[len(claudeAPIKey)-20:])) {
+					t.Errorf("ANTHROPIC_API_KEY inside is not a placeholder of the key's shape: %q", m)
+				}
+				if !model.sawKey(claudeAPIKey) {
+					t.Errorf("the model's server never got the real API key")
+				}
+				for _, s := range []string{r.stdout, r.stderr, r.run.audit} {
+					if strings.Contains(s, claudeAPIKey) {
+						t.Errorf("the real API key is in sandboxd's output or audit")
+					}
+				}
+			})
+
+			t.Run("proxy", func(t *testing.T) {
+				e := r.exchange(t, 3, "Bash")
+				if !e.IsError || strings.Contains(e.Result, "hookgate") || !strings.Contains(e.Result, "Tunnel connection failed: 403") {
+					t.Errorf("python's fetch of denied.test: is_error=%v %q: want its failure on the proxy's 403", e.IsError, e.Result)
+				}
+				if n := r.worldSaw("denied.test"); n > 0 {
+					t.Errorf("the world's web server saw %d requests for denied.test", n)
+				}
+				if !r.auditHas(func(l map[string]any) bool {
+					return (l[audit.AttrKind] == string(audit.KindConnect) || l[audit.AttrKind] == string(audit.KindHTTP)) &&
+						l[audit.AttrHost] == "denied.test" && l[audit.AttrDecision] == "deny"
+				}) {
+					t.Errorf("the audit has no proxy deny for denied.test")
+				}
+			})
+
+			t.Run("kernel", func(t *testing.T) {
+				e := r.exchange(t, 4, "Write")
+				if !e.IsError || !strings.Contains(e.Result, "EROFS") {
+					t.Errorf("Write %s: is_error=%v %q: want the kernel's EROFS", outside, e.IsError, e.Result)
+				}
+				if left, _ := filepath.Glob(outside + "*"); len(left) > 0 {
+					t.Errorf("the refused Write left %v on the host", left)
+				}
+			})
+
+			t.Run("config", func(t *testing.T) {
+				e := r.exchange(t, 5, "Bash")
+				if !e.IsError || !strings.Contains(e.Result, "settings.json: Read-only file system") {
+					t.Errorf("overwriting the session settings: is_error=%v %q: want tee's EROFS on settings.json", e.IsError, e.Result)
+				}
+				requireNestedSettingsUnchanged(t, r, len(r.exchanges))
+			})
+		})
+	}
+}
+
+// newNestedLaunchBox is newLaunchBox's throwaway user for a container: its
+// home (whose ~/.claude.json configures the user's MCP server), workspace,
+// program (a script that leaves a marker and runs claude), policy and log
+// directories under a shared directory (bound into the container at its
+// own path, so the host sees what the run left), owned by u.
+func newNestedLaunchBox(t *testing.T, claude string, u nestedUser) *launchBox {
+	t.Helper()
+	root := sharedDir(t)
+	b := &launchBox{root: root, home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws")}
+	b.program, b.ran = filepath.Join(root, "bin", "claude"), filepath.Join(b.ws, "program-ran")
+	for _, d := range []string{b.home, b.ws, filepath.Dir(b.program), filepath.Join(root, "policy"), filepath.Join(root, "log")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claudeWriteFile(t, filepath.Join(b.home, ".claude.json"),
+		`{"mcpServers": {"`+launchMCPName+`": {"type": "http", "url": "https://`+launchMCPHost+`/mcp"}}}`+"\n")
+	if err := os.WriteFile(b.program, []byte("#!/bin/sh\necho ran >> "+b.ran+"\nexec "+claude+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, u.uid, u.gid)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// launchClaude runs `sandboxd launch claude-code` in the container as its
+// user from the box's workspace, with the fake model serving calls behind
+// api.model.test, under launchPolicy (as launchBox.launch does on the
+// host); before each model turn the host reads the session's settings
+// through the container's root.
+func (c *runningContainer) launchClaude(t *testing.T, w *world, m *launchModel, b *launchBox, u nestedUser, calls []fakemodel.ToolCall) *launchResult {
+	t.Helper()
+	live := &launchLive{}
+	srv, err := fakemodel.AnthropicWith(calls, fakemodel.AnthropicOptions{
+		Logf: func(f string, a ...any) { live.do(func() { t.Logf(f, a...) }) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(b.root, "policy", "session.yaml")
+	claudeWriteFile(t, policy, launchPolicy)
+	auditFile := filepath.Join(sharedDir(t), "audit.jsonl")
+	r := &launchResult{box: b}
+	r.debugLog = filepath.Join(b.root, "log", "claude-debug.txt")
+	settingsPath := ""
+	m.set(srv, func() {
+		live.do(func() {
+			if settingsPath == "" {
+				if p := launchSettingsPath(auditFile); p != "" {
+					settingsPath = filepath.Join("/proc", strconv.Itoa(c.pid), "root", p)
+				}
+			}
+			data, err := os.ReadFile(settingsPath)
+			if err != nil {
+				data = []byte("unreadable: " + err.Error())
+			}
+			r.settings = append(r.settings, string(data))
+		})
+	})
+	_, before, _, _ := w.seen()
+	args := []string{"-p", "Run the tool calls you are given.", "--dangerously-skip-permissions",
+		"--no-session-persistence", "--debug-file", r.debugLog}
+	o := b.runOpts(w, policy, auditFile, filepath.Dir(r.debugLog), nil, args)
+	o.extraEnv = slices.DeleteFunc(o.extraEnv, func(e string) bool { return strings.HasPrefix(e, "USER=") })
+	if u.login != "" {
+		o.extraEnv = append(o.extraEnv, "USER="+u.login)
+	}
+	o.timeout = 2 * claudeRunTimeout
+	start := time.Now()
+	r.run = c.nestedSandboxd(t, w, o)
+	r.elapsed = time.Since(start)
+	m.set(nil, nil)
+	srv.Close()
+	live.end()
+	_, after, _, _ := w.seen()
+	r.seen = after[len(before):]
+
+	reqs := srv.Requests()
+	r.requests = len(reqs)
+	r.code, r.stdout, r.stderr = r.run.code, r.run.stdout, r.run.stderr
+	r.exchanges = fakemodel.AnthropicTranscript(reqs)
+	r.tools = fakemodel.AnthropicToolNames(reqs)
+	r.deferred = launchDeferredTools(reqs)
+	r.command = launchStartCommand(r.run.audit)
+	t.Logf("sandboxd launch as %s: exit %d in %v, %d model requests, world saw %q\n  claude: %q\n  tools: %s\n  deferred: %s\n  %d host reads of %s",
+		u.name, r.code, r.elapsed.Round(time.Millisecond), r.requests, r.seen, r.command, strings.Join(r.tools, " "), strings.Join(r.deferred, " "),
+		len(r.settings), settingsPath)
+	for i, e := range r.exchanges {
+		t.Logf("  turn %d: %s %s: is_error=%v answered=%v: %.600q", i, e.Name, e.Input, e.IsError, e.Answered, e.Result)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sandboxd stdout: %q\nstderr: %q\naudit:\n%s\nhook lines of %s:\n%s", r.stdout, r.stderr, r.run.audit, r.debugLog, r.hookLines())
+		}
+	})
+	return r
+}
+
+// requireNestedSettingsUnchanged checks the host's reads of the session's
+// settings.json in the container: at least turns+1 of them (the last after
+// the last tool call), all the same, holding the PreToolUse entry that runs
+// the image's hookgate (beside sandboxd, where launch found it).
+func requireNestedSettingsUnchanged(t *testing.T, r *launchResult, turns int) {
+	t.Helper()
+	if len(r.settings) < turns+1 {
+		t.Fatalf("%d reads of the session settings for %d tool calls", len(r.settings), turns)
+	}
+	first := r.settings[0]
+	var s struct {
+		Hooks struct {
+			PreToolUse []struct {
+				Hooks []struct {
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"PreToolUse"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(first), &s); err != nil || len(s.Hooks.PreToolUse) != 1 || len(s.Hooks.PreToolUse[0].Hooks) != 1 ||
+		!strings.Contains(s.Hooks.PreToolUse[0].Hooks[0].Command, containerHookgate+" check --harness claude-code") {
+		t.Fatalf("the session settings at the first turn (%v) lack hookgate's PreToolUse entry: %.300q", err, first)
+	}
+	for i, got := range r.settings {
+		if got != first {
+			t.Errorf("the session settings changed by turn %d: %.300q", i, got)
+		}
+	}
+}
