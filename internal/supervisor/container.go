@@ -119,6 +119,40 @@ func (s *session) agentIdentity() (*procjail.ContainerMode, error) {
 	return &procjail.ContainerMode{UID: uid, GID: gid}, nil
 }
 
+// containerSetup readies container mode's session after the jail's
+// spec: the command's own home, the runtime directory it must read in,
+// and the checks of what the mode cannot hold (containerChecks). Nothing
+// in nested mode.
+func (s *session) containerSetup() (func(), error) {
+	c := s.container
+	if c == nil {
+		return nil, nil
+	}
+	// No overlay without a mount namespace. The command gets a home of
+	// its own instead, a write root removed with the session (as the
+	// nested sandbox's home overlay is discarded); sandboxd's home stays
+	// out of its reach.
+	s.fsPlan.HomeOverlay = ""
+	home := s.dir + privateHomeSuffix
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, fmt.Errorf("container mode: the command's home: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(home) }
+	if err := os.Chown(home, int(c.UID), int(c.GID)); err != nil {
+		return cleanup, fmt.Errorf("container mode: the command's home: %w", err)
+	}
+	s.fsPlan.WriteRoots = append(s.fsPlan.WriteRoots, home)
+	s.env = append(withoutEnv(s.env, "HOME"), "HOME="+home)
+	// The command reads what it is given in the runtime directory (the
+	// sandbox CA's bundle) by name; the directory is not listable, its
+	// sockets are out of reach (no Unix socket without
+	// --allow-unix-socket) and nothing in it is writable by the uid.
+	if err := os.Chmod(s.dir, 0o711); err != nil {
+		return cleanup, fmt.Errorf("container mode: runtime directory: %w", err)
+	}
+	return cleanup, s.containerChecks()
+}
+
 // containerChecks refuses a container-mode start whose file rules the
 // mode cannot hold: with no mount layer, a denied file is hidden only if
 // the command's uid cannot read it, and a read-only path (the policy's
@@ -143,7 +177,10 @@ func (s *session) containerChecks() error {
 	// place).
 	var ro []string
 	for _, r := range s.readOnly {
-		ro = append(ro, r, filepath.Dir(r))
+		ro = append(ro, r)
+		if !stickyAgainst(r, c.UID) {
+			ro = append(ro, filepath.Dir(r))
+		}
 	}
 	writable, err := procjail.AccessAs(c.UID, c.GID, ro, procjail.AccessWrite)
 	if err != nil {
@@ -152,7 +189,7 @@ func (s *session) containerChecks() error {
 	for _, w := range writable {
 		return &ContainerModeError{Piece: "container mode: read-only paths",
 			Reason: fmt.Sprintf("it cannot keep the command's uid %d from changing %s (it may write there), with no mount layer", c.UID, w),
-			Fix:    fmt.Sprintf("keep the policy file in a directory that uid %d can write neither it nor its parent (chown or chmod them)", c.UID)}
+			Fix:    fmt.Sprintf("keep the policy file in a directory that uid %d can write neither it nor its parent (chown or chmod them); for the runtime directory, make the parent not writable by it, or sticky", c.UID)}
 	}
 	roots, err := procjail.AccessAs(c.UID, c.GID, p.WriteRoots, procjail.AccessWrite)
 	if err != nil {
@@ -185,6 +222,22 @@ func (s *session) containerChecks() error {
 		fmt.Fprintf(s.stderr, "sandboxd: container mode: %d protected paths in the workspace stay writable (%s): review them before running anything there outside the sandbox\n", len(open), strings.Join(open, ", "))
 	}
 	return nil
+}
+
+// stickyAgainst says whether path's directory is sticky and path is not
+// uid's: then uid cannot rename or remove it there (a /tmp), whatever it
+// may write in the directory.
+func stickyAgainst(path string, uid uint32) bool {
+	dir, err := os.Stat(filepath.Dir(path))
+	if err != nil || dir.Mode()&os.ModeSticky == 0 {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid != uid
 }
 
 func hasString(l []string, s string) bool {

@@ -139,6 +139,9 @@ func (s *session) launchConfig() (func(), error) {
 	if l == nil {
 		return nil, nil
 	}
+	if s.container != nil {
+		return nil, fmt.Errorf("%w: sandboxd launch does not run in container mode yet (no namespaces here); give the container sandboxd's seccomp profile for nested mode (%s)", ErrLaunch, procjail.SeccompProfileFix)
+	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return nil, fmt.Errorf("%w: home directory: %v", ErrLaunch, err)

@@ -216,7 +216,7 @@ func Run(opts Options) (int, error) {
 	s.sig.Notify()
 	cleanups = append(cleanups, func() { s.abortSetup(); s.sig.Stop() })
 	for _, step := range []func() (func(), error){
-		s.prestart, s.resolve, s.procMode, s.runtimeDir, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.firstStatus, s.start, s.servePublished, s.livePolicy,
+		s.prestart, s.resolve, s.procMode, s.runtimeDir, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.containerSetup, s.firstStatus, s.start, s.servePublished, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -563,14 +563,6 @@ func (s *session) jailSpec() (func(), error) {
 		fmt.Fprintln(s.stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
 	}
 	s.landlockABI = procjail.LandlockABI()
-	if s.container != nil {
-		// No overlay without a mount namespace: home stays as it is,
-		// outside the write roots.
-		s.fsPlan.HomeOverlay = ""
-		if err := s.containerChecks(); err != nil {
-			return cleanup, err
-		}
-	}
 	return cleanup, nil
 }
 
