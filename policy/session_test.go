@@ -265,6 +265,8 @@ func FuzzDecodePolicyFile(f *testing.F) {
 	f.Add("version: 1\nharness: claude-code\ncredentials:\n  - {env: GITHUB_TOKEN, hosts: [github.com, API.github.com.]}\n  - {env: NPM_TOKEN, hosts: [registry.npmjs.org], file: ../npm}\n")
 	f.Add("version: 1\nharness: codex\ncredentials: [{env: A, hosts: ['*.x', 'b:1', 7, ''], file: '~x'}, {env: A, hosts: []}, {}]\n")
 	f.Add("version: 1\nharness: pi\ncredentials: [{env: A, hosts: [a.test], headers: [x-amz-meta-k, X-AMZ-META-K, Host, 'a b', te, 1]}, {env: B, hosts: [b.test], headers: [private-token]}]\n")
+	f.Add("version: 1\nharness: claude-code\nsandbox: {proc: fresh}\n")
+	f.Add("version: 1\nharness: codex\nsandbox: {proc: [any], x: 1}\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		pf, err := DecodePolicyFile([]byte(doc), FormatYAML)
 		if err != nil {
