@@ -119,18 +119,8 @@ func setupShared(s *initSpec) (*unixGate, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, stepErr("subreaper", err)
 	}
-	if len(s.ForwardIDs) != len(s.Forwards) {
-		return nil, stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
-	}
-	for i, f := range s.Forwards {
-		if f.Network == "pass" {
-			continue
-		}
-		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
-		if err != nil {
-			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
-		}
-		s.Forwards[i].Target = pinned
+	if err := pinForwards(s); err != nil {
+		return nil, err
 	}
 	rules := UIDRules{UID: s.Container.UID}
 	for _, f := range s.Forwards {
@@ -146,26 +136,12 @@ func setupShared(s *initSpec) (*unixGate, error) {
 	if err := InstallUIDRules(rules); err != nil {
 		return nil, err
 	}
-	if len(s.Inbound) > 0 {
-		if err := startInbound(s.Inbound); err != nil {
-			return nil, stepErr("inbound", err)
-		}
-	}
-	gate, err := startUnixGate(s)
+	gate, err := startInboundAndGate(s)
 	if err != nil {
-		return nil, stepErr("unix socket gate", err)
+		return nil, err
 	}
-	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
-		if err == nil {
-			err = fmt.Errorf("%s is not a directory", s.Dir)
-		}
-		return nil, stepErr("working directory", err)
-	}
-	names := newDNSNames()
-	for _, f := range s.Forwards {
-		if err := startForward(f, names, s.PassFD); err != nil {
-			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
-		}
+	if err := startForwards(s); err != nil {
+		return nil, err
 	}
 	return gate, nil
 }

@@ -181,27 +181,12 @@ func setupInside(s *initSpec) (*unixGate, error) {
 	// it.
 	netc := make(chan error, 1)
 	go func() { netc <- setupNetwork(s.Forwards) }()
-	if len(s.ForwardIDs) != len(s.Forwards) {
-		return nil, stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
+	if err := pinForwards(s); err != nil {
+		return nil, err
 	}
-	for i, f := range s.Forwards {
-		if f.Network == "pass" {
-			continue
-		}
-		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
-		if err != nil {
-			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
-		}
-		s.Forwards[i].Target = pinned
-	}
-	if len(s.Inbound) > 0 {
-		if err := startInbound(s.Inbound); err != nil {
-			return nil, stepErr("inbound", err)
-		}
-	}
-	gate, err := startUnixGate(s)
+	gate, err := startInboundAndGate(s)
 	if err != nil {
-		return nil, stepErr("unix socket gate", err)
+		return nil, err
 	}
 	resolvConf := ""
 	if s.ResolvConfPath != "" {
@@ -251,20 +236,63 @@ func setupInside(s *initSpec) (*unixGate, error) {
 	if err := <-netc; err != nil {
 		return nil, err
 	}
+	if err := startForwards(s); err != nil {
+		return nil, err
+	}
+	return gate, nil
+}
+
+// pinForwards pins each relayed forward's target socket (pinSocket), before
+// anything is mounted over its directory.
+func pinForwards(s *initSpec) error {
+	if len(s.ForwardIDs) != len(s.Forwards) {
+		return stepErrf("forwards", "%d forwards but %d socket identities", len(s.Forwards), len(s.ForwardIDs))
+	}
+	for i, f := range s.Forwards {
+		if f.Network == "pass" {
+			continue
+		}
+		pinned, err := pinSocket(f.Target, s.ForwardIDs[i])
+		if err != nil {
+			return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+		}
+		s.Forwards[i].Target = pinned
+	}
+	return nil
+}
+
+// startInboundAndGate starts the relays of the host's inbound connections
+// and opens the allowed Unix sockets (the gate, nil when none is).
+func startInboundAndGate(s *initSpec) (*unixGate, error) {
+	if len(s.Inbound) > 0 {
+		if err := startInbound(s.Inbound); err != nil {
+			return nil, stepErr("inbound", err)
+		}
+	}
+	gate, err := startUnixGate(s)
+	if err != nil {
+		return nil, stepErr("unix socket gate", err)
+	}
+	return gate, nil
+}
+
+// startForwards checks the working directory and starts the forwards'
+// listeners, the last setup steps.
+func startForwards(s *initSpec) error {
 	if fi, err := os.Stat(s.Dir); err != nil || !fi.IsDir() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a directory", s.Dir)
 		}
-		return nil, stepErr("working directory", err)
+		return stepErr("working directory", err)
 	}
 	// The names the sandbox's DNS answers gave, for the capture.
 	names := newDNSNames()
 	for _, f := range s.Forwards {
 		if err := startForward(f, names, s.PassFD); err != nil {
-			return nil, stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
+			return stepErr(fmt.Sprintf("forward %s/%d", f.Network, f.InsidePort), err)
 		}
 	}
-	return gate, nil
+	return nil
 }
 
 // pinSocket opens the socket at path (O_PATH), checks that it is the one
