@@ -27,6 +27,53 @@ func asUID(uid, gid uint32, f func()) error {
 	return err
 }
 
+// uidWorker runs functions on one OS thread that holds a uid's identity
+// for the init's whole life (never the main thread).
+type uidWorker struct{ work chan func() }
+
+// newUIDWorker starts the worker's thread with uid and gid.
+func newUIDWorker(uid, gid uint32) (*uidWorker, error) {
+	w := &uidWorker{work: make(chan func())}
+	errc := make(chan error, 1)
+	go offMainThread(func() {
+		if err := setThreadIDs(uid, gid); err != nil {
+			errc <- err
+			return
+		}
+		errc <- nil
+		for f := range w.work {
+			f()
+		}
+	})
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// do runs f on the worker's thread and waits for it.
+func (w *uidWorker) do(f func()) {
+	done := make(chan struct{})
+	w.work <- func() { f(); close(done) }
+	<-done
+}
+
+// commandThread, in container mode's init, is a thread with the
+// command's uid: what needs ptrace access to the command's processes (the
+// attribution's reading of their descriptors, the Unix socket gate's copy
+// of a socket and of a connect's address) runs there, as a container's
+// root has no CAP_SYS_PTRACE over another uid.
+var commandThread *uidWorker
+
+// asCommand runs f on commandThread in container mode, else here.
+func asCommand(f func()) {
+	if commandThread != nil {
+		commandThread.do(f)
+		return
+	}
+	f()
+}
+
 // setThreadIDs gives the calling thread uid and gid, real, effective and
 // saved, and no supplementary groups; its capabilities go with uid 0.
 func setThreadIDs(uid, gid uint32) error {
@@ -122,6 +169,11 @@ func setupShared(s *initSpec) (*unixGate, error) {
 	if err := pinForwards(s); err != nil {
 		return nil, err
 	}
+	w, err := newUIDWorker(s.Container.UID, s.Container.GID)
+	if err != nil {
+		return nil, stepErr("command's thread", err)
+	}
+	commandThread = w
 	rules := UIDRules{UID: s.Container.UID}
 	for _, f := range s.Forwards {
 		switch {

@@ -27,16 +27,17 @@ const containerModeEnv = "BARRY_TEST_CONTAINER_MODE"
 // its own (the container's, for container mode), with 10.77.0.1 on its
 // loopback interface, the "outside" the command must not reach; the PID and
 // mount namespaces are the host's, as in a container without user
-// namespaces.
+// namespaces, and root lacks CAP_SYS_PTRACE, as a container's root does.
 func TestContainerMode(t *testing.T) {
 	testenv.NeedRoot(t)
 	unshare := testenv.NeedCommand(t, "unshare")
 	testenv.NeedCommand(t, "ip")
 	testenv.NeedCommand(t, "python3")
+	testenv.NeedCommand(t, "setpriv")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, unshare, "--net", "/bin/sh", "-c",
-		`ip link set lo up && ip addr add 10.77.0.1/32 dev lo && exec "$0" -test.run='^TestContainerModeInside$' -test.v`, os.Args[0])
+		`ip link set lo up && ip addr add 10.77.0.1/32 dev lo && exec setpriv --bounding-set -sys_ptrace "$0" -test.run='^TestContainerModeInside$' -test.v`, os.Args[0])
 	cmd.Env = append(os.Environ(), containerModeEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestContainerModeInside") {
@@ -139,7 +140,7 @@ try:
     s.recv(100)
     print("tcp connected")
 except Exception as e:
-    print("tcp", type(e).__name__)
+    print("tcp", type(e).__name__, e)
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 try:
     u.sendto(b"leak", ("10.77.0.1", 9999))
@@ -199,6 +200,10 @@ print("left a sleep behind")
 	case head := <-captured:
 		if !strings.Contains(head, "outside.test/x") || !strings.Contains(head, CaptureHeader+": 10.77.0.1:8080") {
 			t.Errorf("the capture sent %q, want the request and the dialed address", head)
+		}
+		// The attribution reads the command's descriptors as its uid.
+		if !strings.Contains(head, PeerHeader+": pid=") || !strings.Contains(head, "python3") {
+			t.Errorf("the capture sent %q, want the process behind the connection", head)
 		}
 	case <-time.After(5 * time.Second):
 		t.Errorf("the TCP connection never reached the capture")

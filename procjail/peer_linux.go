@@ -39,6 +39,18 @@ func peerOf(proto string, client, server netip.AddrPort) (int, []string) {
 		return 0, nil
 	}
 	want := "socket:[" + inode + "]"
+	// In container mode the command's processes are another uid's,
+	// whose descriptors only that uid (or CAP_SYS_PTRACE, which a
+	// container's root lacks) may read.
+	var pid int
+	var argv []string
+	asCommand(func() { pid, argv = holderOf(want) })
+	return pid, argv
+}
+
+// holderOf finds the process holding the socket named want
+// ("socket:[INODE]") in /proc, and its argv.
+func holderOf(want string) (int, []string) {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, nil

@@ -130,7 +130,10 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 		}
 	}
 	defer unix.Close(pidfd)
-	sock, err := unix.PidfdGetfd(pidfd, int(req.Args[0]), 0)
+	// Copying a socket and reading memory need ptrace access to the
+	// caller: asCommand gives it in container mode.
+	var sock int
+	asCommand(func() { sock, err = unix.PidfdGetfd(pidfd, int(req.Args[0]), 0) })
 	if err != nil {
 		return unix.EBADF
 	}
@@ -144,8 +147,11 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 		return unix.EINVAL
 	}
 	buf := make([]byte, n)
-	read, err := unix.ProcessVMReadv(int(req.Pid), []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
-		[]unix.RemoteIovec{{Base: uintptr(req.Args[1]), Len: n}}, 0)
+	var read int
+	asCommand(func() {
+		read, err = unix.ProcessVMReadv(int(req.Pid), []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
+			[]unix.RemoteIovec{{Base: uintptr(req.Args[1]), Len: n}}, 0)
+	})
 	if err != nil || read != n {
 		return unix.EFAULT
 	}
@@ -177,11 +183,13 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 		return unix.EINVAL
 	}
 	if !filepath.IsAbs(name) {
-		dir, err := procDirOf(g.proc, int(req.Pid))
-		if err != nil {
-			return unix.EACCES
-		}
-		cwd, err := os.Readlink(dir + "/cwd")
+		var cwd string
+		asCommand(func() {
+			var dir string
+			if dir, err = procDirOf(g.proc, int(req.Pid)); err == nil {
+				cwd, err = os.Readlink(dir + "/cwd")
+			}
+		})
 		if err != nil {
 			return unix.EACCES
 		}
