@@ -15,7 +15,8 @@ import (
 
 const runUsage = `sandboxd run [--policy FILE] [--allow-domain D]... [--deny-domain D]... [--dns-upstream ADDR]
        [--allow-private CIDR]... [--allow-unix-socket PATH]... [--write PATH]... [--read PATH]...
-       [--unset-env NAME]... [--credential ENV@HOST[,HOST...]]... [--audit FILE] [--cwd DIR] [--] COMMAND [ARGS...]
+       [--unset-env NAME]... [--credential ENV@HOST[,HOST...]]... [--audit FILE] [--cwd DIR]
+       [--agent-uid UID[:GID]] [--] COMMAND [ARGS...]
 
 Run COMMAND with its whole process tree inside the egress sandbox: its only way
 out is sandboxd's proxy (127.0.0.1:3128 inside) and DNS proxy (127.0.0.1:53
@@ -32,7 +33,11 @@ status (128+N for signal N). With --audit, a one-line summary of the session's
 decisions goes to stderr at exit. --credential ENV@HOST keeps the value of
 sandboxd's variable ENV out of the sandbox: ENV holds a placeholder inside, and
 the proxy puts the real value into requests to HOST (TLS terminated with a
-per-sandbox CA that the sandbox trusts); every HOST must be allowed.`
+per-sandbox CA that the sandbox trusts); every HOST must be allowed. Where the
+kernel or a container refuses user namespaces, sandboxd run as root with
+CAP_NET_ADMIN falls back to container mode: COMMAND runs under a uid of its own
+(--agent-uid, default the working directory's owner) confined by netfilter
+rules matched on that uid, Landlock and seccomp (see "sandboxd doctor").`
 
 func runCommand() *cli.Command {
 	return &cli.Command{Name: "run", Summary: "run a command inside the egress sandbox", Run: runMain}
