@@ -2,18 +2,21 @@
 
 package integration
 
-// Issue 28's remaining acceptance tests, in nested mode inside real
-// containers: the credential tests and `sandboxd launch claude-code` with
-// the real Claude Code CLI, in a container run with the shipped seccomp
+// Issue 28's remaining acceptance tests, inside real containers: the
+// credential tests and `sandboxd launch claude-code` with the real Claude
+// Code CLI in nested mode, in a container run with the shipped seccomp
 // profile alone (no seccomp=unconfined, no systempaths=unconfined: the
 // runtime's /proc masks stay, so the sandbox keeps the container's /proc),
-// as root and as users other than root. The container's network namespace
-// is linked to the test's fake world (newWorldAround), and every outcome
-// is checked from the test: what the world's servers and the fake model
-// saw, the files the sandboxed commands left in a workspace bound into the
+// as root and as users other than root; and in container mode (a container
+// with --cap-add NET_ADMIN alone: Docker's default seccomp profile refuses
+// user namespaces), the credential tests with the command as the image's
+// agent, and the launch's refusal. The container's network namespace is
+// linked to the test's fake world (newWorldAround), and every outcome is
+// checked from the test: what the world's servers and the fake model saw,
+// the files the sandboxed commands left in a workspace bound into the
 // container at its own path, the audit. Run them alone with
 //
-//	go test ./integration -run ContainerNested
+//	go test ./integration -run 'ContainerNested|ContainerMode'
 
 import (
 	"bytes"
@@ -33,6 +36,7 @@ import (
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/fakemodel"
 	"github.com/barry-rocks/sandbox/internal/testenv"
+	"github.com/barry-rocks/sandbox/procjail"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
@@ -165,124 +169,242 @@ func newNestedCredWorld(t *testing.T, w *world) *credWorld {
 	return cw
 }
 
-// nestedCredScript is what the credential test runs inside the sandbox:
-// GITHUB_TOKEN as the sandbox sees it; every process's environment it can
-// read under the container's /proc (a sleep in the background, so that two
-// of the sandbox's own are among them), cat's errors for the others, and
-// every process's pid and command line (on one line);
-// then curl to credHost with the placeholder as Bearer and as Basic, a
-// stream of the token, and curl to plainHost with the placeholder. {user} is
-// replaced by the user's name.
-const nestedCredScript = `mkdir -p out && printf %s "$GITHUB_TOKEN" > out/placeholder
+// containerCredScript is what the credential tests run inside the
+// sandbox: GITHUB_TOKEN as the sandbox sees it, the command's uid (id -u),
+// its HOME and whether it may write there; every process's environment it
+// can read under the container's /proc (a sleep in the background, so that
+// two of the sandbox's own are among them), cat's errors for the others,
+// and every process's pid and command line (on one line); then curl to
+// credHost with the placeholder as Bearer and as Basic, a stream of the
+// token, and curl to plainHost with the placeholder. {case} is replaced by
+// the case's name (in the request paths).
+const containerCredScript = `mkdir -p out && printf %s "$GITHUB_TOKEN" > out/placeholder
+id -u > out/uid
+printf %s "$HOME" > out/home
+touch "$HOME/.barry-home-probe" && echo writable > out/home-writable
 sleep 30 &
 cat /proc/[0-9]*/environ 2>out/environ.err | tr '\0' '\n' > out/environ
 for p in /proc/[0-9]*; do echo "${p#/proc/} $(tr '\0\n' '  ' < $p/cmdline 2>/dev/null)"; done > out/cmdlines
 kill $!
 T="$GITHUB_TOKEN"
 c() { name=$1; shift; curl -sS --max-time 20 -D out/$name.head -o out/$name.body -w "$name %{http_code}\n" "$@"; }
-c bearer -H "Authorization: Bearer $T" https://` + credHost + `/nested-bearer-{user}
-c basic -u "u:$T" https://` + credHost + `/nested-basic-{user}
-c stream -H "Authorization: Bearer $T" https://` + credHost + `/stream-nested-{user}
-c plain -H "Authorization: Bearer $T" https://` + plainHost + `/nested-plain-{user}
+c bearer -H "Authorization: Bearer $T" https://` + credHost + `/cred-bearer-{case}
+c basic -u "u:$T" https://` + credHost + `/cred-basic-{case}
+c stream -H "Authorization: Bearer $T" https://` + credHost + `/stream-cred-{case}
+c plain -H "Authorization: Bearer $T" https://` + plainHost + `/cred-plain-{case}
 `
+
+// containerCredCase is one run of the container credential tests: its
+// name (in the request paths), the sandbox's mode ("nested" or
+// "container"), the uid the command runs as inside, and sandboxd's flags
+// besides the credential's.
+type containerCredCase struct {
+	name  string
+	mode  string
+	uid   int
+	flags []string
+	// chown gives the workspace to the command's uid (container mode: the
+	// agent's workspace), else it stays a directory every uid may write.
+	chown bool
+}
 
 // TestContainerNestedCredentials: the credential tests' essence in nested
 // mode, in a container with the shipped seccomp profile alone, as root, as
-// the image's agent and as uid 1000: `sandboxd run --credential
-// GITHUB_TOKEN@api.cred.test` with the real token in sandboxd's
-// environment. Inside, GITHUB_TOKEN is a placeholder of the token's shape,
-// in both of the sandbox's processes; the container's /proc lists
-// sandboxd's own process, whose environment holds the real token, and
-// reading it is refused (EACCES); no environment the sandbox could read
-// holds the real value; curl with the placeholder as
-// Bearer and as Basic reaches a TLS server in the world that demands the
-// real token, which it gets (and never the placeholder); the server's echo
-// of the token (body and X-Token header) and a stream of it split across
-// writes come back with the placeholder in its place; an allowed host that
-// is no credential host gets the placeholder; the audit says the
-// connection was terminated and the credential used, and the start line
-// says the sandbox kept the container's /proc. stdout, stderr, the audit
-// and every file the run left in its workspace are scanned for the real
-// value (noLeak).
+// the image's agent and as uid 1000 (checkContainerCredentials).
 func TestContainerNestedCredentials(t *testing.T) {
+	requireContainerCredTools(t)
+	for _, u := range nestedUsers {
+		t.Run(u.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			c, w := startNested(t, u)
+			checkContainerCredentials(t, c, w, start, containerCredCase{name: "nested-" + u.name, mode: "nested", uid: u.uid})
+		})
+	}
+}
+
+// TestContainerModeCredentials: the same in container mode, in a container
+// with --cap-add NET_ADMIN as its only option (Docker's default seccomp
+// profile, which refuses user namespaces: sandboxd falls back to container
+// mode), sandboxd run as root (docker exec's user, the container's) with
+// --agent-uid of the image's agent, from a workspace the agent owns
+// (checkContainerCredentials). Besides what the nested test asserts: the
+// audit's start line says sandbox_mode "container" and agent_uid 1001, the
+// command ran as uid 1001 (id -u inside), with a HOME of its own that it
+// may write (not sandboxd's), and sandboxd's process, whose environment
+// holds the real token and which runs as root, is refused to the agent's
+// uid (EACCES).
+func TestContainerModeCredentials(t *testing.T) {
+	requireContainerCredTools(t)
+	start := time.Now()
+	c, w := startContainerMode(t)
+	checkContainerCredentials(t, c, w, start, containerCredCase{name: "container-agent", mode: "container", uid: containerAgentUID,
+		flags: []string{"--agent-uid", strconv.Itoa(containerAgentUID)}, chown: true})
+}
+
+// requireContainerCredTools skips (fails under BARRY_REQUIRE_PRIVILEGED=1)
+// the container credential tests where Docker, root or the host's clients
+// (bound into the container) are missing, and builds the image.
+func requireContainerCredTools(t *testing.T) {
+	t.Helper()
 	requireDocker(t)
 	testenv.NeedRoot(t)
-	for _, c := range []string{"curl", "tr", "sh"} {
+	for _, c := range []string{"curl", "tr", "sh", "id"} {
 		// Inside, the host's /usr is bound in: the clients must be there.
 		if _, err := os.Stat(filepath.Join("/usr/bin", c)); err != nil {
 			testenv.SkipOrFail(t, "/usr/bin/"+c+" is not installed")
 		}
 	}
 	containerImage(t)
-	for _, u := range nestedUsers {
-		t.Run(u.name, func(t *testing.T) {
-			t.Parallel()
-			start := time.Now()
-			c, w := startNested(t, u)
-			cw := newNestedCredWorld(t, w)
-			dir := sharedDir(t)
-			r := c.nestedSandboxd(t, w, runOpts{dir: dir, flags: cw.credFlags, extraEnv: []string{credVar + "=" + cw.real},
-				argv: []string{"sh", "-c", strings.ReplaceAll(nestedCredScript, "{user}", u.name)}})
-			t.Logf("as %s: exit %d in %v (with the container's start)\nstdout %q\nstderr %q", u.name, r.code, time.Since(start).Round(time.Millisecond), r.stdout, r.stderr)
-			cr := credRun{runResult: r, dir: dir, lines: parseAudit(t, r.audit)}
-			cr.placeholder = cr.out("placeholder")
-			cw.noLeak(t, cr)
-			if r.code != 0 {
-				t.Fatalf("exit %d\nstdout %s\nstderr %s\naudit %s", r.code, r.stdout, r.stderr, decisions(r.audit))
-			}
-			p := cr.placeholder
-			checkPlaceholder(t, p, cw.real, "ghp_")
-			requireContainerProc(t, cr.lines, credVar)
+}
 
-			// The environments: the sandbox's two processes hold the
-			// placeholder; sandboxd's process, whose environment holds the
-			// real value, is listed (the container's /proc) and its
-			// environment was refused; noLeak found the real value in none
-			// that was read.
-			if n := strings.Count(cr.out("environ"), credVar+"="+p+"\n"); n < 2 {
-				t.Errorf("%d readable environments hold %s=<placeholder>, want at least 2 (sh and sleep):\n%s", n, credVar, cr.out("environ"))
-			}
-			if m := regexp.MustCompile(`(?m)^([0-9]+) ` + regexp.QuoteMeta(containerSandboxd) + ` run `).FindStringSubmatch(cr.out("cmdlines")); m == nil {
-				t.Errorf("the container's /proc as the sandbox sees it does not list sandboxd's process: the scan proves nothing:\n%s", cr.out("cmdlines"))
-			} else if want := "/proc/" + m[1] + "/environ: Permission denied"; !strings.Contains(cr.out("environ.err"), want) {
-				t.Errorf("reading sandboxd's environment (pid %s in the container's /proc) was not refused with EACCES: cat's errors %q", m[1], cr.out("environ.err"))
-			}
+// startContainerMode starts a container with --cap-add NET_ADMIN as its
+// only option (Docker's default seccomp profile, no user namespaces) and
+// the host's tools bound in, plus docker run's extra flags; checks that
+// its user is root and that doctor says container mode there for the
+// image's agent; and links its network namespace to a new fake world.
+func startContainerMode(t *testing.T, extra ...string) (*runningContainer, *world) {
+	t.Helper()
+	flags := []string{"--cap-add", "NET_ADMIN"}
+	c := startContainer(t, containerOpts{flags: append(flags, extra...), hostTools: true})
+	d := c.exec(t, time.Minute, nil, containerSandboxd, "doctor", "--json", "--agent-uid", strconv.Itoa(containerAgentUID))
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(d.stdout), &rep); err != nil || rep.Mode != "container" {
+		t.Fatalf("doctor in the container (%s) does not say container mode (%v): %s", strings.Join(flags, " "), err, d)
+	}
+	if id := c.exec(t, time.Minute, nil, "id", "-u"); strings.TrimSpace(id.stdout) != "0" {
+		t.Fatalf("the container's user is not root: %s", id)
+	}
+	return c, newWorldAround(t, proxytest.AttachNetns(t, c.pid), false)
+}
 
-			for _, c := range []struct{ name, path, how, status string }{
-				{"bearer", "/nested-bearer-", "bearer", "200"}, {"basic", "/nested-basic-", "basic", "200"}, {"stream", "/stream-nested-", "bearer", "200"},
-			} {
-				if !strings.Contains(r.stdout, c.name+" "+c.status+"\n") {
-					t.Errorf("curl %s: want HTTP %s; stdout %q, stderr %q", c.name, c.status, r.stdout, r.stderr)
-				}
-				for _, q := range wantAuthed(t, cw.cred, c.path+u.name, c.how, cw.real) {
-					if c.how == "basic" && q.basicUser != "u" {
-						t.Errorf("curl basic: the server got user %q, want u", q.basicUser)
-					}
-					if strings.Contains(q.headers, p) {
-						t.Errorf("curl %s: the credential host got the placeholder:\n%s", c.name, q.headers)
-					}
-				}
+// checkContainerCredentials runs `sandboxd run --credential
+// GITHUB_TOKEN@api.cred.test` in c (as its own user), with the real token
+// in sandboxd's environment, running containerCredScript, and checks:
+// inside, GITHUB_TOKEN is a placeholder of the token's shape, in both of
+// the sandbox's processes; the command ran as cc.uid; the container's
+// /proc lists sandboxd's own process, whose environment holds the real
+// token, and reading its environment and the sandbox init's is refused
+// (EACCES); no environment the sandbox could read holds the real value;
+// curl with the placeholder as Bearer and as Basic reaches a TLS server in
+// the world that demands the real token, which it gets (and never the placeholder); the server's echo
+// of the token (body and X-Token header) and a stream of it split across
+// writes come back with the placeholder in its place; an allowed host that
+// is no credential host gets the placeholder; the audit says the
+// connection was terminated and the credential used, and its one start
+// line says the sandbox kept the container's /proc and the mode (in
+// container mode, the agent's uid; in nested mode, none). stdout, stderr,
+// the audit and every file the run left in its workspace are scanned for
+// the real value (noLeak). In container mode, the command's HOME is a
+// directory of its own, not sandboxd's, and it may write there.
+func checkContainerCredentials(t *testing.T, c *runningContainer, w *world, start time.Time, cc containerCredCase) {
+	t.Helper()
+	cw := newNestedCredWorld(t, w)
+	dir := sharedDir(t)
+	if cc.chown {
+		if err := os.Chown(dir, cc.uid, cc.uid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := c.nestedSandboxd(t, w, runOpts{dir: dir, flags: append(slices.Clone(cw.credFlags), cc.flags...), extraEnv: []string{credVar + "=" + cw.real},
+		argv: []string{"sh", "-c", strings.ReplaceAll(containerCredScript, "{case}", cc.name)}})
+	t.Logf("%s: exit %d in %v (with the container's start)\nstdout %q\nstderr %q", cc.name, r.code, time.Since(start).Round(time.Millisecond), r.stdout, r.stderr)
+	cr := credRun{runResult: r, dir: dir, lines: parseAudit(t, r.audit)}
+	cr.placeholder = cr.out("placeholder")
+	cw.noLeak(t, cr)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s\naudit %s", r.code, r.stdout, r.stderr, decisions(r.audit))
+	}
+	p := cr.placeholder
+	checkPlaceholder(t, p, cw.real, "ghp_")
+	requireContainerProc(t, cr.lines, credVar)
+	requireSandboxMode(t, cr.lines, cc.mode, cc.uid)
+	if got := strings.TrimSpace(cr.out("uid")); got != strconv.Itoa(cc.uid) {
+		t.Errorf("id -u inside says %q, want %d", got, cc.uid)
+	}
+	if cc.mode == "container" {
+		if home := cr.out("home"); home == "" || home == dir || cr.out("home-writable") != "writable\n" {
+			t.Errorf("the command's HOME %q (sandboxd's: %s) is not a directory of its own that it may write (%q)", home, dir, cr.out("home-writable"))
+		}
+	}
+
+	// The environments: the sandbox's two processes hold the placeholder;
+	// sandboxd's processes, whose environment holds the real value, are
+	// listed (the container's /proc) and their environments were refused;
+	// noLeak found the real value in none that was read.
+	if n := strings.Count(cr.out("environ"), credVar+"="+p+"\n"); n < 2 {
+		t.Errorf("%d readable environments hold %s=<placeholder>, want at least 2 (sh and sleep):\n%s", n, credVar, cr.out("environ"))
+	}
+	// sandboxd run itself, and the sandbox's init (sandboxd __init).
+	ms := regexp.MustCompile(`(?m)^([0-9]+) (`+regexp.QuoteMeta(containerSandboxd)+` run|sandboxd __init) `).FindAllStringSubmatch(cr.out("cmdlines"), -1)
+	if !slices.ContainsFunc(ms, func(m []string) bool { return m[2] != "sandboxd __init" }) {
+		t.Errorf("the container's /proc as the sandbox sees it does not list sandboxd's process: the scan proves nothing:\n%s", cr.out("cmdlines"))
+	}
+	for _, m := range ms {
+		if want := "/proc/" + m[1] + "/environ: Permission denied"; !strings.Contains(cr.out("environ.err"), want) {
+			t.Errorf("reading the environment of %s (pid %s in the container's /proc) was not refused with EACCES: cat's errors %q\nprocesses:\n%s", m[2], m[1], cr.out("environ.err"), cr.out("cmdlines"))
+		}
+	}
+
+	for _, c := range []struct{ name, path, how, status string }{
+		{"bearer", "/cred-bearer-", "bearer", "200"}, {"basic", "/cred-basic-", "basic", "200"}, {"stream", "/stream-cred-", "bearer", "200"},
+	} {
+		if !strings.Contains(r.stdout, c.name+" "+c.status+"\n") {
+			t.Errorf("curl %s: want HTTP %s; stdout %q, stderr %q", c.name, c.status, r.stdout, r.stderr)
+		}
+		for _, q := range wantAuthed(t, cw.cred, c.path+cc.name, c.how, cw.real) {
+			if c.how == "basic" && q.basicUser != "u" {
+				t.Errorf("curl basic: the server got user %q, want u", q.basicUser)
 			}
-			for _, name := range []string{"bearer", "basic"} {
-				var echo struct{ Token, How string }
-				if err := json.Unmarshal([]byte(cr.out(name+".body")), &echo); err != nil || echo.Token != p || echo.How != name {
-					t.Errorf("curl %s: the echo came back as %q (%v): want the placeholder where the server put the token, how %q", name, cr.out(name+".body"), err, name)
-				}
-				if h := cr.out(name + ".head"); !headerHas(h, "X-Token", p) {
-					t.Errorf("curl %s: the response's X-Token is not the placeholder:\n%s", name, h)
-				}
+			if strings.Contains(q.headers, p) {
+				t.Errorf("curl %s: the credential host got the placeholder:\n%s", c.name, q.headers)
 			}
-			if body := cr.out("stream.body"); len(body) != streamLen(len(cw.real)) || strings.Count(body, p) != streamPieces {
-				t.Errorf("the stream came back with %d bytes and %d placeholders, want %d and %d", len(body), strings.Count(body, p), streamLen(len(cw.real)), streamPieces)
-			}
-			if !strings.Contains(r.stdout, "plain 200\n") {
-				t.Errorf("curl to %s: stdout %q, stderr %q", plainHost, r.stdout, r.stderr)
-			}
-			if got := cw.plain.seen("/nested-plain-" + u.name); len(got) != 1 || got[0].auth != "Bearer "+p {
-				t.Errorf("%s (no credential host) must get the placeholder as sent; it saw: %s", plainHost, describe(got))
-			}
-			wantTerminated(t, cr, credHost, credVar, false)
-		})
+		}
+	}
+	for _, name := range []string{"bearer", "basic"} {
+		var echo struct{ Token, How string }
+		if err := json.Unmarshal([]byte(cr.out(name+".body")), &echo); err != nil || echo.Token != p || echo.How != name {
+			t.Errorf("curl %s: the echo came back as %q (%v): want the placeholder where the server put the token, how %q", name, cr.out(name+".body"), err, name)
+		}
+		if h := cr.out(name + ".head"); !headerHas(h, "X-Token", p) {
+			t.Errorf("curl %s: the response's X-Token is not the placeholder:\n%s", name, h)
+		}
+	}
+	if body := cr.out("stream.body"); len(body) != streamLen(len(cw.real)) || strings.Count(body, p) != streamPieces {
+		t.Errorf("the stream came back with %d bytes and %d placeholders, want %d and %d", len(body), strings.Count(body, p), streamLen(len(cw.real)), streamPieces)
+	}
+	if !strings.Contains(r.stdout, "plain 200\n") {
+		t.Errorf("curl to %s: stdout %q, stderr %q", plainHost, r.stdout, r.stderr)
+	}
+	if got := cw.plain.seen("/cred-plain-" + cc.name); len(got) != 1 || got[0].auth != "Bearer "+p {
+		t.Errorf("%s (no credential host) must get the placeholder as sent; it saw: %s", plainHost, describe(got))
+	}
+	wantTerminated(t, cr, credHost, credVar, false)
+}
+
+// requireSandboxMode fails t unless the audit's session start line says
+// the sandbox's mode, and in container mode the command's uid (agent_uid),
+// which a nested start line does not carry (requireContainerProc checks
+// that there is one start line).
+func requireSandboxMode(t *testing.T, lines []map[string]any, mode string, uid int) {
+	t.Helper()
+	for _, m := range lines {
+		if m["msg"] != audit.MsgSessionStart {
+			continue
+		}
+		if m[audit.AttrSandboxMode] != mode {
+			t.Errorf("the session start line's %q is %v, want %q", audit.AttrSandboxMode, m[audit.AttrSandboxMode], mode)
+		}
+		got, ok := m[audit.AttrAgentUID]
+		switch {
+		case mode == "container" && got != float64(uid):
+			t.Errorf("the session start line's %q is %v, want %d (the command's uid)", audit.AttrAgentUID, got, uid)
+		case mode != "container" && ok:
+			t.Errorf("a %s start line carries %q: %v", mode, audit.AttrAgentUID, got)
+		}
 	}
 }
 
@@ -447,6 +569,74 @@ func TestContainerNestedLaunchClaude(t *testing.T) {
 				requireNestedSettingsUnchanged(t, r, len(r.exchanges))
 			})
 		})
+	}
+}
+
+// TestContainerModeLaunchClaudeRefused: `sandboxd launch claude-code` is
+// refused in container mode for now (a harness's session configuration
+// must stay unchangeable by the command, which no mount can hold there).
+// In a container with --cap-add NET_ADMIN as its only option (Docker's
+// default seccomp profile), where doctor says container mode and `sandboxd
+// run` starts the agent's command from the agent's workspace, the launch
+// as root from that workspace, with the real Claude Code behind --program
+// (a script that leaves a marker first) and the fake Anthropic API in the
+// world, exits 125 with nothing on stdout and exactly one stderr line,
+// sandboxd's, naming container mode and the seccomp profile fix
+// (procjail.SeccompProfileFix); the harness never started: no marker, no
+// request at the fake model or anywhere in the world, and the audit has
+// no session start.
+func TestContainerModeLaunchClaudeRefused(t *testing.T) {
+	requireDocker(t)
+	testenv.NeedRoot(t)
+	claude := claudeCLI(t)
+	// claude is DIR/node_modules/.bin/claude, a link into DIR.
+	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
+	containerImage(t)
+	c, w := startContainerMode(t, "-v", harnesses+":"+harnesses+":ro")
+	model := &launchModel{}
+	w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
+	// sandboxd runs as root, the container's user; the box is laid out as
+	// container mode wants it: the workspace (whose owner is the command's
+	// uid) and the log directory are the agent's, the policy's directory
+	// root's, in a directory the agent cannot write.
+	root := nestedUsers[0]
+	b := newNestedLaunchBox(t, claude, root)
+	for _, d := range []string{b.ws, filepath.Join(b.root, "log")} {
+		if err := os.Chown(d, containerAgentUID, containerAgentUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(b.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Container mode runs here, from this workspace, as the agent: what
+	// refuses below is the launch.
+	id := c.exec(t, 2*time.Minute, []string{"--workdir", b.ws}, containerSandboxd, "run", "--", "id", "-u")
+	if id.code != 0 || id.stdout != strconv.Itoa(containerAgentUID)+"\n" {
+		t.Fatalf("sandboxd run -- id -u from the agent's workspace %s: %s: want container mode's uid %d", b.ws, id, containerAgentUID)
+	}
+
+	marker := filepath.Join(b.ws, "marker")
+	r := c.launchClaude(t, w, model, b, root, []fakemodel.ToolCall{
+		{Name: "Bash", Input: map[string]any{"command": "echo hi > " + marker, "description": "fakemodel"}},
+	})
+	t.Logf("the refusal: exit %d, stderr %q", r.code, r.stderr)
+	r.requireRefused(t, 125, "container mode")
+	if line := strings.TrimSuffix(r.stderr, "\n"); !strings.HasPrefix(line, "sandboxd: ") || !strings.Contains(line, procjail.SeccompProfileFix) {
+		t.Errorf("the refusal %q is not sandboxd's one line naming the seccomp profile's fix %q", r.stderr, procjail.SeccompProfileFix)
+	}
+	if r.stdout != "" {
+		t.Errorf("refused, yet stdout %q", r.stdout)
+	}
+	claudeRequireAbsent(t, marker)
+	if len(r.seen) > 0 {
+		t.Errorf("the world saw %q during a refused launch", r.seen)
+	}
+	if n := r.worldSaw(launchModelHost); n > 0 || model.sawKey(claudeAPIKey) {
+		t.Errorf("the model's host got %d requests (the real key: %v) during a refused launch", n, model.sawKey(claudeAPIKey))
+	}
+	if r.auditHas(func(l map[string]any) bool { return l["msg"] == audit.MsgSessionStart }) {
+		t.Errorf("a refused launch has a session start line in its audit:\n%s", r.run.audit)
 	}
 }
 
