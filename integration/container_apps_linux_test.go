@@ -535,31 +535,8 @@ func TestContainerNestedLaunchClaude(t *testing.T) {
 				}
 			})
 
-			t.Run("proxy", func(t *testing.T) {
-				e := r.exchange(t, 3, "Bash")
-				if !e.IsError || strings.Contains(e.Result, "hookgate") || !strings.Contains(e.Result, "Tunnel connection failed: 403") {
-					t.Errorf("python's fetch of denied.test: is_error=%v %q: want its failure on the proxy's 403", e.IsError, e.Result)
-				}
-				if n := r.worldSaw("denied.test"); n > 0 {
-					t.Errorf("the world's web server saw %d requests for denied.test", n)
-				}
-				if !r.auditHas(func(l map[string]any) bool {
-					return (l[audit.AttrKind] == string(audit.KindConnect) || l[audit.AttrKind] == string(audit.KindHTTP)) &&
-						l[audit.AttrHost] == "denied.test" && l[audit.AttrDecision] == "deny"
-				}) {
-					t.Errorf("the audit has no proxy deny for denied.test")
-				}
-			})
-
-			t.Run("kernel", func(t *testing.T) {
-				e := r.exchange(t, 4, "Write")
-				if !e.IsError || !strings.Contains(e.Result, "EROFS") {
-					t.Errorf("Write %s: is_error=%v %q: want the kernel's EROFS", outside, e.IsError, e.Result)
-				}
-				if left, _ := filepath.Glob(outside + "*"); len(left) > 0 {
-					t.Errorf("the refused Write left %v on the host", left)
-				}
-			})
+			t.Run("proxy", func(t *testing.T) { r.requireFetchDenied(t, 3) })
+			t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 4, outside) })
 
 			t.Run("config", func(t *testing.T) {
 				e := r.exchange(t, 5, "Bash")

@@ -173,34 +173,12 @@ func TestLaunchClaude(t *testing.T) {
 		// its code as network: ruling 2 is an allow); the proxy refuses
 		// the host: the world never saw denied.test, the audit has the
 		// proxy's deny, and python's error is the proxy's 403.
-		t.Run("proxy", func(t *testing.T) {
-			e := r.exchange(t, 2, "Bash")
-			if !e.IsError || strings.Contains(e.Result, "hookgate") || !strings.Contains(e.Result, "Tunnel connection failed: 403") {
-				t.Errorf("python's fetch of denied.test: is_error=%v %q: want its failure on the proxy's 403", e.IsError, e.Result)
-			}
-			if n := r.worldSaw("denied.test"); n > 0 {
-				t.Errorf("the world's web server saw %d requests for denied.test", n)
-			}
-			if !r.auditHas(func(l map[string]any) bool {
-				return (l[audit.AttrKind] == string(audit.KindConnect) || l[audit.AttrKind] == string(audit.KindHTTP)) &&
-					l[audit.AttrHost] == "denied.test" && l[audit.AttrDecision] == "deny"
-			}) {
-				t.Errorf("the audit has no proxy deny for denied.test")
-			}
-		})
+		t.Run("proxy", func(t *testing.T) { r.requireFetchDenied(t, 2) })
 
 		// 4. A write outside the write roots: the gate allowed it (ruling
 		// 3), the kernel refused it (the read-only mount: EROFS), and
 		// nothing appeared on the host.
-		t.Run("kernel", func(t *testing.T) {
-			e := r.exchange(t, 3, "Write")
-			if !e.IsError || !strings.Contains(e.Result, "EROFS") {
-				t.Errorf("Write %s: is_error=%v %q: want the kernel's EROFS", outside, e.IsError, e.Result)
-			}
-			if left, _ := filepath.Glob(outside + "*"); len(left) > 0 {
-				t.Errorf("the refused Write left %v on the host", left)
-			}
-		})
+		t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 3, outside) })
 
 		// 5. An edit of the session's settings, which the gate allowed
 		// (ruling 4), fails inside; the host's copy, read at every model
@@ -675,6 +653,31 @@ func (r *launchResult) mcpTools(offered []string) []string {
 }
 
 // worldSaw counts the world's requests for host during the run.
+// requireFetchDenied: tool call i, python's fetch of denied.test, failed
+// on the proxy's 403 (not the gate's), the world never saw the host, and
+// the audit has the proxy's deny.
+func (r *launchResult) requireFetchDenied(t *testing.T, i int) {
+	t.Helper()
+	e := r.exchange(t, i, "Bash")
+	if !e.IsError || strings.Contains(e.Result, "hookgate") || !strings.Contains(e.Result, "Tunnel connection failed: 403") {
+		t.Errorf("python's fetch of denied.test: is_error=%v %q: want its failure on the proxy's 403", e.IsError, e.Result)
+	}
+	r.requireProxyDenied(t, "denied.test")
+}
+
+// requireWriteRefused: tool call i, a Write of outside (beyond the write
+// roots), failed with the kernel's EROFS and left nothing on the host.
+func (r *launchResult) requireWriteRefused(t *testing.T, i int, outside string) {
+	t.Helper()
+	e := r.exchange(t, i, "Write")
+	if !e.IsError || !strings.Contains(e.Result, "EROFS") {
+		t.Errorf("Write %s: is_error=%v %q: want the kernel's EROFS", outside, e.IsError, e.Result)
+	}
+	if left, _ := filepath.Glob(outside + "*"); len(left) > 0 {
+		t.Errorf("the refused Write left %v on the host", left)
+	}
+}
+
 func (r *launchResult) worldSaw(host string) int {
 	n := 0
 	for _, s := range r.seen {
