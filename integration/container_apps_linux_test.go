@@ -543,7 +543,7 @@ func TestContainerNestedLaunchClaude(t *testing.T) {
 				if !e.IsError || !strings.Contains(e.Result, "settings.json: Read-only file system") {
 					t.Errorf("overwriting the session settings: is_error=%v %q: want tee's EROFS on settings.json", e.IsError, e.Result)
 				}
-				requireNestedSettingsUnchanged(t, r, len(r.exchanges))
+				r.requireSettingsRun(t, len(r.exchanges), containerHookgate)
 			})
 		})
 	}
@@ -719,34 +719,4 @@ func (c *runningContainer) launchClaude(t *testing.T, w *world, m *launchModel, 
 		}
 	})
 	return r
-}
-
-// requireNestedSettingsUnchanged checks the host's reads of the session's
-// settings.json in the container: at least turns+1 of them (the last after
-// the last tool call), all the same, holding the PreToolUse entry that runs
-// the image's hookgate (beside sandboxd, where launch found it).
-func requireNestedSettingsUnchanged(t *testing.T, r *launchResult, turns int) {
-	t.Helper()
-	if len(r.settings) < turns+1 {
-		t.Fatalf("%d reads of the session settings for %d tool calls", len(r.settings), turns)
-	}
-	first := r.settings[0]
-	var s struct {
-		Hooks struct {
-			PreToolUse []struct {
-				Hooks []struct {
-					Command string `json:"command"`
-				} `json:"hooks"`
-			} `json:"PreToolUse"`
-		} `json:"hooks"`
-	}
-	if err := json.Unmarshal([]byte(first), &s); err != nil || len(s.Hooks.PreToolUse) != 1 || len(s.Hooks.PreToolUse[0].Hooks) != 1 ||
-		!strings.Contains(s.Hooks.PreToolUse[0].Hooks[0].Command, containerHookgate+" check --harness claude-code") {
-		t.Fatalf("the session settings at the first turn (%v) lack hookgate's PreToolUse entry: %.300q", err, first)
-	}
-	for i, got := range r.settings {
-		if got != first {
-			t.Errorf("the session settings changed by turn %d: %.300q", i, got)
-		}
-	}
 }

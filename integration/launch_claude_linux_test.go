@@ -740,6 +740,13 @@ func (r *launchResult) startCeiling(t *testing.T) []string {
 // call), all the same, holding hookgate's PreToolUse entry.
 func (r *launchResult) requireSettingsUnchanged(t *testing.T, turns int) {
 	t.Helper()
+	r.requireSettingsRun(t, turns, hookgateBin)
+}
+
+// requireSettingsRun is requireSettingsUnchanged with the hookgate binary
+// the entry runs.
+func (r *launchResult) requireSettingsRun(t *testing.T, turns int, hookgateBin string) {
+	t.Helper()
 	if len(r.settings) < turns+1 {
 		t.Fatalf("%d reads of the session settings for %d tool calls", len(r.settings), turns)
 	}
