@@ -97,6 +97,9 @@ func TestContainerProcInside(t *testing.T) {
 	ws := t.TempDir()
 	confined := func(script string, proc ProcMode) Spec {
 		s := sh(script)
+		// The workspace is the working directory: the test's own may be
+		// under /tmp, which the private /tmp covers.
+		s.Dir = ws
 		s.FileSystem = FileSystem{Confine: true, WriteRoots: []string{ws}}
 		s.Proc = proc
 		return s
