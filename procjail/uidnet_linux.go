@@ -119,12 +119,33 @@ func InstallUIDRules(r UIDRules) error {
 		return &SetupError{Step: step, Err: err}
 	}
 	for _, f := range uidFamilies {
-		addUIDTable(c, uidTable(r.UID), r, f)
+		// A stale table is replaced in the same transaction; deleting
+		// one costs the commit a grace period (about 10 ms here), so
+		// only when there is one.
+		stale, err := hasTable(c, f.family, uidTable(r.UID))
+		if err != nil {
+			return &SetupError{Step: step, Err: err}
+		}
+		addUIDTable(c, uidTable(r.UID), r, f, stale)
 	}
 	if err := c.Flush(); err != nil {
 		return &SetupError{Step: step, Err: err}
 	}
 	return nil
+}
+
+// hasTable says whether the family has a table of that name.
+func hasTable(c *nftables.Conn, family nftables.TableFamily, name string) (bool, error) {
+	ts, err := c.ListTablesOfFamily(family)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range ts {
+		if t.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // RemoveUIDRules deletes uid's rules (both families in one transaction) in
@@ -252,11 +273,14 @@ func uidCheckBatch(dial func() (*nftables.Conn, error), fams []uidFamily, add fu
 }
 
 // addUIDTable adds to c the table name of family f with r's rules,
-// replacing the table of that name if there is one.
-func addUIDTable(c *nftables.Conn, name string, r UIDRules, f uidFamily) {
+// replacing the one of that name that is there when stale (add, delete,
+// add: the first add makes the delete valid whatever happened since).
+func addUIDTable(c *nftables.Conn, name string, r UIDRules, f uidFamily, stale bool) {
 	t := &nftables.Table{Family: f.family, Name: name}
-	c.AddTable(t)
-	c.DelTable(t)
+	if stale {
+		c.AddTable(t)
+		c.DelTable(t)
+	}
 	c.AddTable(t)
 	addUIDRules(c, t, r, f)
 }
@@ -431,4 +455,12 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// HasNetAdmin says whether this thread has CAP_NET_ADMIN in its effective
+// set: container mode's first condition, checked without touching
+// netfilter (CheckUIDRules proves the rest, at the cost of a transaction).
+func HasNetAdmin() bool {
+	ok, err := effectiveCap(unix.CAP_NET_ADMIN)
+	return err == nil && ok
 }

@@ -16,3 +16,6 @@ func RemoveUIDRules(uid uint32) error {
 func CheckUIDRules() error {
 	return &UIDRulesUnavailableError{Missing: "netfilter", Fix: "container mode needs Linux", Err: ErrUnsupported}
 }
+
+// HasNetAdmin is false: container mode is Linux's.
+func HasNetAdmin() bool { return false }
