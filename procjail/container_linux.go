@@ -186,6 +186,10 @@ func setupShared(s *initSpec) (*unixGate, error) {
 		}
 	}
 	if err := InstallUIDRules(rules); err != nil {
+		// Name the missing piece and its fix where netfilter says which.
+		if cerr := CheckUIDRules(); cerr != nil {
+			return nil, stepErr("uid network rules", cerr)
+		}
 		return nil, err
 	}
 	gate, err := startInboundAndGate(s)
