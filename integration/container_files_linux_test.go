@@ -59,3 +59,50 @@ func TestContainerModeFileRules(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerModeUnixSockets: in container mode the Unix socket gate
+// copies the command's sockets, which Docker's default seccomp profile
+// allows only with CAP_SYS_PTRACE: without it --allow-unix-socket is
+// refused in one line naming the fix; with it, an allowed socket's server
+// sees the command's uid, not root's.
+func TestContainerModeUnixSockets(t *testing.T) {
+	containerImage(t)
+	agent := strconv.Itoa(containerAgentUID)
+	// A server on a host socket (in the container) that answers with its
+	// peer's uid, started by root before sandboxd.
+	server := `python3 -c '
+import socket, struct, os
+s = socket.socket(socket.AF_UNIX); s.bind("/tmp/peer.sock"); os.chmod("/tmp/peer.sock", 0o777); s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept()
+pid, uid, gid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+c.send(("peer uid %d\n" % uid).encode())
+' & sleep 1; cd /home/agent && `
+	client := `python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("/tmp/peer.sock"); print(s.recv(100).decode().strip())'`
+	cases := []struct {
+		name   string
+		flags  []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"default profile", []string{"--cap-add", "NET_ADMIN"}, 125, "", []string{"--allow-unix-socket", "--cap-add SYS_PTRACE"}},
+		{"with SYS_PTRACE", []string{"--cap-add", "NET_ADMIN", "--cap-add", "SYS_PTRACE"}, 0, "peer uid " + agent, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := containerOpts{flags: c.flags, hostTools: true}
+			r := containerRun(t, o, "sh", "-c", server+`exec sandboxd run --agent-uid `+agent+` --allow-unix-socket /tmp/peer.sock -- `+client)
+			t.Logf("%s", r)
+			if r.code != c.code || !strings.Contains(r.stdout, c.stdout) {
+				t.Fatalf("exit %d, stdout %q: want exit %d and %q", r.code, r.stdout, c.code, c.stdout)
+			}
+			for _, want := range c.stderr {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr does not say %q", want)
+				}
+			}
+		})
+	}
+}

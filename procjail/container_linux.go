@@ -5,7 +5,9 @@ package procjail
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,16 +29,30 @@ func asUID(uid, gid uint32, f func()) error {
 	return err
 }
 
-// uidWorker runs functions on one OS thread that holds a uid's identity
-// for the init's whole life (never the main thread).
-type uidWorker struct{ work chan func() }
+// uidWorker runs functions on one OS thread of the init that acts as the
+// command's uid: its effective (and so filesystem) ids are the command's,
+// its real and saved ids root's, and it has no supplementary groups and no
+// effective capability. The kernel lets a process signal, re-limit or
+// trace another thread only when the target's real or saved ids are its
+// own, so the command can do none of these to this thread (it could, with
+// the command's ids all through: a prlimit(RLIMIT_CPU) on it limits the
+// whole init, which the kernel then kills). Reading the command's /proc
+// entries needs only the effective ids. What needs the real ones
+// (pidfd_getfd, process_vm_readv) runs in doReal, which holds them for
+// the call alone, and only where Landlock's scope keeps the command's
+// signals off the thread meanwhile (the Unix socket gate's condition).
+type uidWorker struct {
+	uid, gid uint32
+	work     chan func()
+}
 
-// newUIDWorker starts the worker's thread with uid and gid.
+// newUIDWorker starts the worker's thread (never the main thread: the
+// runtime could not end it).
 func newUIDWorker(uid, gid uint32) (*uidWorker, error) {
-	w := &uidWorker{work: make(chan func())}
+	w := &uidWorker{uid: uid, gid: gid, work: make(chan func())}
 	errc := make(chan error, 1)
 	go offMainThread(func() {
-		if err := setThreadIDs(uid, gid); err != nil {
+		if err := setThreadEffective(uid, gid); err != nil {
 			errc <- err
 			return
 		}
@@ -58,11 +74,26 @@ func (w *uidWorker) do(f func()) {
 	<-done
 }
 
-// commandThread, in container mode's init, is a thread with the
-// command's uid: what needs ptrace access to the command's processes (the
+// doReal runs f on the worker's thread with the command's real ids too,
+// and puts root's back after it; f is not run when either change fails.
+func (w *uidWorker) doReal(f func()) error {
+	var err error
+	w.do(func() {
+		if err = setThreadReal(w.uid, w.gid); err != nil {
+			return
+		}
+		f()
+		err = setThreadReal(0, 0)
+	})
+	return err
+}
+
+// commandThread, in container mode's init, acts as the command's uid
+// (uidWorker): what needs ptrace access to the command's processes (the
 // attribution's reading of their descriptors, the Unix socket gate's copy
-// of a socket and of a connect's address) runs there, as a container's
-// root has no CAP_SYS_PTRACE over another uid.
+// of a socket, of a connect's address and its cwd) runs there, as a
+// container's root has no CAP_SYS_PTRACE over another uid; so does the
+// gate's connect, which the socket's server then sees as the command's.
 var commandThread *uidWorker
 
 // asCommand runs f on commandThread in container mode, else here.
@@ -72,6 +103,44 @@ func asCommand(f func()) {
 		return
 	}
 	f()
+}
+
+// asCommandReal is asCommand with the command's real ids (doReal).
+func asCommandReal(f func()) error {
+	if commandThread != nil {
+		return commandThread.doReal(f)
+	}
+	f()
+	return nil
+}
+
+// setThreadEffective gives the calling thread (root) uid and gid as its
+// effective ids, keeps root's as its real and saved ones, and drops its
+// supplementary groups; its effective capabilities go with uid 0.
+func setThreadEffective(uid, gid uint32) error {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, 0, uintptr(gid), 0); e != 0 {
+		return fmt.Errorf("setresgid %d: %w", gid, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, 0, uintptr(uid), 0); e != 0 {
+		return fmt.Errorf("setresuid %d: %w", uid, e)
+	}
+	return nil
+}
+
+// setThreadReal sets the calling thread's real uid and gid (to its
+// effective or saved ones: no capability needed), keeping the others.
+func setThreadReal(uid, gid uint32) error {
+	minus := ^uintptr(0)
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), minus, minus); e != 0 {
+		return fmt.Errorf("setresgid: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), minus, minus); e != 0 {
+		return fmt.Errorf("setresuid: %w", e)
+	}
+	return nil
 }
 
 // setThreadIDs gives the calling thread uid and gid, real, effective and
@@ -115,18 +184,16 @@ func AccessAs(uid, gid uint32, paths []string, mode uint32) ([]string, error) {
 	return out, err
 }
 
-// killUID kills every process of uid: from a thread with uid's identity,
-// kill(-1) reaches exactly the processes of uid (and never the init, whose
-// ids are root's), in one pass of the kernel over every process; repeated
-// until none is left (one forking during a pass), for at most a few
-// seconds.
+// killUID kills every process of uid, as root (CAP_KILL): each one
+// listed (uidProcesses) is opened as a pidfd, checked to be uid's still
+// (the pid cannot be another process's once the pidfd holds it) and sent
+// SIGKILL through it; repeated until none is left (one forking meanwhile),
+// for at most a few seconds. No thread of the init takes uid's identity
+// for it (a thread with uid's real ids is one the command may signal).
 func killUID(uid uint32) error {
+	want := strconv.FormatUint(uint64(uid), 10)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if err := asUID(uid, uid, func() { unix.Kill(-1, unix.SIGKILL) }); err != nil {
-			return err
-		}
-		reapAll()
 		pids, err := uidProcesses(uid)
 		if err != nil {
 			return err
@@ -134,12 +201,28 @@ func killUID(uid uint32) error {
 		if len(pids) == 0 {
 			return nil
 		}
+		for _, pid := range pids {
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				continue // gone
+			}
+			if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && statusHasUID(st, want) {
+				unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			}
+			unix.Close(fd)
+		}
+		reapAll()
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes of uid %d still alive after kill: %v", uid, pids)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 }
+
+// KillUID kills every process of uid in this network namespace (what
+// container mode's init does at the end, and sandboxd where the init died
+// before it could). The caller must have CAP_KILL.
+func KillUID(uid uint32) error { return killUID(uid) }
 
 // reapAll reaps every child that has exited, without waiting.
 func reapAll() {
@@ -218,4 +301,27 @@ func endShared(c *ContainerMode) error {
 func UIDProcesses(uid uint32) []int {
 	pids, _ := uidProcesses(uid)
 	return pids
+}
+
+// CheckDescriptorCopy says whether this process may copy another's
+// descriptors (pidfd_getfd) and read its memory: the Unix socket gate
+// needs both for container mode's command. Docker's default seccomp
+// profile refuses them without CAP_SYS_PTRACE.
+func CheckDescriptorCopy() error {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_open: %w", err)
+	}
+	defer unix.Close(fd)
+	cp, err := unix.PidfdGetfd(fd, fd, 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_getfd: %w", err)
+	}
+	unix.Close(cp)
+	var b [1]byte
+	src := [1]byte{1}
+	if _, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &b[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0); err != nil {
+		return fmt.Errorf("process_vm_readv: %w", err)
+	}
+	return nil
 }

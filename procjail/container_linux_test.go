@@ -5,6 +5,7 @@ package procjail
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // containerModeEnv tells the test binary, re-executed by TestContainerMode
@@ -127,6 +129,27 @@ func TestContainerModeInside(t *testing.T) {
 	}
 	var abstractSeen atomic.Int32
 	testenv.Serve(t, aln, func(c net.Conn) { abstractSeen.Add(1) })
+	// An allowed host socket, any user's to connect to, whose server
+	// answers with the uid its peer has (SO_PEERCRED).
+	credSock := filepath.Join(t.TempDir(), "cred.sock")
+	credLn, err := net.Listen("unix", credSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(credSock, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Serve(t, credLn, func(c net.Conn) {
+		raw, err := c.(*net.UnixConn).SyscallConn()
+		if err != nil {
+			return
+		}
+		var cred *unix.Ucred
+		raw.Control(func(fd uintptr) { cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+		if cred != nil {
+			fmt.Fprintf(c, "peer uid %d\n", cred.Uid)
+		}
+	})
 
 	script := `
 import os, socket, subprocess
@@ -164,13 +187,48 @@ try:
     print("abstract connected")
 except OSError as e:
     print("abstract", e.errno)
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+u.settimeout(5)
+u.connect("` + credSock + `")
+print(u.recv(100).decode().strip())
+# A netlink connect, whose multicast groups are checked against the
+# connecting thread's capabilities.
+try:
+    n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    n.connect((0, 1))
+    print("netlink connected")
+except OSError as e:
+    print("netlink", e.errno)
+# The init's threads that act as this uid: neither re-limited (the kernel
+# kills a process over its RLIMIT_CPU) nor signalled.
+import resource, glob
+for st in glob.glob("/proc/[0-9]*/task/[0-9]*/status"):
+    pid = int(st.split("/")[2]); tid = int(st.split("/")[4])
+    if pid == os.getpid():
+        continue
+    try:
+        uids = [l for l in open(st) if l.startswith("Uid:")][0].split()[1:]
+    except OSError:
+        continue
+    if str(os.getuid()) not in uids:
+        continue
+    try:
+        resource.prlimit(tid, resource.RLIMIT_CPU, (1, 1))
+        print("re-limited", pid, tid)
+    except OSError as e:
+        print("prlimit", e.errno)
+    try:
+        os.kill(tid, 0)
+        print("signalled", pid, tid)
+    except OSError as e:
+        print("kill", e.errno)
 subprocess.Popen(["sleep", "1000"], start_new_session=True)
 print("left a sleep behind")
 `
 	spec := Spec{Command: "python3", Args: []string{"-c", script}, Dir: ws,
 		Env:              []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws},
 		Container:        &ContainerMode{UID: uid, GID: uid},
-		AllowUnixSockets: []string{dnsSock},
+		AllowUnixSockets: []string{dnsSock, credSock},
 		FileSystem:       FileSystem{Confine: true, WriteRoots: []string{ws}},
 		Forwards: []Forward{
 			{InsidePort: 3130, Network: "capture", Target: capSock},
@@ -185,12 +243,20 @@ print("left a sleep behind")
 	for _, want := range []string{
 		"uid " + strconv.Itoa(int(uid)) + " gid " + strconv.Itoa(int(uid)) + " groups []",
 		"NoNewPrivs: 1", "Seccomp: 2", "CapEff: 0000000000000000", "CapPrm: 0000000000000000",
-		"udp 1",       // dropped: EPERM
-		"abstract 13", // EACCES
+		"udp 1",                              // dropped: EPERM
+		"abstract 13",                        // EACCES
+		"peer uid " + strconv.Itoa(int(uid)), // the gate connects as the command
+		"netlink 13",                         // refused by the gate
+		"prlimit 1",                          // EPERM
 		"dns fedcba", "wrote workspace", "left a sleep behind",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inside: no %q", want)
+		}
+	}
+	for _, leak := range []string{"re-limited", "signalled", "netlink connected"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("inside: %q", leak)
 		}
 	}
 	if strings.Contains(out, "wrote outside") {

@@ -9,3 +9,9 @@ func AccessAs(uid, gid uint32, paths []string, mode uint32) ([]string, error) {
 
 // UIDProcesses finds nothing: container mode is Linux's.
 func UIDProcesses(uid uint32) []int { return nil }
+
+// CheckDescriptorCopy refuses: container mode is Linux's.
+func CheckDescriptorCopy() error { return ErrUnsupported }
+
+// KillUID refuses: container mode is Linux's.
+func KillUID(uid uint32) error { return ErrUnsupported }

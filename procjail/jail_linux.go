@@ -45,6 +45,7 @@ type Sandbox struct {
 	code      int
 	waitErr   error
 	cleanup   func()
+	container *ContainerMode // container mode's command identity, nil in nested mode
 }
 
 // initProc is the sandbox's init as seen from the parent. It is started
@@ -407,7 +408,7 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 	} else {
 		cleanups = append(cleanups, func() { parentIn.Close() })
 	}
-	sb := &Sandbox{init: cmd, insidePID: r.pid, done: make(chan struct{}), released: make(chan struct{}),
+	sb := &Sandbox{init: cmd, insidePID: r.pid, container: spec.Container, done: make(chan struct{}), released: make(chan struct{}),
 		reported: make(chan int, 1), cleanup: cleanup, inbound: parentIn}
 	if is.Foreground {
 		sb.tty = p.stdin
@@ -579,6 +580,14 @@ func (s *Sandbox) wait(ctx context.Context) {
 		}
 		s.cleanup()
 		return
+	}
+	if s.container != nil {
+		// The init is gone before it could end the session (killed, or
+		// crashed): no PID namespace takes the command's processes with
+		// it, so they are killed here, and the uid's rules removed.
+		if err := KillUID(s.container.UID); err == nil {
+			RemoveUIDRules(s.container.UID)
+		}
 	}
 	ws := s.init.ws
 	switch {

@@ -133,7 +133,9 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 	// Copying a socket and reading memory need ptrace access to the
 	// caller: asCommand gives it in container mode.
 	var sock int
-	asCommand(func() { sock, err = unix.PidfdGetfd(pidfd, int(req.Args[0]), 0) })
+	if rerr := asCommandReal(func() { sock, err = unix.PidfdGetfd(pidfd, int(req.Args[0]), 0) }); rerr != nil {
+		return unix.EPERM
+	}
 	if err != nil {
 		return unix.EBADF
 	}
@@ -148,10 +150,12 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 	}
 	buf := make([]byte, n)
 	var read int
-	asCommand(func() {
+	if rerr := asCommandReal(func() {
 		read, err = unix.ProcessVMReadv(int(req.Pid), []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
 			[]unix.RemoteIovec{{Base: uintptr(req.Args[1]), Len: n}}, 0)
-	})
+	}); rerr != nil {
+		return unix.EPERM
+	}
 	if err != nil || read != n {
 		return unix.EFAULT
 	}
@@ -161,7 +165,16 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 		return unix.EPERM
 	}
 	if domain != unix.AF_UNIX {
+		if g.shared && domain != unix.AF_INET && domain != unix.AF_INET6 {
+			// Container mode: the init is root in the container's
+			// network namespace, and a netlink connect is checked
+			// against the connecting thread's capabilities (its
+			// multicast groups).
+			return unix.EACCES
+		}
 		// The copy is the very socket checked; the address is our copy.
+		// An inet socket is the command's whoever connects it (the
+		// container's rules match the socket's creator).
 		return rawConnect(sock, buf)
 	}
 	if binary.NativeEndian.Uint16(buf) != unix.AF_UNIX {
@@ -207,8 +220,14 @@ func (g *unixGate) decide(req *seccompNotif) unix.Errno {
 	return g.connect(sock, &unix.SockaddrUnix{Name: fmt.Sprintf("/proc/self/fd/%d", fd)})
 }
 
+// connect connects sock to an allowed socket or an abstract one. In
+// container mode it connects as the command's uid (commandThread): the
+// socket file's permissions are checked, and the server's SO_PEERCRED
+// names, the command's uid, not root's.
 func (g *unixGate) connect(sock int, sa *unix.SockaddrUnix) unix.Errno {
-	if err := unix.Connect(sock, sa); err != nil {
+	var err error
+	asCommand(func() { err = unix.Connect(sock, sa) })
+	if err != nil {
 		if errno, ok := err.(unix.Errno); ok {
 			return errno
 		}

@@ -203,6 +203,22 @@ func (s *session) containerChecks() error {
 		}
 	}
 	p.NotCovered = append(p.NotCovered, "container mode: no mount layer; the file rules are held by Landlock and the command's uid alone, and the container's /tmp and /proc are shared")
+	if len(s.allowUnix) > 0 {
+		// The Unix socket gate copies the command's socket and reads its
+		// connect's address as the command's uid, on a thread of the
+		// init that holds the uid's real ids meanwhile: Landlock's
+		// signal scope (ABI 6) must keep the command from killing it.
+		if abi := procjail.LandlockABI(); abi < 6 {
+			return &ContainerModeError{Piece: "container mode: --allow-unix-socket",
+				Reason: fmt.Sprintf("the Unix socket gate needs Landlock's signal scope (ABI 6, Linux 6.12), and this kernel's Landlock is ABI %d", abi),
+				Fix:    "drop --allow-unix-socket, or use nested mode: " + procjail.SeccompProfileFix}
+		}
+		if err := procjail.CheckDescriptorCopy(); err != nil {
+			return &ContainerModeError{Piece: "container mode: --allow-unix-socket",
+				Reason: fmt.Sprintf("the Unix socket gate copies the command's sockets, and the container refuses it (%v)", err),
+				Fix:    "run the container with --cap-add SYS_PTRACE (Docker's default seccomp profile then allows pidfd_getfd and process_vm_readv), drop --allow-unix-socket, or use nested mode: " + procjail.SeccompProfileFix}
+		}
+	}
 	var inRoots []string
 	for _, pr := range p.Protected {
 		if p.InWriteRoot(pr) {
