@@ -36,7 +36,6 @@ import (
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/fakemodel"
 	"github.com/barry-rocks/sandbox/internal/testenv"
-	"github.com/barry-rocks/sandbox/procjail"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
@@ -447,122 +446,137 @@ func TestContainerNestedLaunchClaude(t *testing.T) {
 			if v.code != 0 || !strings.HasPrefix(v.stdout, claudeVersion+" ") {
 				t.Fatalf("%s --version in the container, outside sandboxd: %s", claude, v)
 			}
-			model := &launchModel{}
-			w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
-			mcp := &launchMCP{}
-			w.serveHTTPS(t, launchMCPHost, launchMCPAddr, mcp)
 			b := newNestedLaunchBox(t, claude, u)
-
-			bash := func(cmd string) fakemodel.ToolCall {
-				return fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "fakemodel"}}
-			}
-			const pushReason = `hookgate: shell command runs git push, denied by bash.denyPrograms "git:push"`
-			pushRan, pushRanAfter := filepath.Join(b.ws, "push-ran"), filepath.Join(b.ws, "push-ran-after")
-			marker, envOut := filepath.Join(b.ws, "marker"), filepath.Join(b.ws, "env-out")
-			outside := filepath.Join(b.root, "outside.txt")
-			r := c.launchClaude(t, w, model, b, u, []fakemodel.ToolCall{
-				bash("touch " + pushRan + " && git push origin main"),
-				bash("echo hi > " + marker),
-				bash("env > " + envOut),
-				bash(`printf 'import urllib.request\nurllib.request.urlopen("https://denied.test/", timeout=20)\n' > fetch.py && python3 fetch.py`),
-				{Name: "Write", Input: map[string]any{"file_path": outside, "content": "escaped\n"}},
-				// The runtime directory is /run/sandboxd-* for root, else in
-				// the temporary directory: one glob for both, read by tee
-				// (the gate would deny a redirection to a path it cannot
-				// read; the kernel's refusal is the point here).
-				bash("tee /*/sandboxd-*/launch/settings.json </dev/null"),
-				bash("touch " + pushRanAfter + " && git push origin main"),
-			})
-			r.requireSucceeded(t)
-			claudeRequirePresent(t, b.ran)
-			requireContainerProc(t, parseAudit(t, r.run.audit), "ANTHROPIC_API_KEY")
-			r.requireRulings(t, "Bash deny", "Bash allow", "Bash allow", "Bash allow", "Write allow", "Bash allow", "Bash deny")
-
-			t.Run("tools", func(t *testing.T) {
-				offered := r.offered(t)
-				for _, name := range launchCeiling {
-					if slices.Contains(offered, name) {
-						t.Errorf("Claude Code offered %s, which the ceiling took back", name)
-					}
-				}
-				for _, name := range []string{"Bash", "Read", "Write", "Edit"} {
-					if !slices.Contains(offered, name) {
-						t.Errorf("Claude Code did not offer %s, which the session allows", name)
-					}
-				}
-				if m := r.mcpTools(offered); len(m) > 0 {
-					t.Errorf("the strict session offered the user's MCP tools %v", m)
-				}
-				if n := r.worldSaw(launchMCPHost); n > 0 {
-					t.Errorf("the user's MCP server got %d requests in a strict session", n)
-				}
-				if got := r.startCeiling(t); !slices.Equal(got, launchCeiling) {
-					t.Errorf("the start line's ceiling is %v, want %v", got, launchCeiling)
-				}
-			})
-
-			t.Run("gate", func(t *testing.T) {
-				r.requireDenied(t, 0, "Bash", pushReason)
-				claudeRequireAbsent(t, pushRan)
-				r.requireRan(t, 1, "Bash")
-				if got, err := os.ReadFile(marker); err != nil || string(got) != "hi\n" {
-					t.Errorf("marker %s: %q, %v: want the allowed command's \"hi\"", marker, got, err)
-				}
-				r.requireDenied(t, 6, "Bash", pushReason)
-				claudeRequireAbsent(t, pushRanAfter)
-			})
-
-			t.Run("api-key", func(t *testing.T) {
-				r.requireRan(t, 2, "Bash")
-				env, err := os.ReadFile(envOut)
-				if err != nil {
-					t.Fatalf("the shell call's env: %v", err)
-				}
-				if bytes.Contains(env, []byte(claudeAPIKey)) {
-					t.Errorf("the real API key is in the harness's process tree")
-				}
-				m := regexp.MustCompile(`(?m)^ANTHROPIC_API_KEY=(.*)$`).FindSubmatch(env)
-				if m == nil || len(m[1]) != len(claudeAPIKey) || !bytes.HasPrefix(m[1], []byte("sk-ant-api03-")) || !bytes.HasSuffix(m[1], []byte(claudeAPIKey[len(claudeAPIKey)-20:])) {
-					t.Errorf("ANTHROPIC_API_KEY inside is not a placeholder of the key's shape: %q", m)
-				}
-				if !model.sawKey(claudeAPIKey) {
-					t.Errorf("the model's server never got the real API key")
-				}
-				for _, s := range []string{r.stdout, r.stderr, r.run.audit} {
-					if strings.Contains(s, claudeAPIKey) {
-						t.Errorf("the real API key is in sandboxd's output or audit")
-					}
-				}
-			})
-
-			t.Run("proxy", func(t *testing.T) { r.requireFetchDenied(t, 3) })
-			t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 4, outside) })
-
-			t.Run("config", func(t *testing.T) {
-				e := r.exchange(t, 5, "Bash")
-				if !e.IsError || !strings.Contains(e.Result, "settings.json: Read-only file system") {
-					t.Errorf("overwriting the session settings: is_error=%v %q: want tee's EROFS on settings.json", e.IsError, e.Result)
-				}
-				r.requireSettingsRun(t, len(r.exchanges), containerHookgate)
-			})
+			checkContainerLaunch(t, c, w, b, u, "nested")
 		})
 	}
 }
 
-// TestContainerModeLaunchClaudeRefused: `sandboxd launch claude-code` is
-// refused in container mode for now (a harness's session configuration
-// must stay unchangeable by the command, which no mount can hold there).
-// In a container with --cap-add NET_ADMIN as its only option (Docker's
-// default seccomp profile), where doctor says container mode and `sandboxd
-// run` starts the agent's command from the agent's workspace, the launch
-// as root from that workspace, with the real Claude Code behind --program
-// (a script that leaves a marker first) and the fake Anthropic API in the
-// world, exits 125 with nothing on stdout and exactly one stderr line,
-// sandboxd's, naming container mode and the seccomp profile fix
-// (procjail.SeccompProfileFix); the harness never started: no marker, no
-// request at the fake model or anywhere in the world, and the audit has
-// no session start.
-func TestContainerModeLaunchClaudeRefused(t *testing.T) {
+// checkContainerLaunch runs the session of TestContainerNestedLaunchClaude
+// in c (linked to the world w) from box b as u, and checks it. mode is the
+// sandbox's, "nested" or "container" (the command then runs as
+// containerAgentUID, and a write outside the roots or to the session's
+// settings fails on a permission, Landlock's or the file's, where nested
+// mode has a read-only mount).
+func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launchBox, u nestedUser, mode string) {
+	t.Helper()
+	model := &launchModel{}
+	w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
+	mcp := &launchMCP{}
+	w.serveHTTPS(t, launchMCPHost, launchMCPAddr, mcp)
+
+	bash := func(cmd string) fakemodel.ToolCall {
+		return fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "fakemodel"}}
+	}
+	const pushReason = `hookgate: shell command runs git push, denied by bash.denyPrograms "git:push"`
+	pushRan, pushRanAfter := filepath.Join(b.ws, "push-ran"), filepath.Join(b.ws, "push-ran-after")
+	marker, envOut := filepath.Join(b.ws, "marker"), filepath.Join(b.ws, "env-out")
+	outside := filepath.Join(b.root, "outside.txt")
+	r := c.launchClaude(t, w, model, b, u, []fakemodel.ToolCall{
+		bash("touch " + pushRan + " && git push origin main"),
+		bash("echo hi > " + marker),
+		bash("env > " + envOut),
+		bash(`printf 'import urllib.request\nurllib.request.urlopen("https://denied.test/", timeout=20)\n' > fetch.py && python3 fetch.py`),
+		{Name: "Write", Input: map[string]any{"file_path": outside, "content": "escaped\n"}},
+		// The runtime directory is /run/sandboxd-* for root, else in
+		// the temporary directory: one glob for both, read by tee
+		// (the gate would deny a redirection to a path it cannot
+		// read; the kernel's refusal is the point here).
+		bash("tee /*/sandboxd-*/launch/settings.json </dev/null"),
+		bash("touch " + pushRanAfter + " && git push origin main"),
+	})
+	r.requireSucceeded(t)
+	claudeRequirePresent(t, b.ran)
+	lines := parseAudit(t, r.run.audit)
+	requireContainerProc(t, lines, "ANTHROPIC_API_KEY")
+	requireSandboxMode(t, lines, mode, containerAgentUID)
+	r.requireRulings(t, "Bash deny", "Bash allow", "Bash allow", "Bash allow", "Write allow", "Bash allow", "Bash deny")
+
+	t.Run("tools", func(t *testing.T) {
+		offered := r.offered(t)
+		for _, name := range launchCeiling {
+			if slices.Contains(offered, name) {
+				t.Errorf("Claude Code offered %s, which the ceiling took back", name)
+			}
+		}
+		for _, name := range []string{"Bash", "Read", "Write", "Edit"} {
+			if !slices.Contains(offered, name) {
+				t.Errorf("Claude Code did not offer %s, which the session allows", name)
+			}
+		}
+		if m := r.mcpTools(offered); len(m) > 0 {
+			t.Errorf("the strict session offered the user's MCP tools %v", m)
+		}
+		if n := r.worldSaw(launchMCPHost); n > 0 {
+			t.Errorf("the user's MCP server got %d requests in a strict session", n)
+		}
+		if got := r.startCeiling(t); !slices.Equal(got, launchCeiling) {
+			t.Errorf("the start line's ceiling is %v, want %v", got, launchCeiling)
+		}
+	})
+
+	t.Run("gate", func(t *testing.T) {
+		r.requireDenied(t, 0, "Bash", pushReason)
+		claudeRequireAbsent(t, pushRan)
+		r.requireRan(t, 1, "Bash")
+		if got, err := os.ReadFile(marker); err != nil || string(got) != "hi\n" {
+			t.Errorf("marker %s: %q, %v: want the allowed command's \"hi\"", marker, got, err)
+		}
+		r.requireDenied(t, 6, "Bash", pushReason)
+		claudeRequireAbsent(t, pushRanAfter)
+	})
+
+	t.Run("api-key", func(t *testing.T) {
+		r.requireRan(t, 2, "Bash")
+		env, err := os.ReadFile(envOut)
+		if err != nil {
+			t.Fatalf("the shell call's env: %v", err)
+		}
+		if bytes.Contains(env, []byte(claudeAPIKey)) {
+			t.Errorf("the real API key is in the harness's process tree")
+		}
+		m := regexp.MustCompile(`(?m)^ANTHROPIC_API_KEY=(.*)$`).FindSubmatch(env)
+		if m == nil || len(m[1]) != len(claudeAPIKey) || !bytes.HasPrefix(m[1], []byte("sk-ant-api03-")) || !bytes.HasSuffix(m[1], []byte(claudeAPIKey[len(claudeAPIKey)-20:])) {
+			t.Errorf("ANTHROPIC_API_KEY inside is not a placeholder of the key's shape: %q", m)
+		}
+		if !model.sawKey(claudeAPIKey) {
+			t.Errorf("the model's server never got the real API key")
+		}
+		for _, s := range []string{r.stdout, r.stderr, r.run.audit} {
+			if strings.Contains(s, claudeAPIKey) {
+				t.Errorf("the real API key is in sandboxd's output or audit")
+			}
+		}
+	})
+
+	t.Run("proxy", func(t *testing.T) { r.requireFetchDenied(t, 3) })
+	// A write outside the write roots: the read-only mount (nested) or
+	// Landlock (container mode) refuses it.
+	refusal, settingsRefusal := "EROFS", "settings.json: Read-only file system"
+	if mode == "container" {
+		refusal, settingsRefusal = "EACCES", "settings.json: Permission denied"
+	}
+	t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 4, outside, refusal) })
+
+	t.Run("config", func(t *testing.T) {
+		e := r.exchange(t, 5, "Bash")
+		if !e.IsError || !strings.Contains(e.Result, settingsRefusal) {
+			t.Errorf("overwriting the session settings: is_error=%v %q: want tee's %q", e.IsError, e.Result, settingsRefusal)
+		}
+		r.requireSettingsRun(t, len(r.exchanges), containerHookgate)
+	})
+}
+
+// TestContainerModeLaunchClaude: TestContainerNestedLaunchClaude's session
+// in container mode, in a container with --cap-add NET_ADMIN as its only
+// option (Docker's default seccomp profile): sandboxd as root, the
+// harness and its tools as the image's agent (the owner of the workspace,
+// where `sandboxd run -- id -u` says so first), in a home of the
+// session's whose protected files (~/.claude/settings.json, ...) are
+// root's. The same checks hold, the start line says container mode and
+// the agent's uid, and the refusals of a write outside the roots and of
+// the session's settings are Landlock's and the file's.
+func TestContainerModeLaunchClaude(t *testing.T) {
 	requireDocker(t)
 	testenv.NeedRoot(t)
 	claude := claudeCLI(t)
@@ -570,8 +584,6 @@ func TestContainerModeLaunchClaudeRefused(t *testing.T) {
 	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
 	containerImage(t)
 	c, w := startContainerMode(t, "-v", harnesses+":"+harnesses+":ro")
-	model := &launchModel{}
-	w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
 	// sandboxd runs as root, the container's user; the box is laid out as
 	// container mode wants it: the workspace (whose owner is the command's
 	// uid) and the log directory are the agent's, the policy's directory
@@ -586,35 +598,11 @@ func TestContainerModeLaunchClaudeRefused(t *testing.T) {
 	if err := os.Chmod(b.root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Container mode runs here, from this workspace, as the agent: what
-	// refuses below is the launch.
 	id := c.exec(t, 2*time.Minute, []string{"--workdir", b.ws}, containerSandboxd, "run", "--", "id", "-u")
 	if id.code != 0 || id.stdout != strconv.Itoa(containerAgentUID)+"\n" {
 		t.Fatalf("sandboxd run -- id -u from the agent's workspace %s: %s: want container mode's uid %d", b.ws, id, containerAgentUID)
 	}
-
-	marker := filepath.Join(b.ws, "marker")
-	r := c.launchClaude(t, w, model, b, root, []fakemodel.ToolCall{
-		{Name: "Bash", Input: map[string]any{"command": "echo hi > " + marker, "description": "fakemodel"}},
-	})
-	t.Logf("the refusal: exit %d, stderr %q", r.code, r.stderr)
-	r.requireRefused(t, 125, "container mode")
-	if line := strings.TrimSuffix(r.stderr, "\n"); !strings.HasPrefix(line, "sandboxd: ") || !strings.Contains(line, procjail.SeccompProfileFix) {
-		t.Errorf("the refusal %q is not sandboxd's one line naming the seccomp profile's fix %q", r.stderr, procjail.SeccompProfileFix)
-	}
-	if r.stdout != "" {
-		t.Errorf("refused, yet stdout %q", r.stdout)
-	}
-	claudeRequireAbsent(t, marker)
-	if len(r.seen) > 0 {
-		t.Errorf("the world saw %q during a refused launch", r.seen)
-	}
-	if n := r.worldSaw(launchModelHost); n > 0 || model.sawKey(claudeAPIKey) {
-		t.Errorf("the model's host got %d requests (the real key: %v) during a refused launch", n, model.sawKey(claudeAPIKey))
-	}
-	if r.auditHas(func(l map[string]any) bool { return l["msg"] == audit.MsgSessionStart }) {
-		t.Errorf("a refused launch has a session start line in its audit:\n%s", r.run.audit)
-	}
+	checkContainerLaunch(t, c, w, b, root, "container")
 }
 
 // newNestedLaunchBox is newLaunchBox's throwaway user for a container: its

@@ -666,12 +666,17 @@ func (r *launchResult) requireFetchDenied(t *testing.T, i int) {
 }
 
 // requireWriteRefused: tool call i, a Write of outside (beyond the write
-// roots), failed with the kernel's EROFS and left nothing on the host.
-func (r *launchResult) requireWriteRefused(t *testing.T, i int, outside string) {
+// roots), failed with the kernel's EROFS (the read-only mount; errno its
+// name where another layer refuses) and left nothing on the host.
+func (r *launchResult) requireWriteRefused(t *testing.T, i int, outside string, errno ...string) {
 	t.Helper()
+	want := "EROFS"
+	if len(errno) > 0 {
+		want = errno[0]
+	}
 	e := r.exchange(t, i, "Write")
-	if !e.IsError || !strings.Contains(e.Result, "EROFS") {
-		t.Errorf("Write %s: is_error=%v %q: want the kernel's EROFS", outside, e.IsError, e.Result)
+	if !e.IsError || !strings.Contains(e.Result, want) {
+		t.Errorf("Write %s: is_error=%v %q: want the kernel's %s", outside, e.IsError, e.Result, want)
 	}
 	if left, _ := filepath.Glob(outside + "*"); len(left) > 0 {
 		t.Errorf("the refused Write left %v on the host", left)

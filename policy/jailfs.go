@@ -73,6 +73,18 @@ var ProtectedInHome = []string{
 	".pi/agent/settings.json", ".pi/agent/extensions",
 }
 
+// protectedInHomeDirs are the entries of ProtectedInHome that are
+// directories (the others are files).
+var protectedInHomeDirs = map[string]bool{
+	".config/fish": true, ".config/git": true, ".ssh": true, ".config/systemd": true, ".config/autostart": true,
+	".config/environment.d": true, ".local/bin": true, ".cargo/bin": true, "go/bin": true, ".config/nvim": true,
+	".codex": true, ".copilot/hooks": true, ".pi/agent/extensions": true,
+}
+
+// ProtectedInHomeIsDir says whether an entry of ProtectedInHome is a
+// directory (where a sandbox makes it in a home of its own).
+func ProtectedInHomeIsDir(rel string) bool { return protectedInHomeDirs[rel] }
+
 // ProtectedInRoot are protected in the workspace and every write root:
 // git runs hooks and configured programs (core.fsmonitor, core.hooksPath)
 // from them, and the harnesses read their project settings there.

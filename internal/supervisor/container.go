@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
@@ -126,29 +127,91 @@ func (s *session) containerSetup() (func(), error) {
 	if c == nil {
 		return nil, nil
 	}
-	// No overlay without a mount namespace. The command gets a home of
-	// its own instead, a write root removed with the session (as the
-	// nested sandbox's home overlay is discarded); sandboxd's home stays
-	// out of its reach.
+	// No overlay without a mount namespace: the command's home (made by
+	// containerHome) is a write root instead.
 	s.fsPlan.HomeOverlay = ""
-	home := s.dir + privateHomeSuffix
-	if err := os.Mkdir(home, 0o700); err != nil {
-		return nil, fmt.Errorf("container mode: the command's home: %w", err)
-	}
-	cleanup := func() { os.RemoveAll(home) }
-	if err := os.Chown(home, int(c.UID), int(c.GID)); err != nil {
-		return cleanup, fmt.Errorf("container mode: the command's home: %w", err)
-	}
-	s.fsPlan.WriteRoots = append(s.fsPlan.WriteRoots, home)
-	s.env = append(withoutEnv(s.env, "HOME"), "HOME="+home)
+	s.fsPlan.WriteRoots = append(s.fsPlan.WriteRoots, s.agentHome)
+	s.env = append(withoutEnv(s.env, "HOME"), "HOME="+s.agentHome)
 	// The command reads what it is given in the runtime directory (the
 	// sandbox CA's bundle) by name; the directory is not listable, its
 	// sockets are out of reach (no Unix socket without
 	// --allow-unix-socket) and nothing in it is writable by the uid.
 	if err := os.Chmod(s.dir, 0o711); err != nil {
-		return cleanup, fmt.Errorf("container mode: runtime directory: %w", err)
+		return nil, fmt.Errorf("container mode: runtime directory: %w", err)
 	}
-	return cleanup, s.containerChecks()
+	return nil, s.containerChecks()
+}
+
+// containerHome makes container mode's home for the command, before a
+// launch renders its configuration there: a fresh directory of the
+// session, removed at the end (as nested mode's home overlay is
+// discarded), where the command may create what it likes but not replace
+// what a harness or a shell reads as the user's own. The home and the
+// directories on the way to a protected path (policy.ProtectedInHome)
+// are root's, group the command's, mode 1770: the sticky bit lets the
+// command rename and remove only what it made. Each protected path is
+// made root's (empty: a file, "{}" for JSON, or a directory), so the command can
+// neither write it nor make its own in its place.
+func (s *session) containerHome() (func(), error) {
+	c := s.container
+	if c == nil {
+		return nil, nil
+	}
+	home := s.dir + privateHomeSuffix
+	cleanup := func() { os.RemoveAll(home) }
+	shared := func(d string) error {
+		if err := os.Mkdir(d, 0o770); err != nil && !os.IsExist(err) {
+			return err
+		}
+		if err := os.Chown(d, 0, int(c.GID)); err != nil {
+			return err
+		}
+		return os.Chmod(d, 0o770|os.ModeSticky)
+	}
+	if err := shared(home); err != nil {
+		return cleanup, fmt.Errorf("container mode: the command's home: %w", err)
+	}
+	for _, rel := range policy.ProtectedInHome {
+		p := filepath.Join(home, rel)
+		var parents []string
+		for d := filepath.Dir(p); d != home; d = filepath.Dir(d) {
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			if err := shared(d); err != nil {
+				return cleanup, fmt.Errorf("container mode: the command's home: %w", err)
+			}
+		}
+		var err error
+		switch {
+		case policy.ProtectedInHomeIsDir(rel):
+			err = os.Mkdir(p, 0o755)
+		case strings.HasSuffix(rel, ".json"):
+			err = os.WriteFile(p, []byte("{}\n"), 0o644) // a harness reads it: empty settings
+		default:
+			err = os.WriteFile(p, nil, 0o644)
+		}
+		if err != nil && !os.IsExist(err) {
+			return cleanup, fmt.Errorf("container mode: the command's home: %w", err)
+		}
+	}
+	s.agentHome = home
+	return cleanup, nil
+}
+
+// mkdirsAs makes dir and its missing parents, each made one owned by uid
+// and gid (a launch's state directories in container mode's home).
+func mkdirsAs(dir string, uid, gid uint32) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := mkdirsAs(filepath.Dir(dir), uid, gid); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return err
+	}
+	return os.Chown(dir, int(uid), int(gid))
 }
 
 // containerChecks refuses a container-mode start whose file rules the

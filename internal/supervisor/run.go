@@ -216,7 +216,7 @@ func Run(opts Options) (int, error) {
 	s.sig.Notify()
 	cleanups = append(cleanups, func() { s.abortSetup(); s.sig.Stop() })
 	for _, step := range []func() (func(), error){
-		s.prestart, s.resolve, s.procMode, s.runtimeDir, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.containerSetup, s.firstStatus, s.start, s.servePublished, s.livePolicy,
+		s.prestart, s.resolve, s.procMode, s.runtimeDir, s.containerHome, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.containerSetup, s.firstStatus, s.start, s.servePublished, s.livePolicy,
 	} {
 		cleanup, err := step()
 		if cleanup != nil {
@@ -285,6 +285,7 @@ type session struct {
 	// container is container mode's identity for the command, nil in
 	// nested mode (prestart, containerFallback).
 	container *procjail.ContainerMode
+	agentHome string // container mode: the command's home (containerHome)
 
 	status       Status
 	statusFailed bool
