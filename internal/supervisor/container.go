@@ -49,8 +49,8 @@ func ParseAgentID(v string) (uid, gid uint32, hasGID bool, err error) {
 		g, err = strconv.ParseUint(gs, 10, 32)
 		gid = uint32(g)
 	}
-	if err != nil || u == 0 || u == 1<<32-1 {
-		return 0, 0, false, fmt.Errorf("--agent-uid %q: want UID[:GID], numbers, the uid not 0", v)
+	if err != nil || u == 0 || u == 1<<32-1 || hasGID && (gid == 0 || gid == 1<<32-1) {
+		return 0, 0, false, fmt.Errorf("--agent-uid %q: want UID[:GID], numbers, neither 0", v)
 	}
 	return uint32(u), gid, hasGID, nil
 }
@@ -109,6 +109,11 @@ func (s *session) agentIdentity() (*procjail.ContainerMode, error) {
 				Fix:    "chown the workspace to an unused uid (chown -R 1000 " + ws + "), or pass --agent-uid UID of a uid that may write it"}
 		}
 		uid, gid = st.Uid, st.Gid
+		if gid == 0 {
+			// Never root's group: files of group 0 are often writable
+			// by it (an image made for any uid).
+			gid = uid
+		}
 	}
 	if pids := procjail.UIDProcesses(uid); len(pids) > 0 {
 		return nil, &ContainerModeError{Piece: "container mode: an unused uid",

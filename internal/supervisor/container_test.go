@@ -46,7 +46,7 @@ func TestParseAgentID(t *testing.T) {
 			t.Errorf("ParseAgentID(%q) = %d, %d, %v, %v", v, u, g, hasGID, err)
 		}
 	}
-	for _, bad := range []string{"", "0", "0:5", "x", "1001:", "1001:x", "-1", "4294967295", "99999999999"} {
+	for _, bad := range []string{"", "0", "0:5", "1001:0", "x", "1001:", "1001:x", "-1", "4294967295", "99999999999"} {
 		if _, _, _, err := ParseAgentID(bad); err == nil {
 			t.Errorf("ParseAgentID(%q) accepted", bad)
 		}
