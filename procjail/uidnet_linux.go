@@ -462,5 +462,27 @@ func joinInts(v []int) string {
 // netfilter (CheckUIDRules proves the rest, at the cost of a transaction).
 func HasNetAdmin() bool {
 	ok, err := effectiveCap(unix.CAP_NET_ADMIN)
-	return err == nil && ok
+	return err == nil && ok && ownsNetns()
+}
+
+// ownsNetns says whether this thread's network namespace belongs to its
+// user namespace: its capabilities then reach the namespace (a process in
+// a user namespace of its own has CAP_NET_ADMIN, but not over the network
+// namespace it was started in).
+func ownsNetns() bool {
+	nfd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(nfd)
+	ufd, err := unix.IoctlRetInt(nfd, unix.NS_GET_USERNS)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(ufd)
+	var owner, mine unix.Stat_t
+	if unix.Fstat(ufd, &owner) != nil || unix.Stat("/proc/thread-self/ns/user", &mine) != nil {
+		return false
+	}
+	return owner.Dev == mine.Dev && owner.Ino == mine.Ino
 }

@@ -75,7 +75,12 @@ func (s *session) containerFallback(nestedErr error) (*procjail.ContainerMode, e
 	if procjail.LandlockABI() == 0 {
 		return nil, refuse("the kernel has no Landlock, or the container's seccomp profile refuses it, and container mode holds the file rules with it")
 	}
-	return s.agentIdentity()
+	c, err := s.agentIdentity()
+	if err != nil {
+		// Both modes' reasons, each with its fix.
+		return nil, fmt.Errorf("%w; and %w", nestedErr, err)
+	}
+	return c, nil
 }
 
 // agentIdentity is container mode's uid and gid for the command: --agent-uid's,
