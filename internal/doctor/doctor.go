@@ -139,7 +139,11 @@ func explain(err error, r Report) []Piece {
 	case errors.Is(err, procjail.ErrUserNamespaces):
 		errors.As(err, &errno)
 		p := []Piece{{"user namespaces (nested mode)", procjail.UserNamespaceFix(errno)}}
-		if runtime.GOOS == "linux" {
+		var ce *supervisor.ContainerModeError
+		switch {
+		case errors.As(err, &ce):
+			p = append(p, Piece{ce.Piece + " (" + ce.Reason + ")", ce.Fix})
+		case runtime.GOOS == "linux":
 			p = append(p, Piece{"container mode: " + containerModeMissing(), supervisor.ContainerModeFix})
 		}
 		return p
@@ -171,7 +175,7 @@ func containerModeMissing() string {
 	if procjail.LandlockABI() == 0 {
 		return "Landlock is unavailable"
 	}
-	return "the command's uid (see the refusal)"
+	return "see the refusal"
 }
 
 // containerRuntime says which container runtime, if any, sandboxd runs in:
