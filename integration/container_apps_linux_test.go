@@ -492,28 +492,7 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 	requireSandboxMode(t, lines, mode, containerAgentUID)
 	r.requireRulings(t, "Bash deny", "Bash allow", "Bash allow", "Bash allow", "Write allow", "Bash allow", "Bash deny")
 
-	t.Run("tools", func(t *testing.T) {
-		offered := r.offered(t)
-		for _, name := range launchCeiling {
-			if slices.Contains(offered, name) {
-				t.Errorf("Claude Code offered %s, which the ceiling took back", name)
-			}
-		}
-		for _, name := range []string{"Bash", "Read", "Write", "Edit"} {
-			if !slices.Contains(offered, name) {
-				t.Errorf("Claude Code did not offer %s, which the session allows", name)
-			}
-		}
-		if m := r.mcpTools(offered); len(m) > 0 {
-			t.Errorf("the strict session offered the user's MCP tools %v", m)
-		}
-		if n := r.worldSaw(launchMCPHost); n > 0 {
-			t.Errorf("the user's MCP server got %d requests in a strict session", n)
-		}
-		if got := r.startCeiling(t); !slices.Equal(got, launchCeiling) {
-			t.Errorf("the start line's ceiling is %v, want %v", got, launchCeiling)
-		}
-	})
+	t.Run("tools", func(t *testing.T) { r.requireStrictTools(t, "Bash", "Read", "Write", "Edit") })
 
 	t.Run("gate", func(t *testing.T) {
 		r.requireDenied(t, 0, "Bash", pushReason)

@@ -133,28 +133,7 @@ func TestLaunchClaude(t *testing.T) {
 
 		// 1. The tool list: the ceiling's tools and the user's MCP
 		// server are not offered, the rest of the default set is.
-		t.Run("tools", func(t *testing.T) {
-			offered := r.offered(t)
-			for _, name := range launchCeiling {
-				if slices.Contains(offered, name) {
-					t.Errorf("Claude Code offered %s, which the ceiling took back", name)
-				}
-			}
-			for _, name := range []string{"Bash", "Read", "Write", "Edit", "ToolSearch"} {
-				if !slices.Contains(offered, name) {
-					t.Errorf("Claude Code did not offer %s, which the session allows", name)
-				}
-			}
-			if m := r.mcpTools(offered); len(m) > 0 {
-				t.Errorf("the strict session offered the user's MCP tools %v", m)
-			}
-			if n := r.worldSaw(launchMCPHost); n > 0 {
-				t.Errorf("the user's MCP server got %d requests in a strict session", n)
-			}
-			if got := r.startCeiling(t); !slices.Equal(got, launchCeiling) {
-				t.Errorf("the start line's ceiling is %v, want %v", got, launchCeiling)
-			}
-		})
+		t.Run("tools", func(t *testing.T) { r.requireStrictTools(t, "Bash", "Read", "Write", "Edit", "ToolSearch") })
 
 		// 2. A denied shell call is denied by the gate, an allowed one
 		// ran. sandboxd's ruling server audited one ruling per call, in
@@ -653,6 +632,33 @@ func (r *launchResult) mcpTools(offered []string) []string {
 }
 
 // worldSaw counts the world's requests for host during the run.
+// requireStrictTools: Claude Code offered none of the ceiling's tools and
+// each of want; none of the user's MCP tools, whose server got no request;
+// the start line names the ceiling.
+func (r *launchResult) requireStrictTools(t *testing.T, want ...string) {
+	t.Helper()
+	offered := r.offered(t)
+	for _, name := range launchCeiling {
+		if slices.Contains(offered, name) {
+			t.Errorf("Claude Code offered %s, which the ceiling took back", name)
+		}
+	}
+	for _, name := range want {
+		if !slices.Contains(offered, name) {
+			t.Errorf("Claude Code did not offer %s, which the session allows", name)
+		}
+	}
+	if m := r.mcpTools(offered); len(m) > 0 {
+		t.Errorf("the strict session offered the user's MCP tools %v", m)
+	}
+	if n := r.worldSaw(launchMCPHost); n > 0 {
+		t.Errorf("the user's MCP server got %d requests in a strict session", n)
+	}
+	if got := r.startCeiling(t); !slices.Equal(got, launchCeiling) {
+		t.Errorf("the start line's ceiling is %v, want %v", got, launchCeiling)
+	}
+}
+
 // requireFetchDenied: tool call i, python's fetch of denied.test, failed
 // on the proxy's 403 (not the gate's), the world never saw the host, and
 // the audit has the proxy's deny.
