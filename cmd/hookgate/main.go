@@ -16,7 +16,8 @@ import (
 	"github.com/barry-rocks/sandbox/internal/cli"
 )
 
-// version is set at link time with -ldflags "-X main.version=...".
+// version is set at link time with -ldflags "-X main.version=..."; without
+// it the version is the module's and the commit Go recorded (cli.Version).
 var version = "dev"
 
 func main() {
@@ -33,7 +34,7 @@ func run(args []string) int {
 			{Name: "uninstall", Summary: "remove hookgate's entry from a harness's hook configuration", Run: installCmd(true)},
 			{Name: "verify", Summary: "check that the harness really runs hookgate on its tool calls", Run: verifyCmd},
 			{Name: "version", Summary: "print the version", Run: func(ctx context.Context, io cli.IO, args []string) int {
-				fmt.Fprintf(io.Out, "hookgate %s\n", version)
+				fmt.Fprintf(io.Out, "hookgate %s\n", cli.Version(version))
 				return 0
 			}},
 		},

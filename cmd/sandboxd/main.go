@@ -15,7 +15,8 @@ import (
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
-// version is set at link time with -ldflags "-X main.version=...".
+// version is set at link time with -ldflags "-X main.version=..."; without
+// it the version is the module's and the commit Go recorded (cli.Version).
 var version = "dev"
 
 func main() {
@@ -64,7 +65,7 @@ func versionCommand() *cli.Command {
 			fmt.Fprintf(io.Err, "sandboxd version: unexpected argument %q (see sandboxd version --help)\n", args[0])
 			return 2
 		}
-		fmt.Fprintf(io.Out, "sandboxd %s\n", version)
+		fmt.Fprintf(io.Out, "sandboxd %s\n", cli.Version(version))
 		return 0
 	}}
 }
