@@ -36,6 +36,7 @@ import (
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/fakemodel"
 	"github.com/barry-rocks/sandbox/internal/testenv"
+	"github.com/barry-rocks/sandbox/procjail"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
@@ -546,16 +547,22 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 	})
 }
 
-// TestContainerModeLaunchClaude: TestContainerNestedLaunchClaude's session
-// in container mode, in a container with --cap-add NET_ADMIN as its only
-// option (Docker's default seccomp profile): sandboxd as root, the
-// harness and its tools as the image's agent (the owner of the workspace,
-// where `sandboxd run -- id -u` says so first), in a home of the
-// session's whose protected files (~/.claude/settings.json, ...) are
-// root's. The same checks hold, the start line says container mode and
-// the agent's uid, and the refusals of a write outside the roots and of
-// the session's settings are Landlock's and the file's.
-func TestContainerModeLaunchClaude(t *testing.T) {
+// TestContainerModeLaunchClaudeRefused: `sandboxd launch claude-code` is
+// refused in container mode for now: a harness's project settings in the
+// workspace (.claude/settings.local.json, whose disableAllHooks turns the
+// gate off) must stay unchangeable by the command, which no mount can hold
+// there.
+// In a container with --cap-add NET_ADMIN as its only option (Docker's
+// default seccomp profile), where doctor says container mode and `sandboxd
+// run` starts the agent's command from the agent's workspace, the launch
+// as root from that workspace, with the real Claude Code behind --program
+// (a script that leaves a marker first) and the fake Anthropic API in the
+// world, exits 125 with nothing on stdout and exactly one stderr line,
+// sandboxd's, naming container mode and the seccomp profile fix
+// (procjail.SeccompProfileFix); the harness never started: no marker, no
+// request at the fake model or anywhere in the world, and the audit has
+// no session start.
+func TestContainerModeLaunchClaudeRefused(t *testing.T) {
 	requireDocker(t)
 	testenv.NeedRoot(t)
 	claude := claudeCLI(t)
@@ -563,6 +570,8 @@ func TestContainerModeLaunchClaude(t *testing.T) {
 	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
 	containerImage(t)
 	c, w := startContainerMode(t, "-v", harnesses+":"+harnesses+":ro")
+	model := &launchModel{}
+	w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
 	// sandboxd runs as root, the container's user; the box is laid out as
 	// container mode wants it: the workspace (whose owner is the command's
 	// uid) and the log directory are the agent's, the policy's directory
@@ -577,11 +586,35 @@ func TestContainerModeLaunchClaude(t *testing.T) {
 	if err := os.Chmod(b.root, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Container mode runs here, from this workspace, as the agent: what
+	// refuses below is the launch.
 	id := c.exec(t, 2*time.Minute, []string{"--workdir", b.ws}, containerSandboxd, "run", "--", "id", "-u")
 	if id.code != 0 || id.stdout != strconv.Itoa(containerAgentUID)+"\n" {
 		t.Fatalf("sandboxd run -- id -u from the agent's workspace %s: %s: want container mode's uid %d", b.ws, id, containerAgentUID)
 	}
-	checkContainerLaunch(t, c, w, b, root, "container")
+
+	marker := filepath.Join(b.ws, "marker")
+	r := c.launchClaude(t, w, model, b, root, []fakemodel.ToolCall{
+		{Name: "Bash", Input: map[string]any{"command": "echo hi > " + marker, "description": "fakemodel"}},
+	})
+	t.Logf("the refusal: exit %d, stderr %q", r.code, r.stderr)
+	r.requireRefused(t, 125, "container mode")
+	if line := strings.TrimSuffix(r.stderr, "\n"); !strings.HasPrefix(line, "sandboxd: ") || !strings.Contains(line, procjail.SeccompProfileFix) {
+		t.Errorf("the refusal %q is not sandboxd's one line naming the seccomp profile's fix %q", r.stderr, procjail.SeccompProfileFix)
+	}
+	if r.stdout != "" {
+		t.Errorf("refused, yet stdout %q", r.stdout)
+	}
+	claudeRequireAbsent(t, marker)
+	if len(r.seen) > 0 {
+		t.Errorf("the world saw %q during a refused launch", r.seen)
+	}
+	if n := r.worldSaw(launchModelHost); n > 0 || model.sawKey(claudeAPIKey) {
+		t.Errorf("the model's host got %d requests (the real key: %v) during a refused launch", n, model.sawKey(claudeAPIKey))
+	}
+	if r.auditHas(func(l map[string]any) bool { return l["msg"] == audit.MsgSessionStart }) {
+		t.Errorf("a refused launch has a session start line in its audit:\n%s", r.run.audit)
+	}
 }
 
 // newNestedLaunchBox is newLaunchBox's throwaway user for a container: its

@@ -33,12 +33,15 @@ func TestContainerModeFileRules(t *testing.T) {
 	}{
 		{"denied file readable by the uid", setup + ` && exec sandboxd run --policy /etc/barry/policy.yaml -- cat .env`,
 			125, "", []string{"container mode", "/home/agent/ws/.env", "uid " + agent, "chown"}},
+		// Its own file it could chmod back: as good as readable.
+		{"denied file of the uid's, mode 000", setup + ` && chmod 000 .env && exec sandboxd run --policy /etc/barry/policy.yaml -- sh -c 'chmod 600 .env; cat .env'`,
+			125, "", []string{"container mode", "/home/agent/ws/.env", "chown root"}},
 		{"denied file unreadable by the uid", setup + ` && chown root:root .env && chmod 600 .env && sandboxd run --policy /etc/barry/policy.yaml -- sh -c 'cat .env; echo code=$?'`,
 			0, "code=1", []string{"Permission denied", "protected paths in the workspace stay writable", ".git/hooks"}},
 		{"the home's protected files", setup + ` && rm .env && exec sandboxd run --policy /etc/barry/policy.yaml -- sh -c 'echo x >> ~/.claude/settings.json; echo w=$?; mv ~/.claude ~/.c2; echo m=$?; rm -f ~/.bashrc; echo r=$?; mkdir -p ~/.local/bin/x; echo b=$?; touch ~/own && mv ~/own ~/own2 && echo own-ok; cat ~/.claude/settings.json' 2>/dev/null`,
 			0, "w=1\nm=1\nr=1\nb=1\nown-ok\n{}", nil},
 		{"policy in a directory the uid may change", setup + ` && mkdir /home/agent/pol && cp /etc/barry/policy.yaml /home/agent/pol/ && chown -R ` + agent + ` /home/agent/pol && rm .env && exec sandboxd run --policy /home/agent/pol/policy.yaml -- true`,
-			125, "", []string{"container mode", "/home/agent/pol", "uid " + agent, "chown or chmod"}},
+			125, "", []string{"container mode", "/home/agent/pol", "uid " + agent, "chown root"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,12 +12,13 @@ package procjail
 // container's loopback. There is no mount layer: the file rules hold as
 // far as Landlock and UID's own permissions hold them (sandboxd checks
 // what they cannot hold before the start, see AccessAs). When the command
-// exits every process of UID is killed and the rules are removed; an init
+// exits every process of UID is killed and the rules are removed (by the
+// init, or by Sandbox's wait when the init died first); a supervisor
 // killed before that leaves them, and UID with no network.
 type ContainerMode struct {
 	// UID and GID are the command's identity: a uid no other process of
 	// the container runs as (every process of UID is confined, and
-	// killed at the end), never 0.
+	// killed at the end); neither 0.
 	UID, GID uint32
 }
 

@@ -5,29 +5,13 @@ package procjail
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-// asUID runs f on an OS thread of its own whose credentials are uid, gid
-// and no supplementary groups (set on that thread alone, with the raw
-// system calls: Go's wrappers change every thread). The thread is never
-// given back: the runtime ends it with its goroutine. The caller must be
-// root.
-func asUID(uid, gid uint32, f func()) error {
-	var err error
-	// Never the main thread: the runtime cannot end it, so it would keep
-	// uid for good (and the process would count as one of uid's).
-	offMainThread(func() {
-		if err = setThreadIDs(uid, gid); err == nil {
-			f()
-		}
-	})
-	return err
-}
 
 // uidWorker runs functions on one OS thread of the init that acts as the
 // command's uid: its effective (and so filesystem) ids are the command's,
@@ -159,40 +143,114 @@ func setThreadIDs(uid, gid uint32) error {
 }
 
 // AccessAs returns those of paths that uid and gid (with no supplementary
-// groups) may access with mode (unix.R_OK, unix.W_OK, ...), as the kernel
-// decides it for them: permissions, ACLs and every directory on the way.
-// Container mode's command runs so, with no mount layer to hide or protect
-// a file: sandboxd refuses a start where it could read a denied file or
-// write a read-only one. A directory counts as readable when it can be
-// listed or searched. The caller must be root.
+// groups) may access with mode (AccessRead, AccessWrite), as the kernel
+// decides it for them today: permissions, ACLs and every directory on the
+// way (the caller adds what uid could change, as an owner). A directory
+// counts as readable when it can be listed or searched. The caller must
+// be root.
+//
+// The check runs on the calling goroutine's thread, locked, with uid and
+// gid as its effective ids for the calls (faccessat with AT_EACCESS) and
+// root's put back after them: no thread ends (a thread that forked a child
+// with a parent-death signal, the sandbox's init, must outlive it).
 func AccessAs(uid, gid uint32, paths []string, mode uint32) ([]string, error) {
+	runtime.LockOSThread()
+	groups := make([]uint32, 256)
+	n, _, e := unix.RawSyscall(unix.SYS_GETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0)
+	if e != 0 {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("getgroups: %w", e)
+	}
+	groups = groups[:n]
+	if err := setThreadEffective(uid, gid); err != nil {
+		// Not put back: the thread must not run anything else.
+		return nil, err
+	}
 	var out []string
-	err := asUID(uid, gid, func() {
-		for _, p := range paths {
-			m := mode
-			if fi, err := os.Lstat(p); err == nil && fi.IsDir() && m&unix.R_OK != 0 {
-				if unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_SYMLINK_NOFOLLOW) == nil {
-					out = append(out, p)
-					continue
-				}
-			}
-			if unix.Faccessat(unix.AT_FDCWD, p, m, unix.AT_SYMLINK_NOFOLLOW) == nil {
+	for _, p := range paths {
+		m := mode
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() && m&unix.R_OK != 0 {
+			if unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW) == nil {
 				out = append(out, p)
+				continue
 			}
 		}
-	})
-	return out, err
+		if unix.Faccessat(unix.AT_FDCWD, p, m, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW) == nil {
+			out = append(out, p)
+		}
+	}
+	// Root's ids and groups back (the real and saved ids are root's);
+	// a thread that cannot have them is never unlocked: it ends with
+	// this goroutine.
+	minus := ^uintptr(0)
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, minus, 0, minus); e != 0 {
+		return nil, fmt.Errorf("setresuid back: %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, minus, 0, minus); e != 0 {
+		return nil, fmt.Errorf("setresgid back: %w", e)
+	}
+	var gp uintptr
+	if len(groups) > 0 {
+		gp = uintptr(unsafe.Pointer(&groups[0]))
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), gp, 0); e != 0 {
+		return nil, fmt.Errorf("setgroups: %w", e)
+	}
+	runtime.UnlockOSThread()
+	return out, nil
 }
 
-// killUID kills every process of uid, as root (CAP_KILL): each one
-// listed (uidProcesses) is opened as a pidfd, checked to be uid's still
-// (the pid cannot be another process's once the pidfd holds it) and sent
-// SIGKILL through it; repeated until none is left (one forking meanwhile),
-// for at most a few seconds. No thread of the init takes uid's identity
-// for it (a thread with uid's real ids is one the command may signal).
+// killUID kills every process of uid, as root (CAP_KILL), in two passes
+// so that forking cannot outrun it: each listed process (uidProcesses) is
+// stopped (SIGSTOP) until a listing finds none that is not, then each is
+// killed. A process is signalled through a pidfd after its status shows
+// uid (the pid cannot be another process's once the pidfd holds it), or
+// where pidfd_open is refused by pid after the same check. At most a few
+// seconds. Zombies are not listed: nothing here waits for them.
 func killUID(uid uint32) error {
 	want := strconv.FormatUint(uint64(uid), 10)
+	signal := func(pid int, sig unix.Signal) {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil && err != unix.ENOSYS && err != unix.EPERM {
+			return // gone
+		}
+		st, serr := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if serr != nil || !statusHasUID(st, want) {
+			if err == nil {
+				unix.Close(fd)
+			}
+			return
+		}
+		if err == nil {
+			unix.PidfdSendSignal(fd, sig, nil, 0)
+			unix.Close(fd)
+			return
+		}
+		unix.Kill(pid, sig)
+	}
 	deadline := time.Now().Add(5 * time.Second)
+	stopped := map[int]bool{}
+	for {
+		pids, err := uidProcesses(uid)
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		for _, pid := range pids {
+			if !stopped[pid] {
+				fresh++
+				stopped[pid] = true
+			}
+			signal(pid, unix.SIGSTOP)
+		}
+		if fresh == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of uid %d still appearing after SIGSTOP: %v", uid, pids)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	for {
 		pids, err := uidProcesses(uid)
 		if err != nil {
@@ -202,16 +260,8 @@ func killUID(uid uint32) error {
 			return nil
 		}
 		for _, pid := range pids {
-			fd, err := unix.PidfdOpen(pid, 0)
-			if err != nil {
-				continue // gone
-			}
-			if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && statusHasUID(st, want) {
-				unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-			}
-			unix.Close(fd)
+			signal(pid, unix.SIGKILL)
 		}
-		reapAll()
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes of uid %d still alive after kill: %v", uid, pids)
 		}
@@ -223,19 +273,6 @@ func killUID(uid uint32) error {
 // container mode's init does at the end, and sandboxd where the init died
 // before it could). The caller must have CAP_KILL.
 func KillUID(uid uint32) error { return killUID(uid) }
-
-// reapAll reaps every child that has exited, without waiting.
-func reapAll() {
-	for {
-		pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if pid <= 0 || err != nil {
-			return
-		}
-	}
-}
 
 // setupShared is setupInside for container mode: nothing is mounted and
 // no namespace is made. The init becomes the subreaper of the command's

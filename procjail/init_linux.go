@@ -70,11 +70,16 @@ func RunInit() int {
 	if spec.Container != nil {
 		setup = setupShared
 	}
+	// Container mode's rules go with a start that fails before the
+	// command runs: nothing of the uid runs yet.
+	unrule := func() {
+		if spec.Container != nil {
+			RemoveUIDRules(spec.Container.UID)
+		}
+	}
 	gate, err := setup(&spec)
 	if err != nil {
-		if spec.Container != nil {
-			RemoveUIDRules(spec.Container.UID) // nothing of the uid runs yet
-		}
+		unrule()
 		return fail(err)
 	}
 
@@ -82,12 +87,14 @@ func RunInit() int {
 	fmt.Fprintf(ctl, "ready\n")
 	var goMsg [3]byte
 	if _, err := io.ReadFull(ctl, goMsg[:]); err != nil || string(goMsg[:]) != "go\n" {
+		unrule()
 		return 125
 	}
 
 	<-subscribed
 	pid, err := startCommand(&spec, gate)
 	if err != nil {
+		unrule()
 		return fail(err)
 	}
 	if gate != nil {

@@ -291,8 +291,8 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 	if (spec.Container != nil) != p.container {
 		return nil, cleanup, stepErrf("container mode", "the spec and the prestarted init disagree on container mode")
 	}
-	if spec.Container != nil && (spec.Container.UID == 0 || !spec.FileSystem.Confine) {
-		return nil, cleanup, stepErrf("container mode", "the command needs a uid other than 0 and the filesystem's Landlock domain")
+	if spec.Container != nil && (spec.Container.UID == 0 || spec.Container.GID == 0 || !spec.FileSystem.Confine) {
+		return nil, cleanup, stepErrf("container mode", "the command needs a uid and gid other than 0 and the filesystem's Landlock domain")
 	}
 	if is.Hostname == "" {
 		is.Hostname = "sandbox"

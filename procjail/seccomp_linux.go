@@ -48,8 +48,13 @@ func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *Conta
 		return stepErr("drop capabilities", fmt.Errorf("capset: %w", err))
 	}
 	if ll != nil {
-		if _, err := restrictLandlock(*ll); err != nil {
+		abi, err := restrictLandlock(*ll)
+		if err != nil {
 			return stepErr("landlock", err)
+		}
+		if as != nil && abi == 0 {
+			// Container mode: Landlock is what holds the write roots.
+			return stepErrf("landlock", "container mode needs Landlock, and this kernel has none")
 		}
 	}
 	arch, ok := seccompArches[runtime.GOARCH]

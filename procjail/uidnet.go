@@ -20,7 +20,8 @@ import (
 // UIDRules is the confinement of one uid's network in the current network
 // namespace (InstallUIDRules). The listeners it names are on 127.0.0.1 and
 // ::1 of that namespace: redirected IPv4 arrives on 127.0.0.1, IPv6 on
-// ::1, so each listener must be on both. A UIDRules is a plain value, safe
+// ::1 (sandboxd's capture listens on both; its other forwards on
+// 127.0.0.1 only, so IPv6 there fails closed). A UIDRules is a plain value, safe
 // to copy and to share.
 type UIDRules struct {
 	// UID is the agent's uid: every socket it owns (by the kernel's

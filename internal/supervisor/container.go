@@ -152,8 +152,7 @@ func (s *session) containerSetup() (func(), error) {
 	return nil, s.containerChecks()
 }
 
-// containerHome makes container mode's home for the command, before a
-// launch renders its configuration there: a fresh directory of the
+// containerHome makes container mode's home for the command: a fresh directory of the
 // session, removed at the end (as nested mode's home overlay is
 // discarded), where the command may create what it likes but not replace
 // what a harness or a shell reads as the user's own. The home and the
@@ -209,21 +208,6 @@ func (s *session) containerHome() (func(), error) {
 	return cleanup, nil
 }
 
-// mkdirsAs makes dir and its missing parents, each made one owned by uid
-// and gid (a launch's state directories in container mode's home).
-func mkdirsAs(dir string, uid, gid uint32) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := mkdirsAs(filepath.Dir(dir), uid, gid); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-		return err
-	}
-	return os.Chown(dir, int(uid), int(gid))
-}
-
 // containerChecks refuses a container-mode start whose file rules the
 // mode cannot hold: with no mount layer, a denied file is hidden only if
 // the command's uid cannot read it, and a read-only path (the policy's
@@ -237,11 +221,18 @@ func (s *session) containerChecks() error {
 	if err != nil {
 		return fmt.Errorf("container mode: %w", err)
 	}
+	// What the uid owns it may chmod: a denied file of its own, or one
+	// open to it behind a directory of its own, is as good as readable.
+	for _, h := range p.Hidden {
+		if !hasString(readable, h) && (ownedBy(h, c.UID) || openBehindOwn(h, c.UID, c.GID)) {
+			readable = append(readable, h)
+		}
+	}
 	for _, h := range readable {
 		d := p.Explain(h, false)
 		return &ContainerModeError{Piece: "container mode: files.deny",
 			Reason: fmt.Sprintf("it cannot hide %s (%s) from the command's uid %d, which may read it, with no mount layer", h, d.Reason, c.UID),
-			Fix:    fmt.Sprintf("make it unreadable to uid %d (chmod or chown), or use nested mode: %s", c.UID, procjail.SeccompProfileFix)}
+			Fix:    fmt.Sprintf("give it to another uid (chown root and chmod 600: the owner could chmod it back), or use nested mode: %s", procjail.SeccompProfileFix)}
 	}
 	// A read-only path holds only if the uid can write neither it nor its
 	// directory (where it could rename it away and put another in its
@@ -257,10 +248,15 @@ func (s *session) containerChecks() error {
 	if err != nil {
 		return fmt.Errorf("container mode: %w", err)
 	}
+	for _, r := range s.readOnly {
+		if ownedBy(r, c.UID) || ownedBy(filepath.Dir(r), c.UID) {
+			writable = append(writable, r)
+		}
+	}
 	for _, w := range writable {
 		return &ContainerModeError{Piece: "container mode: read-only paths",
 			Reason: fmt.Sprintf("it cannot keep the command's uid %d from changing %s (it may write there), with no mount layer", c.UID, w),
-			Fix:    fmt.Sprintf("keep the policy file in a directory that uid %d can write neither it nor its parent (chown or chmod them); for the runtime directory, make the parent not writable by it, or sticky", c.UID)}
+			Fix:    fmt.Sprintf("keep the policy file in a directory that uid %d neither owns nor can write, inside one it neither owns nor can write (chown root); for the runtime directory, make its parent so, or sticky", c.UID)}
 	}
 	roots, err := procjail.AccessAs(c.UID, c.GID, p.WriteRoots, procjail.AccessWrite)
 	if err != nil {
@@ -289,7 +285,7 @@ func (s *session) containerChecks() error {
 		if err := procjail.CheckDescriptorCopy(); err != nil {
 			return &ContainerModeError{Piece: "container mode: --allow-unix-socket",
 				Reason: fmt.Sprintf("the Unix socket gate copies the command's sockets, and the container refuses it (%v)", err),
-				Fix:    "run the container with --cap-add SYS_PTRACE (Docker's default seccomp profile then allows pidfd_getfd and process_vm_readv), drop --allow-unix-socket, or use nested mode: " + procjail.SeccompProfileFix}
+				Fix:    "run the container with --cap-add SYS_PTRACE (Docker's default seccomp profile then allows pidfd_getfd), drop --allow-unix-socket, or use nested mode: " + procjail.SeccompProfileFix}
 		}
 	}
 	var inRoots []string
@@ -311,12 +307,12 @@ func (s *session) containerChecks() error {
 	return nil
 }
 
-// stickyAgainst says whether path's directory is sticky and path is not
-// uid's: then uid cannot rename or remove it there (a /tmp), whatever it
-// may write in the directory.
+// stickyAgainst says whether path's directory is sticky and neither it
+// nor path is uid's: then uid cannot rename or remove path there (a /tmp),
+// whatever it may write in the directory.
 func stickyAgainst(path string, uid uint32) bool {
 	dir, err := os.Stat(filepath.Dir(path))
-	if err != nil || dir.Mode()&os.ModeSticky == 0 {
+	if err != nil || dir.Mode()&os.ModeSticky == 0 || ownedBy(filepath.Dir(path), uid) {
 		return false
 	}
 	fi, err := os.Lstat(path)
@@ -325,6 +321,38 @@ func stickyAgainst(path string, uid uint32) bool {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && st.Uid != uid
+}
+
+// ownedBy says whether path (not followed) is uid's.
+func ownedBy(path string, uid uint32) bool {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == uid
+}
+
+// openBehindOwn says whether path's own mode lets uid (with gid) read it
+// and a directory on the way is uid's: it can open its way there with a
+// chmod, whatever that directory's mode is now.
+func openBehindOwn(path string, uid, gid uint32) bool {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !(fi.Mode().Perm()&0o004 != 0 || st.Gid == gid && fi.Mode().Perm()&0o040 != 0) {
+		return false
+	}
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if ownedBy(d, uid) {
+			return true
+		}
+		if d == "/" || d == "." {
+			return false
+		}
+	}
 }
 
 func hasString(l []string, s string) bool {

@@ -28,7 +28,7 @@ func TestStickyAgainst(t *testing.T) {
 		uid  uint32
 		want bool
 	}{
-		{filepath.Join(sticky, "x"), me + 1, true}, // another's, in a sticky directory
+		{filepath.Join(sticky, "x"), me + 1, true}, // another's, in another's sticky directory
 		{filepath.Join(sticky, "x"), me, false},    // its own
 		{filepath.Join(plain, "x"), me + 1, false}, // not sticky
 		{filepath.Join(sticky, "gone"), me + 1, false},
@@ -50,5 +50,33 @@ func TestParseAgentID(t *testing.T) {
 		if _, _, _, err := ParseAgentID(bad); err == nil {
 			t.Errorf("ParseAgentID(%q) accepted", bad)
 		}
+	}
+}
+
+func TestOpenBehindOwn(t *testing.T) {
+	dir, err := os.MkdirTemp("", "behind-own-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	const uid, gid = 1_700_000_002, 1_700_000_002
+	own := filepath.Join(dir, "own")
+	os.Mkdir(own, 0o700) // shut now, but the uid's: it can open it
+	os.Chown(own, uid, gid)
+	public, private := filepath.Join(own, "public"), filepath.Join(own, "private")
+	os.WriteFile(public, nil, 0o644)
+	os.WriteFile(private, nil, 0o600)
+	elsewhere := filepath.Join(dir, "elsewhere")
+	os.WriteFile(elsewhere, nil, 0o644)
+	for _, c := range []struct {
+		path string
+		want bool
+	}{{public, true}, {private, false}, {elsewhere, false}} {
+		if got := openBehindOwn(c.path, uid, gid); got != c.want {
+			t.Errorf("openBehindOwn(%s) = %v, want %v", c.path, got, c.want)
+		}
+	}
+	if !ownedBy(own, uid) || ownedBy(public, uid) {
+		t.Errorf("ownedBy: own %v, public %v", ownedBy(own, uid), ownedBy(public, uid))
 	}
 }

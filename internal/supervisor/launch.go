@@ -49,9 +49,6 @@ type LaunchSpec struct {
 	// (apiKeyCredentials).
 	PassAPIKey bool
 
-	// home is the harness's home (the launch step's: the command's own
-	// in container mode); "" before it, the user's.
-	home string
 	// privateHome is the session's private configuration-and-state
 	// directory of a harness that needs one (hooks.LaunchInfo.PrivateHome),
 	// made by the launch step: a write root of the session.
@@ -89,12 +86,9 @@ func (l *LaunchSpec) apiHosts() []string {
 // stateDirs are the harness's own state directories, write roots of the
 // session.
 func (l *LaunchSpec) stateDirs() []string {
-	home := l.home
-	if home == "" {
-		var err error
-		if home, err = os.UserHomeDir(); err != nil {
-			return nil
-		}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
 	}
 	info, _ := hooks.LaunchInfoOf(l.Harness, home)
 	return info.StateDirs
@@ -145,33 +139,20 @@ func (s *session) launchConfig() (func(), error) {
 	if l == nil {
 		return nil, nil
 	}
+	if s.container != nil {
+		// Container mode has no mount layer to keep the harness's project
+		// settings in the workspace (.claude/settings.local.json, whose
+		// disableAllHooks turns the gate off) from the command, which
+		// owns the workspace: not launched there yet.
+		return nil, fmt.Errorf("%w: sandboxd launch does not run in container mode yet (the command could change the harness's project settings in its workspace); give the container sandboxd's seccomp profile for nested mode (%s)", ErrLaunch, procjail.SeccompProfileFix)
+	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return nil, fmt.Errorf("%w: home directory: %v", ErrLaunch, err)
 	}
-	if s.container != nil {
-		// Container mode: the harness's home is the command's own
-		// (containerHome); a harness that needs a private home of its
-		// own (its configuration there, which the command must not
-		// change) is not launched here yet.
-		if info, _ := hooks.LaunchInfoOf(l.Harness, home); info.PrivateHome {
-			return nil, fmt.Errorf("%w: %s does not run in container mode yet (its configuration would be in a home the command can change); give the container sandboxd's seccomp profile for nested mode (%s)", ErrLaunch, l.Harness, procjail.SeccompProfileFix)
-		}
-		home = s.agentHome
-	}
-	l.home = home
 	r := s.live.Current().resolved
 	dir := filepath.Join(s.dir, "launch")
-	// The command reads its configuration here: in container mode, as
-	// another uid (the directory and its files root's, read-only).
-	dirMode, fileMode := os.FileMode(0o700), os.FileMode(0o600)
-	if s.container != nil {
-		dirMode, fileMode = 0o755, 0o644
-	}
-	if err := os.Mkdir(dir, dirMode); err != nil {
-		return nil, fmt.Errorf("launch configuration: %w", err)
-	}
-	if err := os.Chmod(dir, dirMode); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("launch configuration: %w", err)
 	}
 	project := s.opts.Dir
@@ -216,7 +197,7 @@ func (s *session) launchConfig() (func(), error) {
 	}
 	keep = cfg.Keep
 	for name, data := range cfg.Files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, fileMode); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return stop, fmt.Errorf("launch configuration: %w", err)
 		}
 	}
@@ -229,13 +210,7 @@ func (s *session) launchConfig() (func(), error) {
 		homeFiles = append(homeFiles, f)
 	}
 	for _, d := range l.stateDirs() {
-		var err error
-		if s.container != nil {
-			err = mkdirsAs(d, s.container.UID, s.container.GID)
-		} else {
-			err = os.MkdirAll(d, 0o700)
-		}
-		if err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return stop, fmt.Errorf("launch: state directory %s: %w", d, err)
 		}
 	}

@@ -326,7 +326,11 @@ func (s *session) prestart() (func(), error) {
 		if s.pass, err = procjail.NewPassListener(); err != nil {
 			return nil, fmt.Errorf("proxy forward: %w", err)
 		}
-		undo = append(undo, func() { s.pass.Close() })
+		undo = append(undo, func() {
+			if s.pass != nil {
+				s.pass.Close()
+			}
+		})
 	}
 	pre, err := procjail.Prestart(procjail.PrestartOptions{Stdin: stdin, Stdout: stdout, Stderr: s.stderr, Pass: s.pass})
 	if errors.Is(err, procjail.ErrUserNamespaces) {
@@ -336,17 +340,23 @@ func (s *session) prestart() (func(), error) {
 		if ferr != nil {
 			return cleanup, ferr
 		}
-		// The failed prestart took the pass listener's child end.
+		// The failed prestart took the pass listener's child end: a new
+		// one (the first one's undo closes whichever s.pass is then).
 		s.pass.Close()
-		if s.pass, err = procjail.NewPassListener(); err != nil {
-			return cleanup, fmt.Errorf("proxy forward: %w", err)
+		pass, perr := procjail.NewPassListener()
+		if perr != nil {
+			s.pass = nil
+			return cleanup, fmt.Errorf("proxy forward: %w", perr)
 		}
-		undo = append(undo, func() { s.pass.Close() })
+		s.pass = pass
 		s.container = c
 		pre, err = procjail.Prestart(procjail.PrestartOptions{Stdin: stdin, Stdout: stdout, Stderr: s.stderr, Pass: s.pass, Container: true})
 	}
 	if err != nil {
 		return cleanup, err
+	}
+	if s.container == nil && s.opts.AgentUID != "" {
+		fmt.Fprintln(s.stderr, "sandboxd: --agent-uid applies to container mode only: in this nested sandbox the command runs as sandboxd's own uid")
 	}
 	s.pre = pre
 	undo = append(undo, func() {
