@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/barry-rocks/sandbox/internal/yaml"
@@ -38,6 +39,9 @@ func (d *decoder) sandboxSection(n *yaml.Node, p string) *SandboxSection {
 	return s
 }
 
+// ErrFreshProcRequired is wrapped by CheckProc's refusal.
+var ErrFreshProcRequired = errors.New("the policy requires a /proc of the sandbox's own (sandbox.proc: " + ProcFresh + ")")
+
 // CheckProc decides whether a sandbox whose /proc would be the container's
 // (container true) may start under s (nil: no section, the defaults). The
 // error is one line naming the field; why says what keeps the fresh /proc
@@ -46,5 +50,5 @@ func (s *SandboxSection) CheckProc(container bool, why, fix string) error {
 	if !container || s == nil || s.Proc != ProcFresh {
 		return nil
 	}
-	return fmt.Errorf("the policy requires a /proc of the sandbox's own (sandbox.proc: %s), but %s: %s", ProcFresh, why, fix)
+	return fmt.Errorf("%w, but %s: %s", ErrFreshProcRequired, why, fix)
 }

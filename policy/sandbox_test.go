@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -48,7 +49,7 @@ func TestCheckProc(t *testing.T) {
 		if (err != nil) != tc.refused {
 			t.Errorf("%+v, container %v: %v; want refused %v", tc.s, tc.container, err, tc.refused)
 		}
-		if err != nil && (!strings.Contains(err.Error(), "sandbox.proc: fresh") || !strings.Contains(err.Error(), "/proc/kcore") ||
+		if err != nil && (!errors.Is(err, ErrFreshProcRequired) || !strings.Contains(err.Error(), "sandbox.proc: fresh") || !strings.Contains(err.Error(), "/proc/kcore") ||
 			!strings.Contains(err.Error(), "systempaths=unconfined") || strings.Contains(err.Error(), "\n")) {
 			t.Errorf("refusal %q: want one line naming the field, the reason and the fix", err)
 		}

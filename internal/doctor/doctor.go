@@ -20,14 +20,11 @@ import (
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
-// The modes a report names.
+// The modes a report names: the session's own (supervisor.ModeNested,
+// supervisor.ModeContainer), or none.
 const (
-	// ModeNested: run and launch start their sandbox here (namespaces of
-	// their own, as on a host).
-	ModeNested = "nested"
-	// ModeContainer: run and launch start here without namespaces, the
-	// command under a uid of its own (supervisor.ModeContainer).
-	ModeContainer = "container"
+	ModeNested    = supervisor.ModeNested
+	ModeContainer = supervisor.ModeContainer
 	// ModeNone: run and launch refuse here (exit 125).
 	ModeNone = "none"
 )
@@ -147,7 +144,7 @@ func explain(err error, r Report) []Piece {
 			p = append(p, Piece{"container mode: " + containerModeMissing(), supervisor.ContainerModeFix})
 		}
 		return p
-	case strings.Contains(err.Error(), "sandbox.proc: "+policy.ProcFresh):
+	case errors.Is(err, policy.ErrFreshProcRequired):
 		return []Piece{{"a /proc of the sandbox's own (the policy's sandbox.proc: fresh)", procjail.FreshProcFix}}
 	}
 	var ce *supervisor.ContainerModeError
