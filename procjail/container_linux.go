@@ -334,11 +334,8 @@ func endShared(c *ContainerMode) error {
 
 // UIDProcesses lists the processes of uid (any of its real, effective,
 // saved or filesystem uids) in this network namespace, as far as this PID
-// namespace sees; none when /proc cannot be read.
-func UIDProcesses(uid uint32) []int {
-	pids, _ := uidProcesses(uid)
-	return pids
-}
+// namespace sees; an error when /proc cannot be read.
+func UIDProcesses(uid uint32) ([]int, error) { return uidProcesses(uid) }
 
 // CheckDescriptorCopy says whether this process may copy another's
 // descriptors (pidfd_getfd) and read its memory: the Unix socket gate

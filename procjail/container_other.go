@@ -7,8 +7,8 @@ func AccessAs(uid, gid uint32, paths []string, mode uint32) ([]string, error) {
 	return nil, ErrUnsupported
 }
 
-// UIDProcesses finds nothing: container mode is Linux's.
-func UIDProcesses(uid uint32) []int { return nil }
+// UIDProcesses refuses: container mode is Linux's.
+func UIDProcesses(uid uint32) ([]int, error) { return nil, ErrUnsupported }
 
 // CheckDescriptorCopy refuses: container mode is Linux's.
 func CheckDescriptorCopy() error { return ErrUnsupported }

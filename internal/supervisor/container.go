@@ -120,7 +120,13 @@ func (s *session) agentIdentity() (*procjail.ContainerMode, error) {
 			gid = uid
 		}
 	}
-	if pids := procjail.UIDProcesses(uid); len(pids) > 0 {
+	pids, err := procjail.UIDProcesses(uid)
+	if err != nil {
+		// Whether the uid runs processes is unknown: it could be one a
+		// session must not confine and kill.
+		return nil, fmt.Errorf("container mode: the processes of uid %d: %w", uid, err)
+	}
+	if len(pids) > 0 {
 		return nil, &ContainerModeError{Piece: "container mode: an unused uid",
 			Reason: fmt.Sprintf("every process of the command's uid %d is confined, and killed at the end, and uid %d runs processes here (pid %v)", uid, uid, pids),
 			Fix:    "pass --agent-uid with a uid no process runs as, and give it the workspace (chown)"}
