@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,6 +78,11 @@ func claudeLauncher() *launcher {
 		stateDirs: []string{".claude/projects", ".claude/sessions", ".claude/session-env", ".claude/shell-snapshots", ".claude/todos"},
 		configure: claudeLaunch,
 		preflight: claudeLaunchPreflight,
+		// --setting-sources names the sources it reads.
+		heldSettingsOnly: true,
+		// Settings, hooks, commands, agents, skills: measured, a
+		// settings.local.json made mid-session loaded its hook.
+		projectDirs: []string{".claude"},
 		refused: []refusedArg{
 			{[]string{"--settings", "--setting-sources", "--managed-settings", "--managed-settings-in-initialize", "--initialize-fields",
 				"--await-initialize", "--await-claim", "--project-config-root", "--forward-home-settings",
@@ -102,16 +108,42 @@ func claudeLauncher() *launcher {
 // PermissionRequest hooks: those run beside the session's, and one could
 // rewrite a call hookgate allowed (updatedInput).
 func claudeLaunchPreflight(p LaunchPlan) error {
-	a := InstallArgs{Harness: ClaudeCode, Home: p.Home, Project: p.Project, ClaudeConfigDir: p.getenv("CLAUDE_CONFIG_DIR")}
-	if err := claudeHooksEnabled(a); err != nil {
-		return err
-	}
-	for _, f := range claudeSettingsFiles(a) {
-		if err := foreignHooks(f, "Claude Code", "PreToolUse", "PermissionRequest"); err != nil {
+	sources, _ := claudeSources(p)
+	for _, s := range sources {
+		if err := claudeHooksEnabledIn(s.file); err != nil {
+			return err
+		}
+		if err := foreignHooks(s.file, "Claude Code", "PreToolUse", "PermissionRequest"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// claudeSource is one of the settings sources Claude Code reads besides
+// the flag and managed settings: its --setting-sources name and file.
+type claudeSource struct{ name, file string }
+
+// claudeSources splits the user's, the project's and the local settings
+// sources into those the session reads, whose files the sandbox holds
+// (LaunchPlan.Held: a file the command could write or create mid-session
+// could switch hooks off, disableAllHooks being restrictive), and those
+// it leaves out. With a Held, a project's sources with no project are
+// left out.
+func claudeSources(p LaunchPlan) (read, left []claudeSource) {
+	files := claudeSettingsFiles(InstallArgs{Harness: ClaudeCode, Home: p.Home, Project: p.Project, ClaudeConfigDir: p.getenv("CLAUDE_CONFIG_DIR")})
+	for i, name := range []string{"user", "project", "local"} {
+		s := claudeSource{name: name}
+		if i < len(files) {
+			s.file = files[i]
+		}
+		if p.Held == nil || s.file != "" && p.Held(s.file) {
+			read = append(read, s)
+		} else {
+			left = append(left, s)
+		}
+	}
+	return read, left
 }
 
 // claudeLaunch writes Claude Code's session configuration: flag settings
@@ -165,7 +197,29 @@ func claudeLaunch(p LaunchPlan) (LaunchConfig, error) {
 	if len(p.Denied) > 0 {
 		args = append(args, "--disallowedTools="+strings.Join(p.Denied, ","))
 	}
+	read, left := claudeSources(p)
+	var notes []string
+	if len(left) > 0 {
+		// The flag and managed settings are read whatever this says.
+		var names, files []string
+		for _, s := range read {
+			names = append(names, s.name)
+		}
+		project := false
+		for _, s := range left {
+			files = append(files, fmt.Sprintf("%s settings (%s)", s.name, cmp.Or(s.file, "no project")))
+			project = project || s.name == "project"
+		}
+		args = append(args, "--setting-sources="+strings.Join(names, ","))
+		note := "Claude Code reads no " + strings.Join(files, " or ") + " in this session"
+		if project {
+			// The project source carries them in Claude Code.
+			note += ", nor the project's CLAUDE.md, skills and commands"
+		}
+		notes = append(notes, note+": the sandbox cannot keep those files from the command")
+	}
 	return LaunchConfig{
+		Notes: notes,
 		Files: map[string][]byte{"settings.json": encodeOrdered(settings), "mcp.json": encodeOrdered(mcp)},
 		Args:  args,
 		// No self-update and no traffic but the model API's: the sandbox
@@ -235,16 +289,25 @@ func encodeClaudeLike(c Call, r Reply, reason string, explicitAllow bool) Output
 // turns off hookgate's.
 func claudeHooksEnabled(a InstallArgs) error {
 	for _, f := range claudeSettingsFiles(a) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
+		if err := claudeHooksEnabledIn(f); err != nil {
+			return err
 		}
-		var s struct {
-			DisableAllHooks bool `json:"disableAllHooks"`
-		}
-		if json.Unmarshal(b, &s) == nil && s.DisableAllHooks {
-			return fmt.Errorf("%s sets disableAllHooks: Claude Code runs no hook", f)
-		}
+	}
+	return nil
+}
+
+// claudeHooksEnabledIn refuses one settings file (absent: fine) that sets
+// disableAllHooks.
+func claudeHooksEnabledIn(f string) error {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil
+	}
+	var s struct {
+		DisableAllHooks bool `json:"disableAllHooks"`
+	}
+	if json.Unmarshal(b, &s) == nil && s.DisableAllHooks {
+		return fmt.Errorf("%s sets disableAllHooks: Claude Code runs no hook", f)
 	}
 	return nil
 }

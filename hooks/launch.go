@@ -52,6 +52,14 @@ type LaunchPlan struct {
 	// Root prefixes the system-wide configuration paths a preflight reads
 	// (/etc/codex); "" is "/". Tests only.
 	Root string
+	// Held says whether the sandbox keeps a settings file of the harness
+	// unchangeable by the session's commands: it exists and is read-only
+	// inside (nested mode), or neither it nor a directory on its way is
+	// theirs to change (container mode). A harness that can be told which
+	// settings to read (LaunchInfo.HeldSettingsOnly) reads only those;
+	// one the command could write or create mid-session could switch its
+	// hooks off. nil: every file is held.
+	Held func(path string) bool
 }
 
 // rooted is the system path sys under p's Root.
@@ -98,6 +106,9 @@ type LaunchConfig struct {
 	// host directory it maps to (the harness's transcripts, which a later
 	// session outside resumes), never over a file already there.
 	Keep map[string]string
+	// Notes are one-line notices for the user: settings the session
+	// leaves out (LaunchPlan.Held).
+	Notes []string
 }
 
 // launcher is how one harness is launched under a session.
@@ -139,6 +150,11 @@ type launcher struct {
 	// private configuration-and-state directory (LaunchPlan.PrivateHome);
 	// "" for none.
 	privateHome string
+	// heldSettingsOnly: the configuration reads only the settings files
+	// LaunchPlan.Held holds (LaunchInfo.HeldSettingsOnly).
+	heldSettingsOnly bool
+	// projectDirs are LaunchInfo.ProjectDirs.
+	projectDirs []string
 }
 
 // refusedArg is one option a launch refuses, with every spelling.
@@ -180,6 +196,16 @@ type LaunchInfo struct {
 	// configuration-and-state directory (LaunchPlan.PrivateHome), which
 	// the launch creates, keeps writable inside and removes at the end.
 	PrivateHome bool
+	// HeldSettingsOnly is true for a harness launched to read only the
+	// settings files LaunchPlan.Held holds (Claude Code's
+	// --setting-sources): it can run where the workspace is the
+	// command's to change (container mode).
+	HeldSettingsOnly bool
+	// ProjectDirs are the directories of the project (relative) the
+	// harness reads its project settings, hooks and instructions from,
+	// and watches: a file the command made there mid-session would load
+	// into the running harness (a hook of its own beside the gate).
+	ProjectDirs []string
 }
 
 // APIKey is one variable a harness reads a model API key from, and the
@@ -203,7 +229,8 @@ func LaunchInfoOf(h Harness, home string) (info LaunchInfo, ok bool) {
 		return LaunchInfo{}, false
 	}
 	info = LaunchInfo{Program: l.program, APIHosts: slices.Clone(l.apiHosts), PrivateHome: l.privateHome != "",
-		APIKeys: slices.Clone(l.apiKeys), BaseURLEnv: l.baseURLEnv}
+		APIKeys: slices.Clone(l.apiKeys), BaseURLEnv: l.baseURLEnv, HeldSettingsOnly: l.heldSettingsOnly,
+		ProjectDirs: slices.Clone(l.projectDirs)}
 	for _, d := range l.stateDirs {
 		info.StateDirs = append(info.StateDirs, filepath.Join(home, d))
 	}

@@ -596,3 +596,72 @@ func TestLaunchAPIKeys(t *testing.T) {
 		t.Errorf("pi's default API hosts %v lack its default provider's %s", info.APIHosts, want[0].Host)
 	}
 }
+
+// TestClaudeLaunchHeldSources: a launch whose plan says which settings
+// files the sandbox holds (LaunchPlan.Held) makes Claude Code read only
+// those sources (--setting-sources, the flag settings always read) and
+// says what it left out; a left-out file that switches hooks off is not
+// read, so it does not refuse the launch, while a held one still does.
+// With every file held (or no Held) the argument is absent.
+func TestClaudeLaunchHeldSources(t *testing.T) {
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	home, proj := t.TempDir(), t.TempDir()
+	user := filepath.Join(home, ".claude", "settings.json")
+	local := filepath.Join(proj, ".claude", "settings.local.json")
+	for _, f := range []string{user, local} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources := func(cfg LaunchConfig) []string {
+		var out []string
+		for _, a := range cfg.Args {
+			if strings.HasPrefix(a, "--setting-sources") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name      string
+		held      func(string) bool
+		want      []string
+		wantNotes int
+	}{
+		{"no Held", nil, nil, 0},
+		{"all held", func(string) bool { return true }, nil, 0},
+		{"user only", func(p string) bool { return p == user }, []string{"--setting-sources=user"}, 1},
+		{"none", func(string) bool { return false }, []string{"--setting-sources="}, 1},
+		{"local left out", func(p string) bool { return p != local }, []string{"--setting-sources=user,project"}, 1},
+	} {
+		p := goldenPlan(ClaudeCode)
+		p.Home, p.Project, p.Held = home, proj, c.held
+		cfg, err := Launch(p)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := sources(cfg); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		if len(cfg.Notes) != c.wantNotes {
+			t.Errorf("%s: notes %q, want %d", c.name, cfg.Notes, c.wantNotes)
+		}
+	}
+	p := goldenPlan(ClaudeCode)
+	p.Home, p.Project = home, proj
+	p.Held = func(f string) bool { return f == user }
+	cfg, _ := Launch(p)
+	if len(cfg.Notes) != 1 || !strings.Contains(cfg.Notes[0], local) || !strings.Contains(cfg.Notes[0], "CLAUDE.md") {
+		t.Errorf("notes %q: want one naming %s and the project's CLAUDE.md", cfg.Notes, local)
+	}
+	if err := os.WriteFile(local, []byte(`{"disableAllHooks": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Launch(p); err != nil {
+		t.Errorf("a left-out local settings file refused the launch: %v", err)
+	}
+	p.Held = nil
+	if _, err := Launch(p); err == nil || !strings.Contains(err.Error(), "disableAllHooks") {
+		t.Errorf("a held local settings file with disableAllHooks: %v, want the refusal", err)
+	}
+}

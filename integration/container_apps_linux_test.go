@@ -36,7 +36,6 @@ import (
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/fakemodel"
 	"github.com/barry-rocks/sandbox/internal/testenv"
-	"github.com/barry-rocks/sandbox/procjail"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
@@ -448,14 +447,21 @@ func TestContainerNestedLaunchClaude(t *testing.T) {
 				t.Fatalf("%s --version in the container, outside sandboxd: %s", claude, v)
 			}
 			b := newNestedLaunchBox(t, claude, u)
-			checkContainerLaunch(t, c, w, b, u)
+			checkContainerLaunch(t, c, w, b, u, "nested")
 		})
 	}
 }
 
 // checkContainerLaunch runs the session of TestContainerNestedLaunchClaude
-// in c (linked to the world w) from box b as u, and checks it.
-func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launchBox, u nestedUser) {
+// in c (linked to the world w) from box b as u, and checks it for the
+// sandbox's mode. Besides the calls above, the command writes the
+// project's local settings with disableAllHooks and a PreToolUse hook of
+// its own: nested mode refuses it (the project's .claude, which did not
+// exist, is made and kept read-only whole); container mode lets the
+// command write its own workspace, and Claude Code reads no project
+// settings there. The gate still rules on the next call, and that hook
+// never runs.
+func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launchBox, u nestedUser, mode string) *launchResult {
 	t.Helper()
 	model := &launchModel{}
 	w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
@@ -469,6 +475,7 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 	pushRan, pushRanAfter := filepath.Join(b.ws, "push-ran"), filepath.Join(b.ws, "push-ran-after")
 	marker, envOut := filepath.Join(b.ws, "marker"), filepath.Join(b.ws, "env-out")
 	outside := filepath.Join(b.root, "outside.txt")
+	plant, plantRan := filepath.Join(b.ws, ".claude", "settings.local.json"), filepath.Join(b.ws, "plant-ran")
 	r := c.launchClaude(t, w, model, b, u, []fakemodel.ToolCall{
 		bash("touch " + pushRan + " && git push origin main"),
 		bash("echo hi > " + marker),
@@ -480,14 +487,15 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 		// (the gate would deny a redirection to a path it cannot
 		// read; the kernel's refusal is the point here).
 		bash("tee /*/sandboxd-*/launch/settings.json </dev/null"),
+		bash(`mkdir -p .claude && printf '%s\n' '{"disableAllHooks": true, "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch ` + plantRan + `"}]}]}}' > ` + plant + ` && sleep 2`),
 		bash("touch " + pushRanAfter + " && git push origin main"),
 	})
 	r.requireSucceeded(t)
 	claudeRequirePresent(t, b.ran)
 	lines := parseAudit(t, r.run.audit)
 	requireContainerProc(t, lines, "ANTHROPIC_API_KEY")
-	requireSandboxMode(t, lines, "nested", 0)
-	r.requireRulings(t, "Bash deny", "Bash allow", "Bash allow", "Bash allow", "Write allow", "Bash allow", "Bash deny")
+	requireSandboxMode(t, lines, mode, containerAgentUID)
+	r.requireRulings(t, "Bash deny", "Bash allow", "Bash allow", "Bash allow", "Write allow", "Bash allow", "Bash allow", "Bash deny")
 
 	t.Run("tools", func(t *testing.T) { r.requireStrictTools(t, "Bash", "Read", "Write", "Edit") })
 
@@ -498,8 +506,24 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 		if got, err := os.ReadFile(marker); err != nil || string(got) != "hi\n" {
 			t.Errorf("marker %s: %q, %v: want the allowed command's \"hi\"", marker, got, err)
 		}
-		r.requireDenied(t, 6, "Bash", pushReason)
+		if mode == "container" {
+			// The command's own workspace: written, and not read.
+			r.requireRan(t, 6, "Bash")
+			if got, err := os.ReadFile(plant); err != nil || !strings.Contains(string(got), "disableAllHooks") {
+				t.Errorf("the planted %s: %q, %v: want the command's disableAllHooks", plant, got, err)
+			}
+		} else {
+			// The project's .claude is read-only whole.
+			if e := r.exchange(t, 6, "Bash"); !e.IsError || !strings.Contains(e.Result, "Read-only file system") {
+				t.Errorf("planting %s: is_error=%v %q: want the shell's EROFS", plant, e.IsError, e.Result)
+			}
+			if _, err := os.Lstat(plant); err == nil {
+				t.Errorf("the refused plant left %s on the host", plant)
+			}
+		}
+		r.requireDenied(t, 7, "Bash", pushReason)
 		claudeRequireAbsent(t, pushRanAfter)
+		claudeRequireAbsent(t, plantRan)
 	})
 
 	t.Run("api-key", func(t *testing.T) {
@@ -526,33 +550,42 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 	})
 
 	t.Run("proxy", func(t *testing.T) { r.requireFetchDenied(t, 3) })
-	t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 4, outside) })
+	// A write outside the write roots: the read-only mount (nested) or
+	// Landlock (container mode) refuses it; the session's settings are
+	// a read-only mount's, or root's.
+	refusal, settingsRefusal := "EROFS", "settings.json: Read-only file system"
+	if mode == "container" {
+		refusal, settingsRefusal = "EACCES", "settings.json: Permission denied"
+	}
+	t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 4, outside, refusal) })
 
 	t.Run("config", func(t *testing.T) {
 		e := r.exchange(t, 5, "Bash")
-		if !e.IsError || !strings.Contains(e.Result, "settings.json: Read-only file system") {
-			t.Errorf("overwriting the session settings: is_error=%v %q: want tee's EROFS on settings.json", e.IsError, e.Result)
+		if !e.IsError || !strings.Contains(e.Result, settingsRefusal) {
+			t.Errorf("overwriting the session settings: is_error=%v %q: want tee's %q", e.IsError, e.Result, settingsRefusal)
 		}
 		r.requireSettingsRun(t, len(r.exchanges), containerHookgate)
 	})
+	return r
 }
 
-// TestContainerModeLaunchClaudeRefused: `sandboxd launch claude-code` is
-// refused in container mode for now: a harness's project settings in the
-// workspace (.claude/settings.local.json, whose disableAllHooks turns the
-// gate off) must stay unchangeable by the command, which no mount can hold
-// there.
-// In a container with --cap-add NET_ADMIN as its only option (Docker's
-// default seccomp profile), where doctor says container mode and `sandboxd
-// run` starts the agent's command from the agent's workspace, the launch
-// as root from that workspace, with the real Claude Code behind --program
-// (a script that leaves a marker first) and the fake Anthropic API in the
-// world, exits 125 with nothing on stdout and exactly one stderr line,
-// sandboxd's, naming container mode and the seccomp profile fix
-// (procjail.SeccompProfileFix); the harness never started: no marker, no
-// request at the fake model or anywhere in the world, and the audit has
-// no session start.
-func TestContainerModeLaunchClaudeRefused(t *testing.T) {
+// TestContainerModeLaunchClaude: TestContainerNestedLaunchClaude's session
+// in container mode, in a container with --cap-add NET_ADMIN as its only
+// option (Docker's default seccomp profile): sandboxd as root, the
+// harness and its tools as the image's agent (the owner of the workspace,
+// where `sandboxd run -- id -u` says so first), in a home of the
+// session's whose protected files (~/.claude/settings.json, ...) are
+// root's. The workspace is the command's, so no settings file in it can
+// be kept from it: one is planted before the start (the project's local
+// settings, the agent's, with a PreToolUse hook of its own that leaves a
+// marker: a hook that could rewrite what the gate allowed), and the
+// launch reads no project or local settings (--setting-sources=user):
+// the hook never ran, and one stderr line names the file. The same checks hold: the gate rules on
+// the first call and on the last, after the command wrote the plant
+// again; the start line says container mode and the agent's uid; the
+// refusals of a write outside the roots and of the session's settings
+// are Landlock's and the file's (EACCES).
+func TestContainerModeLaunchClaude(t *testing.T) {
 	requireDocker(t)
 	testenv.NeedRoot(t)
 	claude := claudeCLI(t)
@@ -560,8 +593,6 @@ func TestContainerModeLaunchClaudeRefused(t *testing.T) {
 	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
 	containerImage(t)
 	c, w := startContainerMode(t, "-v", harnesses+":"+harnesses+":ro")
-	model := &launchModel{}
-	w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
 	// sandboxd runs as root, the container's user; the box is laid out as
 	// container mode wants it: the workspace (whose owner is the command's
 	// uid) and the log directory are the agent's, the policy's directory
@@ -576,34 +607,31 @@ func TestContainerModeLaunchClaudeRefused(t *testing.T) {
 	if err := os.Chmod(b.root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Container mode runs here, from this workspace, as the agent: what
-	// refuses below is the launch.
 	id := c.exec(t, 2*time.Minute, []string{"--workdir", b.ws}, containerSandboxd, "run", "--", "id", "-u")
 	if id.code != 0 || id.stdout != strconv.Itoa(containerAgentUID)+"\n" {
 		t.Fatalf("sandboxd run -- id -u from the agent's workspace %s: %s: want container mode's uid %d", b.ws, id, containerAgentUID)
 	}
-
-	marker := filepath.Join(b.ws, "marker")
-	r := c.launchClaude(t, w, model, b, root, []fakemodel.ToolCall{
-		{Name: "Bash", Input: map[string]any{"command": "echo hi > " + marker, "description": "fakemodel"}},
-	})
-	t.Logf("the refusal: exit %d, stderr %q", r.code, r.stderr)
-	r.requireRefused(t, 125, "container mode")
-	if line := strings.TrimSuffix(r.stderr, "\n"); !strings.HasPrefix(line, "sandboxd: ") || !strings.Contains(line, procjail.SeccompProfileFix) {
-		t.Errorf("the refusal %q is not sandboxd's one line naming the seccomp profile's fix %q", r.stderr, procjail.SeccompProfileFix)
+	plant := filepath.Join(b.ws, ".claude", "settings.local.json")
+	if err := os.Mkdir(filepath.Dir(plant), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if r.stdout != "" {
-		t.Errorf("refused, yet stdout %q", r.stdout)
+	hookRan := filepath.Join(b.ws, "local-hook-ran")
+	claudeWriteFile(t, plant, `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch `+hookRan+`"}]}]}}`+"\n")
+	for _, p := range []string{filepath.Dir(plant), plant} {
+		if err := os.Chown(p, containerAgentUID, containerAgentUID); err != nil {
+			t.Fatal(err)
+		}
 	}
-	claudeRequireAbsent(t, marker)
-	if len(r.seen) > 0 {
-		t.Errorf("the world saw %q during a refused launch", r.seen)
+	r := checkContainerLaunch(t, c, w, b, root, "container")
+	claudeRequireAbsent(t, hookRan)
+	var notes []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if strings.Contains(l, "--setting-sources") || strings.Contains(l, "reads no ") {
+			notes = append(notes, l)
+		}
 	}
-	if n := r.worldSaw(launchModelHost); n > 0 || model.sawKey(claudeAPIKey) {
-		t.Errorf("the model's host got %d requests (the real key: %v) during a refused launch", n, model.sawKey(claudeAPIKey))
-	}
-	if r.auditHas(func(l map[string]any) bool { return l["msg"] == audit.MsgSessionStart }) {
-		t.Errorf("a refused launch has a session start line in its audit:\n%s", r.run.audit)
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "sandboxd: ") || !strings.Contains(notes[0], plant) || !strings.Contains(notes[0], "CLAUDE.md") {
+		t.Errorf("stderr %q: want sandboxd's one line saying the project's and local settings (%s), CLAUDE.md, skills and commands are not read", r.stderr, plant)
 	}
 }
 

@@ -157,7 +157,7 @@ func TestLaunchClaude(t *testing.T) {
 		// 4. A write outside the write roots: the gate allowed it (ruling
 		// 3), the kernel refused it (the read-only mount: EROFS), and
 		// nothing appeared on the host.
-		t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 3, outside) })
+		t.Run("kernel", func(t *testing.T) { r.requireWriteRefused(t, 3, outside, "EROFS") })
 
 		// 5. An edit of the session's settings, which the gate allowed
 		// (ruling 4), fails inside; the host's copy, read at every model
@@ -685,11 +685,11 @@ func (r *launchResult) requireFetchDenied(t *testing.T, i int) {
 
 // requireWriteRefused: tool call i, a Write of outside (beyond the write
 // roots), failed with the kernel's EROFS and left nothing on the host.
-func (r *launchResult) requireWriteRefused(t *testing.T, i int, outside string) {
+func (r *launchResult) requireWriteRefused(t *testing.T, i int, outside, refusal string) {
 	t.Helper()
 	e := r.exchange(t, i, "Write")
-	if !e.IsError || !strings.Contains(e.Result, "EROFS") {
-		t.Errorf("Write %s: is_error=%v %q: want the kernel's EROFS", outside, e.IsError, e.Result)
+	if !e.IsError || !strings.Contains(e.Result, refusal) {
+		t.Errorf("Write %s: is_error=%v %q: want the kernel's %s", outside, e.IsError, e.Result, refusal)
 	}
 	if left, _ := filepath.Glob(outside + "*"); len(left) > 0 {
 		t.Errorf("the refused Write left %v on the host", left)

@@ -51,6 +51,13 @@ func TestLaunchClaudeInteractive(t *testing.T) {
 		"projects":              map[string]any{b.ws: map[string]any{"hasTrustDialogAccepted": true}},
 	})
 	claudeWriteFile(t, filepath.Join(b.home, ".claude.json"), string(cfg)+"\n")
+	// The bypass mode's acceptance, where Claude Code moves it from
+	// ~/.claude.json on its first run outside: the user's settings, which
+	// are read-only inside too (made "{}" when missing).
+	if err := os.MkdirAll(filepath.Join(b.home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	claudeWriteFile(t, filepath.Join(b.home, ".claude", "settings.json"), `{"skipDangerousModePermissionPrompt": true}`+"\n")
 
 	policy := filepath.Join(b.root, "policy", "session.yaml")
 	claudeWriteFile(t, policy, launchPolicy)

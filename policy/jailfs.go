@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -327,7 +328,6 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	// A hidden path wins over a protected or revealed one below it.
 	p.Protected = notBelow(p.Protected, p.Hidden, p.Revealed, p.WriteRoots)
 	p.Revealed = notDenied(p.Revealed, deny, m)
-	p.Pinned = p.pins()
 
 	// A home that is the root directory (a container user with no
 	// passwd entry gets HOME=/) gets no overlay: that would make the
@@ -336,6 +336,7 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	if fi, err := os.Stat(home); home != "" && home != "/" && err == nil && fi.IsDir() && !restricted && !p.AllWritable && !p.InWriteRoot(home) && !hasPath(p.Hidden, home) {
 		p.HomeOverlay = home
 	}
+	p.Pinned = p.pins()
 	// What a private tmp directory covers is out of sight inside: nothing
 	// to bind or mask there (the init would not find it).
 	p.Protected, p.Hidden, p.Pinned = p.inSight(p.Protected), p.inSight(p.Hidden), p.inSight(p.Pinned)
@@ -378,12 +379,19 @@ func (p *FSPlan) inSight(l []string) []string {
 // parent.
 var systemDirs = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/opt"}
 
-// pins are the existing directories strictly between a write root and a
-// protected or hidden path inside it (see FSPlan.Pinned).
+// pins are the existing directories strictly between a write root, or
+// the home overlay, and a protected or hidden path inside it (see
+// FSPlan.Pinned): in the overlay a rename would change nothing on the
+// host, but a harness running in the session reads its settings by path
+// ("mv ~/.claude ~/.c; mkdir ~/.claude" would give it others).
 func (p *FSPlan) pins() []string {
 	var out []string
+	roots := p.WriteRoots
+	if p.HomeOverlay != "" {
+		roots = append(slices.Clone(roots), p.HomeOverlay)
+	}
 	for _, x := range append(append([]string{}, p.Protected...), p.Hidden...) {
-		for _, r := range p.WriteRoots {
+		for _, r := range roots {
 			if !under(x, r) || x == r {
 				continue
 			}

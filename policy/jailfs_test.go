@@ -317,6 +317,18 @@ func TestPlanFilesystemHunt(t *testing.T) {
 			t.Errorf("%s not pinned: %v", want, p.Pinned)
 		}
 	}
+	// And in the home overlay: a harness reads its settings there by path
+	// during the session.
+	if err := os.MkdirAll(home+"/.claude", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(home+"/.claude/settings.json", []byte("{}"), 0o644)
+	if p, err = PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home}); err != nil {
+		t.Fatal(err)
+	}
+	if p.HomeOverlay != home || !hasPath(p.Pinned, home+"/.claude") || hasPath(p.Pinned, home) {
+		t.Errorf("home overlay %q, pinned %v: want %s/.claude pinned, not the home", p.HomeOverlay, p.Pinned, home)
+	}
 	// A protected name that is a symlink inside a write root is refused.
 	os.RemoveAll(ws + "/.git/hooks")
 	os.Mkdir(ws+"/githooks", 0o755)

@@ -53,6 +53,13 @@ type FileSystem struct {
 	// allowOnly paths and the workspace under a hidden home): their
 	// hidden ancestors become empty directories that hold only them.
 	Revealed []string `json:"revealed,omitempty"`
+	// Placeholders are protected files that do not exist, made in the
+	// discarded home layer (holding "{}\n", empty settings) and bound
+	// read-only like the rest of Protected, where the command could
+	// otherwise make them and a running harness load them (a settings
+	// file with a hook of its own). Each must lie below HomeOverlay and
+	// in no write root, and be in Protected.
+	Placeholders []string `json:"placeholders,omitempty"`
 }
 
 // Validate reports the first path that is not absolute and clean.
@@ -60,7 +67,7 @@ func (f *FileSystem) Validate() error {
 	for _, l := range []struct {
 		name  string
 		paths []string
-	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"pinned", f.Pinned}, {"homeOverlay", nonEmpty(f.HomeOverlay)}} {
+	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"pinned", f.Pinned}, {"placeholders", f.Placeholders}, {"homeOverlay", nonEmpty(f.HomeOverlay)}} {
 		for i, p := range l.paths {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
 				return fmt.Errorf("filesystem.%s[%d]: %q is not a clean absolute path", l.name, i, p)

@@ -472,6 +472,11 @@ func (b *fsBuilder) pin() error {
 }
 
 func (b *fsBuilder) protect() error {
+	for _, p := range b.fs.Placeholders {
+		if err := b.placeholder(p); err != nil {
+			return err
+		}
+	}
 	for _, p := range b.fs.Protected {
 		fd, _, ok, err := b.openPlanned(p)
 		if err != nil || !ok {
@@ -485,6 +490,49 @@ func (b *fsBuilder) protect() error {
 		if err != nil {
 			return &os.PathError{Op: "protect", Path: p, Err: err}
 		}
+	}
+	return nil
+}
+
+// placeholder makes the missing protected file p, "{}\n", in the home
+// overlay (see FileSystem.Placeholders); one that exists by now is left
+// as it is, bound by protect like the others.
+func (b *fsBuilder) placeholder(p string) error {
+	h := b.fs.HomeOverlay
+	if h == "" || !under(p, h) || p == h || b.underWriteRoot(p) || !contains(b.fs.Protected, p) {
+		return fmt.Errorf("placeholder %s: not a protected path in the home overlay, outside the write roots", p)
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	// The directories it makes on the way are pinned as the plan pins
+	// the existing ones: a rename would carry the file away.
+	var made []string
+	for d := filepath.Dir(p); d != h; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err != nil {
+			made = append(made, d)
+		}
+	}
+	if err := b.mountPoint(p, false); err != nil {
+		return &os.PathError{Op: "placeholder", Path: p, Err: err}
+	}
+	for _, d := range made {
+		fd, err := unix.Open(d, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		if err == nil {
+			err = mountClone(fd, "", fd, false)
+			unix.Close(fd)
+		}
+		if err != nil {
+			return &os.PathError{Op: "pin", Path: d, Err: err}
+		}
+	}
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "placeholder", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("{}\n")); err != nil {
+		return &os.PathError{Op: "placeholder", Path: p, Err: err}
 	}
 	return nil
 }

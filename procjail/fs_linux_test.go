@@ -3,10 +3,12 @@
 package procjail
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
 )
@@ -176,4 +178,63 @@ func underAny(p string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// TestPlaceholders: a protected settings file that does not exist in the
+// home is made ("{}") in the discarded home layer and bound read-only:
+// inside it reads "{}" and can be neither written, replaced nor removed,
+// while the rest of the home overlay stays writable; the host never gets
+// it. A placeholder outside the overlay, or in a write root, refuses the
+// start.
+func TestPlaceholders(t *testing.T) {
+	home, ws, _ := fsTree(t)
+	settings := filepath.Join(home, ".claude", "settings.json")
+	spec := sh(`cat "$F"
+(echo '{"hooks": 1}' > "$F") 2>/dev/null && echo WRITTEN
+(rm -f "$F") 2>/dev/null && echo REMOVED
+(mv "$HOME/.claude" "$HOME/.claude.old") 2>/dev/null && echo MOVED
+echo x > "$HOME/.claude/other" && echo ok-overlay`)
+	spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "F=" + settings}
+	spec.Dir = ws
+	spec.FileSystem = FileSystem{Confine: true, WriteRoots: []string{ws}, HomeOverlay: home,
+		Protected: []string{settings}, Placeholders: []string{settings}}
+	code, out, stderr := run(t, spec)
+	if code != 0 || !strings.HasPrefix(out, "{}\n") || !strings.Contains(out, "ok-overlay") {
+		t.Fatalf("exit %d: %q %s", code, out, stderr)
+	}
+	for _, bad := range []string{"WRITTEN", "REMOVED", "MOVED"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the placeholder was %s inside:\n%s", bad, out)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(home, ".claude")); err == nil {
+		t.Errorf("the placeholder's directory reached the host")
+	}
+	for name, fs := range map[string]FileSystem{
+		"outside the overlay": {Confine: true, WriteRoots: []string{ws}, HomeOverlay: home,
+			Protected: []string{"/etc/none.json"}, Placeholders: []string{"/etc/none.json"}},
+		"in a write root": {Confine: true, WriteRoots: []string{ws}, HomeOverlay: home,
+			Protected: []string{filepath.Join(ws, "s.json")}, Placeholders: []string{filepath.Join(ws, "s.json")}},
+		"not protected": {Confine: true, WriteRoots: []string{ws}, HomeOverlay: home, Placeholders: []string{settings}},
+	} {
+		spec := sh(`echo RAN`)
+		spec.Env = []string{"PATH=/usr/bin:/bin"}
+		spec.Dir = ws
+		spec.FileSystem = fs
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		spec.Stdout, spec.Stderr = null, null
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		sb, err := Start(ctx, spec)
+		cancel()
+		if err == nil {
+			sb.Wait()
+		}
+		if err == nil || !strings.Contains(err.Error(), "placeholder") {
+			t.Errorf("%s: %v: want the start refused naming the placeholder", name, err)
+		}
+	}
 }

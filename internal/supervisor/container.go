@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -158,7 +160,8 @@ func (s *session) containerSetup() (func(), error) {
 	return nil, s.containerChecks()
 }
 
-// containerHome makes container mode's home for the command: a fresh directory of the
+// containerHome makes container mode's home for the command, before a
+// launch renders its configuration there: a fresh directory of the
 // session, removed at the end (as nested mode's home overlay is
 // discarded), where the command may create what it likes but not replace
 // what a harness or a shell reads as the user's own. The home and the
@@ -212,6 +215,21 @@ func (s *session) containerHome() (func(), error) {
 	}
 	s.agentHome = home
 	return cleanup, nil
+}
+
+// mkdirsAs makes dir and its missing parents, each made one owned by uid
+// and gid (a launch's state directories in container mode's home).
+func mkdirsAs(dir string, uid, gid uint32) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := mkdirsAs(filepath.Dir(dir), uid, gid); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return err
+	}
+	return os.Chown(dir, int(uid), int(gid))
 }
 
 // containerChecks refuses a container-mode start whose file rules the
@@ -327,6 +345,50 @@ func stickyAgainst(path string, uid uint32) bool {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && st.Uid != uid
+}
+
+// unchangeableBy says whether uid (with gid) can neither change path
+// nor put another file in its place, with no mount layer to stop it: the
+// path, if it exists, is not its to write (nor to chmod: not its own);
+// and on the way from / to it no name is a symlink or the uid's, and each
+// directory lets the uid make, rename or remove no entry (it cannot
+// write it and does not own it) or is sticky against the entry below
+// (stickyAgainst). A path that does not exist holds when its directory,
+// held too, lets the uid make nothing in it. A check that fails says
+// no.
+func unchangeableBy(path string, uid, gid uint32) bool {
+	path = filepath.Clean(path)
+	if !filepath.IsAbs(path) {
+		return false
+	}
+	writable := func(p string) bool {
+		w, err := procjail.AccessAs(uid, gid, []string{p}, procjail.AccessWrite)
+		return err != nil || len(w) > 0
+	}
+	if _, err := os.Lstat(path); err == nil && writable(path) {
+		return false
+	}
+	for c := path; c != "/"; c = filepath.Dir(c) {
+		d := filepath.Dir(c)
+		fi, err := os.Lstat(c)
+		exists := err == nil
+		switch {
+		case exists && (fi.Mode()&os.ModeSymlink != 0 || ownedBy(c, uid)):
+			return false
+		case !exists && !errors.Is(err, fs.ErrNotExist):
+			return false
+		}
+		if _, err := os.Lstat(d); errors.Is(err, fs.ErrNotExist) {
+			continue // d is the missing name of the next step
+		}
+		if exists && stickyAgainst(c, uid) {
+			continue
+		}
+		if ownedBy(d, uid) || writable(d) {
+			return false
+		}
+	}
+	return true
 }
 
 // ownedBy says whether path (not followed) is uid's.

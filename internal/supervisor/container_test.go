@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 func TestStickyAgainst(t *testing.T) {
@@ -78,5 +80,83 @@ func TestOpenBehindOwn(t *testing.T) {
 	}
 	if !ownedBy(own, uid) || ownedBy(public, uid) {
 		t.Errorf("ownedBy: own %v, public %v", ownedBy(own, uid), ownedBy(public, uid))
+	}
+}
+
+// TestUnchangeableBy: a harness's settings file holds against a uid in
+// container mode only when the uid can neither write it nor rename,
+// remove or create a name on its way: not in a workspace of the uid's,
+// in a root-owned sticky one; not in a directory it may write; not when
+// it or a directory on its way is its own, or a symlink.
+func TestUnchangeableBy(t *testing.T) {
+	testenv.NeedRoot(t)
+	const uid, gid = 1_700_000_003, 1_700_000_003
+	base, err := os.MkdirTemp("", "unchangeable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(rel string, mode os.FileMode, owner, group int) string {
+		t.Helper()
+		p := filepath.Join(base, rel)
+		var err error
+		if mode.IsDir() {
+			err = os.Mkdir(p, 0)
+		} else {
+			err = os.WriteFile(p, []byte("{}\n"), 0)
+		}
+		if err == nil {
+			err = os.Chown(p, owner, group)
+		}
+		if err == nil {
+			err = os.Chmod(p, mode)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dir := os.ModeDir
+	mk("ws", dir|0o755, uid, gid)
+	mk("ws/.claude", dir|0o755, 0, 0)
+	mk("ws/.claude/settings.json", 0o644, 0, 0)
+	mk("sws", dir|os.ModeSticky|0o775, 0, gid)
+	mk("sws/.claude", dir|0o755, 0, 0)
+	mk("sws/.claude/settings.json", 0o644, 0, 0)
+	mk("sws/.claude/own.json", 0o644, uid, gid)
+	mk("sws/open", dir|0o777, 0, 0)
+	mk("sws/open/settings.json", 0o644, 0, 0)
+	mk("sws/mine", dir|0o755, uid, gid)
+	mk("sws/mine/settings.json", 0o644, 0, 0)
+	mk("root", dir|0o755, 0, 0)
+	mk("root/settings.json", 0o644, 0, 0)
+	mk("root/everyone.json", 0o666, 0, 0)
+	if err := os.Symlink("settings.json", filepath.Join(base, "root/link.json")); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]bool{
+		"ws/.claude/settings.json":        false, // the uid's workspace: .claude can be renamed away
+		"ws/.claude/settings.local.json":  false,
+		"sws/.claude/settings.json":       true, // root's, in root's .claude, in a sticky workspace
+		"sws/.claude/settings.local.json": true, // missing, and .claude is not the uid's to write
+		"sws/.claude/own.json":            false,
+		"sws/open/settings.json":          false, // its directory is writable
+		"sws/mine/settings.json":          false, // its directory is the uid's
+		"sws/new/settings.json":           false, // sws is writable by the uid's group: it can make new/
+		"root/settings.json":              true,
+		"root/everyone.json":              false,
+		"root/link.json":                  false,
+		"relative.json":                   false,
+	} {
+		p := filepath.Join(base, rel)
+		if rel == "relative.json" {
+			p = rel
+		}
+		if got := unchangeableBy(p, uid, gid); got != want {
+			t.Errorf("unchangeableBy(%s) = %v, want %v", rel, got, want)
+		}
 	}
 }

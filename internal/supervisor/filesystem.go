@@ -21,6 +21,9 @@ type fsState struct {
 	write    string          // the policy file's filesystem section (JSON)
 	missing  map[string]bool // protected paths that did not exist at start
 	identity map[string]procjail.FileID
+	// placeholders are protected files the jail makes, read-only, in the
+	// home overlay (session.placeholders).
+	placeholders []string
 }
 
 // writeRoots are the operator's write roots: --write, then the policy
@@ -138,6 +141,7 @@ func (f *fsState) jail() procjail.FileSystem {
 	return procjail.FileSystem{
 		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
 		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay, Pinned: f.Pinned, Identity: f.identity,
+		Placeholders: f.placeholders,
 	}
 }
 

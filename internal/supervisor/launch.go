@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +51,9 @@ type LaunchSpec struct {
 	// (apiKeyCredentials).
 	PassAPIKey bool
 
+	// home is the harness's home (the launch step's: the command's own
+	// in container mode); "" before it, the user's.
+	home string
 	// privateHome is the session's private configuration-and-state
 	// directory of a harness that needs one (hooks.LaunchInfo.PrivateHome),
 	// made by the launch step: a write root of the session.
@@ -86,9 +91,12 @@ func (l *LaunchSpec) apiHosts() []string {
 // stateDirs are the harness's own state directories, write roots of the
 // session.
 func (l *LaunchSpec) stateDirs() []string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil
+	home := l.home
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return nil
+		}
 	}
 	info, _ := hooks.LaunchInfoOf(l.Harness, home)
 	return info.StateDirs
@@ -129,6 +137,8 @@ type launched struct {
 	mcp           []string
 	forwards      []procjail.Forward // MCP servers on the host's loopback
 	homeFiles     []string           // the session's files in the private home: read-only inside
+	projectDirs   []string           // the harness's project directories: read-only inside (nested mode)
+	placeholders  []string           // settings files it reads that did not exist: made read-only inside (placeholders)
 }
 
 // launchConfig writes the harness's session configuration into the
@@ -139,20 +149,34 @@ func (s *session) launchConfig() (func(), error) {
 	if l == nil {
 		return nil, nil
 	}
-	if s.container != nil {
-		// Container mode has no mount layer to keep the harness's project
-		// settings in the workspace (.claude/settings.local.json, whose
-		// disableAllHooks turns the gate off) from the command, which
-		// owns the workspace: not launched there yet.
-		return nil, fmt.Errorf("%w: sandboxd launch does not run in container mode yet (the command could change the harness's project settings in its workspace); give the container sandboxd's seccomp profile for nested mode (%s)", ErrLaunch, procjail.SeccompProfileFix)
-	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return nil, fmt.Errorf("%w: home directory: %v", ErrLaunch, err)
 	}
+	// The command reads its configuration here: in container mode, as
+	// another uid (the directory and its files root's, read-only).
+	dirMode, fileMode := os.FileMode(0o700), os.FileMode(0o600)
+	var held func(string) bool
+	if c := s.container; c != nil {
+		// No mount layer keeps a harness's settings from the command,
+		// which owns its workspace (.claude/settings.local.json's
+		// disableAllHooks turns the gate off): only a harness told to
+		// read the settings files that hold against the uid runs here,
+		// in the command's own home (containerHome).
+		if info, _ := hooks.LaunchInfoOf(l.Harness, home); !info.HeldSettingsOnly || info.PrivateHome {
+			return nil, fmt.Errorf("%w: %s does not run in container mode (it would read settings the command could change, in its workspace or home); %s does, or give the container sandboxd's seccomp profile for nested mode (%s)", ErrLaunch, l.Harness, hooks.ClaudeCode, procjail.SeccompProfileFix)
+		}
+		home = s.agentHome
+		held = func(p string) bool { return unchangeableBy(p, c.UID, c.GID) }
+		dirMode, fileMode = 0o755, 0o644
+	}
+	l.home = home
 	r := s.live.Current().resolved
 	dir := filepath.Join(s.dir, "launch")
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, dirMode); err != nil {
+		return nil, fmt.Errorf("launch configuration: %w", err)
+	}
+	if err := os.Chmod(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("launch configuration: %w", err)
 	}
 	project := s.opts.Dir
@@ -166,6 +190,40 @@ func (s *session) launchConfig() (func(), error) {
 			f()
 		}
 	}
+	var projectDirs, placeholders []string
+	if s.container == nil {
+		// Nested mode binds every settings file that exists read-only.
+		// The project's harness directories are kept read-only whole
+		// (made, empty, when missing, and removed at the end if still
+		// empty: git does not see an empty directory), so the command
+		// can make no settings file there for the running harness to
+		// load; a user settings file that does not exist is left out.
+		info, _ := hooks.LaunchInfoOf(l.Harness, home)
+		for _, rel := range info.ProjectDirs {
+			d := filepath.Join(project, rel)
+			made, err := ensureDir(d, project)
+			if err != nil {
+				return stop, fmt.Errorf("%w: %v", ErrLaunch, err)
+			}
+			if made {
+				stops = append(stops, func() { os.Remove(d) })
+			}
+			projectDirs = append(projectDirs, d)
+		}
+		held = func(p string) bool {
+			for _, d := range projectDirs {
+				if isUnder(p, d) {
+					return true
+				}
+			}
+			if _, err := os.Lstat(p); err != nil {
+				// Made read-only inside by the jail, or the start is
+				// refused (placeholders).
+				placeholders = append(placeholders, p)
+			}
+			return true
+		}
+	}
 	plan := hooks.LaunchPlan{Harness: l.Harness, Dir: dir, Hookgate: l.Hookgate, Home: home, Project: project,
 		Denied: slices.Sorted(slices.Values(r.Native.Denied)), MCP: l.MCP, Relax: l.Relax, Args: l.Args,
 		// What the harness's configuration copies from the environment
@@ -173,7 +231,7 @@ func (s *session) launchConfig() (func(), error) {
 		// into Codex's) comes from what the sandbox gets: a variable
 		// --unset-env or environment.unset removes is not written inside
 		// by another way.
-		Getenv: envLookup(s.hostEnv)}
+		Getenv: envLookup(s.hostEnv), Held: held}
 	if p, err := exec.LookPath(s.opts.Command[0]); err == nil {
 		plan.Program, _ = filepath.Abs(p)
 	}
@@ -196,8 +254,11 @@ func (s *session) launchConfig() (func(), error) {
 		return stop, fmt.Errorf("%w: %v", ErrLaunch, err)
 	}
 	keep = cfg.Keep
+	for _, n := range cfg.Notes {
+		fmt.Fprintf(s.stderr, "sandboxd: %s\n", n)
+	}
 	for name, data := range cfg.Files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), data, fileMode); err != nil {
 			return stop, fmt.Errorf("launch configuration: %w", err)
 		}
 	}
@@ -210,12 +271,18 @@ func (s *session) launchConfig() (func(), error) {
 		homeFiles = append(homeFiles, f)
 	}
 	for _, d := range l.stateDirs() {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		var err error
+		if s.container != nil {
+			err = mkdirsAs(d, s.container.UID, s.container.GID)
+		} else {
+			err = os.MkdirAll(d, 0o700)
+		}
+		if err != nil {
 			return stop, fmt.Errorf("launch: state directory %s: %w", d, err)
 		}
 	}
 	s.opts.Command = append(append(append([]string{}, s.opts.Command[0]), cfg.Args...), l.Args...)
-	s.launched = &launched{harness: string(l.Harness), mode: r.Mode, dir: dir, cfg: cfg, ceiling: plan.Denied, homeFiles: homeFiles}
+	s.launched = &launched{harness: string(l.Harness), mode: r.Mode, dir: dir, cfg: cfg, ceiling: plan.Denied, homeFiles: homeFiles, projectDirs: projectDirs, placeholders: placeholders}
 	for _, m := range l.MCP {
 		s.launched.mcp = append(s.launched.mcp, m.Name)
 		f, closeFwd, err := s.forwardLoopback(m.URL)
@@ -228,6 +295,61 @@ func (s *session) launchConfig() (func(), error) {
 		}
 	}
 	return stop, nil
+}
+
+// placeholders makes the launched harness's settings files that did not
+// exist at the start unchangeable inside: below the home overlay, the
+// jail makes them ("{}") and binds them read-only (procjail.FileSystem
+// Placeholders; macOS's profile refuses their creation). One in a write
+// root refuses the start: the command could make it and the running
+// harness would load it.
+func (s *session) placeholders() error {
+	if s.launched == nil {
+		return nil
+	}
+	p := s.fsPlan
+	for _, f := range s.launched.placeholders {
+		if _, err := os.Lstat(f); err == nil || slices.Contains(p.placeholders, f) {
+			continue
+		}
+		switch {
+		case p.AllWritable || p.InWriteRoot(f):
+			return fmt.Errorf("%w: %s does not exist and lies in a write root: the command could make it and %s would load it (create it, {} for empty settings, or drop the write root)", ErrLaunch, f, s.launched.harness)
+		case runtime.GOOS == "linux" && p.HomeOverlay != "" && isUnder(f, p.HomeOverlay):
+			p.placeholders = append(p.placeholders, f)
+			if !slices.Contains(p.Protected, f) {
+				p.Protected = append(p.Protected, f)
+			}
+			delete(p.missing, f) // bound, not watched
+		}
+	}
+	return nil
+}
+
+// ensureDir makes sure d is a directory, not a symlink, making it (owned
+// as project is) when missing; made says it did.
+func ensureDir(d, project string) (made bool, err error) {
+	fi, err := os.Lstat(d)
+	switch {
+	case err == nil && fi.IsDir():
+		return false, nil
+	case err == nil:
+		return false, fmt.Errorf("%s is not a directory: the harness's project settings would not be kept from the command", d)
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return false, err
+	}
+	if pi, err := os.Stat(project); err == nil {
+		if st, ok := pi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+			if err := os.Lchown(d, int(st.Uid), int(st.Gid)); err != nil {
+				os.Remove(d)
+				return false, err
+			}
+		}
+	}
+	return true, nil
 }
 
 // forwardLoopback makes an MCP server on the host's loopback (the seed's

@@ -533,6 +533,7 @@ func (s *session) jailSpec() (func(), error) {
 		// The session's configuration in a launched harness's private
 		// home, whose rest is the harness's writable state.
 		s.readOnly = append(s.readOnly, s.launched.homeFiles...)
+		s.readOnly = append(s.readOnly, s.launched.projectDirs...)
 	}
 	// The proxy's resolver runs out here and reads the host's /etc/hosts
 	// and nsswitch.conf: a sandbox started by root could otherwise add
@@ -566,6 +567,9 @@ func (s *session) jailSpec() (func(), error) {
 		// The harness reads its session configuration inside (read-only:
 		// the runtime directory is); a private /tmp would cover it.
 		s.fsPlan.Reveal(s.launched.dir)
+	}
+	if err := s.placeholders(); err != nil {
+		return cleanup, err
 	}
 	if err := s.sealCredentials(); err != nil {
 		return cleanup, err
