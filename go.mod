@@ -3,6 +3,7 @@ module github.com/barry-rocks/sandbox
 go 1.26.8
 
 require (
+	github.com/elazarl/goproxy v1.9.4
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/nftables v0.3.0
