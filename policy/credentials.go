@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/barry-rocks/sandbox/internal/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // CredentialSpec is one secret the sandbox gets only as a placeholder:

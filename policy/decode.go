@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/barry-rocks/sandbox/internal/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // maxDocumentBytes caps a policy document; nothing legitimate comes close.

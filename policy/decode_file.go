@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/barry-rocks/sandbox/internal/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // The policy file's decoder: LoadFile and DecodePolicyFile, and the

@@ -6,7 +6,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/barry-rocks/sandbox/internal/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // EnvironmentSection is the policy file's environment section (outside

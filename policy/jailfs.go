@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/barry-rocks/sandbox/internal/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // FilesystemSection is the policy file's top-level "filesystem" section:

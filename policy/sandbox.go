@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/barry-rocks/sandbox/internal/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // SandboxSection is the policy file's top-level "sandbox" section: what the

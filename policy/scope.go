@@ -9,7 +9,7 @@ import (
 	"sort"
 
 	"github.com/barry-rocks/sandbox/internal/jcs"
-	"github.com/barry-rocks/sandbox/internal/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // ExecutionScope is an approved grant: the traits, tools and bound a run was

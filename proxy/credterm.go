@@ -192,7 +192,7 @@ func (t *tunnel) terminate(hello []byte) {
 	m.tr = &http.Transport{
 		Proxy:                 nil,
 		DialContext:           m.dial,
-		TLSClientConfig:       &tls.Config{ServerName: serverName, RootCAs: t.s.cfg.UpstreamRoots, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       t.s.upstreamTLS(serverName),
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   t.s.cfg.DialTimeout,
 		ResponseHeaderTimeout: t.s.cfg.HeaderTimeout,

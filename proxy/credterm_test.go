@@ -376,6 +376,59 @@ func TestCredentialBadUpstreamCertificate(t *testing.T) {
 	}
 }
 
+// TestCredentialUntrustedUpstreamRefused: a terminated host's server is
+// verified by the proxy itself, with the system roots when none are
+// configured (which do not hold the test servers' certificate), and
+// against the host's name (a certificate its roots hold but for another
+// name is refused): the request never reaches the server, the client gets
+// 502 naming the certificate.
+func TestCredentialUntrustedUpstreamRefused(t *testing.T) {
+	elsewhere := proxytest.NewCert(t, "elsewhere.test")
+	for _, tc := range []struct {
+		name  string
+		roots *x509.CertPool
+		cert  *tls.Certificate // the upstream's; nil: the servers' (names the host)
+	}{
+		{name: "system roots", roots: nil},
+		{name: "trusted certificate for another name", roots: elsewhere.Pool, cert: &elsewhere.TLS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ce := newCredEnv(t, false, func(c *proxy.Config) { c.UpstreamRoots = tc.roots })
+			port := ce.port
+			if tc.cert != nil {
+				var got atomic.Int64
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { got.Add(1) }))
+				srv.TLS = &tls.Config{Certificates: []tls.Certificate{*tc.cert}}
+				srv.StartTLS()
+				t.Cleanup(func() {
+					srv.Close()
+					if n := got.Load(); n != 0 {
+						t.Errorf("the upstream got %d requests over an unverified session", n)
+					}
+				})
+				_, port, _ = net.SplitHostPort(srv.Listener.Addr().String())
+			}
+			req, _ := http.NewRequest("GET", "https://allowed.test:"+port+"/echo", nil)
+			req.Header.Set("Authorization", "Bearer "+ce.cred.Placeholder)
+			resp, err := ce.caClient(false).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := body(t, resp)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(resp.Header.Get("X-Proxy-Error"), "certificate does not verify") {
+				t.Fatalf("status %d X-Proxy-Error %q, want 502 naming the certificate", resp.StatusCode, resp.Header.Get("X-Proxy-Error"))
+			}
+			noReal(t, "502 body", b)
+			ce.mu.Lock()
+			n := len(ce.seen)
+			ce.mu.Unlock()
+			if n != 0 {
+				t.Errorf("the upstream got %d requests over an unverified session", n)
+			}
+		})
+	}
+}
+
 func TestCredentialHostRuleInsideTunnel(t *testing.T) {
 	ce := newCredEnv(t, true)
 	req, _ := http.NewRequest("GET", ce.url("/echo"), nil)

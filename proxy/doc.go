@@ -1,6 +1,6 @@
 // Package proxy is the sandbox's only way out: an HTTP forward proxy
 // (CONNECT tunnels and absolute-form plain HTTP, built on
-// github.com/elazarl/goproxy, copied as internal/goproxy: see its FORK.md)
+// github.com/elazarl/goproxy, every handler and the transport ours)
 // and a DNS proxy (github.com/miekg/dns) that allow traffic by hostname,
 // with a dial guard that checks every resolved address against a
 // special-purpose address table and dials exactly the address it checked,

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/barry-rocks/sandbox/internal/goproxy"
+	"github.com/elazarl/goproxy"
 
 	"github.com/barry-rocks/sandbox/policy"
 )

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -26,7 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/barry-rocks/sandbox/internal/goproxy"
+	"github.com/elazarl/goproxy"
 
 	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/policy"
@@ -87,9 +88,11 @@ type Config struct {
 	// it must have been made for (at least) their hosts.
 	Credentials []Credential
 	CA          *CA
-	// UpstreamRoots verify the servers of terminated hosts. Nil: the
-	// system roots as this process reads them (SSL_CERT_FILE and
-	// SSL_CERT_DIR on Linux).
+	// UpstreamRoots verify every server the proxy itself speaks TLS to:
+	// the terminated hosts' (and the plain-HTTP transport's, which refuses
+	// https:// before it dials). Nil: the system roots as this process
+	// reads them (SSL_CERT_FILE and SSL_CERT_DIR on Linux). Verification
+	// is never skipped (upstreamTLS).
 	UpstreamRoots *x509.CertPool
 }
 
@@ -205,7 +208,7 @@ func New(cfg Config) (*Server, error) {
 	s.tr = &http.Transport{
 		Proxy:                  nil, // never follow HTTP(S)_PROXY
 		DialContext:            s.dialPinned,
-		TLSClientConfig:        nil, // default: verify; https:// is refused before it anyway
+		TLSClientConfig:        s.upstreamTLS(""), // https:// is refused before it; verifying all the same
 		ForceAttemptHTTP2:      false,
 		TLSHandshakeTimeout:    cfg.DialTimeout,
 		ResponseHeaderTimeout:  cfg.HeaderTimeout,
@@ -218,6 +221,9 @@ func New(cfg Config) (*Server, error) {
 	gp.Logger = log.New(io.Discard, "", 0)
 	gp.Verbose = false
 	gp.ConnectDial, gp.ConnectDialWithReq = nil, nil // kill the HTTPS_PROXY wiring
+	// goproxy's own transport (and its TLS client config) is replaced
+	// whole: every request goproxy would send itself, and every TLS
+	// session it would open to a server, goes through s.tr and verifies.
 	gp.Tr = s.tr
 	gp.KeepAcceptEncoding = true
 	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -245,6 +251,19 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	return s, nil
+}
+
+// upstreamTLS is the TLS client configuration of every session the proxy
+// opens to a server: verified with Config.UpstreamRoots (nil: the system
+// roots) against serverName ("": the name the transport dials), TLS 1.2 at
+// least. It is the proxy's own choice, never a library's default.
+func (s *Server) upstreamTLS(serverName string) *tls.Config {
+	return &tls.Config{
+		ServerName:         serverName,
+		RootCAs:            s.cfg.UpstreamRoots,
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: false,
+	}
 }
 
 // User returns the proxy user name.

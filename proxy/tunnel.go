@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/barry-rocks/sandbox/internal/goproxy"
+	"github.com/elazarl/goproxy"
 
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/proxy/tlshello"
