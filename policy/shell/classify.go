@@ -96,6 +96,10 @@ type analyzer struct {
 	// analysed only ("GH_HOST=h gh api", "env GH_HOST=h gh api"), and for
 	// the commands it runs; it is replaced, never changed in place.
 	prefixEnv map[string]string
+	// codePrefix is code an interpreter's options load before the inline
+	// code being read (perl -MMOD, ruby -rLIB, node -r MOD), in its
+	// language; inlineCode reads the two together.
+	codePrefix string
 	// ghHostVals are the static values the line assigns to GH_HOST
 	// anywhere (an export reaches every later gh).
 	ghHostVals []string
