@@ -60,6 +60,10 @@ type invocation struct {
 	// also are the chains the invocation does under other names ("gh api
 	// repos/o/r/pulls -f …" is gh pr create): a rule on one denies it.
 	also [][]string
+	// hosts are the hosts the program's entry worked out while reading the
+	// line, from more than its own words (gh api's GH_HOST), for its
+	// hosts answer.
+	hosts []string
 }
 
 // Classify reads a command line (bash syntax) without running it. It never
@@ -88,6 +92,28 @@ type analyzer struct {
 	// runs (`sh -c 'sh' <<< 'git push'`, `eval cat`) inherits it, so source
 	// starts its walk from it instead of from no stdin.
 	curIn stdin
+	// prefixEnv holds the static variables assigned for the command being
+	// analysed only ("GH_HOST=h gh api", "env GH_HOST=h gh api"), and for
+	// the commands it runs; it is replaced, never changed in place.
+	prefixEnv map[string]string
+	// codePrefix is code an interpreter's options load before the inline
+	// code being read (perl -MMOD, ruby -rLIB, node -r MOD), in its
+	// language; inlineCode reads the two together.
+	codePrefix string
+	// ghHostVals are the static values the line assigns to GH_HOST
+	// anywhere (an export reaches every later gh).
+	ghHostVals []string
+}
+
+// setPrefix adds NAME=val to the environment of the command being
+// analysed (and of those it runs).
+func (a *analyzer) setPrefix(name, val string) {
+	env := make(map[string]string, len(a.prefixEnv)+1)
+	for k, v := range a.prefixEnv {
+		env[k] = v
+	}
+	env[name] = val
+	a.prefixEnv = env
 }
 
 // maxReason bounds a Reason's length; the dynamic word it quotes may be long.
@@ -249,7 +275,16 @@ func (a *analyzer) source(src string, lang syntax.LangVariant, depth int) {
 			for i, w := range n.Args {
 				args[i] = resolveWord(w, src)
 			}
+			outerEnv := a.prefixEnv
+			for _, as := range n.Assigns {
+				if as.Name != nil && as.Value != nil {
+					if w := resolveWord(as.Value, src); !w.dyn {
+						a.setPrefix(as.Name.Value, w.val)
+					}
+				}
+			}
 			a.command(args, callIn[n], depth)
+			a.prefixEnv = outerEnv
 		}
 		return true
 	})
@@ -491,6 +526,13 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 		// request goes to the proxy, a host the domain check never sees.
 		a.fail(name + " assignment sends network traffic through a proxy the classifier does not check")
 		return
+	}
+	if name == "GH_HOST" {
+		if v.dyn {
+			a.fail("GH_HOST assignment is not static: the host gh contacts cannot be read")
+			return
+		}
+		a.ghHostVals = append(a.ghHostVals, v.val)
 	}
 	if strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
 		a.fail(name + " assignment sets git configuration")

@@ -8,10 +8,14 @@ import (
 )
 
 // FuzzClassify checks that Classify never panics and that a line it reports
-// as running no program (and not Unparseable) holds no command at all.
+// as running no program (and not Unparseable) holds no command at all. It
+// is seeded from the case tables, the inline-code aliasing rows
+// (inlineTable) among them.
 func FuzzClassify(f *testing.F) {
-	for _, tc := range table {
-		f.Add(tc.line)
+	for _, rows := range [][]tcase{table, bypassTable, inlineTable} {
+		for _, tc := range rows {
+			f.Add(tc.line)
+		}
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		if len(line) > 4096 {

@@ -12,7 +12,7 @@ import (
 // code and which take other values.
 type interpSpec struct {
 	optSpec        // str/strLong: options whose value is inline code
-	lang    string // "python", "js", "perl", "ruby", "php", "awk", "sed", "other"
+	lang    string // "python", "js", "perl", "ruby", "php", "lua", "r", "julia", "applescript", "pwsh", "tcl", "awk", "sed"
 }
 
 // versionedBase returns the interpreter a versioned name runs ("python3.12"
@@ -39,12 +39,12 @@ var interpreters = sync.OnceValue(func() map[string]interpSpec {
 		"ruby":       {optSpec{short: "IrCEF", str: "e"}, "ruby"},
 		"perl":       {optSpec{short: "IMmxl0", str: "eE"}, "perl"},
 		"php":        {optSpec{short: "dcz", str: "r"}, "php"},
-		"lua":        {optSpec{short: "l", str: "e"}, "other"},
+		"lua":        {optSpec{short: "l", str: "e"}, "lua"},
 		"osascript":  {optSpec{short: "ls", str: "e"}, "applescript"},
 		"pwsh":       {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
 		"powershell": {optSpec{strLong: []string{"command", "Command", "c"}, str: "c", long: []string{"File", "file"}}, "pwsh"},
-		"rscript":    {optSpec{str: "e"}, "other"},
-		"julia":      {optSpec{str: "e"}, "other"},
+		"rscript":    {optSpec{str: "e"}, "r"},
+		"julia":      {optSpec{str: "e"}, "julia"},
 		"expect":     {optSpec{str: "c"}, "tcl"},
 		"tclsh":      {optSpec{}, "tcl"},
 		"awk":        {optSpec{short: "vFfW", long: []string{"assign", "field-separator", "file"}}, "awk"},
@@ -77,6 +77,10 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 	}
 	args := inv.args
 	a.record(inv)
+	if sp.lang == "pwsh" {
+		a.pwsh(inv, in, depth)
+		return true
+	}
 	if key == "perl" || key == "sed" || key == "gsed" {
 		if inPlace(args, sp.short+sp.str) {
 			a.write(lastOperand(args), prog+" -i")
@@ -100,6 +104,12 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 		a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
 		return true
 	}
+	pre, file := preloads(sp.lang, args[1:o.next])
+	if file != "" {
+		a.opaque(prog) // node -r ./hook.js: code the line does not show
+	}
+	defer func(p string) { a.codePrefix = p }(a.codePrefix)
+	a.codePrefix = pre
 	if len(o.strs) > 0 {
 		for _, s := range o.strs {
 			if sp.lang == "sed" {
@@ -143,6 +153,84 @@ func (a *analyzer) interpreter(inv invocation, in stdin, depth int) bool {
 	}
 	a.stdinCode(prog, sp.lang, in, depth)
 	return true
+}
+
+// pwsh reads PowerShell's command line: a script file is opaque; any
+// other option may carry code (-Command, -EncodedCommand, and the unique
+// prefixes PowerShell accepts for them: -c, -comm, -e, -enc), and every
+// PowerShell statement runs a command by names and quoting the classifier
+// does not read, so the line is Unparseable, as it is when no file is
+// given (the code is stdin).
+func (a *analyzer) pwsh(inv invocation, in stdin, depth int) {
+	args := inv.args
+scan:
+	for i := 1; i < len(args); i++ {
+		w := args[i]
+		v := strings.ToLower(strings.TrimLeft(w.val, "-/"))
+		switch {
+		case w.dyn:
+			a.fail(inv.prog + " argument is not static: " + w.val)
+			return
+		case v == "noprofile" || v == "nop" || v == "nologo" || v == "noninteractive" || v == "noni":
+			continue
+		case (v == "file" || v == "f") && i+1 < len(args):
+			a.opaque(inv.prog)
+			return
+		case !strings.HasPrefix(w.val, "-"):
+			a.opaque(inv.prog) // pwsh script.ps1
+			return
+		}
+		break scan
+	}
+	a.fail(inv.prog + " code is PowerShell, whose commands the classifier cannot read")
+}
+
+// preloads returns the modules an interpreter's options load before its
+// code (perl -MMOD and -mMOD, ruby -rLIB, node -r/--require/--import), as
+// code of its language to read before the inline code, and the first one
+// that is a file (node -r ./hook.js), whose code the line does not show.
+func preloads(lang string, opts []word) (code, file string) {
+	var b strings.Builder
+	for i := 0; i < len(opts); i++ {
+		v := opts[i].val
+		next := func() string {
+			if i+1 < len(opts) {
+				i++
+				return opts[i].val
+			}
+			return ""
+		}
+		var mod string
+		switch {
+		case lang == "perl" && (strings.HasPrefix(v, "-M") || strings.HasPrefix(v, "-m")):
+			if mod = v[2:]; mod == "" {
+				mod = next()
+			}
+			mod, _, _ = strings.Cut(strings.TrimPrefix(mod, "-"), "=")
+			mod, _, _ = strings.Cut(mod, " ")
+			fmt.Fprintf(&b, "use %s;\n", mod)
+		case lang == "ruby" && strings.HasPrefix(v, "-r"):
+			if mod = v[2:]; mod == "" {
+				mod = next()
+			}
+			fmt.Fprintf(&b, "require '%s'\n", mod)
+		case lang == "js" && (v == "-r" || v == "--require" || v == "--import" || v == "--loader" || v == "--experimental-loader"):
+			mod = next()
+			fallthrough
+		case lang == "js" && (strings.HasPrefix(v, "--require=") || strings.HasPrefix(v, "--import=") || strings.HasPrefix(v, "--loader=")):
+			if mod == "" {
+				_, mod, _ = strings.Cut(v, "=")
+			}
+			if strings.HasPrefix(mod, ".") || strings.HasPrefix(mod, "/") || strings.HasPrefix(mod, "file:") {
+				if file == "" {
+					file = mod
+				}
+				continue
+			}
+			fmt.Fprintf(&b, "require('%s');\n", mod)
+		}
+	}
+	return b.String(), file
 }
 
 // stdinCode analyses code an interpreter reads from its standard input.
@@ -304,28 +392,67 @@ var (
 )
 
 // Exec primitives: calls whose arguments are a command to run.
-var rePrimitive = &lazyRegexp{pattern: `\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|os\.execute|system2|eval)\b`}
+var rePrimitive = &lazyRegexp{pattern: `\b(os\.system|os\.popen|os\.exec[lv]p?e?|os\.spawn[lv]p?e?|os\.posix_spawnp?|subprocess\.[A-Za-z_]+|pty\.spawn|commands\.getoutput|system|popen|shell_exec|passthru|proc_open|pcntl_exec|exec|execSync|execFileSync|execFile|spawn|spawnSync|Open3\.[a-z0-9_]+|IO\.popen|Process\.spawn|Kernel\.[a-z]+|ProcessBuilder|Runtime\.getRuntime\(\)\.exec|Deno\.run|Deno\.Command|Bun\.spawn(Sync)?|os\.execute|system2|asyncio\.create_subprocess_(exec|shell)|readpipe|eval)\b`}
 
 // reNetPrimitive finds inline code that opens network connections (a
 // socket, an HTTP client, a mail or FTP client) in the languages inline
 // code is read for; it runs against the whole code, module names being
 // strings in some of them (require("net")).
 var reNetPrimitive = &lazyRegexp{pattern: `\b(import|from)\s+(socket|ssl|urllib[\w.]*|http\.client|http|requests|httpx|aiohttp|urllib3|ftplib|smtplib|poplib|imaplib|telnetlib|paramiko|websockets?|xmlrpc[\w.]*)\b|\basyncio\.open_connection\b|` +
-	`\brequire\s*\(\s*['"](net|http|https|http2|dgram|tls|undici|axios|node-fetch|ws)['"]\s*\)|\bfrom\s+['"](node:)?(net|http|https|http2|dgram|tls|undici)['"]|['"]node:(net|http|https|http2|dgram|tls)['"]|\bfetch\s*\(|\bnew\s+WebSocket\b|\bXMLHttpRequest\b|` +
+	`\b(require|import)\s*\(\s*['"](node:)?(net|http|https|http2|dgram|tls|dns|undici|axios|node-fetch|ws)['"]\s*\)|\bfrom\s+['"](node:)?(net|http|https|http2|dgram|tls|dns|undici)['"]|['"]node:(net|http|https|http2|dgram|tls|dns)['"]|\bfetch\s*\(|\bnew\s+WebSocket\b|\bXMLHttpRequest\b|` +
 	`\bIO::Socket\b|\buse\s+Socket\b|\bLWP\b|\bHTTP::Tiny\b|\bNet::[A-Z]\w*|` +
 	`\b(TCPSocket|UDPSocket|Socket\.(new|tcp|udp))\b|\brequire\s+['"](socket|net/http|open-uri)['"]|\bURI\.open\b|` +
 	`\b(fsockopen|stream_socket_client|socket_create|curl_init)\b|\bfile_get_contents\s*\(\s*['"](https?|ftp)://|` +
 	`\brequire\s*\(?\s*['"]socket['"]|\b(download\.file|socketConnection|url)\s*\(`}
 
 // Primitives whose target the heuristic cannot read at all.
-var reOpaquePrimitive = &lazyRegexp{pattern: `\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[|from\s+(os|subprocess|pty)\s+import)\b|child_process['"]\s*\)\s*\[`}
+var reOpaquePrimitive = &lazyRegexp{pattern: `\b(__import__|importlib|ctypes|getattr|compile|Invoke-Expression|iex|Start-Process|Function|vm\.run\w*|require\s*\(\s*['"]child_process['"]\s*\)\s*\[)\b|child_process['"]\s*\)\s*\[`}
 
 var (
-	rePwshExec      = &lazyRegexp{pattern: `(?i)(invoke-expression|\biex\b|start-process|&\s*['"$]|\bcmd\b|/c\b)`}
 	reDoShell       = &lazyRegexp{pattern: `(?i)do\s+shell\s+script\s+"((?:[^"\\]|\\.)*)"`}
 	reQx            = &lazyRegexp{pattern: `\bqx\s*[^\s\w]|%x\s*[^\s\w]`}
 	reAwkLiteralCmd = &lazyRegexp{pattern: `system\s*\(\s*\x00\s*\)|\x00\s*\|\s*getline|\|\s*\x00`}
 )
+
+// reTclExec finds the Tcl commands that run a program or code, open a
+// pipe or a socket, or rename a command, and a command word that is a
+// substitution ($cmd, which may name any of them).
+var reTclExec = &lazyRegexp{pattern: `(^|[\s;\[{])(exec|spawn|open|socket|eval|uplevel|interp|rename|subst|source|load|package|namespace|after|trace|fileevent|send|system|apply|proc)\b|(^|[;\[\n{])\s*\$`}
+
+// reAwkIndirect is gawk's indirect call (@name(…), which may name
+// system) and its @include/@load/@namespace directives.
+var reAwkIndirect = &lazyRegexp{pattern: `@\s*[A-Za-z_]\w*\s*\(|@(include|load|namespace)\b`}
+
+var (
+	reDoShellWord = &lazyRegexp{pattern: `(?i)do\s+shell\s+script`}
+	// reAppleOpaque is AppleScript's other ways to run a command or code:
+	// Terminal's do script, run script, System Events keystrokes, and
+	// JavaScript for Automation's doShellScript and Objective-C bridge.
+	reAppleOpaque = &lazyRegexp{pattern: `(?i)\bdo\s+script\b|\brun\s+script\b|\bkeystroke\b|doShellScript|\bObjC\b|NSTask|\bload\s+script\b`}
+)
+
+// appleScript reads osascript code: the command of every do shell script
+// whose command is one literal is analysed; one built at run time (a
+// literal joined with &, a variable) and the other ways AppleScript runs
+// a command or code make the line Unparseable.
+func (a *analyzer) appleScript(prog, code string, depth int) {
+	if m := reAppleOpaque.FindString(code); m != "" {
+		a.fail(prog + " code runs a command or script the classifier cannot read (" + m + ")")
+		return
+	}
+	ms := reDoShell.FindAllStringSubmatchIndex(code, -1)
+	if len(reDoShellWord.FindAllStringIndex(code, -1)) != len(ms) {
+		a.fail(prog + " code runs a shell script the classifier cannot read")
+		return
+	}
+	for _, m := range ms {
+		if strings.HasPrefix(strings.TrimLeft(code[m[1]:], " \t"), "&") {
+			a.fail(prog + " code runs a shell script built at run time")
+			return
+		}
+		a.source(unescapeLit(code[m[2]:m[3]]), syntax.LangBash, depth+1)
+	}
+}
 
 // reAwkRedirect finds awk output redirection to a file: print > "f",
 // printf(…) >> f.
@@ -342,7 +469,10 @@ var reAwkPrintPipe = &lazyRegexp{pattern: `\bprintf?\b[^;|}]*\|`}
 
 // inlineCode applies the inline-code heuristic: code with no exec primitive
 // is data; a primitive whose command is a string literal is classified; any
-// other primitive makes the line unparseable.
+// other primitive makes the line unparseable. Before the primitives are
+// looked for, aliasCode reads names bound by renaming imports as the full
+// names they stand for and refuses reflection and modules reached by a
+// name that is not a literal (the aliasing class, issue 29).
 func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 	if w.dyn {
 		if reSubstLike.MatchString(w.val) || rePrimitive.MatchString(w.val) || strings.Contains(w.val, "$") {
@@ -350,18 +480,20 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 		}
 		return
 	}
-	code := w.val
+	code := a.codePrefix + w.val
 	strs, bare := splitStrings(code)
-	if lang == "pwsh" && rePwshExec.MatchString(bare) {
-		a.fail(prog + " code runs a command the classifier cannot read")
+	if lang == "pwsh" {
+		// Every PowerShell statement runs a command (a cmdlet, an alias, a
+		// program), by names and quoting the classifier does not read.
+		a.fail(prog + " code is PowerShell, whose commands the classifier cannot read")
+		return
+	}
+	if lang == "tcl" && reTclExec.MatchString(bare) {
+		a.fail(prog + " code runs a command or code the classifier cannot read")
 		return
 	}
 	if lang == "applescript" {
-		if m := reDoShell.FindStringSubmatch(code); m != nil {
-			a.source(unescapeLit(m[1]), syntax.LangBash, depth+1)
-		} else if strings.Contains(strings.ToLower(code), "do shell script") {
-			a.fail(prog + " code runs a shell script the classifier cannot read")
-		}
+		a.appleScript(prog, code, depth)
 		return
 	}
 	if reOpaquePrimitive.MatchString(bare) {
@@ -375,16 +507,32 @@ func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 		a.fail(prog + " code opens network connections the classifier cannot read")
 		return
 	}
+	if lang == "awk" && reAwkIndirect.MatchString(bare) {
+		a.fail(prog + " program calls a function by name or loads code (gawk @), which the classifier cannot read")
+		return
+	}
+	bare, why := aliasCode(lang, bare, strs)
+	if why != "" {
+		a.fail(fmt.Sprintf("%s code %s: the classifier cannot read what it runs", prog, why))
+		return
+	}
+	if lang == "perl" {
+		if why := a.perlOpens(bare, strs, depth); why != "" {
+			a.fail(fmt.Sprintf("%s code %s: the classifier cannot read what it runs", prog, why))
+			return
+		}
+	}
 	found := false
-	// Backticks and qx// in perl/ruby, %x() in ruby.
-	if lang == "perl" || lang == "ruby" || lang == "js" {
+	// Backticks and qx// in perl/ruby/php, %x() in ruby, julia's command
+	// literals.
+	if lang == "perl" || lang == "ruby" || lang == "js" || lang == "php" || lang == "julia" {
 		for _, s := range strs {
 			if s.quote == '`' {
 				found = true
 				if lang == "js" {
 					continue // template literal: data unless passed to a primitive
 				}
-				if strings.Contains(s.text, "#{") || strings.Contains(s.text, "$") {
+				if strings.Contains(s.text, "#{") || strings.Contains(s.text, "$") || strings.Contains(s.text, "{") && lang == "php" {
 					a.fail(prog + " backtick command is not static: " + s.text)
 					return
 				}

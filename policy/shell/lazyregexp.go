@@ -48,3 +48,19 @@ func (l *lazyRegexp) ReplaceAllString(src, repl string) string {
 func (l *lazyRegexp) ReplaceAllLiteralString(src, repl string) string {
 	return l.re().ReplaceAllLiteralString(src, repl)
 }
+
+func (l *lazyRegexp) FindString(s string) string { return l.re().FindString(s) }
+
+func (l *lazyRegexp) FindStringIndex(s string) []int { return l.re().FindStringIndex(s) }
+
+func (l *lazyRegexp) FindAllStringSubmatch(s string, n int) [][]string {
+	return l.re().FindAllStringSubmatch(s, n)
+}
+
+func (l *lazyRegexp) FindAllStringSubmatchIndex(s string, n int) [][]int {
+	return l.re().FindAllStringSubmatchIndex(s, n)
+}
+
+func (l *lazyRegexp) ReplaceAllStringFunc(src string, repl func(string) string) string {
+	return l.re().ReplaceAllStringFunc(src, repl)
+}

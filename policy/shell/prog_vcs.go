@@ -15,9 +15,11 @@ func vcsPrograms() map[string]*program {
 	return map[string]*program{
 		"git": {run: gitRun, nonExec: true, actions: gitActions, hosts: gitHosts, writes: gitWrites,
 			subcommands: gitSubcommands, aliases: []string{"hub", "yadm"}, dashed: gitDashed, twin: gitTwin},
-		// gh talks to GitHub's API (or --hostname's), a host no word of
-		// the line names as a URL.
-		"gh": {run: ghRun, nonExec: true, actions: ghActions, noHosts: true, subcommands: ghTop},
+		// gh talks to GitHub's API, a host no word of the line names as a
+		// URL: gh api's is read (ghAPIHosts); the other commands' depends
+		// on the repository's remote and gh's configuration, so they
+		// report none and a domain rule fails closed on them.
+		"gh": {run: ghRun, nonExec: true, actions: ghActions, hosts: ghHosts, subcommands: ghTop},
 	}
 }
 
@@ -511,6 +513,7 @@ func ghRun(a *analyzer, inv invocation, _ stdin, _ int) {
 	why := ""
 	if len(chain) > 0 && chain[0] == "api" {
 		inv.also, why = ghAPIChains(args)
+		inv.hosts = ghAPIHosts(args, a.prefixEnv, a.ghHostVals)
 	}
 	a.record(inv)
 	if why != "" {
@@ -520,6 +523,99 @@ func ghRun(a *analyzer, inv invocation, _ stdin, _ int) {
 	if len(chain) == 2 && (chain[0] == "alias" && (chain[1] == "set" || chain[1] == "import")) {
 		a.fail("gh alias " + chain[1] + " defines a new gh command")
 	}
+}
+
+// ghHosts answers the registry's hosts question for gh: gh api's hosts,
+// worked out by ghRun; none for the other commands.
+func ghHosts(inv invocation) []string { return inv.hosts }
+
+// ghAPIHosts returns the hosts gh api contacts, as gh works them out
+// (go-gh's restPrefix): an endpoint that is a full URL is fetched as it
+// is; otherwise the API host of --hostname, else of GH_HOST when this
+// command's environment sets it, else of github.com and of every GH_HOST
+// the line assigns elsewhere (an export reaches later commands). None when
+// the endpoint or the --hostname value is not static and may be a URL or
+// any host: a domain rule then fails closed. gh's own configuration (a
+// hosts.yml with one enterprise host, GH_HOST in the agent's environment)
+// is not on the line and is not read.
+func ghAPIHosts(args []word, prefix map[string]string, lineHosts []string) []string {
+	var hostname *word
+	var endpoint *word
+	api := ghAPIIndex(args)
+	for i := 1; i < len(args); i++ {
+		w := args[i]
+		v := w.val
+		switch {
+		case v == "--hostname":
+			if i+1 < len(args) {
+				i++
+				hostname = &args[i]
+			}
+		case strings.HasPrefix(v, "--hostname="):
+			h := w
+			h.val = strings.TrimPrefix(v, "--hostname=")
+			hostname = &h
+		case v == "--":
+		case strings.HasPrefix(v, "-") && !w.dyn:
+			if ghValueFlags()[v] || v == "--cache" || v == "-p" || v == "--preview" {
+				i++
+			}
+		default:
+			if endpoint == nil && i > api {
+				endpoint = &args[i]
+			}
+		}
+	}
+	if endpoint != nil {
+		if endpoint.dyn && !ghPathLead(endpoint.lead) {
+			return nil
+		}
+		if !endpoint.dyn && (strings.HasPrefix(endpoint.val, "https://") || strings.HasPrefix(endpoint.val, "http://")) {
+			return []string{urlHost(endpoint.val, false)}
+		}
+	}
+	if hostname != nil {
+		if hostname.dyn {
+			return nil
+		}
+		return []string{ghAPIHost(hostname.val)}
+	}
+	if h, ok := prefix["GH_HOST"]; ok {
+		return []string{ghAPIHost(h)}
+	}
+	hosts := []string{"api.github.com"}
+	for _, h := range lineHosts {
+		hosts = append(hosts, ghAPIHost(h))
+	}
+	return hosts
+}
+
+// ghPathLead reports whether the static start of a dynamic gh api endpoint
+// makes it a path, never a URL ("repos/$R/pulls", "/user/$X").
+func ghPathLead(lead string) bool {
+	return lead != "" && !strings.HasPrefix("https://", lead) && !strings.HasPrefix("http://", lead) &&
+		!strings.HasPrefix(lead, "http")
+}
+
+// ghAPIHost is the API host of a GitHub instance as gh names it
+// (go-gh's restPrefix and NormalizeHostname): github.com and its
+// subdomains are api.github.com, github.localhost is api.github.localhost,
+// a tenancy host (NAME.ghe.com) is api.NAME.ghe.com, and any other host, an
+// Enterprise Server, serves its API itself (/api/v3, /api/graphql).
+func ghAPIHost(h string) string {
+	h = strings.ToLower(h)
+	switch {
+	case h == "garage.github.com":
+		return h
+	case h == "github.com" || strings.HasSuffix(h, ".github.com"):
+		return "api.github.com"
+	case h == "github.localhost" || strings.HasSuffix(h, ".github.localhost"):
+		return "api.github.localhost"
+	case strings.HasSuffix(h, ".ghe.com"):
+		before := strings.TrimSuffix(h, ".ghe.com")
+		return "api." + before[strings.LastIndexByte(before, '.')+1:] + ".ghe.com"
+	}
+	return h
 }
 
 // ghActions: gh api reads or writes by its method and fields; a

@@ -975,6 +975,7 @@ func (a *analyzer) env(inv invocation, in stdin, depth int) {
 		case isAssignment(v):
 			name, val, _ := strings.Cut(v, "=")
 			a.assignValue(name, &word{val: val}, depth)
+			a.setPrefix(name, val)
 			i++
 		default:
 			goto cmd
@@ -1029,6 +1030,7 @@ func (a *analyzer) sudo(inv invocation, in stdin, depth int) {
 	for i < len(args) && !args[i].dyn && isAssignment(args[i].val) {
 		name, val, _ := strings.Cut(args[i].val, "=")
 		a.assignValue(name, &word{val: val}, depth)
+		a.setPrefix(name, val)
 		i++
 	}
 	if o.has("-e", "--edit") {

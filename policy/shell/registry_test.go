@@ -112,7 +112,7 @@ var registrySamples = map[string]struct {
 	"rsync":  {"rsync -av f a.example:/x", "a.example"},
 
 	"git": {"git push https://a.example/r main", "a.example"},
-	"gh":  {"gh pr create -t x", ""},
+	"gh":  {"gh api repos/o/r/pulls", "api.github.com"},
 
 	"dig":        {"dig +short a.example MX", "a.example"},
 	"nslookup":   {"nslookup a.example", "a.example"},

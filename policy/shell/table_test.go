@@ -652,4 +652,23 @@ var table = []tcase{
 	{line: "python3 < script.py", progs: "python3", opaque: "python3"},
 	{line: "fd -x", progs: "fd", unp: "fd -x runs the files it finds", deny: unp},
 	{line: "cp /usr/bin/git bin/ && bin/git push", progs: "cp git", deny: "git:push"},
+
+	// gh api reports the API host it contacts (issue 29), as gh works it
+	// out: github.com's, or GH_HOST's set for the command, or --hostname's,
+	// or a full URL's; an endpoint that may be a URL reports none, so a
+	// domain rule fails closed.
+	{line: "gh api /user", progs: "gh", net: "http:read", dom: "api.github.com"},
+	{line: "GH_HOST=ghe.corp gh api /x", progs: "gh", net: "http:read", dom: "ghe.corp"},
+	{line: "gh api --hostname ghe.corp /x", progs: "gh", dom: "ghe.corp"},
+	{line: "gh api --hostname=octo.ghe.com user", progs: "gh", dom: "api.octo.ghe.com"},
+	{line: "GH_HOST=github.com gh api user", progs: "gh", dom: "api.github.com"},
+	{line: "env GH_HOST=ghe.corp gh api user", progs: "env gh", dom: "ghe.corp"},
+	{line: "export GH_HOST=ghe.corp; gh api user", progs: "export gh", dom: "api.github.com ghe.corp"},
+	{line: "GH_HOST=ghe.corp gh api --hostname other.corp user", progs: "gh", dom: "other.corp"},
+	{line: "gh api https://x.example/y", progs: "gh", dom: "x.example"},
+	{line: `gh api "repos/$R/pulls"`, progs: "gh", dom: "api.github.com"},
+	{line: `gh api "$EP/x"`, progs: "gh", dom: "-"},
+	{line: `gh api --hostname "$H" user`, progs: "gh", dom: "-"},
+	{line: "GH_HOST=$H gh api user", unp: "GH_HOST assignment is not static", deny: unp},
+	{line: "gh pr view 3", progs: "gh", net: "http:read", dom: "-"},
 }
