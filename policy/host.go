@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/barry-rocks/sandbox/internal/publicsuffix"
 	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Host is a canonical destination: either a DNS name (lower-case ASCII,
