@@ -149,6 +149,11 @@ func (st *checkState) run(ctx context.Context, a CheckArgs) Output {
 type LocalSource struct {
 	Path  string
 	Shell ShellRuler
+	// InSandbox rules as a sandboxd session's ruling server does
+	// (Session.InSandbox): sandboxd explain --in-sandbox. hookgate never
+	// sets it: with a policy file it rules for a harness outside the
+	// sandbox.
+	InSandbox bool
 }
 
 // Open implements Source.
@@ -159,6 +164,9 @@ func (s LocalSource) Open(ctx context.Context) (Ruling, error) {
 	sess, err := LoadPolicy(s.Path)
 	if err != nil {
 		return nil, err
+	}
+	if s.InSandbox {
+		sess.InSandbox()
 	}
 	e, err := NewEngine(sess, s.Shell)
 	if err != nil {

@@ -80,7 +80,7 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 		}
 		home = h
 	}
-	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS},
+	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS, HeldBelow: s.Sandboxed},
 		mcp: map[string]bool{}, native: map[string]bool{}, denied: map[string]bool{}}
 	r.s.Bound = s.Bound.Clone()
 	var nr *policy.NetworkRules
@@ -108,6 +108,8 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 //
 //  1. the context is not done (a ruling after the deadline is a deny);
 //  2. events that are not gated are allowed (no opinion);
+//     a session whose policy asks for the sandbox and runs without one is
+//     refused: every call denied (policy.DecideSandboxed);
 //  3. a session bound to one harness refuses calls from another;
 //  4. MCP tools (mcp__server__tool, Cursor MCP:tool) go to ruleMCP: the
 //     qualified id must be in the session's set, not in deniedTools, and
@@ -127,6 +129,9 @@ func (r *Ruler) Rule(ctx context.Context, c Call) (d policy.Decision) {
 	}
 	if c.Kind == KindOther {
 		return policy.AllowedBy("event "+c.Event+" is not gated", "")
+	}
+	if d := policy.DecideSandboxed(r.s.Bound, r.s.Sandboxed); !d.Allowed() {
+		return d
 	}
 	if r.s.Harness != "" && c.Harness != r.s.Harness {
 		return policy.Denied(fmt.Sprintf("session is for %s, not %s", r.s.Harness, c.Harness), policy.RuleSessionHarness)
@@ -367,14 +372,8 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 		if !d.Allowed() {
 			return d
 		}
-		if fr == nil {
-			continue
-		}
-		canon := m.Canonicalize(ar)
-		for _, pat := range fr.Deny {
-			if m.ReachesBelow(canon, pat) {
-				return policy.Denied(policy.Because(policy.ReasonSearchReachesDeny, "%s below %s could reach files.deny %q", c.Tool, canon, pat), policy.RuleAt(policy.RuleFilesDeny, pat))
-			}
+		if d := m.DecideBelow(m.Canonicalize(ar), fr, c.Tool); !d.Allowed() {
+			return d
 		}
 	}
 	return policy.AllowedBy(fmt.Sprintf("%s roots are allowed", c.Tool), "")

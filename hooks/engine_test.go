@@ -70,13 +70,21 @@ var engineCases = []struct {
 		call(ClaudeCode, "WebFetch", map[string]any{"url": "https://example.com/"}),
 		policy.Denied("denied network action: http:read is denied by network.actions", "network.actions:http:read")},
 	{"fetch outside allowDomains",
-		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}, Sandboxed: true},
 		call(ClaudeCode, "WebFetch", map[string]any{"url": "https://example.com.evil.net/x"}),
 		policy.Denied("not in allowlist: example.com.evil.net", "network.allowDomains")},
 	{"fetch inside allowDomains",
-		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}, Sandboxed: true},
 		call(ClaudeCode, "WebFetch", map[string]any{"url": "https://API.Example.com./x"}),
 		policy.AllowedBy(`allowed by entry "*.example.com"`, "network.allowDomains:*.example.com")},
+	{"enforce: sandbox with no sandbox refuses every call",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch", "Bash"}}},
+		call(ClaudeCode, "Bash", map[string]any{"command": "curl https://anything.example.net/"}),
+		policy.Denied("network.enforce: sandbox, and this session runs without sandboxd's sandbox: start the harness with sandboxd launch (or the command with sandboxd run --policy)", "network.enforce:sandbox")},
+	{"enforce: sandbox with no sandbox refuses an allowed host too",
+		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{AllowDomains: []string{"*.example.com"}, Enforce: policy.EnforceSandbox}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
+		call(ClaudeCode, "WebFetch", map[string]any{"url": "https://api.example.com/x"}),
+		policy.Denied("network.enforce: sandbox, and this session runs without sandboxd's sandbox: start the harness with sandboxd launch (or the command with sandboxd run --policy)", "network.enforce:sandbox")},
 	{"fetch of an inet_aton spelling of a denied IP",
 		Session{Bound: &policy.Bound{Network: &policy.NetworkRules{Domains: []string{"169.254.169.254"}}}, Native: NativePolicy{Allowed: []string{"WebFetch"}}},
 		call(ClaudeCode, "WebFetch", map[string]any{"url": "http://2852039166/latest/meta-data"}),
@@ -148,7 +156,7 @@ var engineCases = []struct {
 	{"shell: a glob under files rules",
 		Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{".env"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
 		call(ClaudeCode, "Bash", map[string]any{"command": "cat .en*"}),
-		policy.Denied(`shell argument ".en*" may expand to any file and the bound has files rules`, "files")},
+		policy.Denied(`search root reaches denied files: shell glob ".en*" below /w/proj could reach files.deny ".env"`, "files.deny:.env")},
 	{"shell: write under deniedAccess",
 		Session{Bound: &policy.Bound{DeniedAccess: []string{"write"}}, Native: NativePolicy{Allowed: []string{"Bash"}}},
 		call(ClaudeCode, "Bash", map[string]any{"command": "sed -i s/a/b/ f.txt"}),
@@ -312,21 +320,46 @@ func TestFailClosedShell(t *testing.T) {
 	}
 }
 
-// TestShellDirectoryArgument: a directory argument is a search root, and a
-// files.deny pattern that could match below it denies (grep -r reads .env).
+// TestShellDirectoryArgument: a directory argument is a search root
+// (grep -r reads .env). Hooks only, the gate looks at what is below it:
+// nothing denied, allowed; a denied file, denied naming it. In a sandboxd
+// session the filesystem layer hides it: allowed, saying which layer
+// holds the rule; naming the file is still denied.
 func TestShellDirectoryArgument(t *testing.T) {
 	dir := t.TempDir()
-	s := &Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"**/.env*"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}, Home: "/h"}
-	e, err := NewEngine(s, nil)
-	if err != nil {
+	canon := policy.Canonicalize(dir, "/")
+	rule := func(sandboxed bool, command string) policy.Decision {
+		t.Helper()
+		s := &Session{Bound: &policy.Bound{Files: &policy.FileRules{Deny: []string{"**/.env*"}}}, Native: NativePolicy{Allowed: []string{"Bash"}}, Home: "/h"}
+		if sandboxed {
+			s.InSandbox()
+		}
+		e, err := NewEngine(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := call(ClaudeCode, "Bash", map[string]any{"command": command})
+		c.Cwd = dir
+		return e.Rule(context.Background(), c)
+	}
+	if d := rule(false, "grep -r API_KEY ."); !d.Allowed() {
+		t.Errorf("hooks only, nothing denied below: %+v", d)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "config"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := call(ClaudeCode, "Bash", map[string]any{"command": "grep -r API_KEY ."})
-	c.Cwd = dir
-	d := e.Rule(context.Background(), c)
-	canon := policy.Canonicalize(dir, "/")
-	if want := policy.Denied(fmt.Sprintf(`shell argument %s is a directory below which files.deny "**/.env*" could match`, canon), "files.deny:**/.env*"); d != want {
-		t.Errorf("got  %+v\nwant %+v", d, want)
+	if err := os.WriteFile(filepath.Join(dir, "config", ".env"), []byte("K=v\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := policy.Denied(fmt.Sprintf(`search root reaches denied files: shell argument below %s reaches %s/config/.env (files.deny "**/.env*")`, canon, canon), "files.deny:**/.env*")
+	if d := rule(false, "grep -r API_KEY ."); d != want {
+		t.Errorf("hooks only, a .env below:\ngot  %+v\nwant %+v", d, want)
+	}
+	if d := rule(true, "grep -r API_KEY ."); !d.Allowed() {
+		t.Errorf("in the sandbox, a .env below: %+v", d)
+	}
+	if d := rule(true, "cat config/.env"); d.Allowed() || d.Rule != "files.deny:**/.env*" {
+		t.Errorf("in the sandbox, naming the .env: %+v", d)
 	}
 }
 

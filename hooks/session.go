@@ -27,6 +27,21 @@ type Session struct {
 	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
 	// Home expands "~/" in file patterns; empty means the current user's.
 	Home string `json:"home,omitempty"`
+	// Sandboxed says the session's calls run inside sandboxd's sandbox
+	// (InSandbox): never read from a policy file or a wire.
+	Sandboxed bool `json:"-"`
+}
+
+// InSandbox makes s the session of a harness inside sandboxd's sandbox
+// (sandboxd run or launch, whose ruling server rules on its calls): its
+// bound reads as the proxies read it (policy.InSandbox), a search or a
+// directory that merely reaches below where files.deny could match is
+// left to the filesystem layer, which hides those files
+// (policy.FileMatcher.HeldBelow), and network.enforce: sandbox is met.
+// Without it such a session is refused (policy.DecideSandboxed).
+func (s *Session) InSandbox() {
+	s.Bound = policy.InSandbox(s.Bound)
+	s.Sandboxed = true
 }
 
 // NativePolicy lists the harness's native tools the session may use.

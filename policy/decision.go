@@ -112,6 +112,7 @@ const (
 	ReasonProcessView       = "path through another process's view of the filesystem (/proc/<pid>, /proc/self, /dev/fd) under files rules"
 	ReasonSearchReachesDeny = "search root reaches denied files"
 	ReasonUnconfinedSearch  = "web search not confined to allowed_domains under domain rules"
+	ReasonNoSandbox         = "network.enforce: sandbox, and this session runs without sandboxd's sandbox"
 )
 
 // Because is a reason: the fixed phrase, then ": " and the details

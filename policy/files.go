@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // File patterns (files.deny and files.allowOnly) are globs over canonical
@@ -68,6 +69,11 @@ type FileMatcher struct {
 	// "~/.SSH/id_rsa" opens "~/.ssh/id_rsa". Allow patterns stay exact, so
 	// a path spelled in another case is outside them (fail closed).
 	FoldCase bool
+	// HeldBelow says the rulings are for a session inside sandboxd's
+	// sandbox, whose filesystem layer hides what files.deny matched at
+	// its start: reaching below a directory where a denied file could be
+	// is allowed (DecideBelow); naming one is still denied.
+	HeldBelow bool
 
 	memo *linkMemo
 }
@@ -241,6 +247,85 @@ func (m FileMatcher) ReachesBelow(root, pat string) bool {
 		prefix, root = strings.ToLower(prefix), strings.ToLower(root)
 	}
 	return under(prefix, root) || under(root, prefix)
+}
+
+// ReachLimit and ReachTime bound DecideBelow's walk: past either, what
+// lies below is unknown and the search is denied.
+const (
+	ReachLimit = 50000
+	ReachTime  = time.Second
+)
+
+// reachLimit is ReachLimit (tests lower it).
+var reachLimit = ReachLimit
+
+// DecideBelow decides what a search or a directory argument rooted at the
+// canonical directory root reaches below it under the files.deny
+// patterns that could match there (ReachesBelow); naming root itself is
+// Check's. In a sandboxd session (HeldBelow) the filesystem layer hides
+// their matches: allowed, saying so. Elsewhere a walk of what exists
+// (symlinks not followed, their targets checked; at most ReachLimit
+// entries and ReachTime) allows it when nothing below is denied and
+// denies it naming the first denied path it finds, or when it cannot
+// finish; a root that does not exist is denied (what appears there
+// could match). what names the search ("grep", "Grep").
+func (m FileMatcher) DecideBelow(root string, rules *FileRules, what string) Decision {
+	if rules == nil {
+		return AllowedBy("no files rules", "")
+	}
+	var deny []string
+	for _, pat := range rules.Deny {
+		if m.ReachesBelow(root, pat) {
+			deny = append(deny, pat)
+		}
+	}
+	if len(deny) == 0 {
+		return AllowedBy(fmt.Sprintf("%s below %s: no files.deny pattern reaches there", what, root), "")
+	}
+	if m.HeldBelow {
+		return AllowedBy(fmt.Sprintf("%s below %s: files.deny %q is held by the sandbox's filesystem layer", what, root, deny[0]), RuleAt(RuleFilesDeny, deny[0]))
+	}
+	fi, err := os.Stat(root)
+	switch {
+	case err != nil:
+		// Nothing to look at, yet: whatever appears there could match.
+		return Denied(Because(ReasonSearchReachesDeny, "%s below %s could reach files.deny %q", what, root, deny[0]), RuleAt(RuleFilesDeny, deny[0]))
+	case !fi.IsDir():
+		return AllowedBy(fmt.Sprintf("%s: %s is not a directory", what, root), "")
+	}
+	m = m.Memo()
+	deadline := time.Now().Add(ReachTime)
+	n := 0
+	var found, pat string
+	errLimit := errors.New("limit")
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable here: the search cannot read it either
+		}
+		if n++; n > reachLimit || n%256 == 0 && time.Now().After(deadline) {
+			return errLimit
+		}
+		if path == root {
+			return nil
+		}
+		p := m.Denied(path, deny)
+		if p == "" && d.Type()&fs.ModeSymlink != 0 {
+			// Its target, wherever it is.
+			p = m.Denied(m.Canonicalize(path), rules.Deny)
+		}
+		if p != "" {
+			found, pat = path, p
+			return fs.SkipAll
+		}
+		return nil
+	})
+	switch {
+	case err == errLimit:
+		return Denied(Because(ReasonSearchReachesDeny, "%s below %s: more than %d entries or %v to look through for files.deny %q; search a narrower directory", what, root, reachLimit, ReachTime, deny[0]), RuleAt(RuleFilesDeny, deny[0]))
+	case found != "":
+		return Denied(Because(ReasonSearchReachesDeny, "%s below %s reaches %s (files.deny %q)", what, root, found, pat), RuleAt(RuleFilesDeny, pat))
+	}
+	return AllowedBy(fmt.Sprintf("%s below %s: no file there matches files.deny", what, root), "")
 }
 
 // globChars start the glob part of a path pattern as GlobRoot and

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -197,5 +199,78 @@ func TestGlobCovers(t *testing.T) {
 		if got := globCovers(c.q, c.p); got != c.want {
 			t.Errorf("globCovers(%q, %q) = %v, want %v", c.q, c.p, got, c.want)
 		}
+	}
+}
+
+// TestDecideBelow: what a search rooted at a directory reaches, hooks
+// only (a walk of what exists) and in a sandboxd session (HeldBelow).
+func TestDecideBelow(t *testing.T) {
+	root := Canonicalize(t.TempDir(), "/")
+	secret := Canonicalize(t.TempDir(), "/")
+	rules := &FileRules{Deny: []string{"**/.env", "*.pem", secret}}
+	m := FileMatcher{Home: "/nonexistent-home", Cwd: root, DenyAnywhere: true}
+	write := func(rel string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("src/main.go")
+	write("node_modules/pkg/index.js")
+	if d := m.DecideBelow(root, rules, "grep"); !d.Allowed() {
+		t.Fatalf("nothing denied below: %+v", d)
+	}
+	if d := m.DecideBelow(root, &FileRules{Deny: []string{"/elsewhere/**"}}, "grep"); !d.Allowed() || !strings.Contains(d.Reason, "no files.deny pattern reaches") {
+		t.Errorf("a pattern that cannot reach below: %+v", d)
+	}
+	// A link to a denied directory, anywhere.
+	if err := os.Symlink(secret, filepath.Join(root, "src", "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if d := m.DecideBelow(root, rules, "grep"); d.Allowed() || !strings.Contains(d.Reason, root+"/src/keys") || d.Rule != "files.deny:"+secret {
+		t.Errorf("a symlink to a denied directory: %+v", d)
+	}
+	os.Remove(filepath.Join(root, "src", "keys"))
+	// Deep, in a directory a plan's scan would skip.
+	write("node_modules/pkg/test/.env")
+	d := m.DecideBelow(root, rules, "grep")
+	want := Denied(Because(ReasonSearchReachesDeny, "grep below %s reaches %s/node_modules/pkg/test/.env (files.deny %q)", root, root, "**/.env"), "files.deny:**/.env")
+	if d != want {
+		t.Errorf("a .env in node_modules:\n got %+v\nwant %+v", d, want)
+	}
+	// Below a subdirectory that holds none: allowed.
+	if d := m.DecideBelow(root+"/src", rules, "grep"); !d.Allowed() {
+		t.Errorf("src holds no denied file: %+v", d)
+	}
+	// A root that does not exist yet: what appears there could match.
+	if d := m.DecideBelow(root+"/later", rules, "grep"); d.Allowed() || !strings.Contains(d.Reason, "could reach") {
+		t.Errorf("a missing root: %+v", d)
+	}
+	// In a sandboxd session the filesystem layer holds the rule.
+	held := m
+	held.HeldBelow = true
+	if d := held.DecideBelow(root, rules, "grep"); !d.Allowed() || !strings.Contains(d.Reason, "held by the sandbox's filesystem layer") {
+		t.Errorf("held below: %+v", d)
+	}
+	// Past the walk's bound, it cannot tell: denied.
+	defer func(l int) { reachLimit = l }(reachLimit)
+	reachLimit = 2000
+	for i := 0; i <= reachLimit/1000; i++ {
+		d := filepath.Join(root, "many", fmt.Sprint(i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 1000; j++ {
+			if err := os.WriteFile(filepath.Join(d, fmt.Sprint(j)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if d := m.DecideBelow(root+"/many", rules, "grep"); d.Allowed() || !strings.Contains(d.Reason, "search a narrower directory") {
+		t.Errorf("past the bound: %+v", d)
 	}
 }

@@ -23,10 +23,38 @@ const (
 	RuleNetworkAllowDomains = "network.allowDomains"
 	RuleNetworkActions      = "network.actions"
 	RuleNetworkHost         = "network.host"
+	RuleNetworkEnforce      = "network.enforce"
 )
 
 // RuleAt is the rule code of one entry of a bound field: "field:entry".
 func RuleAt(field, entry string) string { return field + ":" + entry }
+
+// InSandbox returns a copy of b as a session inside sandboxd's sandbox
+// rules on it: network.enforce is sandbox (an absent allowDomains is the
+// empty allowlist, as the proxies read it), whatever b said.
+func InSandbox(b *Bound) *Bound {
+	b = b.Clone()
+	if b == nil {
+		b = &Bound{}
+	}
+	if b.Network == nil {
+		b.Network = &NetworkRules{}
+	}
+	b.Network.Enforce = EnforceSandbox
+	return b
+}
+
+// DecideSandboxed decides whether a session may run where it runs:
+// network.enforce: sandbox asks for sandboxd's sandbox, and a session
+// with none (hooks only: hookgate with a policy file, or serve-hooks'
+// rulings) is refused, every call denied, rather than run its network
+// rules unsandboxed.
+func DecideSandboxed(b *Bound, sandboxed bool) Decision {
+	if sandboxed || b == nil || b.Network == nil || b.Network.Enforce != EnforceSandbox {
+		return AllowedBy("the session runs where its policy asks", "")
+	}
+	return Denied(Because(ReasonNoSandbox, "start the harness with sandboxd launch (or the command with sandboxd run --policy)"), RuleAt(RuleNetworkEnforce, string(EnforceSandbox)))
+}
 
 // NetworkDecider decides destinations by name for one bound's network
 // rules: network.domains (denied; it wins), then network.allowDomains (the

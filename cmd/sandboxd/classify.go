@@ -81,6 +81,7 @@ func runClassify(_ context.Context, sio cli.IO, args []string) int {
 	fs.Var(&f.denyFiles, "deny-file", "a files.deny pattern; repeatable")
 	fs.Var(&f.allowFiles, "allow-file", "a files.allowOnly pattern; repeatable")
 	fs.Var(&f.deniedAccess, "deny-access", "a deniedAccess entry (write, *, ...); repeatable")
+	inSandbox := fs.Bool("in-sandbox", false, "rule as a session inside sandboxd run or launch does (the filesystem layer holds files.deny below a directory; network.enforce: sandbox is met); default: as hookgate with a policy file, outside it")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
@@ -100,7 +101,10 @@ func runClassify(_ context.Context, sio cli.IO, args []string) int {
 		fmt.Fprintf(sio.Err, "sandboxd policy classify: %v\n", err)
 		return 1
 	}
-	out := classify(line, cwd, b, m)
+	if *inSandbox {
+		b, m.HeldBelow = policy.InSandbox(b), true
+	}
+	out := classify(line, cwd, b, m, *inSandbox)
 	if *asJSON {
 		enc := json.NewEncoder(sio.Out)
 		enc.SetEscapeHTML(false)
@@ -192,11 +196,12 @@ func classifyMatcher(cwd string) (string, policy.FileMatcher, error) {
 }
 
 // classify builds the output for one line: what the classifier reads, and
-// shell.Decide's ruling under b in cwd. deniedBy is the denying rule's
+// shell.Decide's ruling under b in cwd, after the session's refusal when
+// its policy asks for a sandbox it does not have (policy.DecideSandboxed). deniedBy is the denying rule's
 // entry (the rule code after its field: "git:push" for
 // "bash.denyPrograms:git:push"), "unparseable: REASON" for an unparseable
 // line, or the whole rule code when it names no entry.
-func classify(line, cwd string, b *policy.Bound, m policy.FileMatcher) classifyOutput {
+func classify(line, cwd string, b *policy.Bound, m policy.FileMatcher, sandboxed bool) classifyOutput {
 	c := shell.Classify(line)
 	out := classifyOutput{
 		Programs:       nonNil(c.Programs),
@@ -217,7 +222,10 @@ func classify(line, cwd string, b *policy.Bound, m policy.FileMatcher) classifyO
 	if f := c.FileWrite(); f != nil {
 		out.FileWrite = &fileWriteOutput{Path: f.Path, Reason: f.Reason}
 	}
-	d := shell.Decide(line, cwd, b, nil, m)
+	d := policy.DecideSandboxed(b, sandboxed)
+	if d.Allowed() {
+		d = shell.Decide(line, cwd, b, nil, m)
+	}
 	out.Decision = decisionOutput{Verdict: d.Verdict.String(), Reason: d.Reason, Rule: d.Rule}
 	if !d.Allowed() {
 		out.Denied, out.DeniedBy = true, deniedBy(d.Rule, c)

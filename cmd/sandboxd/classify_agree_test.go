@@ -19,7 +19,11 @@ import (
 // give the same verdict, rule and reason, which the table states. {W} and {H}
 // in a line or a want stand for the working directory and home; policy
 // "guarded" has bash, network and file rules, "readonly" deniedAccess
-// write, "allowlist" an allowDomains list.
+// write, "allowlist" enforce: sandbox and an allowDomains list. Policies
+// named "-in-sandbox", and "allowlist", are ruled as a sandboxd session's
+// ruling server rules (hooks.Session.InSandbox, classify --in-sandbox);
+// the others as hookgate with a policy file ("allowlist-hooks-only" is
+// "allowlist" so: refused).
 var agreeCases = []struct {
 	policy, line string
 	want         policy.Decision
@@ -73,9 +77,28 @@ var agreeCases = []struct {
 	{"guarded", "echo x > secret/key",
 		policy.Denied(`file denied: {W}/secret/key matches files.deny "{W}/secret"`, "files.deny:{W}/secret")},
 	{"guarded", "grep -r token .",
-		policy.Denied(`shell argument {W} is a directory below which files.deny "**/.env*" could match`, "files.deny:**/.env*")},
+		policy.Denied(`search root reaches denied files: shell argument below {W} reaches {W}/secret (files.deny "{W}/secret")`, "files.deny:{W}/secret")},
+	{"guarded", "grep -r token src",
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	// In a sandboxd session the filesystem layer holds files.deny below a
+	// directory; naming a denied file is still denied.
+	{"guarded-in-sandbox", "grep -r token .",
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	{"guarded-in-sandbox", "find . -name '*.go'",
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	{"guarded-in-sandbox", "cat .env",
+		policy.Denied(`file denied: {W}/.env matches files.deny "**/.env*"`, "files.deny:**/.env*")},
+	// network.enforce: sandbox with no sandbox: every line refused.
+	{"allowlist-hooks-only", "curl -s https://api.github.com/repos",
+		policy.Denied("network.enforce: sandbox, and this session runs without sandboxd's sandbox: start the harness with sandboxd launch (or the command with sandboxd run --policy)", "network.enforce:sandbox")},
+	{"allowlist-hooks-only", "ls",
+		policy.Denied("network.enforce: sandbox, and this session runs without sandboxd's sandbox: start the harness with sandboxd launch (or the command with sandboxd run --policy)", "network.enforce:sandbox")},
 	{"guarded", "cat src/*.go",
-		policy.Denied(`shell argument "src/*.go" may expand to any file and the bound has files rules`, "files")},
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	{"guarded", "cat *",
+		policy.Denied(`search root reaches denied files: shell glob "*" below {W} reaches {W}/secret (files.deny "{W}/secret")`, "files.deny:{W}/secret")},
+	{"guarded-in-sandbox", "cat *",
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
 	{"guarded", "cat $F",
 		policy.Denied(`shell argument "$F" is expanded at run time and the bound has files rules`, "files")},
 	// unparseable lines and pipes to sh
@@ -116,6 +139,9 @@ func TestClassifyAgreesWithHookgate(t *testing.T) {
 		"allowlist": `{network: {enforce: sandbox, allowDomains: ["*.github.com", github.com]}}`,
 		"open":      `{}`,
 	}
+	bounds["guarded-in-sandbox"] = bounds["guarded"]
+	bounds["allowlist-hooks-only"] = bounds["allowlist"]
+	inSandbox := func(name string) bool { return name == "allowlist" || strings.HasSuffix(name, "-in-sandbox") }
 	files := map[string]string{}
 	for name, b := range bounds {
 		f := filepath.Join(t.TempDir(), name+".yaml")
@@ -129,6 +155,9 @@ func TestClassifyAgreesWithHookgate(t *testing.T) {
 		s, err := hooks.LoadPolicy(f)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		if inSandbox(name) {
+			s.InSandbox()
 		}
 		e, err := hooks.NewEngine(s, nil)
 		if err != nil {
@@ -159,7 +188,11 @@ func TestClassifyAgreesWithHookgate(t *testing.T) {
 			t.Errorf("hookgate, %s: %q\n got  %+v\n want %+v", tc.policy, tc.line, got, want)
 		}
 
-		out, errs, code := runClassifyArgs(t, "--policy", files[tc.policy], "--cwd", w, "--json", "--", tc.line)
+		args := []string{"--policy", files[tc.policy], "--cwd", w, "--json"}
+		if inSandbox(tc.policy) {
+			args = append(args, "--in-sandbox")
+		}
+		out, errs, code := runClassifyArgs(t, append(args, "--", tc.line)...)
 		if code != 0 {
 			t.Fatalf("classify %q: exit %d: %s", tc.line, code, errs)
 		}

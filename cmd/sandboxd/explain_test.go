@@ -102,8 +102,13 @@ func TestExplainCallRefusesNetworkFlags(t *testing.T) {
 	pol := filepath.Join(t.TempDir(), "p.yaml")
 	os.WriteFile(pol, []byte("version: 1\nharness: claude-code\nsession: {traits: [web], bound: {network: {enforce: sandbox, allowDomains: ['*.example.test']}}}\n"), 0o644)
 	payload := `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"WebFetch","tool_input":{"url":"https://x.example.test/","prompt":"p"},"cwd":"/tmp"}`
-	if code, out, _ := runApp(t, payload, "explain", "--policy", pol, "--harness", "claude-code"); code != 0 || !strings.Contains(out, ": allow") {
-		t.Fatalf("without flags: exit %d %s", code, out)
+	if code, out, _ := runApp(t, payload, "explain", "--policy", pol, "--harness", "claude-code", "--in-sandbox"); code != 0 || !strings.Contains(out, ": allow") {
+		t.Fatalf("without flags, in the sandbox: exit %d %s", code, out)
+	}
+	// As hookgate check --policy rules, outside the sandbox the policy asks
+	// for: refused.
+	if code, out, _ := runApp(t, payload, "explain", "--policy", pol, "--harness", "claude-code"); code != 1 || !strings.Contains(out, "this session runs without sandboxd's sandbox") {
+		t.Fatalf("without flags, hooks only: exit %d %s", code, out)
 	}
 	const want = "sandboxd explain: --harness rules with the policy file alone; --allow-domain, --deny-domain, --allow-private and --dns-upstream do not apply to it\n"
 	for _, flags := range [][]string{

@@ -17,8 +17,11 @@ import (
 // networkAgreeCases are destinations decided by every enforcer and
 // explainer of the network rules: the proxy (sandboxd explain HOST, the
 // proxy's own decision code), hookgate on a WebFetch to the host (hookgate
-// check's answer, and sandboxd explain --harness), and the shell ruling on
-// a curl to it (sandboxd policy classify --policy). Each must give the
+// check's answer, and sandboxd explain --harness, as the ruling server of
+// a sandboxd session rules: --in-sandbox), and the shell ruling on a curl
+// to it (sandboxd policy classify --policy --in-sandbox). hookgate with
+// the policy file outside the sandbox refuses them all: the policies say
+// enforce: sandbox. Each must give the
 // same verdict, rule and reason phrase (the reason up to its details).
 // Policy "sandbox" has enforce: sandbox, an allowlist and a deny list;
 // "nolist" enforce: sandbox and a deny list only (so no egress); "noaction"
@@ -78,24 +81,30 @@ func TestNetworkDecisionsAgree(t *testing.T) {
 			check("proxy (sandboxd explain)", px)
 			// hookgate on a WebFetch, as sandboxd explain --harness reports it.
 			payload := fmt.Sprintf(`{"hook_event_name":"PreToolUse","session_id":"s","cwd":%q,"tool_name":"WebFetch","tool_input":{"url":"https://%s/x","prompt":"p"}}`, dir, c.host)
-			_, out, _ = runApp(t, payload, "explain", "--policy", path[c.policy], "--harness", "claude-code", "--json")
+			_, out, _ = runApp(t, payload, "explain", "--policy", path[c.policy], "--harness", "claude-code", "--in-sandbox", "--json")
 			var hk verdict
 			if err := json.Unmarshal([]byte(out), &hk); err != nil {
 				t.Fatalf("explain --harness: %v: %s", err, out)
 			}
 			check("hookgate (sandboxd explain --harness)", hk)
 			// hookgate check's answer carries the same reason.
-			ans := hooks.Check(context.Background(), hooks.CheckArgs{Harness: "claude-code", Payload: strings.NewReader(payload), Source: hooks.LocalSource{Path: path[c.policy]}})
+			ans := hooks.Check(context.Background(), hooks.CheckArgs{Harness: "claude-code", Payload: strings.NewReader(payload), Source: hooks.LocalSource{Path: path[c.policy], InSandbox: true}})
 			if !c.allowed && !bytes.Contains(ans.Stdout, []byte(`"permissionDecision":"deny"`)) || !c.allowed && !strings.Contains(string(ans.Stdout), jsonText(c.phrase)) {
 				t.Errorf("hookgate check: %s; want a deny with %q", ans.Stdout, c.phrase)
 			}
 			if c.allowed && len(ans.Stdout) != 0 {
 				t.Errorf("hookgate check: %s; want no objection", ans.Stdout)
 			}
+			// hookgate with the policy file outside the sandbox: every
+			// policy here says enforce: sandbox, so the session is refused.
+			hooksOnly := hooks.Check(context.Background(), hooks.CheckArgs{Harness: "claude-code", Payload: strings.NewReader(payload), Source: hooks.LocalSource{Path: path[c.policy]}})
+			if !bytes.Contains(hooksOnly.Stdout, []byte(`"permissionDecision":"deny"`)) || !bytes.Contains(hooksOnly.Stdout, []byte("runs without sandboxd's sandbox")) {
+				t.Errorf("hookgate check outside the sandbox: %s; want the refusal", hooksOnly.Stdout)
+			}
 			// The shell ruling, for a denied destination (an allowed line
 			// is allowed by the line's rules as a whole).
 			if !c.allowed {
-				out, _, _ := runClassifyArgs(t, "--policy", path[c.policy], "--cwd", dir, "--json", "--", "curl -s https://"+c.host+"/x")
+				out, _, _ := runClassifyArgs(t, "--policy", path[c.policy], "--cwd", dir, "--in-sandbox", "--json", "--", "curl -s https://"+c.host+"/x")
 				var cl struct{ Decision verdict }
 				if err := json.Unmarshal([]byte(out), &cl); err != nil {
 					t.Fatalf("classify: %v: %s", err, out)

@@ -85,7 +85,7 @@ func explainCommand() *cli.Command {
 
 const explainUsage = `sandboxd explain [--policy FILE] [--allow-domain D]... [--deny-domain D]... [--dns-upstream ADDR]
                  [--allow-private CIDR]... [--json] HOST[:PORT]
-sandboxd explain --policy FILE --harness H [--json] < payload.json
+sandboxd explain --policy FILE --harness H [--in-sandbox] [--json] < payload.json
 sandboxd explain [--policy FILE] [--write PATH]... [--cwd DIR] --path PATH [--for-write] [--json]
 sandboxd explain [--policy FILE] [--unset-env NAME]... [--credential ENV@HOST[,HOST...]]... --env [--json]
 
@@ -93,8 +93,11 @@ With HOST: decide a connection to HOST the way "sandboxd run" with the same
 flags would (the policy resolution, then the proxy's own decision code: the
 name, resolution of an allowed name, the address checks), without connecting.
 With --harness: rule on a hook payload the way "hookgate check --policy FILE"
-would, and show the decision and the exact answer (the network flags do not
-apply to it and are refused). With --path: what the sandbox's filesystem
+would (with --in-sandbox, the way the ruling server of a sandboxd run or
+launch session with that policy would: searches below a directory left to
+the filesystem layer, network.enforce: sandbox met), and show the decision
+and the exact answer (the network flags do not apply to it and are
+refused). With --path: what the sandbox's filesystem
 layer would do with PATH (read, or with --for-write a write) in a sandbox
 started now with the same policy, write roots and working directory, and
 which rule decides it. With --env: the names of the variables COMMAND would
@@ -127,6 +130,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 	fs.Var(&unset, "unset-env", "with --env: as for sandboxd run (repeatable)")
 	fs.Var(&creds, "credential", "with --env: as for sandboxd run, `ENV@HOST[,HOST...]` (repeatable)")
 	env := fs.Bool("env", false, "list the variables (names only) the sandbox's command would get")
+	inSandbox := fs.Bool("in-sandbox", false, "with --harness: rule as the ruling server of a sandboxd run or launch session does (default: as hookgate check --policy, outside the sandbox)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if code, done := cli.Parse(fs, args); done {
 		return code
@@ -207,7 +211,7 @@ func explainMain(ctx context.Context, io cli.IO, args []string) int {
 			fmt.Fprintln(io.Err, "sandboxd explain: --harness rules with the policy file alone; --allow-domain, --deny-domain, --allow-private and --dns-upstream do not apply to it")
 			return 2
 		}
-		e := supervisor.ExplainCall(ctx, opts.PolicyFile, harness, io.In)
+		e := supervisor.ExplainCall(ctx, opts.PolicyFile, harness, *inSandbox, io.In)
 		line := fmt.Sprintf("%s %s %s: %s", e.Harness, e.Event, e.Tool, e.Verdict)
 		if e.Reason != "" {
 			line += ": " + e.Reason

@@ -108,10 +108,13 @@ type CallExplanation struct {
 
 // ExplainCall rules on a harness payload with the policy file exactly as
 // "hookgate check --policy FILE" does (the same decode, engine and answer
-// encoding), and reports the decision beside the answer.
-func ExplainCall(ctx context.Context, policyFile, harness string, payload io.Reader) *CallExplanation {
+// encoding), or with inSandbox as the ruling server of a sandboxd session
+// with that policy does (hooks.Session.InSandbox), and reports the
+// decision beside the answer.
+func ExplainCall(ctx context.Context, policyFile, harness string, inSandbox bool, payload io.Reader) *CallExplanation {
 	data, readErr := hooks.ReadPayload(payload)
-	out := hooks.Check(ctx, hooks.CheckArgs{Harness: harness, Payload: bytes.NewReader(data), Source: hooks.LocalSource{Path: policyFile}})
+	src := hooks.LocalSource{Path: policyFile, InSandbox: inSandbox}
+	out := hooks.Check(ctx, hooks.CheckArgs{Harness: harness, Payload: bytes.NewReader(data), Source: src})
 	e := &CallExplanation{Harness: harness, Verdict: "deny", Stdout: string(out.Stdout), Stderr: string(out.Stderr), ExitCode: out.Code}
 	h, err := hooks.ParseHarness(harness)
 	if err != nil || readErr != nil {
@@ -128,7 +131,7 @@ func ExplainCall(ctx context.Context, policyFile, harness string, payload io.Rea
 		e.Verdict, e.Reason = "pass", "event "+c.Event+" is not gated"
 		return e
 	}
-	r, err := hooks.LocalSource{Path: policyFile}.Open(ctx)
+	r, err := src.Open(ctx)
 	if err != nil {
 		e.Reason = err.Error()
 		return e

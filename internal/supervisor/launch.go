@@ -106,7 +106,7 @@ func (l *LaunchSpec) stateDirs() []string {
 // harness cannot work without them). A host the bound denies refuses the
 // launch: deny wins, and a session that cannot reach its model is not one.
 func (l *LaunchSpec) withAPIHosts(b *policy.Bound) (*policy.Bound, error) {
-	b = sandboxed(b)
+	b = policy.InSandbox(b)
 	nd, err := policy.CompileNetwork(b.Network, true)
 	if err != nil {
 		return nil, err

@@ -179,10 +179,12 @@ func (sp *sessionPolicy) engine() (hooks.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The session runs inside the egress sandbox: its rulings read the
-	// network rules as the proxies do (an absent allowDomains is the empty
-	// allowlist), so a tool and the proxy cannot disagree about a host.
-	s.Bound = sandboxed(sp.bound)
+	// The session runs inside the sandbox: its rulings read the network
+	// rules as the proxies do (an absent allowDomains is the empty
+	// allowlist), so a tool and the proxy cannot disagree about a host,
+	// and lean on the filesystem layer (Session.InSandbox).
+	s.Bound = sp.bound
+	s.InSandbox()
 	return hooks.NewEngine(s, nil)
 }
 
@@ -844,18 +846,4 @@ func randomSecret() string {
 		return ""
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// sandboxed returns a copy of b whose network rules say enforce: sandbox,
-// which is what they are under sandboxd run whatever the policy says.
-func sandboxed(b *policy.Bound) *policy.Bound {
-	b = b.Clone()
-	if b == nil {
-		b = &policy.Bound{}
-	}
-	if b.Network == nil {
-		b.Network = &policy.NetworkRules{}
-	}
-	b.Network.Enforce = policy.EnforceSandbox
-	return b
 }

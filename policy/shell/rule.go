@@ -141,7 +141,7 @@ func Decide(line, cwd string, b *policy.Bound, net *policy.NetworkDecider, m pol
 		}
 	}
 	if b.Files != nil {
-		if d := checkArgs(c.Argvs, b.Files, m); !d.Allowed() {
+		if d := checkArgs(c.invs, b.Files, m); !d.Allowed() {
 			return d
 		}
 	}
@@ -162,13 +162,23 @@ func programOf(rule string) string { return strings.ReplaceAll(rule, ":", " ") }
 // (policy.DeniedWriteEntry: "*", "write" or "readwrite").
 func deniesWrites(b *policy.Bound) bool { return policy.DeniedWriteEntry(b, "", false) != "" }
 
-// checkArgs applies the files rules to every argument that names a path.
-func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
-	for _, argv := range argvs {
+// checkArgs applies the files rules to every argument that names a path:
+// a literal one (quoted glob characters are literal: "find -name '*.go'")
+// is checked as the path it names and, when it is a directory, as a
+// search rooted there (policy.FileMatcher.DecideBelow); a glob the shell
+// expands is a search rooted at its literal directory (policy.GlobRoot);
+// any other expansion is refused, since what it names is not known.
+func checkArgs(invs []invocation, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
+	for _, inv := range invs {
+		argv := make([]string, len(inv.args))
+		for i, w := range inv.args {
+			argv[i] = w.val
+		}
 		if d := checkLinkTargets(argv, rules, m); !d.Allowed() {
 			return d
 		}
-		for _, w := range argv[min(1, len(argv)):] {
+		for _, wd := range inv.args[min(1, len(inv.args)):] {
+			w := wd.val
 			if strings.HasPrefix(w, "-") {
 				_, v, ok := strings.Cut(w, "=")
 				if !ok {
@@ -179,11 +189,14 @@ func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) 
 			if w == "" || strings.Contains(w, "://") {
 				continue
 			}
-			if strings.ContainsAny(w, "$`") {
-				return policy.Denied(fmt.Sprintf("shell argument %q is expanded at run time and the bound has files rules", clip(w)), policy.RuleFiles)
+			if wd.dyn && wd.why == "glob" {
+				if d := checkGlob(w, rules, m); !d.Allowed() {
+					return d
+				}
+				continue
 			}
-			if strings.ContainsAny(w, "*?[") {
-				return policy.Denied(fmt.Sprintf("shell argument %q may expand to any file and the bound has files rules", clip(w)), policy.RuleFiles)
+			if wd.dyn || strings.ContainsAny(w, "$`") {
+				return policy.Denied(fmt.Sprintf("shell argument %q is expanded at run time and the bound has files rules", clip(w)), policy.RuleFiles)
 			}
 			if !pathLike(w, rules, m) {
 				continue
@@ -194,15 +207,27 @@ func checkArgs(argvs [][]string, rules *policy.FileRules, m policy.FileMatcher) 
 			}
 			canon := m.Canonicalize(w)
 			if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
-				for _, pat := range rules.Deny {
-					if m.ReachesBelow(canon, pat) {
-						return policy.Denied(fmt.Sprintf("shell argument %s is a directory below which files.deny %q could match", canon, pat), policy.RuleFilesDeny+":"+pat)
-					}
+				if d := m.DecideBelow(canon, rules, "shell argument"); !d.Allowed() {
+					return d
 				}
 			}
 		}
 	}
 	return policy.AllowedBy("shell arguments pass the files rules", "")
+}
+
+// checkGlob rules on a glob the shell expands: what it can match lies
+// below its literal directory, which is checked as a search root.
+func checkGlob(w string, rules *policy.FileRules, m policy.FileMatcher) policy.Decision {
+	root := policy.GlobRoot(w)
+	if d := m.Check(root, rules); !d.Allowed() {
+		return d
+	}
+	canon := m.Canonicalize(root)
+	if fi, err := os.Stat(canon); err == nil && !fi.IsDir() {
+		return m.Check(w, rules) // a glob of one file's name
+	}
+	return m.DecideBelow(canon, rules, fmt.Sprintf("shell glob %q", clip(w)))
 }
 
 // checkLinkTargets checks the targets of "ln -s TARGET... LINK" the way
@@ -270,10 +295,8 @@ func checkLinkTargets(argv []string, rules *policy.FileRules, m policy.FileMatch
 		}
 		canon := m.Canonicalize(p)
 		if fi, err := os.Stat(canon); err == nil && fi.IsDir() {
-			for _, pat := range rules.Deny {
-				if m.ReachesBelow(canon, pat) {
-					return policy.Denied(fmt.Sprintf("link target %s is a directory below which files.deny %q could match", canon, pat), policy.RuleFilesDeny+":"+pat)
-				}
+			if d := m.DecideBelow(canon, rules, "link target"); !d.Allowed() {
+				return d
 			}
 		}
 	}
