@@ -61,7 +61,10 @@ func geminiProtocol() *protocol {
 				return h
 			},
 			projectTrust: func(a InstallArgs, path string) error {
-				if geminiProjectTrusted(a.Home, a.Project) {
+				if err := geminiTrustRefused(a, path); err != nil {
+					return err
+				}
+				if a.GeminiTrustWorkspace == "true" || geminiProjectTrusted(a.Home, a.Project) {
 					return nil
 				}
 				if a.TrustProject {
@@ -76,7 +79,13 @@ func geminiProtocol() *protocol {
 						return fmt.Errorf("%s: Gemini CLI would not run hookgate", why)
 					}
 				}
-				if a.Scope == "project" && !geminiProjectTrusted(a.Home, a.Project) {
+				if a.Scope != "project" {
+					return nil
+				}
+				if err := geminiTrustRefused(a.InstallArgs, path); err != nil {
+					return err
+				}
+				if a.GeminiTrustWorkspace != "true" && !geminiProjectTrusted(a.Home, a.Project) {
 					return fmt.Errorf("Gemini CLI ignores %s: the folder is not in %s (GEMINI_CLI_TRUST_WORKSPACE=true on every run would also do)", filepath.Dir(path), geminiTrustedFolders(a.Home))
 				}
 				return nil
@@ -90,6 +99,16 @@ func geminiProtocol() *protocol {
 // TRUST_FOLDER (that folder) or TRUST_PARENT (its parent's children), or
 // the run sets GEMINI_CLI_TRUST_WORKSPACE=true. A headless run in an
 // untrusted folder refuses to start; an interactive one asks.
+
+// geminiTrustRefused refuses a project's hooks where the environment
+// says GEMINI_CLI_TRUST_WORKSPACE=false: Gemini CLI then trusts no
+// folder, whatever trustedFolders.json says.
+func geminiTrustRefused(a InstallArgs, path string) error {
+	if a.GeminiTrustWorkspace == "false" {
+		return fmt.Errorf("Gemini CLI ignores %s: GEMINI_CLI_TRUST_WORKSPACE=false in this environment trusts no folder", filepath.Dir(path))
+	}
+	return nil
+}
 
 // geminiTrustedFolders is the trusted-folders file under home.
 func geminiTrustedFolders(home string) string {

@@ -44,6 +44,12 @@ type InstallArgs struct {
 	// CLI's trustedFolders.json), without which Codex and Gemini ignore a
 	// project's hooks; without it such an install is refused.
 	TrustProject bool
+	// GeminiTrustWorkspace is $GEMINI_CLI_TRUST_WORKSPACE: "true" makes
+	// Gemini CLI trust every folder it runs in (and "false" none), which
+	// is then what reads a project's hooks, not trustedFolders.json. The
+	// install and verify read it from their own environment, so it must
+	// be the harness's too.
+	GeminiTrustWorkspace string
 }
 
 // codexHome is the Codex configuration directory for a.

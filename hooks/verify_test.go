@@ -103,3 +103,36 @@ func TestProjectTrust(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiTrustByEnvironment: with GEMINI_CLI_TRUST_WORKSPACE=true in
+// the install's environment a Gemini CLI project install is accepted in a
+// folder trustedFolders.json does not name, and verify accepts it while
+// the variable stays and refuses it once it is gone; "false" refuses even
+// a trusted folder.
+func TestGeminiTrustByEnvironment(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "hookgate")
+	os.WriteFile(bin, []byte("#!/bin/sh\necho hookgate test\n"), 0o755)
+	home, proj := t.TempDir(), t.TempDir()
+	a := VerifyArgs{InstallArgs: InstallArgs{Harness: Gemini, Scope: "project", Home: home, Project: proj, Binary: bin, GeminiTrustWorkspace: "true"}}
+	if _, _, err := Install(a.InstallArgs); err != nil {
+		t.Fatalf("install with GEMINI_CLI_TRUST_WORKSPACE=true: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".gemini", "trustedFolders.json")); err == nil {
+		t.Errorf("the install wrote trustedFolders.json though the variable trusts the folder")
+	}
+	if _, err := Verify(context.Background(), a); err != nil {
+		t.Errorf("verify with the variable: %v", err)
+	}
+	a.GeminiTrustWorkspace = ""
+	if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "GEMINI_CLI_TRUST_WORKSPACE=true") {
+		t.Errorf("verify without the variable: %v", err)
+	}
+	a.TrustProject = true
+	if _, _, err := Install(a.InstallArgs); err != nil {
+		t.Fatal(err)
+	}
+	a.GeminiTrustWorkspace = "false"
+	if _, err := Verify(context.Background(), a); err == nil || !strings.Contains(err.Error(), "trusts no folder") {
+		t.Errorf("verify with GEMINI_CLI_TRUST_WORKSPACE=false: %v", err)
+	}
+}

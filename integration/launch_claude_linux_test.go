@@ -112,6 +112,35 @@ func TestLaunchClaude(t *testing.T) {
 		}
 	})
 
+	// A harness installed where the sandbox would not show it (an npm
+	// prefix under /tmp, which the sandbox replaces with its own): the
+	// launch makes its install directory readable and it runs; one that
+	// files.deny hides refuses the launch in one line, before it starts.
+	t.Run("program-in-tmp", func(t *testing.T) {
+		b := newLaunchBox(t, claude)
+		prefix, err := os.MkdirTemp("/tmp", "barry-npm-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(prefix) })
+		os.Chmod(prefix, 0o755)
+		prog := filepath.Join(prefix, "bin", "claude")
+		if err := os.MkdirAll(filepath.Dir(prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(b.program, prog); err != nil {
+			t.Fatal(err)
+		}
+		b.program = prog
+		r := b.launch(t, w, model, launchRun{calls: []fakemodel.ToolCall{bash("echo hi")}})
+		r.requireSucceeded(t)
+		claudeRequirePresent(t, b.ran)
+		os.Remove(b.ran)
+		hidden := strings.Replace(launchPolicy, "    deniedTools:", "    files: {deny: [\""+prefix+"\"]}\n    deniedTools:", 1)
+		r = b.launch(t, w, model, launchRun{policy: hidden, calls: []fakemodel.ToolCall{bash("echo hi")}})
+		r.requireRefused(t, 125, prog+" would not be visible inside the sandbox")
+	})
+
 	t.Run("session", func(t *testing.T) {
 		b := newLaunchBox(t, claude)
 		outside := filepath.Join("/opt", filepath.Base(b.root)+"-outside.txt")

@@ -177,7 +177,8 @@ func installCmd(remove bool) func(ctx context.Context, io cli.IO, args []string)
 			*project, _ = os.Getwd()
 		}
 		a := hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project), Policy: *policyPath,
-			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), CopilotHome: os.Getenv("COPILOT_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR"), TrustProject: *trustProject}
+			ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), CopilotHome: os.Getenv("COPILOT_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR"), TrustProject: *trustProject,
+			GeminiTrustWorkspace: os.Getenv("GEMINI_CLI_TRUST_WORKSPACE")}
 		if a.Policy != "" {
 			a.Policy = absPath(a.Policy)
 		}
@@ -245,7 +246,8 @@ func verifyCmd(ctx context.Context, io cli.IO, args []string) int {
 		*project, _ = os.Getwd()
 	}
 	a := hooks.VerifyArgs{InstallArgs: hooks.InstallArgs{Harness: h, Scope: *scope, Home: home, Project: absPath(*project),
-		ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), CopilotHome: os.Getenv("COPILOT_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR")}, Codex: *codex}
+		ClaudeConfigDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexHome: os.Getenv("CODEX_HOME"), CopilotHome: os.Getenv("COPILOT_HOME"), PiAgentDir: os.Getenv("PI_CODING_AGENT_DIR"),
+		GeminiTrustWorkspace: os.Getenv("GEMINI_CLI_TRUST_WORKSPACE")}, Codex: *codex}
 	if h == hooks.Codex && a.Codex == "" {
 		a.Codex, _ = exec.LookPath("codex")
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/barry-rocks/sandbox/internal/audit"
@@ -93,9 +95,13 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 	if self, err := os.Executable(); err == nil {
 		plan.Reveal(self)
 	}
-	// A launched harness's hook runs hookgate inside.
+	// A launched harness's hook runs hookgate inside, and the harness
+	// itself must be there to run.
 	if o.Launch != nil {
 		plan.Reveal(o.Launch.Hookgate)
+		if err := revealHarness(plan, o.Command[0]); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range o.Read {
 		abs, err := filepath.Abs(r)
@@ -122,6 +128,80 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 		}
 	}
 	return st, nil
+}
+
+// revealHarness keeps a launched harness's program visible inside when a
+// private /tmp or a hidden directory would cover it: its install
+// directory (the prefix of an npm-style bin/ link, and the directory its
+// link resolves to) and its script's interpreter's (#!/usr/bin/env node),
+// read-only. One that stays out of sight (files.deny hides it) refuses
+// the launch, naming why.
+func revealHarness(plan *policy.FSPlan, prog string) error {
+	paths := []string{prog}
+	if interp := interpreterOf(prog); interp != "" {
+		paths = append(paths, interp)
+	}
+	var check []string
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			real = p
+		}
+		dirs := []string{filepath.Dir(real)}
+		if filepath.Base(filepath.Dir(p)) == "bin" {
+			dirs = append(dirs, filepath.Dir(filepath.Dir(p)))
+		}
+		for _, d := range dirs {
+			// Never a temporary directory or / whole: only an install
+			// directory in it.
+			if d == "/" || slices.Contains(policy.PrivateTmpDirs, d) {
+				continue
+			}
+			plan.Reveal(d)
+		}
+		check = append(check, p, real)
+	}
+	for _, p := range check {
+		if d := plan.Explain(p, false); !d.Allowed() {
+			return fmt.Errorf("%w: %s would not be visible inside the sandbox (%s): install the harness where the sandbox shows it, or give --program a path it shows", ErrLaunch, p, d.Reason)
+		}
+	}
+	return nil
+}
+
+// interpreterOf is the interpreter a script names on its #! line, found
+// as the kernel (an absolute path) or env (on PATH) finds it; "" for none.
+func interpreterOf(prog string) string {
+	f, err := os.Open(prog)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := f.Read(buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	if !strings.HasPrefix(line, "#!") {
+		return ""
+	}
+	fields := strings.Fields(line[2:])
+	if len(fields) == 0 {
+		return ""
+	}
+	if filepath.Base(fields[0]) == "env" {
+		for _, a := range fields[1:] {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			p, err := exec.LookPath(a)
+			if err != nil {
+				return ""
+			}
+			p, _ = filepath.Abs(p)
+			return p
+		}
+		return ""
+	}
+	return fields[0]
 }
 
 func filesystemSection(sp *sessionPolicy) *policy.FilesystemSection {
