@@ -80,7 +80,7 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 		}
 		home = h
 	}
-	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS, HeldBelow: s.Sandboxed},
+	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS, HeldBelow: s.FilesHeld},
 		mcp: map[string]bool{}, native: map[string]bool{}, denied: map[string]bool{}}
 	r.s.Bound = s.Bound.Clone()
 	var nr *policy.NetworkRules

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,6 +35,10 @@ type Server struct {
 	IdleTimeout time.Duration
 	// MaxConns caps concurrent connections (default 64); more are closed at once.
 	MaxConns int
+	// PeerUIDs are the uids besides this one and root whose Unix
+	// connections it serves: a pod's agent, whose sidecar rules on its
+	// calls (ListenUnixShared).
+	PeerUIDs []int
 
 	engine atomic.Pointer[engineBox]
 }
@@ -111,9 +116,45 @@ func ListenUnix(path string) (net.Listener, error) {
 	return ln, nil
 }
 
+// ListenUnixShared creates the socket at path, mode 0666, for peers of
+// other uids (Server.PeerUIDs), in a directory that must exist and be a
+// real one: a volume that only this process mounts writable (a pod's
+// emptyDir, read-only in the agent's container), which is what keeps
+// the socket from being replaced. A stale socket at path is replaced.
+func ListenUnixShared(path string) (net.Listener, error) {
+	path = filepath.Clean(path)
+	dir := filepath.Dir(path)
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("socket directory %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("socket directory %s: not a directory", dir)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket %s: exists and is not a socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("socket %s: removing stale socket: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("socket %s: chmod 0666: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	return ln, nil
+}
+
 // Serve accepts connections on ln until ctx is done, then closes ln and
-// waits for open connections to finish. Unix peers must be this user or
-// root (SO_PEERCRED / LOCAL_PEERCRED); TCP peers must be loopback.
+// waits for open connections to finish. Unix peers must be this user,
+// root or one of PeerUIDs (SO_PEERCRED / LOCAL_PEERCRED); TCP peers must
+// be loopback.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	maxConns := s.MaxConns
 	if maxConns <= 0 {
@@ -150,7 +191,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			defer conn.Close()
 			stopConn := context.AfterFunc(ctx, func() { conn.Close() })
 			defer stopConn()
-			if reason := checkPeer(conn); reason != "" {
+			if reason := checkPeer(conn, s.PeerUIDs); reason != "" {
 				audit.Event(ctx, s.Log, slog.LevelWarn, audit.KindHook, audit.MsgHookRefused, slog.String(audit.AttrReason, reason))
 				return
 			}
@@ -160,14 +201,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // checkPeer returns why a peer is refused, or "".
-func checkPeer(conn net.Conn) string {
+func checkPeer(conn net.Conn, others []int) string {
 	switch c := conn.(type) {
 	case *net.UnixConn:
 		uid, err := peerUID(c)
 		if err != nil {
 			return "peer credentials: " + err.Error()
 		}
-		if uid != os.Geteuid() && uid != 0 {
+		if uid != os.Geteuid() && uid != 0 && !slices.Contains(others, uid) {
 			return fmt.Sprintf("peer uid %d is neither uid %d nor root", uid, os.Geteuid())
 		}
 	case *net.TCPConn:

@@ -27,9 +27,12 @@ type Session struct {
 	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
 	// Home expands "~/" in file patterns; empty means the current user's.
 	Home string `json:"home,omitempty"`
-	// Sandboxed says the session's calls run inside sandboxd's sandbox
-	// (InSandbox): never read from a policy file or a wire.
+	// Sandboxed says the session's calls run inside sandboxd's egress
+	// sandbox (InSandbox, InEgressSandbox), and FilesHeld that its
+	// filesystem layer holds files.deny too (InSandbox): never read from a
+	// policy file or a wire.
 	Sandboxed bool `json:"-"`
+	FilesHeld bool `json:"-"`
 }
 
 // InSandbox makes s the session of a harness inside sandboxd's sandbox
@@ -40,6 +43,15 @@ type Session struct {
 // (policy.FileMatcher.HeldBelow), and network.enforce: sandbox is met.
 // Without it such a session is refused (policy.DecideSandboxed).
 func (s *Session) InSandbox() {
+	s.InEgressSandbox()
+	s.FilesHeld = true
+}
+
+// InEgressSandbox makes s the session of a harness whose network only
+// sandboxd's proxies carry, with no filesystem layer of sandboxd's (a
+// pod's agent container beside "sandboxd proxy --sidecar"): network
+// rules as InSandbox, file rules as hooks only.
+func (s *Session) InEgressSandbox() {
 	s.Bound = policy.InSandbox(s.Bound)
 	s.Sandboxed = true
 }

@@ -325,6 +325,9 @@ type containerOpts struct {
 	// clients inside (curl, git, python3, node, dig), and shareRoot at its
 	// own path, read-write (the tests' files and the audit logs).
 	hostTools bool
+	// network is docker run's --network ("" none): "container:NAME"
+	// joins a pod's namespace.
+	network string
 }
 
 // containerSeq keeps one test binary's container names apart.
@@ -340,7 +343,11 @@ func (o containerOpts) runArgs(t testing.TB, name string, extra ...string) []str
 		// Gone already (--rm) unless the test gave up on it.
 		dockerRun(dockerState.path, time.Minute, nil, "rm", "-f", name)
 	})
-	args := append([]string{"run", "--rm", "--name", name, "--network", "none", "--workdir", containerWorkdir}, extra...)
+	network := o.network
+	if network == "" {
+		network = "none"
+	}
+	args := append([]string{"run", "--rm", "--name", name, "--network", network, "--workdir", containerWorkdir}, extra...)
 	if o.hostTools {
 		args = append(args, "-v", "/usr:/usr:ro")
 		for _, d := range []string{"/lib", "/lib64", "/etc/ssl", "/etc/alternatives"} {

@@ -330,3 +330,24 @@ func acceptLoop(ln net.Listener, serve func(net.Conn)) {
 		go serve(c)
 	}
 }
+
+// ServeForwards serves fs in this process's own network namespace, as the
+// sandbox's init serves its forwards in the sandbox's: the capture (with
+// the names the DNS forwards learn), TCP and UDP relays to Unix sockets.
+// It is the network half of a sandbox whose confinement is elsewhere (a
+// pod's uid-matched rules, installed by "sandboxd netinit"): the
+// listeners live as long as the process. A forward that cannot listen is
+// an error, and the ones started before it keep serving: the caller
+// exits.
+func ServeForwards(fs []Forward) error {
+	names := newDNSNames()
+	for _, f := range fs {
+		if f.Network == "pass" {
+			return fmt.Errorf("forward to port %d: a pass forward needs the sandbox's init", f.InsidePort)
+		}
+		if err := startForward(f, names, -1); err != nil {
+			return fmt.Errorf("forward to port %d (%s): %w", f.InsidePort, f.Network, err)
+		}
+	}
+	return nil
+}

@@ -19,3 +19,8 @@ func CheckUIDRules() error {
 
 // HasNetAdmin is false: container mode is Linux's.
 func HasNetAdmin() bool { return false }
+
+// ServeForwards refuses: the capture and its relays are Linux's.
+func ServeForwards(fs []Forward) error {
+	return &SetupError{Step: "forwards", Err: ErrUnsupported}
+}

@@ -14,18 +14,29 @@ import (
 	"sync"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/supervisor"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/proxy"
 )
 
 const proxyUsage = `sandboxd proxy --listen ADDR [--dns-listen ADDR] [--policy FILE | --allow-domain D... --deny-domain D...]
        [--dns-upstream ADDR] [--allow-private CIDR...] [--audit FILE] [--id ID]
+sandboxd proxy --sidecar --policy FILE --agent-uid UID --capture-listen 127.0.0.1:PORT --dns-listen 127.0.0.1:PORT
+       --hook-socket PATH [--agent-home DIR] [--health-listen ADDR] [--dns-upstream ADDR] [--allow-private CIDR...] [--audit -|FILE]
 
 Run the egress proxy (CONNECT and plain HTTP) and, with --dns-listen, the DNS
 proxy, alone. ADDR is host:port (port 0 picks one) or unix:PATH. The first
 line on stdout is the proxy URL with its credentials, the second "dns
 HOST:PORT" ("dns off" without --dns-listen); both are printed once every
-server listens. SIGINT or SIGTERM stops it cleanly.`
+server listens. SIGINT or SIGTERM stops it cleanly.
+
+With --sidecar: a pod's sandbox beside "sandboxd netinit" (docs/kubernetes.md):
+the capture and the DNS proxy on the loopback ports netinit redirects the
+agent's uid to, the agent's hook rulings on the Unix socket PATH (a volume
+the agent mounts), /readyz and /livez on --health-listen, the policy file
+kept live (a ConfigMap's swap applies within a second), the audit as JSON
+lines on stdout ("-", the default) carrying POD_NAME, POD_NAMESPACE and
+POD_UID from the environment.`
 
 // proxyCommand is "sandboxd proxy".
 func proxyCommand() *cli.Command {
@@ -45,8 +56,22 @@ func runProxy(ctx context.Context, io cli.IO, args []string) int {
 	upstream := fs.String("dns-upstream", "", "DNS server host:port for resolution and the DNS proxy (default: the system's)")
 	auditFile := fs.String("audit", "", "append audit JSON lines to FILE (default: stderr)")
 	id := fs.String("id", "proxy", "sandbox id in audit lines and the proxy user name")
+	sidecar := fs.Bool("sidecar", false, "serve a pod's sandbox beside sandboxd netinit (see below)")
+	captureListen := fs.String("capture-listen", "", "with --sidecar: the capture's loopback `ADDR` (127.0.0.1:PORT)")
+	hookSocket := fs.String("hook-socket", "", "with --sidecar: the hook ruling server's Unix socket `PATH`")
+	healthListen := fs.String("health-listen", "", "with --sidecar: /readyz and /livez on `ADDR`")
+	agentUID := fs.Uint("agent-uid", 0, "with --sidecar: the agent's `UID` (netinit's), whose hook calls it rules on")
+	agentHome := fs.String("agent-home", "", "with --sidecar: the agent's `HOME` (~/ in file rules); the agent's workspace and home are mounted here at the same paths")
 	if code, done := cli.Parse(fs, args); done {
 		return code
+	}
+	if *sidecar {
+		if fs.NArg() > 0 || *listen != "" || len(allow) > 0 || len(deny) > 0 {
+			fmt.Fprintln(io.Err, "sandboxd proxy: --sidecar takes its rules from --policy, and serves the capture, not --listen")
+			return 2
+		}
+		return runSidecar(ctx, io, sidecarArgs{policy: *policyFile, capture: *captureListen, dns: *dnsListen, hooks: *hookSocket,
+			health: *healthListen, upstream: *upstream, private: private, audit: *auditFile, home: *agentHome, uid: *agentUID})
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(io.Err, "sandboxd proxy: %s\n", policy.OneLine(fmt.Sprintf(format, a...)))
@@ -179,4 +204,48 @@ func proxyURL(srv *proxy.Server, ln net.Listener) string {
 		return u.String()
 	}
 	return srv.URL(ln.Addr().String())
+}
+
+// sidecarArgs are --sidecar's flags.
+type sidecarArgs struct {
+	policy, capture, dns, hooks, health, upstream, audit, home string
+	private                                                    []string
+	uid                                                        uint
+}
+
+// runSidecar is "sandboxd proxy --sidecar" (supervisor.Sidecar).
+func runSidecar(ctx context.Context, io cli.IO, a sidecarArgs) int {
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(io.Err, "sandboxd proxy: %s\n", policy.OneLine(fmt.Sprintf(format, args...)))
+		return code
+	}
+	if a.uid == 0 || a.uid > 1<<32-2 {
+		return fail(2, "--agent-uid: the agent's uid, not 0")
+	}
+	o := supervisor.SidecarOptions{AgentUID: uint32(a.uid), CaptureListen: a.capture, DNSListen: a.dns, HookSocket: a.hooks, HealthListen: a.health, AgentHome: a.home, Audit: os.Stdout}
+	o.PolicyFile, o.DNSUpstream = a.policy, a.upstream
+	for _, c := range a.private {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return fail(2, "--allow-private %q: not a CIDR", c)
+		}
+		o.AllowPrivate = append(o.AllowPrivate, p.Masked())
+	}
+	if a.audit != "" && a.audit != "-" {
+		f, err := os.OpenFile(a.audit, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(125, "audit: %v", err)
+		}
+		defer f.Close()
+		o.Audit = f
+	}
+	for _, kv := range [][2]string{{"pod", "POD_NAME"}, {"namespace", "POD_NAMESPACE"}, {"pod_uid", "POD_UID"}} {
+		if v := os.Getenv(kv[1]); v != "" {
+			o.Fleet = append(o.Fleet, slog.String(kv[0], v))
+		}
+	}
+	if err := supervisor.Sidecar(ctx, o); err != nil {
+		return fail(125, "%v", err)
+	}
+	return 0
 }

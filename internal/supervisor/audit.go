@@ -52,9 +52,7 @@ func (a *Audit) OnWriteError(f func(error)) {
 // "-" is standard error, anything else a file opened for appending (mode
 // 0600, created if missing).
 func OpenAudit(path, sandbox string) (*Audit, error) {
-	a := &Audit{sandbox: sandbox, counts: map[string]*[2]int64{}, byCmd: map[string]int64{}}
-	empty := ""
-	a.policy.Store(&empty)
+	a := NewAudit(nil, sandbox)
 	switch path {
 	case "":
 		a.w = io.Discard
@@ -71,6 +69,14 @@ func OpenAudit(path, sandbox string) (*Audit, error) {
 		a.w, a.closer = f, f
 	}
 	return a, nil
+}
+
+// NewAudit is an audit stream writing to w (not closed by Close).
+func NewAudit(w io.Writer, sandbox string) *Audit {
+	a := &Audit{sandbox: sandbox, counts: map[string]*[2]int64{}, byCmd: map[string]int64{}, w: w}
+	empty := ""
+	a.policy.Store(&empty)
+	return a
 }
 
 // Err returns the first error writing a line, or nil.

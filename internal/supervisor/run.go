@@ -87,6 +87,13 @@ type Options struct {
 	// ("sandboxd launch"): Command is then the harness's program (its
 	// session configuration's arguments are added after it).
 	Launch *LaunchSpec
+
+	// noFileLayer: the session's commands run with no filesystem layer
+	// of sandboxd's (Sidecar): its rulings decide file rules alone.
+	noFileLayer bool
+	// agentHome expands "~/" in the rulings' file patterns when the
+	// agent's home is not sandboxd's own (Sidecar); "" is sandboxd's.
+	agentHome string
 }
 
 // sessionPolicy is one resolved state of the session: what every enforcer
@@ -99,6 +106,10 @@ type sessionPolicy struct {
 	// fingerprint is the session's one fingerprint of this version: the
 	// proxies', the audit stream's, the status file's and the reload lines'.
 	fingerprint string
+	// filesHeld: the sandbox's filesystem layer holds the file rules
+	// (not in a sidecar's pod); home is the agent's ("" sandboxd's).
+	filesHeld bool
+	home      string
 }
 
 // Fingerprint is the session's fingerprint of this policy version.
@@ -162,7 +173,7 @@ func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &sessionPolicy{resolved: r, bound: b, proxy: pp}
+	sp := &sessionPolicy{resolved: r, bound: b, proxy: pp, filesHeld: !o.noFileLayer, home: o.agentHome}
 	scope := map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate), "write": o.writeRoots(r), "unsetEnv": o.unsetPatterns(r)}
 	if len(creds) > 0 {
 		// Names, hosts and files: never a value.
@@ -182,9 +193,13 @@ func (sp *sessionPolicy) engine() (hooks.Engine, error) {
 	// The session runs inside the sandbox: its rulings read the network
 	// rules as the proxies do (an absent allowDomains is the empty
 	// allowlist), so a tool and the proxy cannot disagree about a host,
-	// and lean on the filesystem layer (Session.InSandbox).
-	s.Bound = sp.bound
-	s.InSandbox()
+	// and lean on the filesystem layer where there is one.
+	s.Bound, s.Home = sp.bound, sp.home
+	if sp.filesHeld {
+		s.InSandbox()
+	} else {
+		s.InEgressSandbox()
+	}
 	return hooks.NewEngine(s, nil)
 }
 
@@ -754,6 +769,9 @@ func (s *session) livePolicy() (func(), error) {
 		},
 		func(next *sessionPolicy) error { s.hsrv.SetPolicy(next.rulings); return nil },
 		func(next *sessionPolicy) error {
+			if s.fsPlan == nil {
+				return nil // no filesystem layer (Sidecar)
+			}
 			if note := s.fsPlan.reloadNote(next); note != "" {
 				audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgFileLayerFixed,
 					slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))

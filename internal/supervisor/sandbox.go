@@ -50,5 +50,8 @@ func (s *session) sandboxMode() string {
 	if s.container != nil {
 		return ModeContainer
 	}
+	if s.opts.noFileLayer {
+		return ModeSidecar
+	}
 	return ModeNested
 }

