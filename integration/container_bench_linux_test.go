@@ -2,7 +2,7 @@
 
 package integration
 
-// Issue 28's benchmark: sandboxd inside Docker against the host's sandbox,
+// The containers benchmark: sandboxd inside Docker against the host's sandbox,
 // in one run on this machine (scripts/bench-containers; docs/benchmarks.md,
 // "Containers (sandboxd inside Docker)"). Three rows, interleaved so that
 // they share the machine's drift: the host sandbox (the baseline: sandboxd
