@@ -88,7 +88,7 @@ const (
 const cloneNewCgroup = 0x02000000
 
 // additions is the specification: everything sandboxd's profile has beyond
-// Docker's default, in the order it is appended. README.md ("the diff
+// Docker's default, in the order it is appended. deploy/README.md ("The diff
 // explained") says what fails without each.
 var additions = []Addition{
 	{

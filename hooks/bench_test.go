@@ -8,7 +8,7 @@ import (
 )
 
 // Benchmarks of the in-process work of one hookgate check (the process
-// start is measured by cmd/hookgate's TestLatencyReport).
+// start is measured by cmd/hookgate's BenchmarkLatency).
 
 func BenchmarkLoadPolicy(b *testing.B) {
 	for b.Loop() {

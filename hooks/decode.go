@@ -221,7 +221,7 @@ func checkJSON(data []byte) error {
 // only the tokenizer compares exactly, and for anything it refuses, so that
 // checkJSONTokens rules on those and words the error. Reading every payload
 // token by token cost each hookgate check and each ruling ~20 µs, most of
-// the decode (issue 18); FuzzCheckJSON holds the two to the same answer.
+// the decode; FuzzCheckJSON holds the two to the same answer.
 func wellFormedObject(data []byte) bool {
 	if !utf8.Valid(data) || !json.Valid(data) {
 		return false

@@ -89,7 +89,7 @@ type installer struct {
 
 // protocols holds each harness's protocol, each built on the first use of
 // that harness and never changed after (a hookgate check speaks one
-// harness: building all six cost it ~20 µs, issue 18). They are filled
+// harness: building all six cost it ~20 µs). They are filled
 // lazily, not by an initializer: install entries are rendered through Fail,
 // which reads the table, so an initializer would be an initialization
 // cycle.

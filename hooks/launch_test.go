@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/policy"
 )
 
@@ -269,7 +270,7 @@ func TestGeminiLaunchPreflight(t *testing.T) {
 		if _, err := Launch(LaunchPlan{Harness: Gemini, Dir: "/d", Hookgate: "/h", Home: "/home/u"}); err == nil || !strings.Contains(err.Error(), "as root") {
 			t.Fatalf("unprivileged: %v, want a refusal", err)
 		}
-		t.Skip("the rest needs root (root-owned directories)")
+		testenv.SkipOrFail(t, "the rest needs root (root-owned directories)")
 	}
 	dir := t.TempDir() // 0700, root's; /tmp is 1777: group/other-writable
 	home, proj := t.TempDir(), t.TempDir()

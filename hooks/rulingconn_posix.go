@@ -13,8 +13,8 @@ import (
 
 // dialRuling connects to a ruling server with plain blocking system calls:
 // one hookgate process makes one connection, and net.Dial's poller
-// registration, nonblocking connect and address lookups cost it ~0.08 ms
-// (issue 18). network and addr are ParseAddr's: "unix" and a path (a
+// registration, nonblocking connect and address lookups cost it ~0.08 ms.
+// network and addr are ParseAddr's: "unix" and a path (a
 // leading @ is Linux's abstract namespace, as for net.Dial), or "tcp" and a
 // loopback IP:PORT. Once ctx is done the socket is shut down, which ends a
 // pending TCP connect and every read and write, and dialRuling fails; a

@@ -13,7 +13,7 @@ import (
 // reflection. A hookgate process encodes one request and reads one response;
 // json.Marshal and a struct decode spent most of their time building the
 // encoders and field tables of Request, Call and Response, ~0.1 ms of each
-// hookgate check --socket (issue 18). TestAppendRequest holds appendRequest
+// hookgate check --socket. TestAppendRequest holds appendRequest
 // to json.Marshal's exact bytes for every Call field.
 
 // appendRequest appends req encoded exactly as json.Marshal encodes it.

@@ -9,12 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // TestWrapperFailsClosed runs the hook command Install writes through
@@ -150,9 +151,7 @@ func TestWrapperPassesThePayload(t *testing.T) {
 // started is left running (its watchdog's sleep included), so a harness
 // waiting for the hook's process group, or counting leftovers, sees none.
 func TestWrapperLeavesNoProcess(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
+	testenv.OnlyOn(t, "linux") // reads /proc
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "hookgate")
 	os.WriteFile(bin, []byte("#!/bin/sh\ncat >/dev/null; : >\"$HOOKGATE_DONE\"\n"), 0o755)

@@ -2,7 +2,7 @@
 
 package integration
 
-// Issue 28's remaining acceptance tests, inside real containers: the
+// The container tests that need more than a shell, inside real containers: the
 // credential tests and `sandboxd launch claude-code` with the real Claude
 // Code CLI in nested mode, in a container run with the shipped seccomp
 // profile alone (no seccomp=unconfined, no systempaths=unconfined: the

@@ -2,7 +2,7 @@
 
 package integration
 
-// Issue 28's benchmark: sandboxd inside Docker against the host's sandbox,
+// The containers benchmark: sandboxd inside Docker against the host's sandbox,
 // in one run on this machine (scripts/bench-containers; docs/benchmarks.md,
 // "Containers (sandboxd inside Docker)"). Three rows, interleaved so that
 // they share the machine's drift: the host sandbox (the baseline: sandboxd
@@ -85,9 +85,7 @@ type benchRow struct {
 // BARRY_BENCH=1 (scripts/bench-containers): timing is measured, never
 // asserted; a failed start-up or a download of the wrong size fails it.
 func TestContainerBench(t *testing.T) {
-	if os.Getenv("BARRY_BENCH") != "1" {
-		t.Skip("set BARRY_BENCH=1 (scripts/bench-containers)")
-	}
+	testenv.OptIn(t, "BARRY_BENCH", "scripts/bench-containers")
 	n, dlRuns := benchEnvInt(t, "BENCH_N", 40), benchEnvInt(t, "BENCH_DL_RUNS", 5)
 	requireDocker(t)
 	testenv.NeedRoot(t)

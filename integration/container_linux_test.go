@@ -2,7 +2,7 @@
 
 package integration
 
-// sandboxd inside containers (issue 28): every way Docker is commonly run
+// sandboxd inside containers: every way Docker is commonly run
 // ends in a running sandbox or a one-line refusal that names its fix, and
 // `sandboxd doctor` agrees with what `run` then does; in nested mode the
 // network escapes stay contained. Run them alone with
@@ -39,7 +39,7 @@ func shippedSeccompProfile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		testenv.SkipOrFail(t, fmt.Sprintf("%s does not exist (issue 28 ships it): %v", seccompProfile, err))
+		testenv.SkipOrFail(t, fmt.Sprintf("%s does not exist (deploy/ ships it): %v", seccompProfile, err))
 	}
 	return p
 }
@@ -79,7 +79,7 @@ type containerRow struct {
 	mode    string // what run does: "nested", "container" or "none" (refused)
 }
 
-// containerRows are issue 28's table, plus the shipped profile with and
+// containerRows are the common ways of running Docker, plus the shipped profile with and
 // without a user, and nested mode as users other than root.
 var containerRows = []containerRow{
 	{name: "default", mode: "none"},

@@ -2,7 +2,7 @@
 
 package integration
 
-// The machinery for running sandboxd inside real containers (issue 28): a
+// The machinery for running sandboxd inside real containers: a
 // Docker daemon (scripts/dockerd starts one in CI), an image built once per
 // test binary from static binaries with `docker import` (no registry), and
 // containers that are always --rm, --network none unless a test links its

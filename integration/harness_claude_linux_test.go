@@ -135,8 +135,10 @@ func TestHarnessClaude(t *testing.T) {
 		}
 	})
 
-	// A non-file native tool. TodoWrite was the obvious one; 2.1.332
-	// disables it in print mode, so its result says so and the case skips.
+	// A non-file native tool the policy allows. The pinned Claude Code
+	// disables TodoWrite in print mode and refuses the call itself ("No such
+	// tool available", an error result: nothing ran); a version that offers
+	// it must run it. ToolSearch (below) is the non-file tool that runs.
 	t.Run("native/TodoWrite", func(t *testing.T) {
 		t.Parallel()
 		b := newClaudeBox(t, claude)
@@ -144,7 +146,11 @@ func TestHarnessClaude(t *testing.T) {
 		r := b.run(t, []fakemodel.ToolCall{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
 			map[string]any{"content": "check the gate", "status": "pending", "activeForm": "Checking the gate"}}}}})
 		if e := r.exchange(t, 0, "TodoWrite"); strings.Contains(e.Result, "No such tool available") {
-			t.Skipf("Claude Code %s has no TodoWrite here: %q", claudeVersion, e.Result)
+			if !e.IsError {
+				t.Errorf("TodoWrite: %q is not an error result", e.Result)
+			}
+			t.Logf("Claude Code %s has no TodoWrite here and refused the call itself: %q", claudeVersion, e.Result)
+			return
 		}
 		r.requireRan(t, 0, "TodoWrite")
 	})

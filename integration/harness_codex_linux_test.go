@@ -36,7 +36,7 @@ import (
 // and `codex exec` has no review UI, so an untrusted hook is skipped
 // silently: the tool call runs. The subtests:
 //
-//   - trust/...: what `hookgate install` alone gives (issue 13). They
+//   - trust/...: what `hookgate install` alone gives. They
 //     require the deny, so they fail while install leaves the entry
 //     untrusted, or writes ~/.codex when CODEX_HOME points elsewhere.
 //   - handtrust/...: install, then the trust entry written by the test with

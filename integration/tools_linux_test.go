@@ -219,7 +219,7 @@ git push -q origin HEAD:main`},
 			}},
 		{"wget", func(t *testing.T) {
 			if !onToolPath("wget") {
-				t.Skip("wget is not installed")
+				testenv.SkipOrFail(t, "wget is not installed")
 			}
 		}, func(t *testing.T, user string, uid int, dir string) toolRun {
 			return fileFetch(dir, user, "wget", []string{"wget", "-q", "--timeout=20", "--tries=1", "--ca-certificate=" + w.caFile,
@@ -227,7 +227,7 @@ git push -q origin HEAD:main`},
 		}},
 		{"python requests", func(t *testing.T) {
 			if exec.Command("env", "PATH="+toolPath(), "python3", "-c", "import requests").Run() != nil {
-				t.Skip("python3's requests is not installed")
+				testenv.SkipOrFail(t, "python3's requests is not installed")
 			}
 		}, func(t *testing.T, user string, uid int, dir string) toolRun {
 			// requests trusts CURL_CA_BUNDLE (w.env sets it) as well as

@@ -19,14 +19,14 @@ const (
 	ActionDNS       = "dns"
 )
 
-// NetworkActions lists every valid network action tag, in the seed's order.
+// NetworkActions lists every valid network action tag, in the bounds SDK's order.
 var NetworkActions = []string{
 	ActionAll, ActionDNS, ActionGitFetch, ActionGitPush, ActionHTTPRead,
 	ActionHTTPWrite, ActionRead, ActionSSHRead, ActionSSHWrite, ActionWrite,
 }
 
 // actionChildren is the action hierarchy: a parent tag implies its children.
-// "read" also covers ssh:read: the seed calls read "all outbound reads", and
+// "read" also covers ssh:read: the bounds SDK calls read "all outbound reads", and
 // an ssh connection is one, so denying read and leaving ssh open would
 // surprise the person who wrote it.
 var actionChildren = map[string][]string{

@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// Documents whose resolution must not come out less strict than the seeds
-// say. Each case is a whole session policy document; want is the effective
+// Documents whose resolution must not come out less strict than Barry's
+// policy model says. Each case is a whole session policy document; want is the effective
 // bound's JSON.
 func TestResolveNeverWeakerThanSources(t *testing.T) {
 	const base = "version: 1\nharness: claude-code\n"
 	cases := []struct {
 		name, doc, want string
 	}{
-		// Seed (bounds API, network.allowDomains): "Omitting it under
+		// The bounds SDK (network.allowDomains): "Omitting it under
 		// enforce: "sandbox" means an EMPTY allowlist — no egress except
 		// localhost. Opening a host is always an explicit act." and
 		// (resolution) "Allowlists intersect ... keep only the entries every
@@ -55,7 +55,7 @@ func TestResolveNeverWeakerThanSources(t *testing.T) {
 	}
 }
 
-// Seed (resolution): "<bag>:read includes <bag> and carries the readonly
+// Barry's policy resolution: "<bag>:read includes <bag> and carries the readonly
 // bound. Because a bound applies to the whole session, selecting <bag>:read
 // makes the entire session read-only", and "github:read carries readonly,
 // which denies the Bash, Write, and Edit tools, denies write access, and

@@ -334,7 +334,7 @@ func (d *decoder) network(n *yaml.Node, path string) *NetworkRules {
 }
 
 // AllowDomainsNeedsSandbox is the refusal for an allowlist without the
-// sandbox, in the seed's words.
+// sandbox, in the bounds SDK's words.
 const AllowDomainsNeedsSandbox = `network.allowDomains is enforced only by the egress sandbox: add network.enforce: "sandbox", or deny hosts with network.domains instead`
 
 func (d *decoder) domainList(n *yaml.Node, path string, allow bool) []string {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // fsFixture makes home/{.ssh/id_rsa,.bashrc,ws/{.env,src/a.go,sub/.env,.git/hooks}}.
@@ -354,7 +356,7 @@ func TestPlanFilesystemAllowOnlyAtRoot(t *testing.T) {
 	// hidden, so the system stays; nothing hides "/".
 	ws, err := os.MkdirTemp("/", "barry-plan-")
 	if err != nil {
-		t.Skip("cannot make a directory under /")
+		testenv.SkipOrFail(t, "cannot make a directory under /: "+err.Error())
 	}
 	defer os.RemoveAll(ws)
 	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Files: &FileRules{AllowOnly: []string{ws + "/**"}}})

@@ -16,7 +16,7 @@ const (
 	CategoryNetwork    = "network"
 )
 
-// NativeCategories lists the categories in the seed's order.
+// NativeCategories lists the categories in the bounds SDK's order.
 var NativeCategories = []string{CategoryShell, CategoryFileReads, CategoryFileWrites, CategoryNetwork}
 
 // HarnessMode is what Barry can enforce on a harness's native tools in one
@@ -194,7 +194,7 @@ func Harnesses() map[string]*NativeHarness { return buildHarnesses() }
 // catalog, each entry built once, on first use: resolving one session used
 // to build the catalog seven times, which was a fifth of hookgate's policy
 // load, and building all of it for the one harness a session names was
-// still ~50 µs of each hookgate check (issue 18). Code in this package reads
+// still ~50 µs of each hookgate check. Code in this package reads
 // them and never writes to them (TestCatalogIsNotModified checks).
 var catalogEntries [len(catalogIDs)]struct {
 	once sync.Once

@@ -75,8 +75,8 @@ type NetworkDecider struct {
 // CompileNetwork compiles n (nil: no network rules). sandboxed says the
 // decision is made for the egress sandbox (sandboxd run's proxies, and the
 // rulings of a session running inside it), or n says enforce: sandbox: an
-// absent allowDomains is then the empty allowlist (no egress), as the seed
-// has it. Elsewhere an absent allowDomains is no allowlist. An entry that
+// absent allowDomains is then the empty allowlist (no egress), as Barry's
+// policy model has it. Elsewhere an absent allowDomains is no allowlist. An entry that
 // does not parse is an error naming its field and index.
 func CompileNetwork(n *NetworkRules, sandboxed bool) (*NetworkDecider, error) {
 	d := &NetworkDecider{}

@@ -109,7 +109,7 @@ func (r *Resolved) AllowedToolIDs() []string {
 	return out
 }
 
-// ResolveSession resolves a policy file in the seed's order: collect the
+// ResolveSession resolves a policy file in Barry's order: collect the
 // traits (base defaults, identity, session, and packed bags' automatic
 // traits under bagGrant: identity), expand them, resolve grants, merge the
 // six bound sources, and filter the catalog. A selected trait or named bound
@@ -124,8 +124,8 @@ type ResolveOptions struct {
 	// NoFingerprint leaves Fingerprint and Scope.Fingerprint empty. The
 	// fingerprint is the approved scope's evidence (launch, audit, policy
 	// check); a ruler that never shows it skips it: encoding the scope for
-	// it was a fifth of each hookgate check --policy's policy load (issue
-	// 18). Nothing a ruling decides depends on it.
+	// it was a fifth of each hookgate check --policy's policy load.
+	// Nothing a ruling decides depends on it.
 	NoFingerprint bool
 }
 
@@ -162,7 +162,7 @@ func ResolveSessionWith(pf *PolicyFile, o ResolveOptions) (*Resolved, error) {
 		}
 		// A bound named like a built-in adds to it and never takes its
 		// restrictions away: <bag>:read carries readonly by name, and the
-		// seed says selecting it makes the whole session read-only.
+		// policy model says selecting it makes the whole session read-only.
 		if old, ok := bounds[name]; ok {
 			if merged := MergeBounds(old, c); restrictionJSON(merged) != restrictionJSON(normalizeBound(c.Clone())) {
 				warnings = append(warnings, fmt.Sprintf("bound %q in bounds adds to the built-in bound of that name, which keeps its own restrictions", name))
@@ -222,7 +222,7 @@ func ResolveSessionWith(pf *PolicyFile, o ResolveOptions) (*Resolved, error) {
 	}
 	warnings = append(warnings, grants.Warnings...)
 
-	// 3. Merge the bounds, in the seed's six sources.
+	// 3. Merge the bounds, from Barry's six sources in their order.
 	sources, err := traitBoundSources(selected, traits, pf.Harness, lookup)
 	if err != nil {
 		return nil, fieldErr("traits", "%v", err)

@@ -38,6 +38,10 @@ type ExecutionContext struct {
 // DecodeExecutionScope decodes a scope strictly (unknown fields, wrong
 // types, tool access other than read/write and a fingerprint that does not
 // match the content are errors).
+//
+// It is the Go form of the bounds SDK's executionScopeSchema
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func DecodeExecutionScope(data []byte, format Format) (*ExecutionScope, error) {
 	root, err := parseDocument(data, format)
 	if err != nil {
@@ -148,6 +152,10 @@ type EffectiveBoundOptions struct {
 // (inline, then named), then opts.Bounds, merged. A named bound that does
 // not exist is an error; so is an allowlist without the sandbox. The result
 // is nil when nothing restricts.
+//
+// It is the Go form of the bounds SDK's resolveEffectiveBound
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func ResolveEffectiveBound(opts EffectiveBoundOptions) (*Bound, error) {
 	srcs, err := traitBoundSources(opts.TraitNames, opts.Traits, opts.Harness, opts.BoundByName)
 	if err != nil {
@@ -210,6 +218,10 @@ type ExecutionOptions struct {
 
 // ResolveExecutionContext resolves explicit selections into a context. No
 // default grants are added: the caller supplies every selected trait.
+//
+// It is the Go form of the bounds SDK's resolveExecutionContext
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func ResolveExecutionContext(opts ExecutionOptions) (*ExecutionContext, error) {
 	bound, err := ResolveEffectiveBound(EffectiveBoundOptions{BoundByName: opts.BoundByName, Bounds: opts.Bounds, Harness: opts.Harness, TraitNames: opts.TraitNames, Traits: opts.Traits})
 	if err != nil {
@@ -231,6 +243,10 @@ func ResolveExecutionContext(opts ExecutionOptions) (*ExecutionContext, error) {
 
 // ApproveExecutionScope resolves explicit selections into an approved scope
 // with its fingerprint. No identity or default trait union happens here.
+//
+// It is the Go form of the bounds SDK's approveExecutionScope
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func ApproveExecutionScope(opts ExecutionOptions) (*ExecutionScope, error) {
 	ctx, err := ResolveExecutionContext(opts)
 	if err != nil {
@@ -262,6 +278,10 @@ func ApproveExecutionScope(opts ExecutionOptions) (*ExecutionScope, error) {
 // approval. A tool survives only when the approval lists it, the current
 // context allows it, its catalog entry still has the approved access and
 // contract, and no restriction withholds it. Traits intersect; bounds merge.
+//
+// It is the Go form of the bounds SDK's intersectExecutionScope
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func IntersectExecutionScope(approved *ExecutionScope, current *ExecutionContext, catalog []ToolMeta, restrictions []*Bound) *ExecutionContext {
 	out := &ExecutionContext{AllowedToolIds: []string{}, Traits: []string{}}
 	if approved == nil || current == nil {
@@ -306,6 +326,10 @@ func IntersectExecutionScope(approved *ExecutionScope, current *ExecutionContext
 
 // AssertNodeAllowed refuses a node the bound's node rules deny: one in
 // nodes.deny, or one outside a present nodes.allow. Entries may be globs.
+//
+// It is the Go form of the bounds SDK's assertNodeAllowed
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func AssertNodeAllowed(nodeID string, bound *Bound) error {
 	if bound == nil || bound.Nodes == nil {
 		return nil
@@ -328,6 +352,10 @@ func AssertNodeAllowed(nodeID string, bound *Bound) error {
 
 // AssertToolAllowed refuses a call unless the node passes the bound's node
 // rules and the tool's qualified id is in the session's allowed set.
+//
+// It is the Go form of the bounds SDK's assertToolAllowed
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func AssertToolAllowed(ctx *ExecutionContext, namespace, toolName, nodeID string) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: no execution context", ErrNotAllowed)
@@ -346,6 +374,10 @@ func AssertToolAllowed(ctx *ExecutionContext, namespace, toolName, nodeID string
 // delegator has: a tool the delegator is not allowed, a tool missing from
 // the catalog or with another access, a trait the delegator lacks, another
 // harness, or a bound that leaves out any of the delegator's restrictions.
+//
+// It is the Go form of the bounds SDK's assertScopeDelegation
+// (@barry-rocks/sdk/bounds), exported for callers that hold execution
+// scopes; sandboxd and hookgate do not call it.
 func AssertScopeDelegation(scope *ExecutionScope, delegator *ExecutionContext, catalog []ToolMeta) error {
 	if scope == nil || delegator == nil {
 		return fmt.Errorf("%w: delegation without a scope or delegator", ErrNotAllowed)

@@ -75,7 +75,7 @@ type SessionSelection struct {
 	Bound  *Bound
 }
 
-// BaseDefaultTraits are the base identity's traits, in the seed's order.
+// BaseDefaultTraits are the base identity's traits, in the bounds SDK's order.
 var BaseDefaultTraits = []string{"artifacts", "bash", "filesystem", "instructions", "sessions"}
 
 // BuiltinTraits returns the traits every installation has: the base

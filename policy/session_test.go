@@ -13,7 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestWorkedExample is the seed's worked example (examples/ops.yaml): the
+// TestWorkedExample is the worked example of Barry's policy-resolution page
+// (examples/ops.yaml): the
 // session sees exactly github:list_issues and slack:read_channel.
 func TestWorkedExample(t *testing.T) {
 	r, err := ResolveFile("../examples/ops.yaml")

@@ -79,7 +79,7 @@ type toolFilter struct {
 	harness string
 }
 
-// DecideTools decides every catalog tool in the seed's order:
+// DecideTools decides every catalog tool in the bounds SDK's order:
 //  1. a trait grants its namespace or qualified id;
 //  2. the bound does not deny its namespace, name or id in deniedTools (and a
 //     bound with file rules withholds the bash tool);

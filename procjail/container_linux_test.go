@@ -48,9 +48,7 @@ func TestContainerMode(t *testing.T) {
 }
 
 func TestContainerModeInside(t *testing.T) {
-	if os.Getenv(containerModeEnv) == "" {
-		t.Skip("run by TestContainerMode")
-	}
+	testenv.Child(t, containerModeEnv, "TestContainerMode")
 	// A uid no process has: every process of it is killed at the end.
 	uid := uint32(1_600_000_000 + os.Getpid()%1_000_000)
 	ws, err := os.MkdirTemp("", "container-mode-")

@@ -219,9 +219,7 @@ func TestContainment(t *testing.T) {
 // capabilities, user namespaces only), failing rather than skipping.
 func TestUnprivileged(t *testing.T) {
 	testenv.NeedRoot(t)
-	if os.Getenv("PROCJAIL_UNPRIVILEGED_CHILD") != "" {
-		t.Skip("already unprivileged")
-	}
+	testenv.NotInChild(t, "PROCJAIL_UNPRIVILEGED_CHILD", "already unprivileged")
 	dir, exe, tmp := nobodyCopy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

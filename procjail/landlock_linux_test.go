@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // restrictLandlock restricts the calling thread, so every test that
@@ -41,7 +43,7 @@ func kernelLandlockABI() int {
 func runLandlockHelper(t *testing.T, scenario string) {
 	t.Helper()
 	if kernelLandlockABI() == 0 {
-		t.Skip("the kernel has no Landlock")
+		testenv.SkipOrFail(t, "the kernel has no Landlock")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLandlockHelper$", "-test.v", "-test.count=1", "-test.timeout=2m")
@@ -49,7 +51,7 @@ func runLandlockHelper(t *testing.T, scenario string) {
 		"GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0") // no 1s pause at exit under -race
 	out, err := cmd.CombinedOutput()
 	if err == nil && bytes.Contains(out, []byte("--- SKIP: TestLandlockHelper")) {
-		t.Skipf("helper %q skipped:\n%s", scenario, out)
+		testenv.SkipOrFail(t, fmt.Sprintf("helper %q skipped:\n%s", scenario, out))
 	}
 	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestLandlockHelper")) {
 		t.Fatalf("helper %q: %v\n%s", scenario, err, out)
@@ -58,10 +60,7 @@ func runLandlockHelper(t *testing.T, scenario string) {
 }
 
 func TestLandlockHelper(t *testing.T) {
-	scenario := os.Getenv(landlockHelperEnv)
-	if scenario == "" {
-		t.Skip("run by the Landlock tests in a helper process")
-	}
+	scenario := testenv.Child(t, landlockHelperEnv, "the Landlock tests")
 	f, ok := landlockScenarios[scenario]
 	if !ok {
 		t.Fatalf("no scenario %q", scenario)
@@ -472,7 +471,7 @@ func landlockShell(t *testing.T, script string) string {
 
 func landlockScopeScenario(t *testing.T, dir string) {
 	if kernelLandlockABI() < 6 {
-		t.Skip("scopes need Landlock ABI 6")
+		testenv.SkipOrFail(t, "scopes need Landlock ABI 6")
 	}
 	abstract := fmt.Sprintf("@procjail-landlock-test-%d", os.Getpid())
 	lfd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -747,5 +746,5 @@ func landlockMainThreadScenario(t *testing.T, dir string) {
 			return
 		}
 	}
-	t.Skip("no goroutine landed on the main thread")
+	testenv.SkipOrFail(t, "no goroutine landed on the main thread")
 }

@@ -66,7 +66,7 @@ type initSpec struct {
 // warmSpecCodec builds encoding/json's reflection caches for initSpec and
 // every type in it. Their first use costs 0.2–0.4 ms in each process, and
 // both the spec's encoding in sandboxd and its decoding in the init are on
-// the start-up's critical path (issue 18). Each side runs it on a goroutine
+// the start-up's critical path. Each side runs it on a goroutine
 // of its own while it waits: sandboxd while the session is set up, the init
 // while the spec is on its way. Encoding the zero value builds the encoders
 // of the whole type graph, and with them the field lists decoding uses.

@@ -8,13 +8,14 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // TestPassListener: a message carrying one TCP socket becomes a PassedConn
@@ -191,9 +192,7 @@ func TestPassForward(t *testing.T) {
 // named itself: the look-up matches the connection, not the listening
 // socket on the same local address (which /proc/net/tcp lists first).
 func TestPassPeerNotAListener(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("needs python3")
-	}
+	testenv.NeedCommand(t, "python3")
 	l, err := NewPassListener()
 	if err != nil {
 		t.Fatal(err)

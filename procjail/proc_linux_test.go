@@ -87,9 +87,7 @@ func TestContainerProc(t *testing.T) {
 }
 
 func TestContainerProcInside(t *testing.T) {
-	if os.Getenv(maskedProcEnv) == "" {
-		t.Skip("run by TestContainerProc")
-	}
+	testenv.Child(t, maskedProcEnv, "TestContainerProc")
 	mode, why := ProbeProc()
 	if mode != ProcContainer || !strings.Contains(why, "/proc/timer_list") {
 		t.Fatalf("ProbeProc = %q, %q; want container, naming /proc/timer_list", mode, why)

@@ -26,7 +26,7 @@ import (
 func TestSeccompSyscallNumbers(t *testing.T) {
 	arch, ok := seccompArches[runtime.GOARCH]
 	if !ok {
-		t.Skipf("no seccomp filter for %s", runtime.GOARCH)
+		testenv.SkipOrFail(t, "no seccomp filter for "+runtime.GOARCH)
 	}
 	for _, c := range []struct {
 		name      string
@@ -339,9 +339,7 @@ func buildSeccompGoProg(t *testing.T, dir string) string {
 // rather than skipping.
 func TestSeccompNamespacesUnprivileged(t *testing.T) {
 	testenv.NeedRoot(t)
-	if os.Getenv("PROCJAIL_UNPRIVILEGED_CHILD") != "" {
-		t.Skip("already unprivileged")
-	}
+	testenv.NotInChild(t, "PROCJAIL_UNPRIVILEGED_CHILD", "already unprivileged")
 	dir, exe, tmp := nobodyCopy(t)
 	// Built here: uid 65534 may have no Go toolchain or build cache.
 	prog := buildSeccompGoProg(t, dir)

@@ -20,8 +20,7 @@ var errNoSocket = errors.New("no such socket")
 // and remote address remote: one hash lookup. Reading /proc/net/tcp walks
 // the whole established table instead, which is sized for the host's
 // memory and shared by every network namespace: 2.5 ms per connection on a
-// 23 GiB host, most of what attribution added to each proxy connection
-// (issue 18).
+// 23 GiB host, most of what attribution added to each proxy connection.
 func tcpInode(local, remote netip.AddrPort) (string, error) {
 	family, six := unix.AF_INET, !local.Addr().Unmap().Is4()
 	if six {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Uid-matched network rules ("container mode", issue 28): where sandboxd
+// Uid-matched network rules ("container mode"): where sandboxd
 // cannot make a network namespace of its own (a Docker container without
 // user namespaces) but is root there with CAP_NET_ADMIN, the agent runs
 // under a uid of its own in the container's network namespace, and

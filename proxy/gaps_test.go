@@ -25,7 +25,7 @@ import (
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
-// Tests that close the gaps an audit of issue 4 found: each one fails when
+// Tests that close the gaps an audit of the proxy found: each one fails when
 // the behavior it names is broken (see the commit messages for how each was
 // seen failing).
 
@@ -285,7 +285,7 @@ func TestDialTimeout(t *testing.T) {
 }
 
 // TestPolicyFromBound: a resolved bound's network rules become the proxy
-// policy: no network rules or no allowDomains mean no egress (the seeds'
+// policy: no network rules or no allowDomains mean no egress (Barry's
 // enforce: sandbox semantics), actions [all] means no egress, allowDomains
 // and domains pass through as the allow and deny lists, the operator's
 // private ranges pass through, and what cannot be enforced by host is an

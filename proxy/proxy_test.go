@@ -706,9 +706,10 @@ func waitFor(t *testing.T, cond func() bool) {
 // /proc/self/fd/N is "socket:[inode]"); pipes, files and the directory
 // being read are not counted.
 func openSockets(t *testing.T) int {
+	testenv.OnlyOn(t, "linux") // reads /proc
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skip("no /proc/self/fd")
+		testenv.SkipOrFail(t, "no /proc/self/fd")
 	}
 	n := 0
 	for _, ent := range ents {
@@ -823,7 +824,7 @@ func TestIdleCountsServerTraffic(t *testing.T) {
 func TestIPv6Loopback(t *testing.T) {
 	ln, err := net.Listen("tcp", "[::1]:0")
 	if err != nil {
-		t.Skip("no IPv6 loopback")
+		testenv.SkipOrFail(t, "no IPv6 loopback: "+err.Error())
 	}
 	ln.Close()
 	pol := defaultPolicy()

@@ -106,7 +106,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd, stdout, stderr *bytes.Buffer) result {
 	return result{stdout.String(), stderr.String(), code, took}
 }
 
-func fixture(t *testing.T, name string) []byte {
+func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("../../hooks/testdata/fixtures", name+".json"))
 	if err != nil {
@@ -117,7 +117,7 @@ func fixture(t *testing.T, name string) []byte {
 
 // policyFile returns the test policy NAME for harness h: NAME-h.yaml when
 // it exists, else a copy of NAME.yaml with its harness replaced.
-func policyFile(t *testing.T, name, h string) string {
+func policyFile(t testing.TB, name, h string) string {
 	t.Helper()
 	dir, _ := filepath.Abs("../../hooks/testdata/policies")
 	p := filepath.Join(dir, name+"-"+h+".yaml")

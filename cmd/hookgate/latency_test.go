@@ -16,36 +16,33 @@ import (
 	"github.com/barry-rocks/sandbox/hooks"
 )
 
-// TestLatencyReport measures hookgate's per-call latency (process start to
+// BenchmarkLatency measures hookgate's per-call latency (process start to
 // answer) on a Claude Code Bash payload: with a local policy, with the
 // ruling socket (sandboxd serve-hooks), against spawning true, a minimal
 // python3 hook, a minimal Go hook and a minimal Go hook that forwards
-// hookgate's request to the same server, interleaved in one run. It prints a
-// markdown table for docs/benchmarks.md, then issue 18's goals (hookgate's
-// medians over the minimal Go hook's) met or missed. It runs only with
-// BARRY_BENCH=1 (scripts/bench-hookgate): timing is measured, never
-// asserted.
-func TestLatencyReport(t *testing.T) {
-	if os.Getenv("BARRY_BENCH") != "1" {
-		t.Skip("set BARRY_BENCH=1 (scripts/bench-hookgate)")
-	}
-	n := 300
-	if s := os.Getenv("BARRY_BENCH_N"); s != "" {
-		fmt.Sscan(s, &n)
-	}
-	payload := fixture(t, "claude-code/pretooluse-bash-simple-allow")
-	policy := policyFile(t, "guarded", "claude-code")
+// hookgate's request to the same server. Each iteration is one round that
+// runs every variant once, so the variants are interleaved and share the
+// machine's drift; ten rounds before the timed ones warm the caches. It
+// reports each variant's median (ms-median-VARIANT) and prints a markdown
+// table for docs/benchmarks.md, then the latency goals (hookgate's medians
+// over the minimal Go hook's) met or missed. A wrong answer fails it; the
+// timing is measured, never judged.
+//
+//	go test -run '^$' -bench '^BenchmarkLatency$' -benchtime 300x ./cmd/hookgate
+func BenchmarkLatency(b *testing.B) {
+	payload := fixture(b, "claude-code/pretooluse-bash-simple-allow")
+	policy := policyFile(b, "guarded", "claude-code")
 
 	dir, err := os.MkdirTemp("", "hgb")
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "run", "hooks.sock")
 	srv := exec.Command(sandboxd, "serve-hooks", "--policy", policy, "--socket", sock)
 	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
 	for i := 0; ; i++ {
@@ -53,19 +50,19 @@ func TestLatencyReport(t *testing.T) {
 			break
 		}
 		if i > 200 {
-			t.Fatal("socket never appeared")
+			b.Fatal("socket never appeared")
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	truePath, err := exec.LookPath("true")
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	// The system interpreter, not a version manager's shim script.
 	py := "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
 		if py, err = exec.LookPath("python3"); err != nil {
-			t.Fatal(err)
+			b.Fatal(err)
 		}
 	}
 	pyHook := `import json,sys
@@ -90,7 +87,7 @@ func main() {
 	}
 }
 `), 0o600); err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	// The floor of any hook that forwards to a ruling server: the same,
 	// then hookgate's own request for this payload to the same server over
@@ -126,46 +123,47 @@ func main() {
 	}
 }
 `), 0o600); err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
-	for _, b := range [][2]string{{goHook, src}, {sockHook, sockSrc}} {
-		build := exec.Command("go", "build", "-o", b[0], b[1])
+	for _, hook := range [][2]string{{goHook, src}, {sockHook, sockSrc}} {
+		build := exec.Command("go", "build", "-o", hook[0], hook[1])
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", b[1], err, out)
+			b.Fatalf("building %s: %v\n%s", hook[1], err, out)
 		}
 	}
 	call, err := hooks.Decode(hooks.ClaudeCode, payload)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	req, err := json.Marshal(hooks.Request{V: hooks.ProtocolVersion, Op: "rule", Call: &call, DeadlineMs: hooks.DefaultDeadline.Milliseconds()})
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 
 	variants := []struct { // variantGoHook, variantLocal and variantSocket index it
 		name string
+		key  string // in the metric's unit
 		argv []string
 		want string // stdout of a correct answer
 	}{
-		{"`true` (baseline)", []string{truePath}, ""},
-		{"python3 minimal hook (baseline)", []string{py, "-c", pyHook}, `"permissionDecision": "allow"`},
-		{"minimal Go hook: decodes the payload, answers allow (floor)", []string{goHook}, ""},
-		{"minimal Go socket hook: the same, then hookgate's request to the same ruling server (floor of --socket)", []string{sockHook, sock, string(req) + "\n"}, ""},
-		{"`hookgate --help`: start-up only, no work (floor)", []string{bin, "--help"}, ""},
-		{"hookgate check --policy (local)", []string{bin, "check", "--harness", "claude-code", "--policy", policy}, ""},
-		{"hookgate check --socket", []string{bin, "check", "--harness", "claude-code", "--socket", sock}, ""},
-		{"the command hookgate install writes (fail-closed wrapper, --policy)", []string{"/bin/sh", "-c", installedCommand(t, dir, policy)}, ""},
+		{"`true` (baseline)", "true", []string{truePath}, ""},
+		{"python3 minimal hook (baseline)", "python3", []string{py, "-c", pyHook}, `"permissionDecision": "allow"`},
+		{"minimal Go hook: decodes the payload, answers allow (floor)", "gohook", []string{goHook}, ""},
+		{"minimal Go socket hook: the same, then hookgate's request to the same ruling server (floor of --socket)", "gosockethook", []string{sockHook, sock, string(req) + "\n"}, ""},
+		{"`hookgate --help`: start-up only, no work (floor)", "help", []string{bin, "--help"}, ""},
+		{"hookgate check --policy (local)", "policy", []string{bin, "check", "--harness", "claude-code", "--policy", policy}, ""},
+		{"hookgate check --socket", "socket", []string{bin, "check", "--harness", "claude-code", "--socket", sock}, ""},
+		{"the command hookgate install writes (fail-closed wrapper, --policy)", "wrapper", []string{"/bin/sh", "-c", installedCommand(b, dir, policy)}, ""},
 	}
 	if variants[variantGoHook].argv[0] != goHook || variants[variantSocketFloor].argv[0] != sockHook ||
 		!slices.Contains(variants[variantLocal].argv, "--policy") ||
 		!slices.Contains(variants[variantSocket].argv, "--socket") {
-		t.Fatal("variantGoHook, variantSocketFloor, variantLocal or variantSocket names the wrong variant")
+		b.Fatal("variantGoHook, variantSocketFloor, variantLocal or variantSocket names the wrong variant")
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/home/dev"}
 	times := make([][]time.Duration, len(variants))
-	for i := 0; i < n+10; i++ {
+	round := func(keep bool) {
 		for v, vr := range variants {
 			cmd := exec.Command(vr.argv[0], vr.argv[1:]...)
 			cmd.Env = env
@@ -174,34 +172,47 @@ func main() {
 			cmd.Stdout = &out
 			start := time.Now()
 			if err := cmd.Run(); err != nil {
-				t.Fatalf("%s: %v", vr.name, err)
+				b.Fatalf("%s: %v", vr.name, err)
 			}
 			took := time.Since(start)
 			if !strings.Contains(out.String(), vr.want) || (vr.want == "" && out.Len() != 0) {
-				t.Fatalf("%s answered %q", vr.name, out.String())
+				b.Fatalf("%s answered %q", vr.name, out.String())
 			}
-			if i >= 10 { // warm-up
+			if keep {
 				times[v] = append(times[v], took)
 			}
 		}
+	}
+	for range 10 { // warm-up
+		round(false)
+	}
+	n := 0
+	for b.Loop() {
+		round(true)
+		n++
 	}
 	q := func(d []time.Duration, p float64) time.Duration {
 		s := slices.Clone(d)
 		slices.Sort(s)
 		return s[int(p*float64(len(s)-1))]
 	}
+	for v, vr := range variants {
+		b.ReportMetric(ms(q(times[v], 0.5)), "ms-median-"+vr.key)
+	}
 	base := q(times[0], 0.5)
-	var b strings.Builder
-	fmt.Fprintf(&b, "| command (%d runs each, interleaved) | min | median | p90 | p99 | median / `true` |\n| --- | --- | --- | --- | --- | --- |\n", n)
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "| command (%d runs each, interleaved) | min | median | p90 | p99 | median / `true` |\n| --- | --- | --- | --- | --- | --- |\n", n)
 	for v, vr := range variants {
 		med := q(times[v], 0.5)
-		fmt.Fprintf(&b, "| %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.1fx |\n", vr.name,
+		fmt.Fprintf(&tbl, "| %s | %.2f ms | %.2f ms | %.2f ms | %.2f ms | %.1fx |\n", vr.name,
 			ms(q(times[v], 0)), ms(med), ms(q(times[v], 0.9)), ms(q(times[v], 0.99)), float64(med)/float64(base))
 	}
-	// Issue 18's goals, against the floor of any Go hook in the same run.
+	// The latency goals, against the floor of any Go hook in the same run:
+	// hookgate check --policy at most 1.6x and check --socket at most 1.3x
+	// its median.
 	floor := q(times[variantGoHook], 0.5)
-	fmt.Fprintf(&b, "\n| goal (issue 18), medians of this run | ratio | goal | |\n| --- | --- | --- | --- |\n")
-	fmt.Fprintf(&b, "| floor of --socket: minimal Go socket hook ÷ minimal Go hook | %.2fx | | |\n",
+	fmt.Fprintf(&tbl, "\n| goal (issue 18), medians of this run | ratio | goal | |\n| --- | --- | --- | --- |\n")
+	fmt.Fprintf(&tbl, "| floor of --socket: minimal Go socket hook ÷ minimal Go hook | %.2fx | | |\n",
 		float64(q(times[variantSocketFloor], 0.5))/float64(floor))
 	for _, g := range []struct {
 		name    string
@@ -216,12 +227,12 @@ func main() {
 		if r > g.goal {
 			verdict = "missed"
 		}
-		fmt.Fprintf(&b, "| %s | %.2fx | at most %.1fx | %s |\n", g.name, r, g.goal, verdict)
+		fmt.Fprintf(&tbl, "| %s | %.2fx | at most %.1fx | %s |\n", g.name, r, g.goal, verdict)
 	}
-	fmt.Print(b.String())
+	fmt.Print(tbl.String())
 }
 
-// The variants of TestLatencyReport that its goals compare.
+// The variants of BenchmarkLatency that its goals compare.
 const (
 	variantGoHook      = 2
 	variantSocketFloor = 3
@@ -233,7 +244,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // installedCommand is the Claude Code hook command hookgate install
 // writes for policy (the fail-closed wrapper around this hookgate).
-func installedCommand(t *testing.T, dir, policy string) string {
+func installedCommand(t testing.TB, dir, policy string) string {
 	t.Helper()
 	home := filepath.Join(dir, "home")
 	cmd := exec.Command(bin, "install", "--harness", "claude-code", "--policy", policy)

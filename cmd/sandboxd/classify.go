@@ -16,7 +16,7 @@ import (
 )
 
 // classifyOutput is the JSON shape of "sandboxd policy classify --json",
-// documented in the README.
+// documented in docs/reference/sandboxd.md.
 type classifyOutput struct {
 	Programs       []string            `json:"programs"`
 	Argvs          [][]string          `json:"argvs"`

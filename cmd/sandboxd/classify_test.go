@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 func runClassifyArgs(t *testing.T, args ...string) (string, string, int) {
@@ -75,9 +76,7 @@ func TestClassifyUsage(t *testing.T) {
 
 // TestClassifyBinary runs the built sandboxd binary end to end.
 func TestClassifyBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	testenv.SkipIfShort(t, "builds the binary")
 	bin := filepath.Join(t.TempDir(), "sandboxd")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

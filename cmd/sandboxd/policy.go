@@ -90,7 +90,7 @@ func policyCheck(ctx context.Context, io cli.IO, args []string) int {
 
 func policyResolve(ctx context.Context, io cli.IO, args []string) int {
 	fs := cli.NewFlagSet(io, "resolve", "sandboxd policy resolve FILE [--json]\n\nResolve FILE into the session's trait set, tools (and why each withheld tool is\nwithheld), effective bound, native-tool policy, warnings and fingerprint.")
-	asJSON := fs.Bool("json", false, "print the stable JSON form (see README)")
+	asJSON := fs.Bool("json", false, "print the stable JSON form (see docs/reference/policy.md)")
 	file, r, code, ok := resolveFileArg(io, fs, reorder(args, map[string]bool{"--json": true, "-json": true}))
 	if !ok {
 		return code

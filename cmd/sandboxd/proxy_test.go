@@ -20,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
 
@@ -175,9 +176,7 @@ func TestProxyCommandErrors(t *testing.T) {
 
 // TestProxyCommandSignal runs the real binary and stops it with SIGTERM.
 func TestProxyCommandSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	testenv.SkipIfShort(t, "builds the binary")
 	bin := filepath.Join(t.TempDir(), "sandboxd")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v: %s", err, out)

@@ -352,7 +352,7 @@ func ensureDir(d, project string) (made bool, err error) {
 	return true, nil
 }
 
-// forwardLoopback makes an MCP server on the host's loopback (the seed's
+// forwardLoopback makes an MCP server on the host's loopback (Barry's
 // http://127.0.0.1:PORT/mcp) reachable at the same address inside, where
 // loopback is the sandbox's own: a relay from a Unix socket in the
 // runtime directory to the host's port, forwarded inside. A server

@@ -44,7 +44,7 @@ func newSigRelay(abort, reload func()) *sigRelay {
 // Notify starts taking the caller's signals, on a goroutine of its own:
 // the process's first subscription costs ~0.7 ms (os/signal starts its
 // thread and enables each signal with a round trip to it), which the
-// sandbox's setup does not wait for (issue 18). Until it is done the
+// sandbox's setup does not wait for. Until it is done the
 // signals keep their default handling, as before any Notify; Commit, the
 // end of the setup, waits for it, so no signal meant for the command is
 // missed.

@@ -12,11 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 // testCert makes a self-signed CA certificate named cn (DER).
@@ -87,9 +88,7 @@ func TestLinuxRoots(t *testing.T) {
 // TestSystemRootsAreGos: with this process's environment, the roots read
 // are the pool Go's crypto/x509 verifies with.
 func TestSystemRootsAreGos(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("Go reads the platform verifier elsewhere")
-	}
+	testenv.OnlyOn(t, "linux") // Go reads the platform verifier elsewhere
 	sys, err := x509.SystemCertPool()
 	if err != nil {
 		t.Fatal(err)
@@ -112,10 +111,7 @@ func TestSystemRootsAreGos(t *testing.T) {
 // certificate, exports each one's certificate unchanged, and refuses a
 // wrong password.
 func TestJKSKeytool(t *testing.T) {
-	keytool, err := exec.LookPath("keytool")
-	if err != nil {
-		t.Skip("keytool is not installed (CI installs default-jdk-headless)")
-	}
+	keytool := testenv.NeedCommand(t, "keytool") // CI installs default-jdk-headless
 	certs := []Entry{{"Barry-Sandbox-CA", testCert(t, "sandbox")}, {"root-1", testCert(t, "r1")}, {"root-2", testCert(t, "r2")}}
 	data, err := JKS(certs, "changeit", time.Now())
 	if err != nil {

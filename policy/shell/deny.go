@@ -91,7 +91,7 @@ func chainHas(chain, rule []string) bool {
 }
 
 // IsBashDenied reports the first pattern that is a substring of line: the
-// seed's bash.deny semantics, applied to the raw text. It is safe for
+// bounds SDK's bash.deny semantics, applied to the raw text. It is safe for
 // concurrent use.
 func IsBashDenied(line string, patterns []string) (string, bool) {
 	for _, p := range patterns {

@@ -111,7 +111,7 @@ func TestIsBashDenied(t *testing.T) {
 		{"rm -rf /", []string{"rm -rf"}, "rm -rf"},
 		{"git push --force origin", []string{"--force", "push"}, "--force"},
 		{"git status", []string{"push"}, ""},
-		{"g''it push", []string{"git push"}, ""}, // substring semantics on the raw text, as the seed says
+		{"g''it push", []string{"git push"}, ""}, // substring semantics on the raw text, as the bounds SDK has it
 		{"anything", nil, ""},
 	}
 	for _, tc := range cases {

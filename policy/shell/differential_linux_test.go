@@ -204,7 +204,7 @@ var inlineInterpreters = []struct {
 }
 
 // TestDifferentialInline is TestDifferentialBash for inline interpreter
-// code (issue 29): every parseable row of the tables that runs python,
+// code: every parseable row of the tables that runs python,
 // node, perl or ruby code runs under the real interpreter in the recorder
 // jail, where a program the code runs is a recorder, and every program
 // that ran must be one the classifier reported. It is how code that

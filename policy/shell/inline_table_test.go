@@ -3,7 +3,7 @@ package shell
 import "testing"
 
 // inlineTable is the specification of inline interpreter code that
-// reaches an exec or network module under another name (issue 29): an
+// reaches an exec or network module under another name: an
 // import … as, a from … import, attribute access by string, a module
 // bound to a variable, a pipe open, a destructured rename. Each row is
 // read as what it runs when that is literal, or is Unparseable; never as

@@ -472,7 +472,7 @@ var reAwkPrintPipe = &lazyRegexp{pattern: `\bprintf?\b[^;|}]*\|`}
 // other primitive makes the line unparseable. Before the primitives are
 // looked for, aliasCode reads names bound by renaming imports as the full
 // names they stand for and refuses reflection and modules reached by a
-// name that is not a literal (the aliasing class, issue 29).
+// name that is not a literal (the aliasing class).
 func (a *analyzer) inlineCode(prog, lang string, w word, depth int) {
 	if w.dyn {
 		if reSubstLike.MatchString(w.val) || rePrimitive.MatchString(w.val) || strings.Contains(w.val, "$") {

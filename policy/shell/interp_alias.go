@@ -8,7 +8,7 @@ import (
 
 const syntaxBash = syntax.LangBash
 
-// The aliasing class of inline interpreter code (issue 29): code that
+// The aliasing class of inline interpreter code: code that
 // reaches an exec or network module under another name. A primitive list
 // (rePrimitive) sees "os.system(…)" but not "import os as o; o.system(…)",
 // "from os import system as s", getattr(os, "sys"+"tem"), a module bound

@@ -17,8 +17,8 @@ import (
 // (hookgate on every tool call, sandboxd and its init twice per start),
 // while a typical command line needs a few of them or none. Declare one as
 // a package-level &lazyRegexp{pattern: `...`} with a constant pattern: the
-// compiler lays that out as static data, so it costs nothing at init
-// (issue 18), and TestLazyRegexpsCompile finds and compiles every such
+// compiler lays that out as static data, so it costs nothing at init,
+// and TestLazyRegexpsCompile finds and compiles every such
 // pattern. Safe for concurrent use.
 type lazyRegexp struct {
 	pattern string

@@ -31,7 +31,7 @@ func normalizeProgram(p string) (string, string) {
 	p = path.Base(p)
 	p = strings.TrimPrefix(p, "=")
 	p = strings.ToLower(p)
-	if !isASCII(p) { // an ASCII word has no lookalike (issue 18: no replacer to build)
+	if !isASCII(p) { // an ASCII word has no lookalike (and no replacer to build)
 		p = confusables().Replace(p)
 	}
 	p = strings.TrimSuffix(p, ".exe")
@@ -60,7 +60,7 @@ func isASCII(s string) bool {
 // setOf is the set of the space-separated words of s.
 func setOf(s string) map[string]bool {
 	// Sized once and filled without a slice of the words: the tables are
-	// built on a command's first use, in hookgate on every call (issue 18).
+	// built on a command's first use, in hookgate on every call.
 	m := make(map[string]bool, strings.Count(s, " ")+strings.Count(s, "\n")+1)
 	for f := range strings.FieldsSeq(s) {
 		m[f] = true

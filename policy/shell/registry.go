@@ -91,7 +91,7 @@ type programRegistry struct {
 }
 
 // theRegistry holds the registry, built by registry on first use and
-// never changed after (issue 18: built at init it cost every process that
+// never changed after (built at init it cost every process that
 // links the package, hookgate on each tool call, even one that classifies
 // nothing). It is not a sync.OnceValue initializer because the entries'
 // functions reach the walks that read it: an initializer would be an

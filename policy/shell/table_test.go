@@ -21,7 +21,7 @@ var stdRules = []string{"git:push", "gh:pr:create", "shred", "npm:publish", "doc
 const unp = "unparseable" // deny column marker for Unparseable rows
 
 var table = []tcase{
-	// The seed's isProgramDenied examples.
+	// The bounds SDK's isProgramDenied examples.
 	{line: "git -C /x push", progs: "git", deny: "git:push", subs: "git=push", net: "git:push"},
 	{line: "FOO=1 git push", progs: "git", deny: "git:push"},
 	{line: "cd a && git push", progs: "cd git", deny: "git:push"},
@@ -653,7 +653,7 @@ var table = []tcase{
 	{line: "fd -x", progs: "fd", unp: "fd -x runs the files it finds", deny: unp},
 	{line: "cp /usr/bin/git bin/ && bin/git push", progs: "cp git", deny: "git:push"},
 
-	// gh api reports the API host it contacts (issue 29), as gh works it
+	// gh api reports the API host it contacts, as gh works it
 	// out: github.com's, or GH_HOST's set for the command, or --hostname's,
 	// or a full URL's; an endpoint that may be a URL reports none, so a
 	// domain rule fails closed.

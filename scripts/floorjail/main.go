@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command floorjail is the floor of sandboxd's start-up design, for
-// scripts/bench-run (issue 18): a Go supervisor that re-executes itself as
+// scripts/bench-run: a Go supervisor that re-executes itself as
 // the init of the namespaces sandboxd makes (user, with root's identity
 // mapped; mount, pid, network, IPC, UTS), where the init mounts a fresh /proc
 // and runs COMMAND, and both wait for it. It has none of sandboxd's layers
