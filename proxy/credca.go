@@ -108,23 +108,14 @@ func NewPlaceholder(value string) (string, error) {
 	if len(value) < MinCredentialLen {
 		return "", fmt.Errorf("the value is %d bytes; at least %d are needed", len(value), MinCredentialLen)
 	}
-	prefix := ""
-	for _, p := range placeholderPrefixes {
-		if strings.HasPrefix(value, p) && len(p) > len(prefix) && len(value)-len(p) >= 4 {
-			prefix = p
-		}
-	}
-	suffix := 0
-	if strings.HasPrefix(value, "sk-ant-") && len(value)-len(prefix)-claudeKeySuffix >= 16 {
-		suffix = claudeKeySuffix
-	}
+	prefix, suffix := publicParts(value)
 	for range 8 {
 		b := []byte(value)
 		rnd := make([]byte, len(b))
 		if _, err := rand.Read(rnd); err != nil {
 			return "", err
 		}
-		for i := len(prefix); i < len(b)-suffix; i++ {
+		for i := prefix; i < len(b)-suffix; i++ {
 			r := int(rnd[i])
 			switch c := b[i]; {
 			case c >= 'a' && c <= 'z':
@@ -135,7 +126,7 @@ func NewPlaceholder(value string) (string, error) {
 				b[i] = '0' + byte(r%10)
 			}
 		}
-		if p := string(b); p != value && !strings.Contains(p, value[len(prefix):]) {
+		if p := string(b); p != value && !strings.Contains(p, value[prefix:]) {
 			return p, nil
 		}
 	}

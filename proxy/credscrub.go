@@ -15,8 +15,15 @@ import (
 )
 
 // swap is one byte string replaced by another of the same length, so a
-// body's length (and a Content-Length) does not change.
-type swap struct{ from, to string }
+// body's length (and a Content-Length) does not change; with what the
+// sandbox knows of from (scrubshape.go: valueSwap, basicSwap), which the
+// scrubber holds tails by.
+type swap struct {
+	from, to string
+	shape    []shapeClass // per byte of from; nil: nothing known, every tail held
+	bound    int          // tails this long or longer are held only when from's prefix
+	fromb    []byte       // from, for a comparison in constant time
+}
 
 // injection is what the proxy puts into one request's headers: the
 // credentials used, by name, and the Basic credentials it re-encoded
@@ -67,7 +74,7 @@ func injectHeaders(h http.Header, creds []Credential) injection {
 					}
 					if plain != string(dec) {
 						enc := base64.StdEncoding.EncodeToString([]byte(plain))
-						inj.basic = append(inj.basic, swap{from: enc, to: b64})
+						inj.basic = append(inj.basic, basicSwap(plain, enc, b64, creds))
 						at := len(scheme) + 1 + strings.Index(rest, b64)
 						nv = v[:at] + enc + v[at+len(b64):]
 					}
@@ -137,14 +144,15 @@ func placeholdersIn(s string, creds []Credential) []string {
 }
 
 // scrubber is a reader that applies swaps (each from as long as its to)
-// to a stream. The last bytes of a read, as many as the longest from less
-// one, are held until the next read shows whether they begin a from, so a
-// value split between two reads is still found: the last keep bytes after
-// the last swap, whatever they are (a hold only where they could begin the
-// value would tell, by its delay, how much of a guess is right). A stream scrubber
-// (newStreamScrubber: WebSockets and bodies of unknown length, which may
-// be interactive) lets the held bytes go after streamHold with nothing
-// more from the server.
+// to a stream. The last bytes of a read that could begin a from are held
+// until the next read shows whether they do, so a value split between two
+// reads is still found; everything else is let through at once. Which
+// tails could begin a from is decided by what the sandbox already knows
+// of it (swap.holds: its public shape up to its bound, the real prefix
+// past it), so that neither what is let through nor when tells a guess's
+// secret characters. A stream scrubber (newStreamScrubber: WebSockets and
+// bodies of unknown length, which may be interactive) lets the held bytes
+// go after streamHold with nothing more from the server.
 type scrubber struct {
 	r      io.Reader
 	stream bool
@@ -204,8 +212,8 @@ func (s *scrubber) Read(p []byte) (int, error) {
 }
 
 // fill moves the held bytes to the front, reads more behind them, swaps
-// every whole occurrence, and makes ready all but the last keep bytes after
-// the last swap (everything at the end of the stream).
+// every whole occurrence, and makes ready all but the longest tail after
+// the last swap that a swap holds (everything at the end of the stream).
 func (s *scrubber) fill() {
 	held := s.buf[len(s.buf)-s.held:]
 	s.buf = s.buf[:copy(s.buf[:cap(s.buf)], held)]
@@ -246,9 +254,26 @@ func (s *scrubber) fill() {
 	}
 	done := len(s.buf)
 	if s.err == nil {
-		done -= min(s.keep, len(s.buf)-swapped)
+		done -= s.tailHeld(swapped)
 	}
 	s.ready, s.held = s.buf[:done], len(s.buf)-done
+}
+
+// tailHeld is the length of the longest tail of buf, after swapped and at
+// most keep bytes, that a swap holds.
+func (s *scrubber) tailHeld(swapped int) int {
+	lo := max(swapped, len(s.buf)-s.keep)
+	held := 0
+	for i := range s.swaps {
+		w := &s.swaps[i]
+		for j := lo; j < len(s.buf)-held; j++ {
+			if w.holds(s.buf[j:]) {
+				held = len(s.buf) - j
+				break
+			}
+		}
+	}
+	return held
 }
 
 // hold is how long a stream's held bytes wait for more (streamHold, or
@@ -506,9 +531,7 @@ func (b *basicSwaps) all() []swap {
 // encoding the proxy made back to the client's.
 func (s *Server) scrubSwaps() []swap {
 	basic := s.basics.all()
-	out := make([]swap, 0, len(s.allCreds)+len(basic))
-	for _, c := range s.allCreds {
-		out = append(out, swap{from: c.Value, to: c.Placeholder})
-	}
+	out := make([]swap, 0, len(s.credSwaps)+len(basic))
+	out = append(out, s.credSwaps...)
 	return append(out, basic...)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,8 @@ func FuzzScrubber(f *testing.F) {
 	f.Add([]byte("xx ghp_secret123 yy ghp_secret123"), []byte("ghp_secret123"), []byte{1, 2, 3})
 	f.Add([]byte("aaaaab"), []byte("aab"), []byte{1})
 	f.Add([]byte("ababab"), []byte("abab"), []byte{2, 5})
+	f.Add([]byte("data: x\n\nsk-ant-api03-Ab3_xY9-kLm2Ab3_xY9-kLm2Ab3_xY9-kLm2 sk-ant-api03-Ab3_xY9-kLm2Ab3_xY9-kLm2Ab3_xY9-kLm3"),
+		[]byte("sk-ant-api03-Ab3_xY9-kLm2Ab3_xY9-kLm2Ab3_xY9-kLm3"), []byte{7, 30, 2})
 	f.Fuzz(func(t *testing.T, data, from, sizes []byte) {
 		if len(from) < 2 || len(from) > 64 {
 			return
@@ -46,13 +49,17 @@ func FuzzScrubber(f *testing.F) {
 		if len(to) != len(from) {
 			return
 		}
-		sc := newScrubber(&chunked{data: data, sizes: sizes}, []swap{{from: string(from), to: string(to)}})
-		got, err := io.ReadAll(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := strings.ReplaceAll(string(data), string(from), string(to)); string(got) != want {
-			t.Fatalf("scrubbed %q (from %q) = %q, want %q", data, from, got, want)
+		// With nothing known of from (every tail held) and with its
+		// public shape (valueSwap: only tails that could begin it held).
+		for _, w := range []swap{{from: string(from), to: string(to)}, valueSwap(string(from), string(to))} {
+			sc := newScrubber(&chunked{data: slices.Clone(data), sizes: sizes}, []swap{w})
+			got, err := io.ReadAll(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.ReplaceAll(string(data), string(from), string(to)); string(got) != want {
+				t.Fatalf("scrubbed %q (from %q, shape %v) = %q, want %q", data, from, w.shape, got, want)
+			}
 		}
 	})
 }

@@ -831,12 +831,64 @@ func TestCredentialHeaderNamesAndLateTrailersScrubbed(t *testing.T) {
 	}
 }
 
-func TestScrubberHoldsTheSameWhateverTheBytes(t *testing.T) {
-	sw := []proxy.Swap{{From: "ghp_secretvalue", To: "ghp_XXXXXXXXXXX"}}
-	for _, in := range []string{"0123456789abcdefghp_sec", "0123456789abcdefxxxxxxx"} {
-		if n := proxy.ScrubberReadyAfterOneRead(in, sw); n != len(in)-(len(sw[0].From)-1) {
-			t.Errorf("%q: %d bytes ready after one read, want all but the longest value less one", in, n)
+// A Server-Sent-Events stream through a credential host comes event by
+// event, with no hold, while a value split across two flushes is still
+// swapped whole. The proxy's stream hold is an hour: an event held for it
+// would fail the read's deadline; the server sends each event only once
+// the client has read the one before.
+func TestCredentialEventStream(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		ce := newCredEnv(t, true)
+		proxy.SetStreamHold(ce.env.srv, time.Hour)
+		got := make(chan string)
+		ce.port = ce.serve(t, h2, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			f := w.(http.Flusher)
+			for i := range 20 {
+				fmt.Fprintf(w, "event: content_block_delta\ndata: {\"index\":%d,\"text\":\"sk\"}\n\n", i)
+				f.Flush()
+				select {
+				case <-got:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			io.WriteString(w, "data: "+realToken[:9])
+			f.Flush()
+			io.WriteString(w, realToken[9:]+"\n\n")
+		})
+		resp, err := ce.caClient(h2).Get(ce.url("/events"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		br := bufio.NewReader(resp.Body)
+		deadline := time.AfterFunc(10*time.Second, func() { resp.Body.Close() })
+		for i := range 20 {
+			var ev strings.Builder
+			for {
+				l, err := br.ReadString('\n')
+				ev.WriteString(l)
+				if err != nil {
+					t.Fatalf("h2 %v: event %d: %v (got %q): held", h2, i, err, ev.String())
+				}
+				if l == "\n" {
+					break
+				}
+			}
+			if want := fmt.Sprintf("\"index\":%d,", i); !strings.Contains(ev.String(), want) {
+				t.Fatalf("h2 %v: event %d: %q", h2, i, ev.String())
+			}
+			got <- ev.String()
+		}
+		rest, err := io.ReadAll(br)
+		deadline.Stop()
+		if err != nil {
+			t.Fatalf("h2 %v: %v", h2, err)
+		}
+		if want := "data: " + ce.cred.Placeholder + "\n\n"; string(rest) != want {
+			t.Errorf("h2 %v: the split value came as %q, want %q", h2, rest, want)
+		}
+		resp.Body.Close()
 	}
 }
 

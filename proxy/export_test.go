@@ -25,21 +25,7 @@ func SetDNSInterfaceAddrs(d *DNSServer, list func() ([]net.Addr, error)) {
 	d.local.list = list
 }
 
-// Swap is a scrub swap, for tests.
-type Swap struct{ From, To string }
-
-// ScrubberReadyAfterOneRead feeds in as one read to a scrubber of swaps and
-// returns how many bytes it makes ready before the end of the stream.
-func ScrubberReadyAfterOneRead(in string, swaps []Swap) int {
-	var sw []swap
-	for _, s := range swaps {
-		sw = append(sw, swap{from: s.From, to: s.To})
-	}
-	sc := newScrubber(&oneRead{b: []byte(in)}, sw)
-	sc.fill()
-	return len(sc.ready)
-}
-
+// oneRead returns its bytes in one read, and panics on a second.
 type oneRead struct{ b []byte }
 
 func (o *oneRead) Read(p []byte) (int, error) {

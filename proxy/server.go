@@ -116,7 +116,9 @@ type Server struct {
 	// terminated); allCreds all of them (what is scrubbed and looked for).
 	creds    map[string][]Credential
 	allCreds []Credential
-	basics   basicSwaps // the Basic credentials the proxy made (scrubbed back)
+	// credSwaps are allCreds' values to their placeholders (valueSwap).
+	credSwaps []swap
+	basics    basicSwaps // the Basic credentials the proxy made (scrubbed back)
 	// streamHold, when set (tests), replaces the stream scrubber's.
 	streamHold time.Duration
 
@@ -189,6 +191,9 @@ func New(cfg Config) (*Server, error) {
 		bigBodies: make(chan struct{}, maxBodyBuffers),
 		creds:     creds,
 		allCreds:  slices.Clone(cfg.Credentials),
+	}
+	for _, c := range s.allCreds {
+		s.credSwaps = append(s.credSwaps, valueSwap(c.Value, c.Placeholder))
 	}
 	if s.auditLog == nil {
 		s.auditLog = slog.New(slog.NewJSONHandler(os.Stderr, nil))

@@ -1,6 +1,7 @@
 // Command fakeupstream is the demo's fake internet: a DNS server answering A
 // records from -records (a proxytest.Zone: NXDOMAIN for other names) and a
-// plain HTTP server that greets by Host. It is meant to run inside a network
+// plain HTTP server that greets by Host (/blob: -blob bytes, or ?n= fewer;
+// /events: a model API's token stream in shape). It is meant to run inside a network
 // namespace the demo creates, on TEST-NET addresses; it logs every query and
 // request to stderr. With -https it also serves the same handler over TLS
 // with a certificate for every -records name, self-signed at start-up and
@@ -16,7 +17,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 	"github.com/miekg/dns"
@@ -60,10 +63,18 @@ func main() {
 			fmt.Fprintf(w, "200: the server got the real token\n")
 			return
 		}
+		if r.URL.Path == "/events" {
+			serveEvents(w, r)
+			return
+		}
 		if r.URL.Path == "/blob" && *blob > 0 {
-			w.Header().Set("Content-Length", fmt.Sprint(*blob))
+			size := *blob
+			if n, err := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64); err == nil && n > 0 && n < size {
+				size = n
+			}
+			w.Header().Set("Content-Length", fmt.Sprint(size))
 			buf := make([]byte, 1<<20)
-			for left := *blob; left > 0; left -= int64(len(buf)) {
+			for left := size; left > 0; left -= int64(len(buf)) {
 				n := min(left, int64(len(buf)))
 				if _, err := w.Write(buf[:n]); err != nil {
 					return
@@ -92,6 +103,32 @@ func main() {
 		}
 	}
 	select {}
+}
+
+// serveEvents is a model API's token stream in shape: ?n= (60) events
+// of Server-Sent Events, ?gap= (20ms) apart, each flushed on its own, its
+// data JSON carrying the send time ("t", unix nanoseconds) for
+// scripts/sseclient.
+func serveEvents(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.URL.Query().Get("n"))
+	if err != nil || n <= 0 || n > 10000 {
+		n = 60
+	}
+	gap, err := time.ParseDuration(r.URL.Query().Get("gap"))
+	if err != nil || gap < 0 || gap > time.Second {
+		gap = 20 * time.Millisecond
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	f := w.(http.Flusher)
+	io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\"}\n\n")
+	f.Flush()
+	for i := range n {
+		time.Sleep(gap)
+		fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"token %d \"},\"t\":%d}\n\n", i, time.Now().UnixNano())
+		f.Flush()
+	}
+	io.WriteString(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 }
 
 // serveDNS answers from zone on addr, UDP and TCP.
