@@ -5,6 +5,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -264,6 +265,10 @@ type codexWorld struct {
 	policy    string
 	model     *fakemodel.Server
 	calls     []fakemodel.ToolCall
+	// extraEnv is added to hookgate install's and Codex's environment;
+	// runTimeout, when set, bounds a run instead of 90 s.
+	extraEnv   []string
+	runTimeout time.Duration
 }
 
 type codexOpts struct {
@@ -323,7 +328,7 @@ func (w *codexWorld) path(rel string) string { return filepath.Join(w.root, rel)
 // env is the environment of hookgate install and Codex: nothing of the
 // caller's but PATH.
 func (w *codexWorld) env() []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + w.home,
 		"CODEX_HOME=" + w.codexHome,
@@ -332,7 +337,7 @@ func (w *codexWorld) env() []string {
 		"TERM=dumb",
 		"NO_COLOR=1",
 		fakemodel.OpenAIKeyEnv + "=fake-key",
-	}
+	}, w.extraEnv...)
 }
 
 // install runs hookgate install --harness codex (scope user or project)
@@ -429,13 +434,15 @@ type codexRun struct {
 	took           time.Duration
 	exchanges      []fakemodel.OpenAIExchange
 	tools          []string // the tools Codex offered its model
+	received       []string // every request the fake model got
 }
 
 // run runs codex exec non-interactively in the workspace with approvals
 // and Codex's sandbox off (so the hook is the only gate), bounded.
 func (w *codexWorld) run(t *testing.T) codexRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	limit := cmp.Or(w.runTimeout, 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, w.codex, "exec",
 		"--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--color", "never",
@@ -455,8 +462,9 @@ func (w *codexWorld) run(t *testing.T) codexRun {
 	}
 	r.exchanges = fakemodel.OpenAITranscript(w.model.Requests())
 	r.tools = fakemodel.OpenAIToolNames(w.model.Requests())
+	r.received = w.model.Received()
 	if ctx.Err() != nil {
-		t.Fatalf("codex exec did not finish in 90 s\nstderr:\n%s", r.stderr)
+		t.Fatalf("codex exec did not finish in %v\nstderr:\n%s", limit, r.stderr)
 	}
 	return r
 }
