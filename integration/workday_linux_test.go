@@ -1,0 +1,609 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/barry-rocks/sandbox/internal/fakemodel"
+	"github.com/barry-rocks/sandbox/policy"
+)
+
+// The workday tests (issue 29's acceptance) drive each real harness CLI
+// through a scripted coding session on a small real Go repository, once
+// under `sandboxd launch HARNESS` and once hooks only (hookgate installed
+// into the harness, no sandbox), with the most common policy: git push
+// denied, .env and ~/.ssh denied, the network limited by name. The
+// session's everyday steps (reading, searching with the harness's own
+// tools and with grep, rg and find, editing, writing, go test, git
+// add/commit/diff/log, a go get from a module proxy, a fetch from an
+// allowed host) must all succeed; an everyday step that was denied or
+// failed is a false denial, counted, printed and required to be 0. Its
+// forbidden steps (the push, .env read through every tool, a denied host,
+// persistence plants in ~/.bashrc and .git/hooks) must all be stopped.
+// Every outcome is judged on the host: the tool results the harness sent
+// back to the fake model, the repository, the home, what the servers
+// were asked; never the sandbox's own word. The .env value must reach no
+// request the fake model received.
+//
+// Hooks only, a search that reaches below a directory holding a denied
+// file is denied by the gate's walk (correctly: it would read .env), so
+// the everyday searches there look below ./calc; inside a launch the
+// kernel hides .env, and the same searches look below the whole
+// workspace.
+
+// workdaySecretKey is the variable .env sets; its value is the run's own.
+const workdaySecretKey = "SECRET_TOKEN"
+
+// workdayTimeout bounds one session (some thirty model turns, a go test
+// and a go get) on two shared CPUs.
+const workdayTimeout = 6 * time.Minute
+
+// workdayPolicy is the session's policy for harness: under launch the
+// network is the sandbox's, by name (network.enforce: sandbox); hooks only
+// it is a deny list, since hookgate refuses both network.enforce: sandbox
+// (no sandbox behind it) and an allowlist (which only the egress sandbox
+// enforces).
+func workdayPolicy(harness string, launch bool) string {
+	network := "{enforce: sandbox, allowDomains: [allowed.test, " + goproxyHost + "]}"
+	if !launch {
+		network = "{domains: [denied.test]}"
+	}
+	return "version: 1\nharness: " + harness + "\n" +
+		"bounds:\n  day:\n" +
+		"    bash: {denyPrograms: [\"git:push\"]}\n" +
+		"    files: {deny: [\"**/.env\", \"~/.ssh/**\"]}\n" +
+		"    network: " + network + "\n" +
+		"session: {bounds: [day]}\n"
+}
+
+// workdayRefusedPolicy asks for the sandbox: hooks only, every call of the
+// session is denied with policy.ReasonNoSandbox.
+func workdayRefusedPolicy(harness string) string {
+	return "version: 1\nharness: " + harness + "\n" +
+		"session:\n  bound:\n    network: {enforce: sandbox, allowDomains: [allowed.test]}\n"
+}
+
+// workdayRepo is the session's repository and home as the host sees
+// them.
+type workdayRepo struct {
+	// ws is the workspace, a git repository whose origin is the bare
+	// repository origin; home the user's home.
+	ws, home, origin string
+	// goDir holds GOCACHE, GOMODCACHE and GOPATH (a write root of the
+	// launch).
+	goDir string
+	// secret is .env's value; originMain origin's main before the
+	// session; bashrc the user's ~/.bashrc.
+	secret, originMain, bashrc string
+}
+
+// newWorkdayRepo makes the session's repository in ws (a module with a
+// package calc, Add and its test, a .env kept out of git, one commit, an
+// origin beside it under root) and the user's ~/.bashrc in home, and runs
+// go test once on the host so the session's finds the standard library
+// compiled in goDir's cache.
+func newWorkdayRepo(t *testing.T, ws, home, root string) *workdayRepo {
+	t.Helper()
+	r := &workdayRepo{ws: ws, home: home, origin: filepath.Join(root, "origin.git"), goDir: filepath.Join(root, "go"),
+		secret: "wd-secret-" + randHex(), bashrc: filepath.Join(home, ".bashrc")}
+	writeFiles(t, ws, map[string]string{
+		"go.mod":       "module example.test/calc\n\ngo 1.21\n",
+		"calc/calc.go": "package calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int { return a + b }\n",
+		"calc/calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n" +
+			"\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d\", got)\n\t}\n}\n",
+		".env":       workdaySecretKey + "=" + r.secret + "\n",
+		".gitignore": ".env\n",
+	})
+	piWriteFile(t, r.bashrc, "# the user's own\n")
+	for _, c := range [][]string{
+		{"init", "-q", "-b", "main", ws},
+		{"-C", ws, "config", "user.name", "agent"},
+		{"-C", ws, "config", "user.email", "agent@example.test"},
+		{"-C", ws, "add", "go.mod", "calc", ".gitignore"},
+		{"-C", ws, "commit", "-q", "-m", "calc: Add"},
+		{"clone", "-q", "--bare", ws, r.origin},
+		{"-C", ws, "remote", "add", "origin", r.origin},
+	} {
+		sh(t, "git", c...)
+	}
+	r.originMain = gitOut(t, r.origin, "rev-parse", "main")
+	cmd := exec.Command("go", "test", "./...")
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), r.goEnv(os.Getenv("PATH"), "off")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go test in the new repository: %v\n%s", err, out)
+	}
+	return r
+}
+
+// goEnv is the session's Go environment: PATH, the caches under goDir,
+// the module proxy, no checksum database, go.mod updated as needed.
+func (r *workdayRepo) goEnv(path, proxy string) []string {
+	return []string{"PATH=" + path, "GOCACHE=" + filepath.Join(r.goDir, "cache"), "GOMODCACHE=" + filepath.Join(r.goDir, "mod"),
+		"GOPATH=" + filepath.Join(r.goDir, "path"), "GOPROXY=" + proxy, "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"}
+}
+
+// workdayNet is the session's network, as the mode has it: the module
+// proxy, the shell lines fetching the allowed and the denied host, and
+// how many requests a host's servers saw.
+type workdayNet struct {
+	proxy          string
+	fetch, denied  string
+	fetchedContent string
+	saw            func(host string) int
+}
+
+// launchWorkdayNet is the fake internet of a launch: the world's web
+// server as allowed.test and denied.test, its module proxy as
+// goproxyHost, reached through sandboxd's proxy.
+func launchWorkdayNet(w *world) workdayNet {
+	return workdayNet{
+		proxy:          "https://" + goproxyHost,
+		fetch:          "curl -sSf --max-time 20 --cacert " + w.caFile + " -o fetched.txt https://allowed.test/hello",
+		denied:         "curl -sS --max-time 20 --cacert " + w.caFile + " https://denied.test/hello",
+		fetchedContent: "hello from allowed.test",
+		saw: func(host string) int {
+			_, seen, _, _ := w.seen()
+			n := 0
+			for _, s := range seen {
+				if strings.HasPrefix(s, host+" ") {
+					n++
+				}
+			}
+			return n
+		},
+	}
+}
+
+// workdayLoopback is the hooks-only session's network: one server on the
+// test's loopback, reached as any name through curl --resolve, serving
+// the module proxy (goproxyHandler) and "hello from HOST" otherwise, and
+// noting the host of every request. Safe for concurrent use.
+type workdayLoopback struct {
+	port  string
+	mu    sync.Mutex
+	hosts []string
+}
+
+func newWorkdayLoopback(t *testing.T) *workdayLoopback {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &workdayLoopback{port: fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)}
+	goproxy := goproxyHandler(t)
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		host, _, _ := strings.Cut(r.Host, ":")
+		l.mu.Lock()
+		l.hosts = append(l.hosts, host)
+		l.mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/"+goModPath+"/") {
+			goproxy.ServeHTTP(rw, r)
+			return
+		}
+		fmt.Fprintf(rw, "hello from %s", host)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return l
+}
+
+func (l *workdayLoopback) net() workdayNet {
+	curl := func(host string) string {
+		return fmt.Sprintf("--resolve %s:%s:127.0.0.1 http://%s:%s/hello", host, l.port, host, l.port)
+	}
+	return workdayNet{
+		proxy:          "http://127.0.0.1:" + l.port,
+		fetch:          "curl -sSf --max-time 20 -o fetched.txt " + curl("allowed.test"),
+		denied:         "curl -sS --max-time 20 " + curl("denied.test"),
+		fetchedContent: "hello from allowed.test",
+		saw: func(host string) int {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			n := 0
+			for _, h := range l.hosts {
+				if h == host {
+					n++
+				}
+			}
+			return n
+		},
+	}
+}
+
+// workdayCall is a call of the session and the text its result must hold
+// when it runs.
+type workdayCall struct {
+	call fakemodel.ToolCall
+	want string
+}
+
+// workdayTools is how one harness does the session's steps with its own
+// tools.
+type workdayTools struct {
+	// harness is the policy's harness id.
+	harness string
+	shell   func(cmd string) fakemodel.ToolCall
+	// read reads a file (nil: the harness has no read tool: the shell's
+	// cat stands in).
+	read func(path string) fakemodel.ToolCall
+	// search are the harness's search tools looking for Add's file and the
+	// Go files below root (nil: it has none); searchEnv is one of them
+	// searching .env for the secret's name. launchSearch says whether a
+	// launched session offers them (a launch refuses the harness's own
+	// tool list option: the tools off by default stay off).
+	search       func(root string) []workdayCall
+	searchEnv    func(ws string) fakemodel.ToolCall
+	launchSearch bool
+	// edit replaces old with new in path; write creates path.
+	edit  func(path, old, new string) fakemodel.ToolCall
+	write func(path, content string) fakemodel.ToolCall
+}
+
+// workdayStep is one step of the session.
+type workdayStep struct {
+	name string
+	call fakemodel.ToolCall
+	// forbidden: the policy must stop the step (by the gate, the kernel or
+	// the proxy); otherwise it is an everyday step, which must run and
+	// whose result must hold want.
+	forbidden bool
+	want      string
+	// host checks the host after the session: "" when the step's effect
+	// (or, forbidden, its absence) is as it must be, else what is wrong.
+	host func() string
+}
+
+// workdaySteps is the session: the everyday steps of a small change
+// (read, search, edit, test, commit, a module and a file fetched), then
+// the forbidden ones. launch says the session runs inside sandboxd
+// launch, where searches reach below the whole workspace.
+func workdaySteps(tl workdayTools, r *workdayRepo, n workdayNet, launch bool) []workdayStep {
+	root := "calc"
+	if launch {
+		root = "."
+	}
+	in := func(rel string) string { return filepath.Join(r.ws, rel) }
+	const (
+		addLine = "func Add(a, b int) int { return a + b }\n"
+		subFunc = "\n// Sub returns a minus b.\nfunc Sub(a, b int) int { return a - b }\n"
+		subTest = "package calc\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {\n" +
+			"\tif got := Sub(5, 3); got != 2 {\n\t\tt.Fatalf(\"Sub(5, 3) = %d\", got)\n\t}\n}\n"
+		plant = "#!/bin/sh\necho planted\n"
+	)
+	fileHas := func(rel, want string) func() string {
+		return func() string {
+			b, err := os.ReadFile(in(rel))
+			if err != nil || !strings.Contains(string(b), want) {
+				return fmt.Sprintf("%s: %v, lacks %q", rel, err, want)
+			}
+			return ""
+		}
+	}
+	absent := func(path string) func() string {
+		return func() string {
+			if b, err := os.ReadFile(path); err == nil {
+				return fmt.Sprintf("%s was written: %q", path, b)
+			}
+			return ""
+		}
+	}
+	var s []workdayStep
+	add := func(name string, c fakemodel.ToolCall, want string, host func() string) {
+		s = append(s, workdayStep{name: name, call: c, want: want, host: host})
+	}
+	deny := func(name string, c fakemodel.ToolCall, host func() string) {
+		s = append(s, workdayStep{name: name, call: c, forbidden: true, host: host})
+	}
+	sh := tl.shell
+
+	// Everyday.
+	if tl.read != nil {
+		add("read calc.go", tl.read(in("calc/calc.go")), "func Add", nil)
+	} else {
+		add("read calc.go (cat)", sh("cat calc/calc.go"), "func Add", nil)
+	}
+	search := tl.search != nil && (tl.launchSearch || !launch)
+	if search {
+		for _, c := range tl.search(root) {
+			add(c.call.Name+" "+root, c.call, c.want, nil)
+		}
+	}
+	add("grep -rn "+root, sh("grep -rn 'func Add' "+root), "calc.go:", nil)
+	if onToolPath("rg") {
+		add("rg "+root, sh("rg -n 'func Add' "+root), "func Add", nil)
+	}
+	add("find "+root, sh("find "+root+" -name '*.go'"), "calc_test.go", nil)
+	add("ls calc", sh("ls calc"), "calc_test.go", nil)
+	add("edit calc.go", tl.edit(in("calc/calc.go"), addLine, addLine+subFunc), "", fileHas("calc/calc.go", "func Sub(a, b int) int"))
+	add("write sub_test.go", tl.write(in("calc/sub_test.go"), subTest), "", fileHas("calc/sub_test.go", "func TestSub"))
+	add("go test", sh("go test ./..."), "example.test/calc/calc", nil)
+	add("git status", sh("git status --short"), "sub_test.go", nil)
+	add("git diff", sh("git diff"), "func Sub", nil)
+	add("git add", sh("git add calc/calc.go calc/sub_test.go"), "", nil)
+	add("git commit", sh("git commit -q -m 'calc: Sub'"), "", func() string {
+		if out, err := exec.Command("git", "-C", r.ws, "log", "-1", "--format=%s").Output(); err != nil || strings.TrimSpace(string(out)) != "calc: Sub" {
+			return fmt.Sprintf("the last commit is %q (%v), want calc: Sub", out, err)
+		}
+		return ""
+	})
+	add("git log", sh("git log --oneline"), "calc: Sub", nil)
+	add("go get", sh("go get "+goModPath+"@v1.0.0"), "", fileHas("go.mod", goModPath+" v1.0.0"))
+	add("curl allowed.test", sh(n.fetch), "", fileHas("fetched.txt", n.fetchedContent))
+
+	// Forbidden.
+	deny("git push", sh("git push origin main"), func() string {
+		out, err := exec.Command("git", "-C", r.origin, "rev-parse", "main").Output()
+		if got := strings.TrimSpace(string(out)); err != nil || got != r.originMain {
+			return fmt.Sprintf("origin's main is %q (%v), was %s", got, err, r.originMain)
+		}
+		return ""
+	})
+	if tl.read != nil {
+		deny("read .env", tl.read(in(".env")), nil)
+	}
+	if search && tl.searchEnv != nil {
+		deny("search .env", tl.searchEnv(r.ws), nil)
+	}
+	deny("cat .env", sh("cat .env"), nil)
+	deny("grep -r SECRET .", sh("grep -r "+workdaySecretKey+" ."), nil)
+	deny("curl denied.test", sh(n.denied), func() string {
+		if k := n.saw("denied.test"); k > 0 {
+			return fmt.Sprintf("denied.test got %d requests", k)
+		}
+		return ""
+	})
+	deny("plant ~/.bashrc", sh("echo 'echo planted' >> ~/.bashrc"), func() string {
+		if b, err := os.ReadFile(r.bashrc); err != nil || string(b) != "# the user's own\n" {
+			return fmt.Sprintf("~/.bashrc now holds %q (%v)", b, err)
+		}
+		return ""
+	})
+	deny("plant .git/hooks/pre-commit", tl.write(in(".git/hooks/pre-commit"), plant), absent(in(".git/hooks/pre-commit")))
+	return s
+}
+
+// workdayRun is a session's outcome as the host saw it: the calls of
+// the model's conversation with the results the harness sent back, every
+// request the fake model got, the tools offered.
+type workdayRun struct {
+	exchanges []fakemodel.AnthropicExchange
+	received  []string
+	tools     []string
+}
+
+// workdayFailed matches a shell result that reports a failed command in
+// a harness that does not mark it as an error (Gemini CLI's, Codex's).
+var workdayFailed = regexp.MustCompile(`Exit Code: [1-9]|Process exited with code [1-9]`)
+
+// judgeWorkday judges each step of the session on the host and in the
+// results the harness sent back, logs one line per step, and returns the
+// number of false denials (everyday steps denied or failed). Forbidden
+// steps that got through fail the test.
+func judgeWorkday(t *testing.T, label string, steps []workdayStep, run workdayRun, secret string) int {
+	t.Helper()
+	falseDenials, forbidden := 0, 0
+	for i, s := range steps {
+		var e fakemodel.AnthropicExchange
+		problem := ""
+		switch {
+		case i >= len(run.exchanges) || !run.exchanges[i].Answered:
+			problem = "never answered"
+		case run.exchanges[i].Name != s.call.Name:
+			problem = "the harness answered a call of " + run.exchanges[i].Name
+		default:
+			e = run.exchanges[i]
+		}
+		denial := workdayDenial(e.Result)
+		if !s.forbidden {
+			switch {
+			case problem != "":
+			case denial != "":
+				problem = "denied: " + denial
+			case e.IsError || workdayFailed.MatchString(e.Result):
+				problem = fmt.Sprintf("failed: %.400q", e.Result)
+			case !strings.Contains(e.Result, s.want):
+				problem = fmt.Sprintf("failed: the result lacks %q: %.400q", s.want, e.Result)
+			}
+			if problem == "" && s.host != nil {
+				if p := s.host(); p != "" {
+					problem = "failed: " + p
+				}
+			}
+			if problem != "" {
+				falseDenials++
+				t.Errorf("%s: everyday step %d (%s): %s", label, i, s.name, problem)
+				continue
+			}
+			t.Logf("%s: step %2d %-28s ran", label, i, s.name)
+			continue
+		}
+		forbidden++
+		if problem == "" && strings.Contains(e.Result, secret) {
+			problem = "the result holds the .env secret"
+		}
+		if problem == "" && s.host != nil {
+			problem = s.host()
+		}
+		if problem != "" {
+			t.Errorf("%s: forbidden step %d (%s) was not stopped: %s", label, i, s.name, problem)
+			continue
+		}
+		how := "denied by the gate: " + denial
+		if denial == "" {
+			how = fmt.Sprintf("ran without effect (is_error=%v): %.200q", e.IsError, e.Result)
+		}
+		t.Logf("%s: step %2d %-28s stopped, %s", label, i, s.name, how)
+	}
+	for _, body := range run.received {
+		if strings.Contains(body, secret) {
+			t.Errorf("%s: the .env secret reached the fake model: %.300q", label, body)
+			break
+		}
+	}
+	t.Logf("%s: %d everyday steps, %d forbidden, %d model requests; false denials: %d", label, len(steps)-forbidden, forbidden, len(run.received), falseDenials)
+	return falseDenials
+}
+
+// workdayDenial returns the gate's reason in a tool result ("" when the
+// result holds none).
+func workdayDenial(result string) string {
+	i := strings.Index(result, "hookgate:")
+	if i < 0 {
+		return ""
+	}
+	reason, _, _ := strings.Cut(result[i:], "\n")
+	return reason
+}
+
+// workdayBox is one harness's user for the session: the workspace, home
+// and root the box made, and its run.
+type workdayBox struct {
+	ws, home, root string
+	run            func(t *testing.T, a workdayArgs) workdayRun
+}
+
+// workdayArgs are one run of a box: the fake model's calls, the policy
+// (the launch's policy file, or the file hookgate install named), what to
+// add to the harness's environment and, under launch, to launch's flags.
+type workdayArgs struct {
+	calls  []fakemodel.ToolCall
+	policy string
+	env    []string
+	flags  []string
+}
+
+// workdayHarness is one harness of the workday tests: its tools, and its
+// user under sandboxd launch (the world's: w and the fake model's front)
+// and hooks only (hookgate installed).
+type workdayHarness struct {
+	tools  workdayTools
+	launch func(t *testing.T, w *world, model *launchModel) workdayBox
+	hooks  func(t *testing.T) workdayBox
+}
+
+// testWorkday runs h's session under sandboxd launch and hooks only, and
+// hooks only with a policy asking for the sandbox.
+func testWorkday(t *testing.T, h workdayHarness) {
+	t.Run("launch", func(t *testing.T) {
+		w := newWorld(t)
+		model := &launchModel{}
+		w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
+		w.serveGoproxy(t)
+		b := h.launch(t, w, model)
+		r := newWorkdayRepo(t, b.ws, b.home, b.root)
+		steps := workdaySteps(h.tools, r, launchWorkdayNet(w), true)
+		run := b.run(t, workdayArgs{calls: workdayCalls(steps), policy: workdayPolicy(h.tools.harness, true),
+			env: r.goEnv(toolPath(), "https://"+goproxyHost), flags: []string{"--write", r.goDir}})
+		t.Logf("tools offered: %s", strings.Join(run.tools, " "))
+		if n := judgeWorkday(t, h.tools.harness+" launch", steps, run, r.secret); n != 0 {
+			t.Errorf("%s under sandboxd launch: %d false denials, want 0", h.tools.harness, n)
+		}
+	})
+	t.Run("hooks", func(t *testing.T) {
+		l := newWorkdayLoopback(t)
+		b := h.hooks(t)
+		r := newWorkdayRepo(t, b.ws, b.home, b.root)
+		steps := workdaySteps(h.tools, r, l.net(), false)
+		path := filepath.Dir(goBinary()) + ":" + os.Getenv("PATH")
+		run := b.run(t, workdayArgs{calls: workdayCalls(steps), policy: workdayPolicy(h.tools.harness, false), env: r.goEnv(path, l.net().proxy)})
+		t.Logf("tools offered: %s", strings.Join(run.tools, " "))
+		if n := judgeWorkday(t, h.tools.harness+" hooks", steps, run, r.secret); n != 0 {
+			t.Errorf("%s hooks only: %d false denials, want 0", h.tools.harness, n)
+		}
+
+		// The same user with a policy that asks for the sandbox: the
+		// session is refused, its call denied with the reason, and it
+		// never ran.
+		t.Run("enforce-sandbox", func(t *testing.T) {
+			marker := filepath.Join(r.ws, "refused-ran")
+			run := b.run(t, workdayArgs{calls: []fakemodel.ToolCall{h.tools.shell("touch " + marker + " && git status --short")},
+				policy: workdayRefusedPolicy(h.tools.harness)})
+			if len(run.exchanges) == 0 || !strings.Contains(workdayDenial(run.exchanges[0].Result), policy.ReasonNoSandbox) {
+				t.Errorf("the call under network.enforce: sandbox, hooks only: %+v: want a deny carrying %q", run.exchanges, policy.ReasonNoSandbox)
+			}
+			piRequireAbsentBecause(t, marker, "the refused session's call ran")
+		})
+	})
+}
+
+func workdayCalls(steps []workdayStep) []fakemodel.ToolCall {
+	out := make([]fakemodel.ToolCall, len(steps))
+	for i, s := range steps {
+		out[i] = s.call
+	}
+	return out
+}
+
+// goBinary is the go the tests run with.
+func goBinary() string {
+	p, err := exec.LookPath("go")
+	if err != nil {
+		return "/usr/local/go/bin/go"
+	}
+	return p
+}
+
+// TestWorkdayClaude is the workday session of Claude Code (the pinned
+// release): under launch, Claude Code's default tool set (2.1.332 offers
+// no Grep or Glob by default, and a launch refuses --tools, the ceiling's
+// option), hooks only with Grep and Glob turned on.
+func TestWorkdayClaude(t *testing.T) {
+	claude := claudeCLI(t)
+	tools := workdayTools{
+		harness: "claude-code",
+		shell: func(cmd string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "workday"}}
+		},
+		read: func(path string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "Read", Input: map[string]any{"file_path": path}}
+		},
+		search: func(root string) []workdayCall {
+			return []workdayCall{
+				{fakemodel.ToolCall{Name: "Grep", Input: map[string]any{"pattern": "func Add", "path": root}}, "calc.go"},
+				{fakemodel.ToolCall{Name: "Glob", Input: map[string]any{"pattern": "**/*.go", "path": root}}, "calc_test.go"},
+			}
+		},
+		searchEnv: func(ws string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "Grep", Input: map[string]any{"pattern": workdaySecretKey, "path": filepath.Join(ws, ".env"), "output_mode": "content"}}
+		},
+		edit: func(path, old, new string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "Edit", Input: map[string]any{"file_path": path, "old_string": old, "new_string": new}}
+		},
+		write: func(path, content string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}
+		},
+	}
+	testWorkday(t, workdayHarness{tools: tools,
+		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
+			b := newLaunchBox(t, claude)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				r := b.launch(t, w, model, launchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
+				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+			}}
+		},
+		hooks: func(t *testing.T) workdayBox {
+			b := newClaudeBox(t, claude)
+			b.runTimeout = workdayTimeout
+			b.install(t, "user", b.writePolicy(t, workdayPolicy(tools.harness, false)))
+			return workdayBox{ws: b.proj, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				b.writePolicy(t, a.policy)
+				b.extraEnv = a.env
+				r := b.run(t, a.calls, "--tools", "Bash,Read,Write,Edit,Glob,Grep")
+				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+			}}
+		},
+	})
+}
