@@ -305,14 +305,25 @@ func newCodexWorld(t *testing.T, codex string, calls func(*codexWorld) []fakemod
 	if err := os.WriteFile(w.policy, []byte(codexPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var c []fakemodel.ToolCall
 	if calls != nil {
-		w.calls = calls(w)
+		c = calls(w)
 	}
-	w.model, err = fakemodel.OpenAIWith(w.calls, fakemodel.OpenAIOptions{Logf: t.Logf})
+	w.useModel(t, c)
+	return w
+}
+
+// useModel starts a fake model asking for calls (stopped when the test
+// ends) and writes the user config that points Codex at it, replacing
+// what the file held (hooks.state entries too).
+func (w *codexWorld) useModel(t *testing.T, calls []fakemodel.ToolCall) {
+	t.Helper()
+	model, err := fakemodel.OpenAIWith(calls, fakemodel.OpenAIOptions{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.model.Close() })
+	t.Cleanup(func() { model.Close() })
+	w.model, w.calls = model, calls
 	// No login (the provider's env_key), no update check, no analytics,
 	// no feedback upload; the file is Codex's user config layer.
 	cfg := "check_for_update_on_startup = false\n" + w.model.CodexConfig(codexModel) +
@@ -320,7 +331,6 @@ func newCodexWorld(t *testing.T, codex string, calls func(*codexWorld) []fakemod
 	if err := os.WriteFile(filepath.Join(w.codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return w
 }
 
 func (w *codexWorld) path(rel string) string { return filepath.Join(w.root, rel) }

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -602,6 +603,188 @@ func TestWorkdayClaude(t *testing.T) {
 				b.writePolicy(t, a.policy)
 				b.extraEnv = a.env
 				r := b.run(t, a.calls, "--tools", "Bash,Read,Write,Edit,Glob,Grep")
+				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+			}}
+		},
+	})
+}
+
+// TestWorkdayCodex is the workday session of Codex (the pinned release,
+// codex exec): Codex has no read or search tool of its own (the shell's
+// cat, grep, rg and find are its), and edits and writes with apply_patch.
+func TestWorkdayCodex(t *testing.T) {
+	codex := codexBinary(t)
+	// patch is an apply_patch call of one file operation (op: Add or
+	// Update) on path with body.
+	patch := func(op, path, body string) fakemodel.ToolCall {
+		return fakemodel.ToolCall{Name: "apply_patch", Input: map[string]any{"input": "*** Begin Patch\n*** " + op + " File: " + path + "\n" + body + "*** End Patch\n"}}
+	}
+	lines := func(prefix, text string) string {
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n") {
+			b.WriteString(prefix + strings.TrimSuffix(l, "\n") + "\n")
+		}
+		return b.String()
+	}
+	tools := workdayTools{
+		harness: "codex",
+		shell:   codexExec,
+		// An update whose new text is the old one and more: the old
+		// lines as context, the rest added after them.
+		edit: func(path, old, new string) fakemodel.ToolCall {
+			rest, ok := strings.CutPrefix(new, old)
+			if !ok {
+				panic("workday: Codex's edit adds after the old text only")
+			}
+			return patch("Update", path, "@@\n"+lines(" ", old)+lines("+", rest))
+		},
+		write: func(path, content string) fakemodel.ToolCall { return patch("Add", path, lines("+", content)) },
+	}
+	testWorkday(t, workdayHarness{tools: tools,
+		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
+			b := newCodexLaunchBox(t, codex)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				r := b.launch(t, w, model, codexLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
+				return workdayRun{exchanges: codexExchanges(r.calls), received: r.received, tools: r.tools}
+			}}
+		},
+		hooks: func(t *testing.T) workdayBox {
+			cw := newCodexWorld(t, codex, nil, codexOpts{})
+			cw.runTimeout = workdayTimeout
+			piWriteFile(t, cw.policy, workdayPolicy(tools.harness, false))
+			hooks := cw.install(t, "user")
+			return workdayBox{ws: cw.work, home: cw.home, root: cw.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				piWriteFile(t, cw.policy, a.policy)
+				cw.extraEnv = a.env
+				cw.useModel(t, a.calls)
+				cw.handTrust(t, hooks)
+				r := cw.run(t)
+				t.Logf("codex exec took %s, err %v\nstderr (tail): %s", r.took.Round(time.Millisecond), r.err, lastLines(r.stderr, 20))
+				return workdayRun{exchanges: codexExchanges(r.exchanges), received: r.received, tools: r.tools}
+			}}
+		},
+	})
+}
+
+// codexExchanges reads Codex's calls as the workday judges them: the
+// output as the result, an error when the hook blocked the call.
+func codexExchanges(xs []fakemodel.OpenAIExchange) []fakemodel.AnthropicExchange {
+	var out []fakemodel.AnthropicExchange
+	for _, x := range xs {
+		in, _ := json.Marshal(x.Arguments)
+		out = append(out, fakemodel.AnthropicExchange{ID: x.CallID, Name: x.Name, Input: in, Answered: x.Answered,
+			Result: x.Output, IsError: strings.Contains(x.Output, codexBlocked)})
+	}
+	return out
+}
+
+// TestWorkdayGemini is the workday session of Gemini CLI (the pinned
+// release), with its read_file, grep_search, glob, replace and
+// write_file, which a launch offers too.
+func TestWorkdayGemini(t *testing.T) {
+	gemini := geminiBinary(t)
+	tools := workdayTools{
+		harness: "gemini",
+		shell:   shellCall,
+		read: func(path string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "read_file", Input: map[string]any{"file_path": path}}
+		},
+		search: func(root string) []workdayCall {
+			return []workdayCall{
+				{fakemodel.ToolCall{Name: "grep_search", Input: map[string]any{"pattern": "func Add", "dir_path": root}}, "calc.go"},
+				{fakemodel.ToolCall{Name: "glob", Input: map[string]any{"pattern": "**/*.go", "dir_path": root}}, "calc_test.go"},
+			}
+		},
+		searchEnv: func(ws string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "grep_search", Input: map[string]any{"pattern": workdaySecretKey, "dir_path": ws, "include_pattern": ".env"}}
+		},
+		launchSearch: true,
+		edit: func(path, old, new string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "replace", Input: map[string]any{"file_path": path, "instruction": "add Sub", "old_string": old, "new_string": new}}
+		},
+		write: func(path, content string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "write_file", Input: map[string]any{"file_path": path, "content": content}}
+		},
+	}
+	testWorkday(t, workdayHarness{tools: tools,
+		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
+			b := newGeminiLaunchBox(t, gemini)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				r := b.launch(t, w, model, geminiLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
+				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+			}}
+		},
+		hooks: func(t *testing.T) workdayBox {
+			gw := newGeminiWorld(t)
+			// The world's own files (src, protected) are not the session's.
+			for _, d := range []string{"src", "protected"} {
+				os.RemoveAll(filepath.Join(gw.ws, d))
+			}
+			piWriteFile(t, gw.policy, workdayPolicy(tools.harness, false))
+			gw.install(t)
+			return workdayBox{ws: gw.ws, home: gw.home, root: gw.dir, run: func(t *testing.T, a workdayArgs) workdayRun {
+				piWriteFile(t, gw.policy, a.policy)
+				env := map[string]string{}
+				for _, e := range a.env {
+					k, v, _ := strings.Cut(e, "=")
+					env[k] = v
+				}
+				r := gw.run(t, gemini, a.calls, geminiOpts{env: env, timeout: workdayTimeout})
+				t.Logf("gemini exit %d in %v, stderr (tail): %s", r.code, r.elapsed.Round(time.Millisecond), lastLines(r.stderr, 12))
+				ex, offered := geminiLaunchTranscript(r.requests)
+				for i, e := range ex {
+					t.Logf("  call %d %s %s -> is_error=%v answered=%v: %.600q", i, e.Name, e.Input, e.IsError, e.Answered, e.Result)
+				}
+				return workdayRun{exchanges: ex, received: r.received, tools: offered}
+			}}
+		},
+	})
+}
+
+// TestWorkdayPi is the workday session of Pi (the pinned release): under
+// launch its default tools (read, bash, edit, write: grep, find and ls are
+// off by default, and a launch refuses --tools, the ceiling's option),
+// hooks only with grep and find turned on.
+func TestWorkdayPi(t *testing.T) {
+	pi := piCLI(t)
+	tools := workdayTools{
+		harness: "pi",
+		shell:   piBash,
+		read: func(path string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "read", Input: map[string]any{"path": path}}
+		},
+		search: func(root string) []workdayCall {
+			return []workdayCall{
+				{fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": "func Add", "path": root}}, "calc.go"},
+				{fakemodel.ToolCall{Name: "find", Input: map[string]any{"pattern": "*.go", "path": root}}, "calc_test.go"},
+			}
+		},
+		searchEnv: func(ws string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": workdaySecretKey, "path": filepath.Join(ws, ".env")}}
+		},
+		edit: func(path, old, new string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "edit", Input: map[string]any{"path": path, "edits": []any{map[string]any{"oldText": old, "newText": new}}}}
+		},
+		write: func(path, content string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "write", Input: map[string]any{"path": path, "content": content}}
+		},
+	}
+	testWorkday(t, workdayHarness{tools: tools,
+		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
+			b := newPiLaunchBox(t, pi)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				r := b.launch(t, w, model, piLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
+				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+			}}
+		},
+		hooks: func(t *testing.T) workdayBox {
+			b := newPiBox(t, pi)
+			b.runTimeout = workdayTimeout
+			b.install(t, "user", b.writePolicy(t, workdayPolicy(tools.harness, false)))
+			return workdayBox{ws: b.proj, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				b.writePolicy(t, a.policy)
+				b.extraEnv = a.env
+				r := b.run(t, a.calls, "--tools", "read,bash,edit,write,grep,find,ls")
 				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
 			}}
 		},
