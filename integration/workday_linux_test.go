@@ -55,16 +55,25 @@ const workdayTimeout = 6 * time.Minute
 // it is a deny list, since hookgate refuses both network.enforce: sandbox
 // (no sandbox behind it) and an allowlist (which only the egress sandbox
 // enforces).
+//
+// Codex hooks only is the exception: hookgate refuses a Codex hooks
+// session whose bound has any network rule ("codex mode hooks cannot take
+// back web_search": no hook sees Codex's hosted web search), every call
+// denied, so its policy there has none, and its denied host is not
+// stopped (the test says so).
 func workdayPolicy(harness string, launch bool) string {
-	network := "{enforce: sandbox, allowDomains: [allowed.test, " + goproxyHost + "]}"
-	if !launch {
-		network = "{domains: [denied.test]}"
+	network := "    network: {enforce: sandbox, allowDomains: [allowed.test, " + goproxyHost + "]}\n"
+	switch {
+	case !launch && harness == "codex":
+		network = ""
+	case !launch:
+		network = "    network: {domains: [denied.test]}\n"
 	}
 	return "version: 1\nharness: " + harness + "\n" +
 		"bounds:\n  day:\n" +
 		"    bash: {denyPrograms: [\"git:push\"]}\n" +
 		"    files: {deny: [\"**/.env\", \"~/.ssh/**\"]}\n" +
-		"    network: " + network + "\n" +
+		network +
 		"session: {bounds: [day]}\n"
 }
 
@@ -107,6 +116,9 @@ func newWorkdayRepo(t *testing.T, ws, home, root string) *workdayRepo {
 		".gitignore": ".env\n",
 	})
 	piWriteFile(t, r.bashrc, "# the user's own\n")
+	// The user's profile puts go on PATH, as its installer says: a login
+	// shell (Codex's) starts from /etc/profile's PATH.
+	piWriteFile(t, filepath.Join(home, ".profile"), "PATH="+filepath.Dir(goBinary())+":$PATH\n")
 	for _, c := range [][]string{
 		{"init", "-q", "-b", "main", ws},
 		{"-C", ws, "config", "user.name", "agent"},
@@ -487,18 +499,26 @@ type workdayArgs struct {
 }
 
 // workdayHarness is one harness of the workday tests: its tools, and its
-// user under sandboxd launch (the world's: w and the fake model's front)
-// and hooks only (hookgate installed).
+// user under sandboxd launch (the world's: w and the fake model's front;
+// nil when sandboxd cannot launch the harness, noLaunch saying why) and
+// hooks only (hookgate installed).
 type workdayHarness struct {
-	tools  workdayTools
-	launch func(t *testing.T, w *world, model *launchModel) workdayBox
-	hooks  func(t *testing.T) workdayBox
+	tools    workdayTools
+	launch   func(t *testing.T, w *world, model *launchModel) workdayBox
+	noLaunch string
+	hooks    func(t *testing.T) workdayBox
 }
 
 // testWorkday runs h's session under sandboxd launch and hooks only, and
 // hooks only with a policy asking for the sandbox.
 func testWorkday(t *testing.T, h workdayHarness) {
+	if h.launch == nil {
+		t.Logf("no session under sandboxd launch: %s", h.noLaunch)
+	}
 	t.Run("launch", func(t *testing.T) {
+		if h.launch == nil {
+			return
+		}
 		w := newWorld(t)
 		model := &launchModel{}
 		w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
@@ -786,6 +806,63 @@ func TestWorkdayPi(t *testing.T) {
 				b.extraEnv = a.env
 				r := b.run(t, a.calls, "--tools", "read,bash,edit,write,grep,find,ls")
 				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+			}}
+		},
+	})
+}
+
+// TestWorkdayCopilot is the workday session of GitHub Copilot CLI (the
+// pinned release), hooks only: sandboxd launch has no Copilot mode (its
+// harnesses are Claude Code, Codex, Gemini CLI and Pi).
+func TestWorkdayCopilot(t *testing.T) {
+	copilot := copilotBinary(t)
+	tools := workdayTools{
+		harness: "copilot",
+		shell:   copilotShell,
+		read: func(path string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "view", Input: map[string]any{"path": path}}
+		},
+		search: func(root string) []workdayCall {
+			return []workdayCall{
+				{fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": "func Add", "paths": root}}, "calc.go"},
+				{fakemodel.ToolCall{Name: "glob", Input: map[string]any{"pattern": "**/*.go", "paths": root}}, "calc_test.go"},
+			}
+		},
+		searchEnv: func(ws string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": workdaySecretKey, "paths": filepath.Join(ws, ".env"), "output_mode": "content"}}
+		},
+		edit: func(path, old, new string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "edit", Input: map[string]any{"path": path, "old_str": old, "new_str": new}}
+		},
+		write: func(path, content string) fakemodel.ToolCall {
+			return fakemodel.ToolCall{Name: "create", Input: map[string]any{"path": path, "file_text": content}}
+		},
+	}
+	testWorkday(t, workdayHarness{tools: tools,
+		noLaunch: "sandboxd launch has no Copilot CLI mode",
+		hooks: func(t *testing.T) workdayBox {
+			cw := newCopilotWorld(t, copilotOpts{})
+			for _, d := range []string{"src", "protected"} {
+				os.RemoveAll(filepath.Join(cw.ws, d))
+			}
+			piWriteFile(t, cw.policy, workdayPolicy(tools.harness, false))
+			cw.install(t)
+			return workdayBox{ws: cw.ws, home: cw.home, root: cw.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				piWriteFile(t, cw.policy, a.policy)
+				env := map[string]string{}
+				for _, e := range a.env {
+					k, v, _ := strings.Cut(e, "=")
+					env[k] = v
+				}
+				r := cw.run(t, copilot, a.calls, copilotRunOpts{env: env, timeout: workdayTimeout})
+				var ex []fakemodel.AnthropicExchange
+				for i, c := range r.calls {
+					t.Logf("  call %d %s %s -> answered=%v: %.600q", i, c.Name, c.Arguments, c.Answered, c.Output)
+					in, _ := json.Marshal(c.Arguments)
+					ex = append(ex, fakemodel.AnthropicExchange{ID: c.CallID, Name: c.Name, Input: in, Answered: c.Answered,
+						Result: c.Output, IsError: strings.Contains(c.Output, copilotDenied)})
+				}
+				return workdayRun{exchanges: ex, received: r.received, tools: r.tools}
 			}}
 		},
 	})
