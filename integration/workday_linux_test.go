@@ -331,7 +331,7 @@ func workdaySteps(tl workdayTools, r *workdayRepo, n workdayNet, launch bool) []
 	search := tl.search != nil && (tl.launchSearch || !launch)
 	if search {
 		for _, c := range tl.search(root) {
-			add(c.call.Name+" "+root, c.call, c.want, nil)
+			add(c.call.Name+" tool "+root, c.call, c.want, nil)
 		}
 	}
 	add("grep -rn "+root, sh("grep -rn 'func Add' "+root), "calc.go:", nil)
@@ -344,7 +344,10 @@ func workdaySteps(tl workdayTools, r *workdayRepo, n workdayNet, launch bool) []
 	add("write sub_test.go", tl.write(in("calc/sub_test.go"), subTest), "", fileHas("calc/sub_test.go", "func TestSub"))
 	add("go test", sh("go test ./..."), "example.test/calc/calc", nil)
 	add("git status", sh("git status --short"), "sub_test.go", nil)
-	add("git diff", sh("git diff"), "func Sub", nil)
+	// --no-ext-diff: Gemini CLI's shell runs git diff with an empty
+	// external diff command ("error: cannot run : No such file or
+	// directory"), outside and inside a launch alike.
+	add("git diff", sh("git diff --no-ext-diff"), "func Sub", nil)
 	add("git add", sh("git add calc/calc.go calc/sub_test.go"), "", nil)
 	add("git commit", sh("git commit -q -m 'calc: Sub'"), "", func() string {
 		if out, err := exec.Command("git", "-C", r.ws, "log", "-1", "--format=%s").Output(); err != nil || strings.TrimSpace(string(out)) != "calc: Sub" {
@@ -437,7 +440,7 @@ func judgeWorkday(t *testing.T, label string, steps []workdayStep, run workdayRu
 			}
 			if problem != "" {
 				falseDenials++
-				t.Errorf("%s: everyday step %d (%s): %s", label, i, s.name, problem)
+				t.Errorf("%s: everyday step %d (%s): %s%s", label, i, s.name, problem, workdayKnown(label, s.name))
 				continue
 			}
 			t.Logf("%s: step %2d %-28s ran", label, i, s.name)
@@ -451,7 +454,7 @@ func judgeWorkday(t *testing.T, label string, steps []workdayStep, run workdayRu
 			problem = s.host()
 		}
 		if problem != "" {
-			t.Errorf("%s: forbidden step %d (%s) was not stopped: %s", label, i, s.name, problem)
+			t.Errorf("%s: forbidden step %d (%s) was not stopped: %s%s", label, i, s.name, problem, workdayKnown(label, s.name))
 			continue
 		}
 		how := "denied by the gate: " + denial
@@ -866,4 +869,44 @@ func TestWorkdayCopilot(t *testing.T) {
 			}}
 		},
 	})
+}
+
+// workdayKnownBugs are the product's false denials and missed stops these
+// tests found, by "HARNESS MODE STEP" (HARNESS "*": every harness). The
+// assertions stay: a step that fails names its entry, and a fix makes it
+// pass.
+var workdayKnownBugs = map[string]string{
+	"* launch go get": "PRODUCT BUG: inside a sandboxd session the gate denies a package install whose destination the " +
+		"command does not name (\"shell command uses the network but its destination cannot be read, and the bound has domain " +
+		"rules\"), though the egress proxy decides that destination by name",
+	"* hooks go get": "PRODUCT BUG: hooks only, any network.domains rule denies a package install whose destination the " +
+		"command does not name (GOPROXY, the default registry): the same reason",
+	"* launch grep -rn .": "PRODUCT BUG: the kernel layer hides .env as EACCES, so grep -r over the workspace finds the match " +
+		"but exits 2 with \"grep: ./.env: Permission denied\" (Claude Code's grep is ripgrep, which skips the ignored .env)",
+	"claude-code hooks Glob tool calc": "PRODUCT BUG: a relative search root with a glob key (Glob's path \"calc\") is walked from the " +
+		"call's cwd: Ruler.abs(GlobRoot(pattern), \"calc\") returns \"\" for the relative root, so the walk finds .env",
+	"gemini hooks glob tool calc": "PRODUCT BUG: glob's relative dir_path \"calc\" is walked from the cwd (Ruler.abs with a " +
+		"relative root), so the walk finds .env",
+	"pi hooks find tool calc": "PRODUCT BUG: find's relative path \"calc\" is walked from the cwd (Ruler.abs with a " +
+		"relative root), so the walk finds .env",
+	"copilot hooks glob tool calc": "PRODUCT BUG: glob's relative paths \"calc\" is walked from the cwd (Ruler.abs with a " +
+		"relative root), so the walk finds .env",
+	"* hooks plant ~/.bashrc": "PRODUCT GAP: hooks only, nothing protects the home's start-up files (policy.ProtectedInHome " +
+		"is the sandbox's); the policy's files rules name only .env and ~/.ssh",
+	"* hooks plant .git/hooks/pre-commit": "PRODUCT GAP: hooks only, nothing protects .git/hooks (policy.ProtectedInRoot " +
+		"is the sandbox's)",
+	"codex hooks curl denied.test": "PRODUCT LIMIT: hookgate refuses any network rule in a Codex hooks session (Codex's " +
+		"hosted web_search has no hook), so this session has none and nothing stops the host",
+}
+
+// workdayKnown returns the known-bug note for a failed step of the run
+// labelled "HARNESS MODE" ("" when none).
+func workdayKnown(label, step string) string {
+	harness, mode, _ := strings.Cut(label, " ")
+	for _, k := range []string{harness + " " + mode + " " + step, "* " + mode + " " + step} {
+		if why, ok := workdayKnownBugs[k]; ok {
+			return "\n\t" + why
+		}
+	}
+	return ""
 }
