@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -283,6 +284,9 @@ type claudeBox struct {
 	// extraEnv is added to both hookgate install's and Claude Code's
 	// environment.
 	extraEnv []string
+	// runTimeout, when set, bounds a Claude Code run instead of
+	// claudeRunTimeout.
+	runTimeout time.Duration
 }
 
 func newClaudeBox(t *testing.T, claude string) *claudeBox {
@@ -356,6 +360,8 @@ type claudeResult struct {
 	exchanges []fakemodel.AnthropicExchange
 	tools     []string
 	debugLog  string
+	// received is every request the fake model got (fakemodel.Received).
+	received []string
 }
 
 // run starts a fake Anthropic API that asks for calls, one per turn, and
@@ -385,7 +391,8 @@ func (b *claudeBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string
 	debugLog := filepath.Join(b.root, "claude-debug.txt")
 	argv := append([]string{"-p", "Run the tool calls you are given.", "--dangerously-skip-permissions",
 		"--no-session-persistence", "--debug-file", debugLog}, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), claudeRunTimeout)
+	limit := cmp.Or(b.runTimeout, claudeRunTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.claude, argv...)
 	cmd.Dir = b.proj
@@ -418,6 +425,7 @@ func (b *claudeBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string
 	reqs := srv.Requests()
 	r.exchanges = fakemodel.AnthropicTranscript(reqs)
 	r.tools = fakemodel.AnthropicToolNames(reqs)
+	r.received = srv.Received()
 	t.Logf("claude %s: exit %d in %v, %d model requests; tools offered: %s",
 		strings.Join(args, " "), r.code, r.elapsed.Round(time.Millisecond), len(reqs), strings.Join(r.tools, " "))
 	for i, e := range r.exchanges {
@@ -429,7 +437,7 @@ func (b *claudeBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string
 		}
 	})
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("claude did not finish within %v", claudeRunTimeout)
+		t.Fatalf("claude did not finish within %v", limit)
 	}
 	if r.code != 0 {
 		t.Fatalf("claude exit %d (%v)\nstdout %q\nstderr %q", r.code, err, r.stdout, r.stderr)

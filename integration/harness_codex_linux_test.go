@@ -5,6 +5,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -264,6 +265,10 @@ type codexWorld struct {
 	policy    string
 	model     *fakemodel.Server
 	calls     []fakemodel.ToolCall
+	// extraEnv is added to hookgate install's and Codex's environment;
+	// runTimeout, when set, bounds a run instead of 90 s.
+	extraEnv   []string
+	runTimeout time.Duration
 }
 
 type codexOpts struct {
@@ -300,14 +305,25 @@ func newCodexWorld(t *testing.T, codex string, calls func(*codexWorld) []fakemod
 	if err := os.WriteFile(w.policy, []byte(codexPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var c []fakemodel.ToolCall
 	if calls != nil {
-		w.calls = calls(w)
+		c = calls(w)
 	}
-	w.model, err = fakemodel.OpenAIWith(w.calls, fakemodel.OpenAIOptions{Logf: t.Logf})
+	w.useModel(t, c)
+	return w
+}
+
+// useModel starts a fake model asking for calls (stopped when the test
+// ends) and writes the user config that points Codex at it, replacing
+// what the file held (hooks.state entries too).
+func (w *codexWorld) useModel(t *testing.T, calls []fakemodel.ToolCall) {
+	t.Helper()
+	model, err := fakemodel.OpenAIWith(calls, fakemodel.OpenAIOptions{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.model.Close() })
+	t.Cleanup(func() { model.Close() })
+	w.model, w.calls = model, calls
 	// No login (the provider's env_key), no update check, no analytics,
 	// no feedback upload; the file is Codex's user config layer.
 	cfg := "check_for_update_on_startup = false\n" + w.model.CodexConfig(codexModel) +
@@ -315,7 +331,6 @@ func newCodexWorld(t *testing.T, codex string, calls func(*codexWorld) []fakemod
 	if err := os.WriteFile(filepath.Join(w.codexHome, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return w
 }
 
 func (w *codexWorld) path(rel string) string { return filepath.Join(w.root, rel) }
@@ -323,7 +338,7 @@ func (w *codexWorld) path(rel string) string { return filepath.Join(w.root, rel)
 // env is the environment of hookgate install and Codex: nothing of the
 // caller's but PATH.
 func (w *codexWorld) env() []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + w.home,
 		"CODEX_HOME=" + w.codexHome,
@@ -332,7 +347,7 @@ func (w *codexWorld) env() []string {
 		"TERM=dumb",
 		"NO_COLOR=1",
 		fakemodel.OpenAIKeyEnv + "=fake-key",
-	}
+	}, w.extraEnv...)
 }
 
 // install runs hookgate install --harness codex (scope user or project)
@@ -429,13 +444,15 @@ type codexRun struct {
 	took           time.Duration
 	exchanges      []fakemodel.OpenAIExchange
 	tools          []string // the tools Codex offered its model
+	received       []string // every request the fake model got
 }
 
 // run runs codex exec non-interactively in the workspace with approvals
 // and Codex's sandbox off (so the hook is the only gate), bounded.
 func (w *codexWorld) run(t *testing.T) codexRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	limit := cmp.Or(w.runTimeout, 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, w.codex, "exec",
 		"--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--color", "never",
@@ -455,8 +472,9 @@ func (w *codexWorld) run(t *testing.T) codexRun {
 	}
 	r.exchanges = fakemodel.OpenAITranscript(w.model.Requests())
 	r.tools = fakemodel.OpenAIToolNames(w.model.Requests())
+	r.received = w.model.Received()
 	if ctx.Err() != nil {
-		t.Fatalf("codex exec did not finish in 90 s\nstderr:\n%s", r.stderr)
+		t.Fatalf("codex exec did not finish in %v\nstderr:\n%s", limit, r.stderr)
 	}
 	return r
 }

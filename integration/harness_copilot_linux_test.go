@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -733,6 +734,8 @@ type copilotRunOpts struct {
 	args []string
 	// dir is the run's working directory relative to the workspace.
 	dir string
+	// timeout, when set, bounds the run instead of copilotRunTimeout.
+	timeout time.Duration
 }
 
 type copilotResult struct {
@@ -742,6 +745,8 @@ type copilotResult struct {
 	requests       [][]byte
 	calls          []fakemodel.OpenAIChatExchange
 	tools          []string
+	// received is every request the fake model got (fakemodel.Received).
+	received []string
 	// hookLog holds the hook lines of Copilot's own log ([rust:hooks]:
 	// timed out, fail-closed, invalid configuration; FACTS §4).
 	hookLog string
@@ -802,7 +807,8 @@ func (w *copilotWorld) run(t *testing.T, copilot string, calls []fakemodel.ToolC
 	logDir := filepath.Join(w.root, "logs", fmt.Sprint(w.runs))
 	args := append([]string{"-p", "Run the tool calls you are given.", "--yolo", "--no-auto-update",
 		"--disable-client-telemetry", "--log-dir", logDir}, o.args...)
-	ctx, cancel := context.WithTimeout(context.Background(), copilotRunTimeout)
+	limit := cmp.Or(o.timeout, copilotRunTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, copilot, args...)
 	cmd.Dir = filepath.Join(w.ws, o.dir)
@@ -824,9 +830,10 @@ func (w *copilotWorld) run(t *testing.T, copilot string, calls []fakemodel.ToolC
 	// what a hung stand-in left goes by its HOME.
 	killHomeLeftovers(t, w.home, "copilot")
 	if ctx.Err() != nil {
-		t.Errorf("copilot did not finish within %v", copilotRunTimeout)
+		t.Errorf("copilot did not finish within %v", limit)
 	}
 	r.requests = srv.Requests()
+	r.received = srv.Received()
 	r.calls = fakemodel.OpenAIChatTranscript(r.requests)
 	r.tools = fakemodel.OpenAIChatToolNames(r.requests)
 	r.hookLog = copilotHookLog(logDir)

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -614,6 +615,8 @@ type geminiOpts struct {
 	// variable.
 	env  map[string]string
 	args []string
+	// timeout, when set, bounds the run instead of 120 s.
+	timeout time.Duration
 }
 
 type geminiResult struct {
@@ -623,6 +626,8 @@ type geminiResult struct {
 	requests       [][]byte
 	calls          []fakemodel.GeminiExchange
 	tools          []string
+	// received is every request the fake model got (fakemodel.Received).
+	received []string
 }
 
 func (r geminiResult) String() string {
@@ -682,7 +687,7 @@ func (w *geminiWorld) run(t *testing.T, gemini string, calls []fakemodel.ToolCal
 	}
 	args := append([]string{"-m", "gemini-2.5-flash", "--approval-mode", "yolo"}, o.args...)
 	args = append(args, "-p", "Run the tool calls.")
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.timeout, 120*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gemini, args...)
 	cmd.Dir = w.ws
@@ -712,6 +717,7 @@ func (w *geminiWorld) run(t *testing.T, gemini string, calls []fakemodel.ToolCal
 		t.Errorf("gemini did not finish within the bound: %v", ctx.Err())
 	}
 	r.requests = srv.Requests()
+	r.received = srv.Received()
 	r.calls = fakemodel.GeminiTranscript(r.requests)
 	r.tools = fakemodel.GeminiToolNames(r.requests)
 	return r

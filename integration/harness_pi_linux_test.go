@@ -569,6 +569,8 @@ type piResult struct {
 	elapsed   time.Duration
 	exchanges []fakemodel.AnthropicExchange
 	tools     []string
+	// received is every request the fake model got (fakemodel.Received).
+	received []string
 }
 
 // run starts a fake Anthropic API that asks for calls, one per turn,
@@ -631,6 +633,7 @@ func (b *piBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string) pi
 	reqs := srv.Requests()
 	r.exchanges = fakemodel.AnthropicTranscript(reqs)
 	r.tools = fakemodel.AnthropicToolNames(reqs)
+	r.received = srv.Received()
 	t.Logf("pi %s: exit %d in %v, %d model requests; tools offered: %s",
 		strings.Join(args, " "), r.code, r.elapsed.Round(time.Millisecond), len(reqs), strings.Join(r.tools, " "))
 	for i, e := range r.exchanges {

@@ -5,6 +5,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -478,6 +479,10 @@ type launchRun struct {
 	policy string
 	flags  []string
 	args   []string
+	// env is added to the launch's environment; timeout, when set, bounds
+	// the launch instead of claudeRunTimeout.
+	env     []string
+	timeout time.Duration
 }
 
 // launchResult is a launch's outcome as the host saw it.
@@ -540,7 +545,10 @@ func (b *launchBox) launch(t *testing.T, w *world, m *launchModel, run launchRun
 			"--no-session-persistence", "--debug-file", r.debugLog}
 	}
 	start := time.Now()
-	r.run = w.sandboxd(t, b.runOpts(w, policy, auditFile, filepath.Dir(r.debugLog), run.flags, args))
+	opts := b.runOpts(w, policy, auditFile, filepath.Dir(r.debugLog), run.flags, args)
+	opts.extraEnv = append(opts.extraEnv, run.env...)
+	opts.timeout = cmp.Or(run.timeout, opts.timeout)
+	r.run = w.sandboxd(t, opts)
 	r.elapsed = time.Since(start)
 	r.finish(t, w, m, srv, live, before, "sandboxd launch", settingsPath, 0)
 	return r
@@ -559,6 +567,7 @@ func (r *launchResult) finish(t *testing.T, w *world, m *launchModel, srv *fakem
 
 	reqs := srv.Requests()
 	r.requests = len(reqs)
+	r.received = srv.Received()
 	r.code, r.stdout, r.stderr = r.run.code, r.run.stdout, r.run.stderr
 	r.exchanges = fakemodel.AnthropicTranscript(reqs)
 	r.tools = fakemodel.AnthropicToolNames(reqs)

@@ -428,6 +428,8 @@ type codexLaunchRun struct {
 	flags  []string
 	args   []string
 	env    []string
+	// timeout, when set, bounds the launch instead of codexLaunchTimeout.
+	timeout time.Duration
 }
 
 // codexLaunched is a Codex launch's outcome as the host saw it.
@@ -497,7 +499,7 @@ func (b *codexLaunchBox) launch(t *testing.T, w *world, front *launchModel, run 
 	flags := append([]string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program}, run.flags...)
 	start := time.Now()
 	rr := w.sandboxd(t, runOpts{sub: []string{"launch", "codex"}, flags: flags, argv: args, dir: b.ws, audit: auditFile,
-		timeout: codexLaunchTimeout, extraEnv: env})
+		timeout: cmp.Or(run.timeout, codexLaunchTimeout), extraEnv: env})
 	elapsed := time.Since(start)
 	front.set(nil, nil)
 	c.srv.Close()
@@ -516,6 +518,7 @@ func (b *codexLaunchBox) launch(t *testing.T, w *world, front *launchModel, run 
 	lr := &launchResult{box: &launchBox{ran: b.ran}, run: rr, requests: len(r.reqs), seen: after[len(before):], command: launchStartCommand(rr.audit)}
 	lr.code, lr.stdout, lr.stderr, lr.elapsed = rr.code, rr.stdout, rr.stderr, elapsed
 	lr.tools = fakemodel.OpenAIToolNames(r.reqs)
+	lr.received = c.srv.Received()
 	r.launchResult = lr
 	t.Logf("sandboxd launch codex %q -- %q: exit %d in %v, %d model requests, world saw %q\n  codex: %q\n  tools: %s\n  deferred: %s",
 		flags, args, lr.code, elapsed.Round(time.Millisecond), lr.requests, lr.seen, lr.command, strings.Join(lr.tools, " "),

@@ -463,6 +463,10 @@ type geminiLaunchRun struct {
 	policy string
 	flags  []string
 	args   []string
+	// env is added to the launch's environment; timeout, when set, bounds
+	// the launch instead of geminiLaunchTimeout.
+	env     []string
+	timeout time.Duration
 }
 
 // geminiLaunched is a Gemini launch's outcome as the host saw it.
@@ -493,10 +497,11 @@ func (b *geminiLaunchBox) launch(t *testing.T, w *world, m *launchModel, run gem
 	c.file, c.sub, c.transcript = geminiSystemSettingsPath, []string{"launch", "gemini"}, geminiLaunchTranscript
 	c.flags = append([]string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program,
 		"--allow-domain", launchMCPHost, "--allow-domain", launchWSMCPHost}, run.flags...)
-	c.dir, c.home, c.what, c.ran, c.timeout = b.ws, b.home, "gemini", b.ran, geminiLaunchTimeout
+	c.dir, c.home, c.what, c.ran, c.timeout = b.ws, b.home, "gemini", b.ran, cmp.Or(run.timeout, geminiLaunchTimeout)
 	c.env = []string{"HOME=" + b.home, "USER=" + claudeUser(), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
 		"GEMINI_API_KEY=" + geminiAPIKey, "GOOGLE_GEMINI_BASE_URL=https://" + launchModelHost, "NODE_EXTRA_CA_CERTS=" + w.caFile,
 		"GEMINI_TELEMETRY_ENABLED=false", geminiTokenEnv + "=" + geminiToken}
+	c.env = append(c.env, run.env...)
 	lr, reads := c.run(t, w, m)
 	return &geminiLaunched{launchResult: lr, settings: reads}
 }

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -347,6 +348,12 @@ type piLaunchRun struct {
 	policy string
 	args   []string
 	plain  bool
+	// flags are launch's flags after the box's, env is added to the
+	// launch's environment; timeout, when set, bounds the launch instead
+	// of piLaunchTimeout.
+	flags   []string
+	env     []string
+	timeout time.Duration
 }
 
 // piLaunched is a Pi launch's outcome as the host saw it.
@@ -376,10 +383,10 @@ func (b *piLaunchBox) launch(t *testing.T, w *world, m *launchModel, run piLaunc
 		return fakemodel.AnthropicWith(run.calls, fakemodel.AnthropicOptions{Logf: logf})
 	})
 	c.file, c.sub, c.argv = piExtensionPath, []string{"launch", "pi"}, run.args
-	c.flags = []string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program}
-	c.dir, c.home, c.what, c.ran, c.timeout = b.ws, b.home, "pi", b.ran, piLaunchTimeout
-	c.env = (&piBox{home: b.home}).env("NODE_EXTRA_CA_CERTS="+w.caFile,
-		"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "PATH=/usr/local/bin:/usr/bin:/bin")
+	c.flags = append([]string{"--policy", policy, "--api-host", launchModelHost, "--program", b.program}, run.flags...)
+	c.dir, c.home, c.what, c.ran, c.timeout = b.ws, b.home, "pi", b.ran, cmp.Or(run.timeout, piLaunchTimeout)
+	c.env = append((&piBox{home: b.home}).env("NODE_EXTRA_CA_CERTS="+w.caFile,
+		"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0", "PATH=/usr/local/bin:/usr/bin:/bin"), run.env...)
 	c.transcript = func(reqs [][]byte) ([]fakemodel.AnthropicExchange, []string) {
 		return fakemodel.AnthropicTranscript(reqs), fakemodel.AnthropicToolNames(reqs)
 	}
@@ -482,6 +489,7 @@ func (c launchCmd) run(t *testing.T, w *world, m *launchModel) (*launchResult, [
 	lr := &launchResult{box: &launchBox{ran: c.ran}, run: rr, requests: len(reqs), seen: after[len(before):], command: launchStartCommand(rr.audit)}
 	lr.code, lr.stdout, lr.stderr, lr.elapsed = rr.code, rr.stdout, rr.stderr, elapsed
 	lr.exchanges, lr.tools = c.transcript(reqs)
+	lr.received = c.srv.Received()
 	t.Logf("sandboxd %s %q: exit %d in %v, %d model requests, world saw %q\n  %s: %q\n  tools: %s",
 		strings.Join(append(slices.Clone(c.sub), c.flags...), " "), c.argv, lr.code, elapsed.Round(time.Millisecond), lr.requests, lr.seen,
 		c.what, lr.command, strings.Join(lr.tools, " "))

@@ -447,8 +447,16 @@ func (w *world) servePyPI(t *testing.T) {
 }
 
 // serveGoproxy serves a module proxy (GOPROXY protocol) as goproxyHost
-// with one module, goModPath v1.0.0: its list, info, go.mod and zip.
+// with one module, goModPath v1.0.0 (goproxyHandler).
 func (w *world) serveGoproxy(t *testing.T) {
+	t.Helper()
+	w.serveHTTPS(t, goproxyHost, goproxyAddr, goproxyHandler(t))
+}
+
+// goproxyHandler is a module proxy (GOPROXY protocol) with one module,
+// goModPath v1.0.0: its list, info, go.mod and zip; anything else is a
+// 404.
+func goproxyHandler(t *testing.T) http.Handler {
 	t.Helper()
 	const ver = "v1.0.0"
 	mod := "module " + goModPath + "\n\ngo 1.21\n"
@@ -470,7 +478,7 @@ func (w *world) serveGoproxy(t *testing.T) {
 	modZip := buf.Bytes()
 	info := `{"Version":"` + ver + `","Time":"2024-01-01T00:00:00Z"}`
 	base := "/" + goModPath + "/@v/"
-	w.serveHTTPS(t, goproxyHost, goproxyAddr, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case base + "list":
 			fmt.Fprintln(rw, ver)
@@ -485,7 +493,7 @@ func (w *world) serveGoproxy(t *testing.T) {
 		default:
 			http.NotFound(rw, r)
 		}
-	}))
+	})
 }
 
 // sshServer is a real sshd on the world, as sshHost on port 22, that lets

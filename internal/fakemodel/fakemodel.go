@@ -7,6 +7,8 @@
 package fakemodel
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -28,16 +30,29 @@ type Server struct {
 	ln       net.Listener
 	mu       sync.Mutex
 	requests [][]byte
+	received []string
 }
 
-// start serves h on a new loopback listener.
+// start serves h on a new loopback listener, noting every request
+// (Received) before h reads it.
 func start(h http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{URL: "http://" + ln.Addr().String(), ln: ln}
-	s.srv = &http.Server{Handler: h}
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.mu.Lock()
+		s.received = append(s.received, r.Method+" "+r.URL.RequestURI()+"\n"+string(body))
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -54,6 +69,16 @@ func (s *Server) Requests() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.requests...)
+}
+
+// Received returns every request the server got so far, on any path
+// (model turns, side requests, token counts, probes), each as its method,
+// URI and body: what a test searches for text that must never reach the
+// model's vendor. Safe for concurrent use.
+func (s *Server) Received() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.received...)
 }
 
 // Close stops the server.
