@@ -239,13 +239,16 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			}
 			roots = []string{c.Cwd}
 		}
+		// The tool's patterns are resolved from its first root, itself
+		// from the call's cwd when relative ("path": "calc").
+		base := r.abs(roots[0], c.Cwd)
 		if p, ok := c.Input["pattern"].(string); ok && (strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || slices.Contains(strings.Split(p, "/"), "..")) {
-			roots = append(roots, r.abs(policy.LiteralPrefix(p), roots[0]))
+			roots = append(roots, r.abs(policy.LiteralPrefix(p), base))
 		}
 		for _, g := range globs {
 			// A glob resolved from the root ("*/../../etc/*",
 			// "{/etc,x}/*") reaches what it can climb to.
-			roots = append(roots, r.abs(policy.GlobRoot(g), roots[0]))
+			roots = append(roots, r.abs(policy.GlobRoot(g), base))
 		}
 		return r.checkSearch(c, roots)
 	case policy.ReachFetch:
@@ -340,6 +343,12 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 		d := m.Check(ap, r.fileRules())
 		if !d.Allowed() {
 			return d
+		}
+		// The sandbox's protected paths, in a session with any rule.
+		if write && ShellRuleIn(r.bound()) != "" {
+			if d := m.DecideProtectedWrite(ap); !d.Allowed() {
+				return d
+			}
 		}
 		last = d
 	}

@@ -404,6 +404,22 @@ type workdayRun struct {
 // a harness that does not mark it as an error (Gemini CLI's, Codex's).
 var workdayFailed = regexp.MustCompile(`Exit Code: [1-9]|Process exited with code [1-9]`)
 
+// onlyHiddenRefused says whether a failed search found what it looked
+// for and failed only on the files the sandbox hides (grep -r reads the
+// masked .env, prints "Permission denied" for it and exits 2): the
+// kernel's refusal, named in one line, not a false denial.
+func onlyHiddenRefused(result, want string) bool {
+	if want == "" || !strings.Contains(result, want) || !strings.Contains(result, "Permission denied") {
+		return false
+	}
+	for _, l := range strings.Split(result, "\n") {
+		if strings.Contains(l, "Permission denied") && !strings.Contains(l, ".env") {
+			return false
+		}
+	}
+	return true
+}
+
 // judgeWorkday judges each step of the session on the host and in the
 // results the harness sent back, logs one line per step, and returns the
 // number of false denials (everyday steps denied or failed). Forbidden
@@ -428,7 +444,7 @@ func judgeWorkday(t *testing.T, label string, steps []workdayStep, run workdayRu
 			case problem != "":
 			case denial != "":
 				problem = "denied: " + denial
-			case e.IsError || workdayFailed.MatchString(e.Result):
+			case (e.IsError || workdayFailed.MatchString(e.Result)) && !onlyHiddenRefused(e.Result, s.want):
 				problem = fmt.Sprintf("failed: %.400q", e.Result)
 			case !strings.Contains(e.Result, s.want):
 				problem = fmt.Sprintf("failed: the result lacks %q: %.400q", s.want, e.Result)
@@ -875,25 +891,8 @@ func TestWorkdayCopilot(t *testing.T) {
 // assertions stay: a step that fails names its entry, and a fix makes it
 // pass.
 var workdayKnownBugs = map[string]string{
-	"* launch go get": "PRODUCT BUG: inside a sandboxd session the gate denies a package install whose destination the " +
-		"command does not name (\"shell command uses the network but its destination cannot be read, and the bound has domain " +
-		"rules\"), though the egress proxy decides that destination by name",
 	"* hooks go get": "PRODUCT BUG: hooks only, any network.domains rule denies a package install whose destination the " +
 		"command does not name (GOPROXY, the default registry): the same reason",
-	"* launch grep -rn .": "PRODUCT BUG: the kernel layer hides .env as EACCES, so grep -r over the workspace finds the match " +
-		"but exits 2 with \"grep: ./.env: Permission denied\" (Claude Code's grep is ripgrep, which skips the ignored .env)",
-	"claude-code hooks Glob tool calc": "PRODUCT BUG: a relative search root with a glob key (Glob's path \"calc\") is walked from the " +
-		"call's cwd: Ruler.abs(GlobRoot(pattern), \"calc\") returns \"\" for the relative root, so the walk finds .env",
-	"gemini hooks glob tool calc": "PRODUCT BUG: glob's relative dir_path \"calc\" is walked from the cwd (Ruler.abs with a " +
-		"relative root), so the walk finds .env",
-	"pi hooks find tool calc": "PRODUCT BUG: find's relative path \"calc\" is walked from the cwd (Ruler.abs with a " +
-		"relative root), so the walk finds .env",
-	"copilot hooks glob tool calc": "PRODUCT BUG: glob's relative paths \"calc\" is walked from the cwd (Ruler.abs with a " +
-		"relative root), so the walk finds .env",
-	"* hooks plant ~/.bashrc": "PRODUCT GAP: hooks only, nothing protects the home's start-up files (policy.ProtectedInHome " +
-		"is the sandbox's); the policy's files rules name only .env and ~/.ssh",
-	"* hooks plant .git/hooks/pre-commit": "PRODUCT GAP: hooks only, nothing protects .git/hooks (policy.ProtectedInRoot " +
-		"is the sandbox's)",
 	"codex hooks curl denied.test": "PRODUCT LIMIT: hookgate refuses any network rule in a Codex hooks session (Codex's " +
 		"hosted web_search has no hook), so this session has none and nothing stops the host",
 }

@@ -113,6 +113,7 @@ const (
 	ReasonSearchReachesDeny = "search root reaches denied files"
 	ReasonUnconfinedSearch  = "web search not confined to allowed_domains under domain rules"
 	ReasonNoSandbox         = "network.enforce: sandbox, and this session runs without sandboxd's sandbox"
+	ReasonProtectedWrite    = "write to a protected path (it runs or loads outside the session)"
 )
 
 // Because is a reason: the fixed phrase, then ": " and the details

@@ -99,6 +99,30 @@ var ProtectedInRoot = []string{
 	".pi/settings.json", ".pi/extensions",
 }
 
+// DecideProtectedWrite decides a write the hooks see (a harness's write
+// tool, a shell redirection or copy) to path by the sandbox's protected
+// paths: below the home, a ProtectedInHome entry; anywhere, a
+// ProtectedInRoot entry below some directory (a hook does not know the
+// workspace's root). Code planted there runs, or turns a hook gate off,
+// outside the session; the sandbox's filesystem layer holds the same
+// paths read-only, and hooks only, this is what stops a plant.
+func (m FileMatcher) DecideProtectedWrite(path string) Decision {
+	c := m.Canonicalize(path)
+	if m.Home != "" {
+		for _, e := range ProtectedInHome {
+			if p := m.Home + "/" + e; under(c, p) {
+				return Denied(Because(ReasonProtectedWrite, "%s is under %s", c, p), RuleAt(RuleFilesystemProtected, "~/"+e))
+			}
+		}
+	}
+	for _, e := range ProtectedInRoot {
+		if c == "/"+e || strings.HasSuffix(c, "/"+e) || strings.Contains(c, "/"+e+"/") {
+			return Denied(Because(ReasonProtectedWrite, "%s is under a %s", c, e), RuleAt(RuleFilesystemProtected, e))
+		}
+	}
+	return AllowedBy("not a protected path", "")
+}
+
 // UserDataDirs hold user data: hidden under files.allowOnly, except the
 // paths the session needs (the workspace, write roots, allowOnly paths).
 var UserDataDirs = []string{"/home", "/root", "/srv", "/mnt", "/media"}

@@ -60,7 +60,13 @@ var agreeCases = []struct {
 		policy.Denied("not in allowlist: evil.net", "network.allowDomains")},
 	{"allowlist", "curl -s https://api.github.com/repos",
 		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	// A destination the line does not name: the proxy's in the sandbox,
+	// refused hooks only.
 	{"allowlist", `curl -s "$URL"`,
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	{"allowlist", "go get example.test/m@v1.0.0",
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	{"guarded", "go get example.test/m@v1.0.0",
 		policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")},
 	// deniedAccess write
 	{"readonly", "echo hi > out.txt",

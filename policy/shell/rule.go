@@ -106,7 +106,12 @@ func Decide(line, cwd string, b *policy.Bound, net *policy.NetworkDecider, m pol
 					return d
 				}
 			}
-			if len(hosts) == 0 && len(ClassifyNetworkActions(c, "")) > 0 {
+			// A destination the line does not name (a package manager's
+			// registry, a URL in a variable) is the egress proxy's to
+			// decide by name, inside the sandbox (enforce: sandbox: a
+			// session without one never gets here,
+			// policy.DecideSandboxed); hooks only, nothing else would.
+			if len(hosts) == 0 && len(ClassifyNetworkActions(c, "")) > 0 && n.Enforce != policy.EnforceSandbox {
 				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", policy.RuleNetworkDomains)
 			}
 		}
@@ -142,6 +147,16 @@ func Decide(line, cwd string, b *policy.Bound, net *policy.NetworkDecider, m pol
 	}
 	if b.Files != nil {
 		if d := checkArgs(c.invs, b.Files, m); !d.Allowed() {
+			return d
+		}
+	}
+	// The sandbox's protected paths: a plant there runs outside the
+	// session (after the bound's own file rules, which name it better).
+	for _, w := range c.writes {
+		if w.Path == "" {
+			continue
+		}
+		if d := m.DecideProtectedWrite(w.Path); !d.Allowed() {
 			return d
 		}
 	}
