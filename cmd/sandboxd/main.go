@@ -50,6 +50,7 @@ func run(args []string) int {
 			interruptible(statusCommand()),
 			interruptible(explainCommand()),
 			doctorCommand(),
+			kubeCommand(),
 		},
 	}
 	return app.Main(context.Background(), cli.StdIO(), args)
