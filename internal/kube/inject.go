@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -71,6 +72,14 @@ func Inject(o Options, r io.Reader) (*Manifests, error) {
 	}
 	if sa := spec.ServiceAccountName; sa != "" && sa != s.name {
 		s.warnings = append(s.warnings, fmt.Sprintf("serviceAccountName %s replaced by the session's %s (no token mounted)", sa, s.name))
+	}
+	if ss, ok := obj.(*appsv1.StatefulSet); ok {
+		// A claim template is a volume of the pod by its name.
+		for _, c := range ss.Spec.VolumeClaimTemplates {
+			if slices.Contains(reservedVolumes, c.Name) || (s.workspaceClaim != "" && c.Name == volWorkspace) {
+				return nil, fmt.Errorf("%w: volumeClaimTemplates %s: the name is the session's own", ErrUnsafe, c.Name)
+			}
+		}
 	}
 	if err := addSession(podMeta, spec, s); err != nil {
 		return nil, err

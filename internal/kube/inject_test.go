@@ -50,6 +50,14 @@ spec:
       - {name: agent, image: example.com/agent:2, securityContext: {runAsUser: 1000}}
       - {name: helper, image: example.com/helper:1}
 `
+	userPodNonRoot = `apiVersion: v1
+kind: Pod
+metadata: {name: strict}
+spec:
+  securityContext: {runAsNonRoot: true, runAsUser: 1000}
+  containers:
+  - {name: agent, image: example.com/agent:2}
+`
 	userStatefulSet = `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: agents}
@@ -95,6 +103,8 @@ func TestInject(t *testing.T) {
 			want{name: "r2", namespace: "team-b", uid: 1500, agentName: "claude"}, "example.com/agent:2", nil, nil},
 		{"deployment", userDeployment, Options{AgentUID: new(int64(1000)), WorkspaceClaim: "ws"},
 			want{name: "agents", uid: 1000, agentName: "agent"}, "example.com/agent:2", nil, nil},
+		{"pod runAsNonRoot", userPodNonRoot, Options{},
+			want{name: "strict", uid: 1000, agentName: "agent"}, "example.com/agent:2", nil, nil},
 		{"statefulset", userStatefulSet, Options{AgentUID: new(int64(1234))},
 			want{name: "agents", uid: 1234, agentName: "agent"}, "example.com/agent:2", nil, nil},
 		{"job", userJob, Options{},
@@ -118,7 +128,7 @@ func TestInject(t *testing.T) {
 				t.Errorf("agent image %q command %q: the user's must be kept", agent.Image, agent.Command)
 			}
 			for k, v := range map[string]string{"app": "", SessionLabel: tc.w.name} {
-				if _, had := podMeta.Labels[k]; v == "" && !had && tc.name != "job" && tc.name != "pod json" {
+				if _, had := podMeta.Labels[k]; v == "" && !had && tc.name != "job" && tc.name != "pod json" && tc.name != "pod runAsNonRoot" {
 					t.Errorf("pod label %s lost", k)
 				} else if v != "" && podMeta.Labels[k] != v {
 					t.Errorf("pod label %s = %q", k, podMeta.Labels[k])
@@ -140,6 +150,10 @@ func TestInject(t *testing.T) {
 				// emptyDir hides the image's home.
 				if sc := agent.SecurityContext; *sc.ReadOnlyRootFilesystem || hasMount(&agent, AgentHome) {
 					t.Errorf("readOnlyRootFilesystem %v mounts %v", *sc.ReadOnlyRootFilesystem, agent.VolumeMounts)
+				}
+			case "pod runAsNonRoot":
+				if !isBool(spec.SecurityContext.RunAsNonRoot, true) || !isBool(spec.InitContainers[0].SecurityContext.RunAsNonRoot, false) {
+					t.Errorf("the pod's runAsNonRoot must be kept and netinit's own override it")
 				}
 			case "deployment":
 				d := m.Workload.(*appsv1.Deployment)
@@ -223,6 +237,8 @@ func TestInjectRefusals(t *testing.T) {
 			"cannot be made safe: container agent (the agent): reads the credential Secret creds in its environment"},
 		{"agent envFrom the credential Secret", pod("  containers:\n  - {name: agent, image: a, envFrom: [{secretRef: {name: creds}}]}\n"), Options{CredentialSecret: "creds"}, ErrUnsafe,
 			"cannot be made safe: container agent (the agent): reads the credential Secret creds in its environment"},
+		{"claim template named barry-run", "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: agent, image: a}]\n  volumeClaimTemplates:\n  - metadata: {name: barry-run}\n", Options{}, ErrUnsafe,
+			"cannot be made safe: volumeClaimTemplates barry-run: the name is the session's own"},
 		{"agent uid 0", pod("  containers:\n  - {name: agent, image: a, securityContext: {runAsUser: 0}}\n"), Options{}, ErrOptions,
 			"invalid options: agent uid 0: the agent must not be root"},
 		{"agent uid 1337", pod(agent), Options{AgentUID: new(ProxyUID)}, ErrOptions,
@@ -309,7 +325,7 @@ func TestDecodeStrict(t *testing.T) {
 // session's pod by every check of checkManifests, and decodes strictly
 // back from its YAML.
 func FuzzInject(f *testing.F) {
-	for _, s := range []string{userPod, userPodJSON, userDeployment, userStatefulSet, userJob} {
+	for _, s := range []string{userPod, userPodJSON, userPodNonRoot, userDeployment, userStatefulSet, userJob} {
 		f.Add([]byte(s))
 	}
 	for _, r := range decodeRows {

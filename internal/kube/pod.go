@@ -147,8 +147,8 @@ func addSession(meta *metav1.ObjectMeta, spec *corev1.PodSpec, s *session) error
 	if psc.SeccompProfile == nil || psc.SeccompProfile.Type == corev1.SeccompProfileTypeUnconfined {
 		psc.SeccompProfile = runtimeDefault()
 	}
-	// Never at pod level: the init container runs as root.
-	psc.RunAsNonRoot = nil
+	// runAsNonRoot is never set at pod level here (the init container runs
+	// as root); a user's is kept: each of our containers sets its own.
 	if psc.FSGroup == nil {
 		// The agent's writable volumes (a claim's too) become its group's,
 		// and hooks.sock in barry-run the agent's group's.
