@@ -51,6 +51,7 @@ func run(args []string) int {
 			interruptible(explainCommand()),
 			doctorCommand(),
 			netinitCommand(),
+			kubeCommand(),
 		},
 	}
 	return app.Main(context.Background(), cli.StdIO(), args)
