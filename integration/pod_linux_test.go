@@ -5,12 +5,17 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/barry-rocks/sandbox/internal/kube"
 	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/proxy/proxytest"
 )
@@ -22,12 +27,8 @@ import (
 // capability) and the agent's container (the agent's uid, no capability,
 // Docker's default seccomp profile) join it with --network container:,
 // as a pod's containers share theirs.
-const (
-	podCapturePort = "15001"
-	podDNSPort     = "15053"
-	podHealthPort  = "15021"
-	podProxyUID    = 1337
-)
+// podHealthPort is the sidecar's health port, as the manifests render it.
+var podHealthPort = strconv.Itoa(kube.HealthPort)
 
 // podPolicy is the pod's session policy: the world's allowed hosts, git
 // push denied to the hooks, .env files denied.
@@ -46,17 +47,17 @@ type testPod struct {
 	generation     int
 }
 
-// startPod starts the pause container and the world around it, runs
-// netinit, and starts the sidecar with the policy, waiting for /readyz.
+// startPod renders the session's manifests (sandboxd kube render, with
+// the policy and the image's agent uid) and runs the pod they describe:
+// the pause container and the world around it, then barry-netinit and
+// barry-proxy with exactly their rendered commands, users and
+// capabilities (the only additions are the fake world's resolver and
+// its TEST-NET addresses, opened past the dial guard), the policy's
+// ConfigMap and the hook socket's emptyDir as directories at their
+// rendered paths; it waits for /readyz.
 func startPod(t *testing.T, name, policy string) *testPod {
 	t.Helper()
 	p := &testPod{dir: sharedDir(t)}
-	p.pause = startContainer(t, containerOpts{hostTools: true})
-	p.w = newWorldAround(t, proxytest.AttachNetns(t, p.pause.pid), false)
-	// A pod's network has a default route (the CNI's): the cluster's
-	// resolver, here the one Docker names in resolv.conf, is reached
-	// through it, so the agent's DNS to it is sent, and redirected.
-	sh(t, "ip", "-n", p.w.host.Name, "route", "add", "default", "via", worldAddr)
 	for _, d := range []string{"policy", "run"} {
 		if err := os.MkdirAll(filepath.Join(p.dir, d), 0o777); err != nil {
 			t.Fatal(err)
@@ -64,22 +65,27 @@ func startPod(t *testing.T, name, policy string) *testPod {
 		os.Chmod(filepath.Join(p.dir, d), 0o777)
 	}
 	p.swapPolicy(t, policy)
+	pod := renderPod(t, name, filepath.Join(p.dir, "policy", "policy.yaml"))
+	netinit, sidecar := pod.Spec.InitContainers[0], pod.Spec.InitContainers[1]
+	p.pause = startContainer(t, containerOpts{hostTools: true})
+	p.w = newWorldAround(t, proxytest.AttachNetns(t, p.pause.pid), false)
+	// A pod's network has a default route (the CNI's): the cluster's
+	// resolver, here the one Docker names in resolv.conf, is reached
+	// through it, so the agent's DNS to it is sent, and redirected.
+	sh(t, "ip", "-n", p.w.host.Name, "route", "add", "default", "via", worldAddr)
 	net := "container:" + p.pause.name
-	r := containerRun(t, containerOpts{network: net, hostTools: true, flags: []string{"--user", "0:0", "--cap-drop", "ALL", "--cap-add", "NET_ADMIN"}},
-		containerSandboxd, "netinit", "--agent-uid", strconv.Itoa(containerAgentUID), "--capture-port", podCapturePort, "--dns-port", podDNSPort)
+	volumes := []string{"-v", filepath.Join(p.dir, "policy") + ":" + kube.PolicyDir + ":ro", "-v", filepath.Join(p.dir, "run") + ":" + kube.RunDir}
+	r := containerRun(t, containerOpts{network: net, hostTools: true, flags: append(containerFlags(t, netinit), volumes...)}, imageCommand(netinit.Command)...)
 	if r.code != 0 || !strings.Contains(r.stdout, "confined") {
 		t.Fatalf("netinit: %s", r)
 	}
-	p.sidecar = startDetached(t, containerOpts{network: net, hostTools: true, flags: []string{
-		"--user", fmt.Sprintf("%d:%d", podProxyUID, podProxyUID), "--cap-drop", "ALL",
-		"--env", "POD_NAME=" + name, "--env", "POD_NAMESPACE=agents", "--env", "POD_UID=uid-" + name}},
-		containerSandboxd, "proxy", "--sidecar", "--policy", filepath.Join(p.dir, "policy", "policy.yaml"), "--agent-uid", strconv.Itoa(containerAgentUID),
-		"--capture-listen", "127.0.0.1:"+podCapturePort, "--dns-listen", "127.0.0.1:"+podDNSPort,
-		"--hook-socket", filepath.Join(p.dir, "run", "hooks.sock"), "--health-listen", "127.0.0.1:"+podHealthPort,
-		"--dns-upstream", dnsAddr+":53", "--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
+	flags := append(containerFlags(t, sidecar), volumes...)
+	flags = append(flags, "--env", "POD_NAME="+name, "--env", "POD_NAMESPACE=agents", "--env", "POD_UID=uid-"+name)
+	argv := append(imageCommand(sidecar.Command), "--dns-upstream", dnsAddr+":53", "--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
+	p.sidecar = startDetached(t, containerOpts{network: net, hostTools: true, flags: flags}, argv...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		h := p.sidecar.exec(t, 10*time.Second, nil, "curl", "-sS", "--max-time", "2", "http://127.0.0.1:"+podHealthPort+"/readyz")
+		h := p.sidecar.exec(t, 10*time.Second, nil, "curl", "-sS", "--max-time", "2", "http://127.0.0.1:"+strconv.Itoa(kube.HealthPort)+kube.ReadyPath)
 		if h.code == 0 && strings.TrimSpace(h.stdout) == "ok" {
 			return p
 		}
@@ -88,6 +94,61 @@ func startPod(t *testing.T, name, policy string) *testPod {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// renderPod is the Pod of `sandboxd kube render` for the policy file,
+// with the image's agent uid.
+func renderPod(t *testing.T, name, policyFile string) *corev1.Pod {
+	t.Helper()
+	out, err := exec.Command(sandboxdBin, "kube", "render", "--policy", policyFile, "--image", "barry-sandbox:test",
+		"--agent-uid", strconv.Itoa(containerAgentUID), "--name", name).Output()
+	if err != nil {
+		t.Fatalf("sandboxd kube render: %v", err)
+	}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		if !strings.Contains(doc, "\nkind: Pod\n") && !strings.HasPrefix(doc, "kind: Pod\n") {
+			continue
+		}
+		var pod corev1.Pod
+		if err := yaml.UnmarshalStrict([]byte(doc), &pod); err != nil {
+			t.Fatalf("the rendered Pod: %v", err)
+		}
+		if len(pod.Spec.InitContainers) < 2 || pod.Spec.InitContainers[0].Name != kube.NetinitName || pod.Spec.InitContainers[1].Name != kube.ProxyName {
+			t.Fatalf("the rendered Pod's init containers: %+v", pod.Spec.InitContainers)
+		}
+		return &pod
+	}
+	t.Fatalf("sandboxd kube render printed no Pod:\n%s", out)
+	return nil
+}
+
+// containerFlags are docker run's flags for a rendered container's
+// security context: its user and group, every capability dropped and
+// those it adds added back.
+func containerFlags(t *testing.T, c corev1.Container) []string {
+	t.Helper()
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+		t.Fatalf("%s: security context %+v: want a user and every capability dropped", c.Name, sc)
+	}
+	group := *sc.RunAsUser
+	if sc.RunAsGroup != nil {
+		group = *sc.RunAsGroup
+	}
+	flags := []string{"--user", fmt.Sprintf("%d:%d", *sc.RunAsUser, group), "--cap-drop", "ALL"}
+	for _, a := range sc.Capabilities.Add {
+		flags = append(flags, "--cap-add", string(a))
+	}
+	return flags
+}
+
+// imageCommand is a rendered command with the image's sandboxd.
+func imageCommand(cmd []string) []string {
+	out := append([]string(nil), cmd...)
+	if len(out) > 0 && out[0] == "sandboxd" {
+		out[0] = containerSandboxd
+	}
+	return out
 }
 
 // swapPolicy writes policy as the kubelet updates a ConfigMap volume: a
@@ -122,7 +183,8 @@ func (p *testPod) swapPolicy(t *testing.T, policy string) {
 // capability, the world's environment.
 func (p *testPod) agent(t *testing.T, env []string, argv ...string) dockerResult {
 	t.Helper()
-	flags := []string{"--user", fmt.Sprintf("%d:%d", containerAgentUID, containerAgentUID), "--cap-drop", "ALL"}
+	flags := []string{"--user", fmt.Sprintf("%d:%d", containerAgentUID, containerAgentUID), "--cap-drop", "ALL",
+		"-v", filepath.Join(p.dir, "run") + ":" + kube.RunDir + ":ro"}
 	for _, e := range p.w.env(containerWorkdir, env) {
 		flags = append(flags, "--env", e)
 	}
@@ -241,7 +303,7 @@ except OSError as e:
 			t.Fatal(err)
 		}
 		os.Mkdir(filepath.Join(ws, "src"), 0o777)
-		sock := "BARRY_HOOK_SOCKET=unix:" + filepath.Join(p.dir, "run", "hooks.sock")
+		sock := "BARRY_HOOK_SOCKET=unix:" + kube.HookSocket
 		for _, c := range []struct{ command, want string }{
 			{"git push origin main", `denied by bash.denyPrograms \"git:push\"`},
 			{"grep -rn TOKEN .", "reaches " + ws + "/.env"},

@@ -19,9 +19,6 @@ const (
 	// 53 of any address), and where the sidecar's DNS proxy listens
 	// (127.0.0.1).
 	DNSPort = 15053
-	// ProxyPort is the sidecar's CONNECT/HTTP proxy (127.0.0.1). The agent's
-	// rules do not open it: the agent reaches the proxy through the capture.
-	ProxyPort = 15080
 	// HealthPort is the sidecar's health server, on every address (the
 	// kubelet's probes come to the pod's IP): /readyz and /livez.
 	HealthPort = 15021
@@ -71,6 +68,7 @@ const (
 	volCredentials = "barry-credentials"
 	volHome        = "barry-home"
 	volTmp         = "barry-tmp"
+	volProxyTmp    = "barry-proxy-tmp"
 	volWorkspace   = "workspace"
 )
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -254,9 +255,12 @@ func checkManifests(t testing.TB, m *Manifests, w want) {
 	if sc := proxy.SecurityContext; !is(sc.RunAsUser, ProxyUID) || !isBool(sc.RunAsNonRoot, true) || *sc.RunAsUser == w.uid {
 		errorf("%s runAsUser %v runAsNonRoot %v", proxy.Name, sc.RunAsUser, sc.RunAsNonRoot)
 	}
-	wantCmd := []string{"sandboxd", "proxy", "--sidecar", "--policy", "/etc/barry/policy/policy.yaml", "--listen", "127.0.0.1:15080",
+	wantCmd := []string{"sandboxd", "proxy", "--sidecar", "--policy", "/etc/barry/policy/policy.yaml",
 		"--dns-listen", "127.0.0.1:15053", "--capture-listen", "127.0.0.1:15001", "--hook-socket", "/run/barry/hooks.sock",
-		"--health-listen", "0.0.0.0:15021", "--audit", "-"}
+		"--health-listen", "0.0.0.0:15021", "--audit", "-", "--agent-uid", strconv.FormatInt(w.uid, 10)}
+	if home := envValue(agent.Env, "HOME"); strings.HasPrefix(home, "/") {
+		wantCmd = append(wantCmd, "--agent-home", home)
+	}
 	if !slices.Equal(proxy.Command, wantCmd) {
 		errorf("%s command %q, want %q", proxy.Name, proxy.Command, wantCmd)
 	}
@@ -290,7 +294,15 @@ func checkManifests(t testing.TB, m *Manifests, w want) {
 		}
 		return out
 	}
-	wantProxy := map[string]string{"/etc/barry/policy": "barry-policy ro", "/run/barry": "barry-run"}
+	// The sidecar's own: the policy, the socket's volume, a /tmp; and
+	// the agent's volumes, read-only at the same paths (its rulings walk
+	// them).
+	wantProxy := map[string]string{"/etc/barry/policy": "barry-policy ro", "/run/barry": "barry-run", "/tmp": "barry-proxy-tmp"}
+	for p, name := range mounts(agent) {
+		if p != "/run/barry" && p != "/tmp" {
+			wantProxy[p] = strings.TrimSuffix(name, " ro") + " ro"
+		}
+	}
 	if w.secret != "" {
 		wantProxy["/etc/barry/credentials"] = "barry-credentials ro"
 	}

@@ -47,7 +47,6 @@ func proxyContainer(s *session) corev1.Container {
 		Image: s.image,
 		Command: []string{"sandboxd", "proxy", "--sidecar",
 			"--policy", PolicyDir + "/" + PolicyKey,
-			"--listen", loop(ProxyPort),
 			"--dns-listen", loop(DNSPort),
 			"--capture-listen", loop(CapturePort),
 			"--hook-socket", HookSocket,
@@ -120,7 +119,7 @@ func sessionVolumes(s *session) []corev1.Volume {
 }
 
 // reservedVolumes are the volume names addSession may add.
-var reservedVolumes = []string{volPolicy, volRun, volCredentials, volHome, volTmp}
+var reservedVolumes = []string{volPolicy, volRun, volCredentials, volHome, volTmp, volProxyTmp}
 
 // addSession makes spec (with meta, the pod's or the template's metadata)
 // the session's pod: the checks of checkSpec, then the session label, the
@@ -179,7 +178,30 @@ func addSession(meta *metav1.ObjectMeta, spec *corev1.PodSpec, s *session) error
 			agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: volTmp, MountPath: "/tmp"})
 		}
 	}
+	sidecarSees(&spec.InitContainers[1], agent, s)
+	spec.Volumes = append(spec.Volumes, emptyDirVolume(volProxyTmp))
 	return nil
+}
+
+// sidecarSees gives the sidecar what its rulings need of the agent: its
+// uid (the only peer of the hook socket besides the sidecar's own), its
+// HOME ("~/" in file rules), and its volumes, read-only at the same
+// paths (a search is ruled on what exists below it: the pod has no
+// filesystem layer of sandboxd's); and a /tmp of its own for its
+// proxies' sockets, which the agent never mounts.
+func sidecarSees(px, agent *corev1.Container, s *session) {
+	px.Command = append(px.Command, "--agent-uid", strconv.FormatInt(s.uid, 10))
+	if home := envValue(agent.Env, "HOME"); path.IsAbs(home) {
+		px.Command = append(px.Command, "--agent-home", home)
+	}
+	for _, m := range agent.VolumeMounts {
+		if m.Name == volRun || hasMount(px, m.MountPath) {
+			continue
+		}
+		m.ReadOnly = true
+		px.VolumeMounts = append(px.VolumeMounts, m)
+	}
+	px.VolumeMounts = append(px.VolumeMounts, corev1.VolumeMount{Name: volProxyTmp, MountPath: "/tmp"})
 }
 
 // confineAgent makes c the agent: its own non-root uid and gid, no
