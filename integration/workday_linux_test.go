@@ -375,12 +375,15 @@ func workdaySteps(tl workdayTools, r *workdayRepo, n workdayNet, launch bool) []
 	}
 	deny("cat .env", sh("cat .env"), nil)
 	deny("grep -r SECRET .", sh("grep -r "+workdaySecretKey+" ."), nil)
-	deny("curl denied.test", sh(n.denied), func() string {
-		if k := n.saw("denied.test"); k > 0 {
-			return fmt.Sprintf("denied.test got %d requests", k)
-		}
-		return ""
-	})
+	// Codex hooks only has no network rule to stop it (workdayPolicy).
+	if !(tl.harness == "codex" && !launch) {
+		deny("curl denied.test", sh(n.denied), func() string {
+			if k := n.saw("denied.test"); k > 0 {
+				return fmt.Sprintf("denied.test got %d requests", k)
+			}
+			return ""
+		})
+	}
 	deny("plant ~/.bashrc", sh("echo 'echo planted' >> ~/.bashrc"), func() string {
 		if b, err := os.ReadFile(r.bashrc); err != nil || string(b) != "# the user's own\n" {
 			return fmt.Sprintf("~/.bashrc now holds %q (%v)", b, err)
@@ -540,7 +543,10 @@ func testWorkday(t *testing.T, h workdayHarness) {
 		r := newWorkdayRepo(t, b.ws, b.home, b.root)
 		steps := workdaySteps(h.tools, r, launchWorkdayNet(w), true)
 		run := b.run(t, workdayArgs{calls: workdayCalls(steps), policy: workdayPolicy(h.tools.harness, true),
-			env: r.goEnv(toolPath(), "https://"+goproxyHost), flags: []string{"--write", r.goDir}})
+			// The world's --allow-domain flags narrow the policy's
+			// allowlist (the stricter of both): the module proxy is
+			// named there too.
+			env: r.goEnv(toolPath(), "https://"+goproxyHost), flags: []string{"--write", r.goDir, "--allow-domain", goproxyHost}})
 		t.Logf("tools offered: %s", strings.Join(run.tools, " "))
 		if n := judgeWorkday(t, h.tools.harness+" launch", steps, run, r.secret); n != 0 {
 			t.Errorf("%s under sandboxd launch: %d false denials, want 0", h.tools.harness, n)
@@ -785,6 +791,9 @@ func TestWorkdayGemini(t *testing.T) {
 // hooks only with grep and find turned on.
 func TestWorkdayPi(t *testing.T) {
 	pi := piCLI(t)
+	if !piFindUsable() {
+		t.Logf("no fd 8.7 or later on the tool path: Pi's find tool cannot run here, and its step is left out")
+	}
 	tools := workdayTools{
 		harness: "pi",
 		shell:   piBash,
@@ -792,10 +801,16 @@ func TestWorkdayPi(t *testing.T) {
 			return fakemodel.ToolCall{Name: "read", Input: map[string]any{"path": path}}
 		},
 		search: func(root string) []workdayCall {
-			return []workdayCall{
+			calls := []workdayCall{
 				{fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": "func Add", "path": root}}, "calc.go"},
-				{fakemodel.ToolCall{Name: "find", Input: map[string]any{"pattern": "*.go", "path": root}}, "calc_test.go"},
 			}
+			// Pi's find runs fd with --no-require-git (fd 8.7 and later),
+			// and downloads one when none is on PATH: with no usable fd
+			// here the tool cannot run, whatever the gate says.
+			if piFindUsable() {
+				calls = append(calls, workdayCall{fakemodel.ToolCall{Name: "find", Input: map[string]any{"pattern": "*.go", "path": root}}, "calc_test.go"})
+			}
+			return calls
 		},
 		searchEnv: func(ws string) fakemodel.ToolCall {
 			return fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": workdaySecretKey, "path": filepath.Join(ws, ".env")}}
@@ -893,8 +908,6 @@ func TestWorkdayCopilot(t *testing.T) {
 var workdayKnownBugs = map[string]string{
 	"* hooks go get": "PRODUCT BUG: hooks only, any network.domains rule denies a package install whose destination the " +
 		"command does not name (GOPROXY, the default registry): the same reason",
-	"codex hooks curl denied.test": "PRODUCT LIMIT: hookgate refuses any network rule in a Codex hooks session (Codex's " +
-		"hosted web_search has no hook), so this session has none and nothing stops the host",
 }
 
 // workdayKnown returns the known-bug note for a failed step of the run
@@ -908,3 +921,19 @@ func workdayKnown(label, step string) string {
 	}
 	return ""
 }
+
+// piFindUsable says whether an fd Pi's find tool can run is on the tool
+// path (fd or Debian's fdfind, 8.7 or later).
+var piFindUsable = sync.OnceValue(func() bool {
+	for _, name := range []string{"fd", "fdfind"} {
+		out, err := exec.Command(name, "--version").Output()
+		if err != nil || !onToolPath(name) {
+			continue
+		}
+		var major, minor int
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), name+" %d.%d", &major, &minor); err == nil && (major > 8 || major == 8 && minor >= 7) {
+			return true
+		}
+	}
+	return false
+})
