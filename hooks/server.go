@@ -96,6 +96,13 @@ func ListenUnix(path string) (net.Listener, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
 		return nil, fmt.Errorf("socket directory %s: owned by uid %d, not %d", dir, st.Uid, os.Geteuid())
 	}
+	return listenSocket(path, 0o600)
+}
+
+// listenSocket listens on the Unix socket path, replacing a stale socket
+// there (any other file is an error), with mode; the file is removed when
+// the listener closes.
+func listenSocket(path string, mode os.FileMode) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&fs.ModeSocket == 0 {
 			return nil, fmt.Errorf("socket %s: exists and is not a socket", path)
@@ -108,9 +115,9 @@ func ListenUnix(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, mode); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("socket %s: chmod 0600: %w", path, err)
+		return nil, fmt.Errorf("socket %s: chmod %#o: %w", path, mode, err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(true)
 	return ln, nil
@@ -131,24 +138,7 @@ func ListenUnixShared(path string) (net.Listener, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("socket directory %s: not a directory", dir)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("socket %s: exists and is not a socket", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("socket %s: removing stale socket: %w", path, err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o666); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("socket %s: chmod 0666: %w", path, err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(true)
-	return ln, nil
+	return listenSocket(path, 0o666)
 }
 
 // Serve accepts connections on ln until ctx is done, then closes ln and
