@@ -891,8 +891,6 @@ func TestWorkdayCopilot(t *testing.T) {
 // assertions stay: a step that fails names its entry, and a fix makes it
 // pass.
 var workdayKnownBugs = map[string]string{
-	"* hooks go get": "PRODUCT BUG: hooks only, any network.domains rule denies a package install whose destination the " +
-		"command does not name (GOPROXY, the default registry): the same reason",
 	"codex hooks curl denied.test": "PRODUCT LIMIT: hookgate refuses any network rule in a Codex hooks session (Codex's " +
 		"hosted web_search has no hook), so this session has none and nothing stops the host",
 }
