@@ -906,8 +906,6 @@ func TestWorkdayCopilot(t *testing.T) {
 // assertions stay: a step that fails names its entry, and a fix makes it
 // pass.
 var workdayKnownBugs = map[string]string{
-	"* hooks go get": "PRODUCT BUG: hooks only, any network.domains rule denies a package install whose destination the " +
-		"command does not name (GOPROXY, the default registry): the same reason",
 }
 
 // workdayKnown returns the known-bug note for a failed step of the run

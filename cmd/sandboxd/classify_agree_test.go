@@ -66,8 +66,21 @@ var agreeCases = []struct {
 		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
 	{"allowlist", "go get example.test/m@v1.0.0",
 		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	// A package manager's registry: the default one (proxy.golang.org,
+	// sum.golang.org and, as the direct fallback, the module's host), or
+	// the one the line names; one the line cannot name is refused.
 	{"guarded", "go get example.test/m@v1.0.0",
-		policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", "network.domains")},
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
+	{"guarded", "GOPROXY=https://pastebin.com/goproxy go get example.test/m@v1.0.0",
+		policy.Denied(`denied domain: pastebin.com matches network.domains entry "pastebin.com"`, "network.domains:pastebin.com")},
+	{"guarded", "go get pastebin.com/m@v1.0.0",
+		policy.Denied(`denied domain: pastebin.com matches network.domains entry "pastebin.com"`, "network.domains:pastebin.com")},
+	{"guarded", "GOPROXY=direct go mod download",
+		policy.Denied("shell command uses the network but the destination of go cannot be read (go fetches modules from their own hosts and the line names no module path), and the bound has domain rules", "network.domains")},
+	{"guarded", "npm install --registry https://x.pastebin.com/npm/",
+		policy.Denied(`denied domain: x.pastebin.com matches network.domains entry "*.pastebin.com"`, "network.domains:*.pastebin.com")},
+	{"guarded", "pip install requests",
+		policy.AllowedBy("shell command passes the bound's shell, network and file rules", "")},
 	// deniedAccess write
 	{"readonly", "echo hi > out.txt",
 		policy.Denied(`write access denied: the shell command (> out.txt) writes files and deniedAccess "write" denies write access`, "deniedAccess:write")},

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +65,101 @@ type invocation struct {
 	// line, from more than its own words (gh api's GH_HOST), for its
 	// hosts answer.
 	hosts []string
+	// env is the static variables assigned for this command only
+	// ("GOPROXY=x go get", "env GOPROXY=x go get"), and vars what the
+	// whole line assigns, for the entries whose hosts depend on a variable
+	// (a package manager's registry): see invocation.setting.
+	env  map[string]string
+	vars *lineVars
+}
+
+// lineVars are the values a line assigns to variables anywhere (an export
+// reaches later commands, a function body runs after a later export): by
+// name, the static values, and whether any value is not static. The walk
+// fills it; it is complete when Classify returns, and read-only after.
+type lineVars struct {
+	vals map[string][]string
+	dyn  map[string]bool
+}
+
+func (l *lineVars) add(name string, v *word) {
+	if l.vals == nil {
+		l.vals, l.dyn = map[string][]string{}, map[string]bool{}
+	}
+	if v.dyn {
+		l.dyn[name] = true
+		return
+	}
+	l.vals[name] = append(l.vals[name], v.val)
+}
+
+// setting is what a variable may hold when the invocation runs, read from
+// the line only (the gate's own environment is not the command's, and a
+// classifier that read it would not be a function of the line): the value
+// assigned for this command alone when there is one; otherwise def (the
+// value it has when the line sets none; "" for none) and every static
+// value the line assigns it anywhere. dyn reports a value that is not
+// static, so what it holds cannot be read. fold matches the name without
+// regard to case (npm reads npm_config_* so).
+func (inv invocation) setting(name, def string, fold bool) (vals []string, dyn bool) {
+	match := func(k string) bool { return k == name || fold && strings.EqualFold(k, name) }
+	for k, v := range inv.env {
+		if match(k) {
+			return []string{v}, false
+		}
+	}
+	if def != "" {
+		vals = append(vals, def)
+	}
+	if inv.vars != nil {
+		for _, k := range slices.Sorted(maps.Keys(inv.vars.vals)) {
+			if match(k) {
+				vals = append(vals, inv.vars.vals[k]...)
+			}
+		}
+		for k := range inv.vars.dyn {
+			if match(k) {
+				dyn = true
+			}
+		}
+	}
+	return vals, dyn
+}
+
+// assignsHere reports whether one of the variables named (without regard
+// to case) is assigned for this command alone.
+func (inv invocation) assignsHere(names ...string) bool {
+	for k := range inv.env {
+		for _, n := range names {
+			if strings.EqualFold(k, n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// assigns reports whether the line assigns a variable whose name the
+// predicate accepts, for this command or anywhere.
+func (inv invocation) assigns(pred func(name string) bool) bool {
+	for k := range inv.env {
+		if pred(k) {
+			return true
+		}
+	}
+	if inv.vars != nil {
+		for k := range inv.vars.vals {
+			if pred(k) {
+				return true
+			}
+		}
+		for k := range inv.vars.dyn {
+			if pred(k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Classify reads a command line (bash syntax) without running it. It never
@@ -103,6 +199,8 @@ type analyzer struct {
 	// ghHostVals are the static values the line assigns to GH_HOST
 	// anywhere (an export reaches every later gh).
 	ghHostVals []string
+	// vars collects every assignment of the line (invocation.vars).
+	vars *lineVars
 }
 
 // setPrefix adds NAME=val to the environment of the command being
@@ -516,6 +614,10 @@ func (a *analyzer) assignValue(name string, v *word, depth int) {
 	if v == nil {
 		return // export NAME: no new value
 	}
+	if a.vars == nil {
+		a.vars = &lineVars{}
+	}
+	a.vars.add(name, v)
 	if why, ok := hijackVars()[name]; ok {
 		a.fail(name + " assignment changes what later commands run" + why)
 		return

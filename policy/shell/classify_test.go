@@ -100,6 +100,12 @@ func runTable(t *testing.T, rows []tcase) {
 					}
 				}
 			}
+			if tc.unread != "" {
+				_, why := c.unreadDestination()
+				if tc.unread == "-" && why != "" || tc.unread != "-" && !strings.Contains(why, tc.unread) {
+					t.Errorf("unreadDestination = %q, want %q", why, tc.unread)
+				}
+			}
 			if tc.opaque != "" {
 				if got, want := c.Opaque, fields(tc.opaque); !slices.Equal(got, want) {
 					t.Errorf("Opaque = %q, want %q", got, want)

@@ -16,7 +16,8 @@
 // curl, wget, httpie/xh, netcat, telnet, socat; prog_remote.go: ssh, scp,
 // sftp, rsync; prog_vcs.go: git, gh; prog_dns.go: the DNS lookup tools,
 // resolvectl, getent; prog_proto.go: other-protocol clients and openssl;
-// prog_cloud.go: the cloud and Kubernetes CLIs). The walks ask the
+// prog_cloud.go: the cloud and Kubernetes CLIs; prog_pkg.go: the package
+// managers and their registries). The walks ask the
 // registry first; the programs not yet moved are still cases of their
 // switches in programs.go, network.go and writes.go.
 //
@@ -24,5 +25,6 @@
 // strings) and never runs or expands anything. Every function is pure and
 // safe for concurrent use, except that Decide looks at the filesystem
 // (symlinks, and which arguments are directories) through its
-// policy.FileMatcher.
+// policy.FileMatcher, and for the package managers' configuration files
+// (toolconfig.go). It never reads its own process's environment.
 package shell

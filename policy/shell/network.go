@@ -85,19 +85,9 @@ func (c Classification) NetworkActionDenied(actions []string) (string, bool) {
 
 var pkgRead = sync.OnceValue(func() map[string]map[string]bool {
 	return map[string]map[string]bool{
-		"npm":      setOf(`install i ci add update upgrade outdated view info show audit dlx exec create init x`),
-		"pnpm":     setOf(`install i add update up upgrade outdated view info audit dlx exec create`),
-		"yarn":     setOf(`install add upgrade up outdated info dlx create`),
 		"bun":      setOf(`install i add update upgrade x create outdated`),
-		"pip":      setOf(`install download index search wheel`),
-		"pip3":     setOf(`install download index search wheel`),
 		"pipx":     setOf(`install run upgrade inject`),
-		"uv":       setOf(`add sync lock pip tool run venv python`),
 		"poetry":   setOf(`add install update lock`),
-		"go":       setOf(`get install mod`),
-		"cargo":    setOf(`fetch install update add search`),
-		"gem":      setOf(`install update fetch`),
-		"bundle":   setOf(`install update`),
 		"docker":   setOf(`pull search login build`),
 		"podman":   setOf(`pull search login build`),
 		"brew":     setOf(`install update upgrade fetch tap reinstall`),
@@ -112,15 +102,9 @@ var pkgRead = sync.OnceValue(func() map[string]map[string]bool {
 
 var pkgWrite = sync.OnceValue(func() map[string]map[string]bool {
 	return map[string]map[string]bool{
-		"npm":    setOf(`publish unpublish deprecate dist-tag owner`),
-		"pnpm":   setOf(`publish`),
-		"yarn":   setOf(`publish npm`),
 		"bun":    setOf(`publish`),
 		"twine":  setOf(`upload register`),
-		"uv":     setOf(`publish`),
 		"poetry": setOf(`publish`),
-		"cargo":  setOf(`publish yank owner`),
-		"gem":    setOf(`push yank owner`),
 		"docker": setOf(`push`),
 		"podman": setOf(`push`),
 		"flit":   setOf(`publish`),
@@ -208,10 +192,39 @@ func ExtractDomainsFromCommand(line string) []string {
 	return Classify(line).Domains()
 }
 
+// unreadDestination returns the first program of the line whose entry
+// says its destination cannot be read from the line (program.unread), and
+// why.
+func (c Classification) unreadDestination() (prog, why string) {
+	for _, inv := range c.invs {
+		if p := programs()[inv.prog]; p != nil && p.unread != nil {
+			if why := p.unread(inv); why != "" {
+				return inv.prog, why
+			}
+		}
+	}
+	return "", ""
+}
+
 // Domains is ExtractDomainsFromCommand for a line already classified.
-func (c Classification) Domains() []string {
+// A package manager's default registry (the one it contacts when the line
+// names none) is among them.
+func (c Classification) Domains() []string { return c.domains(true) }
+
+// namedDomains is Domains without the defaults: the hosts the line names.
+// Inside the sandbox an unnamed destination is the egress proxy's to
+// decide, so Decide checks these only.
+func (c Classification) namedDomains() []string { return c.domains(false) }
+
+func (c Classification) domains(defaults bool) []string {
 	var out []string
 	addHost := func(h string) {
+		if d, ok := strings.CutPrefix(h, defaultMark); ok {
+			if !defaults {
+				return
+			}
+			h = d
+		}
 		if h == "" {
 			return
 		}
@@ -233,7 +246,7 @@ func (c Classification) Domains() []string {
 			continue
 		}
 		switch inv.prog {
-		case "pip", "pip3", "pipx", "npm", "pnpm", "yarn", "bun", "npx", "bunx", "uv", "poetry", "go", "cargo", "gem", "brew", "docker", "podman", "composer":
+		case "pipx", "bun", "npx", "bunx", "poetry", "brew", "docker", "podman", "composer":
 			for _, h := range pkgURLHosts(inv) {
 				addHost(h)
 			}

@@ -140,7 +140,7 @@ var startsShell = sync.OnceValue(func() map[string]bool {
 // opaqueExecutors run code the line does not show (build files, scripts).
 var opaqueExecutors = sync.OnceValue(func() map[string]bool {
 	return map[string]bool{
-		"make": true, "gmake": true, "just": true, "task": true, "cargo": true, "gradle": true, "gradlew": true,
+		"make": true, "gmake": true, "just": true, "task": true, "gradle": true, "gradlew": true,
 		"mvn": true, "mvnw": true, "pytest": true, "tox": true, "nox": true, "rake": true, "ant": true, "bazel": true,
 		"ninja": true, "cmake": true, "meson": true, "ctest": true, "jest": true, "vitest": true, "mocha": true,
 		"tsx": true, "ts-node": true, "phpunit": true, "rspec": true, "sbt": true, "dotnet": true, "swift": true,
@@ -167,24 +167,15 @@ var globalOpts = sync.OnceValue(func() map[string]optSpec {
 	return map[string]optSpec{
 		"docker":    {short: "Hcl", long: []string{"host", "context", "config", "log-level", "tlscacert", "tlscert", "tlskey"}},
 		"podman":    {short: "c", long: []string{"connection", "url", "root", "runroot", "log-level", "storage-driver", "identity"}},
-		"npm":       {short: "wC", long: []string{"prefix", "workspace", "userconfig", "registry", "cache", "loglevel"}},
-		"pnpm":      {short: "CF", long: []string{"dir", "filter", "workspace", "reporter", "loglevel"}},
-		"yarn":      {long: []string{"cwd", "registry", "cache-folder", "modules-folder"}},
-		"cargo":     {short: "ZC", long: []string{"config", "color", "manifest-path"}},
-		"go":        {short: "C"},
-		"pip":       {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url", "exists-action"}},
 		"brew":      {},
 		"apt":       {short: "ot", long: []string{"option", "target-release"}},
 		"apt-get":   {short: "ot", long: []string{"option", "target-release"}},
-		"gem":       {},
-		"uv":        {long: []string{"directory", "project", "cache-dir", "python", "config-file"}},
 		"poetry":    {short: "C", long: []string{"directory", "project"}},
 		"twine":     {},
 		"terraform": {},
 		"systemctl": {short: "HMt", long: []string{"host", "machine", "type", "state", "property"}},
 		"deno":      {},
 		"bun":       {},
-		"pip3":      {long: []string{"proxy", "cert", "client-cert", "cache-dir", "log", "timeout", "retries", "python", "index-url"}},
 	}
 })
 
@@ -205,8 +196,7 @@ var nonExec = sync.OnceValue(func() map[string]bool {
 		"gunzip": true, "ps": true, "env": true, "id": true, "whoami": true, "uname": true, "hostname": true,
 		"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
 		"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
-		"brew": true, "apt": true, "apt-get": true, "pip": true, "pip3": true, "npm": true, "pnpm": true,
-		"yarn": true, "gem": true, "code": true, "open": true,
+		"brew": true, "apt": true, "apt-get": true, "code": true, "open": true,
 		"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
 		"podman": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
 	}
@@ -237,7 +227,10 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		a.copies[prog] = orig
 		a.opaque(prog)
 	}
-	inv := invocation{prog: prog, args: args}
+	if a.vars == nil {
+		a.vars = &lineVars{}
+	}
+	inv := invocation{prog: prog, args: args, env: a.prefixEnv, vars: a.vars}
 	a.curIn = in
 	rest := func(i int) {
 		if i < len(args) {
@@ -719,10 +712,10 @@ func (a *analyzer) afterSub(prog string, args []word, i int, in stdin, depth int
 // its entry's runs instead.)
 var runners = sync.OnceValue(func() map[string]map[string]int {
 	return map[string]map[string]int{
-		"uv": {"run": 0}, "poetry": {"run": 0}, "pipenv": {"run": 0}, "pdm": {"run": 0}, "hatch": {"run": 0},
+		"poetry": {"run": 0}, "pipenv": {"run": 0}, "pdm": {"run": 0}, "hatch": {"run": 0},
 		"conda": {"run": 0}, "pixi": {"run": 0}, "mise": {"exec": 0, "x": 0}, "asdf": {"exec": 0},
 		"direnv": {"exec": 1}, "op": {"run": 0}, "doppler": {"run": 0}, "aws-vault": {"exec": 1},
-		"infisical": {"run": 0}, "bundle": {"exec": 0}, "nix": {"shell": -1, "develop": -1},
+		"infisical": {"run": 0}, "nix": {"shell": -1, "develop": -1},
 		"bun": {"x": 0}, "docker": {"exec": 1, "run": 1}, "podman": {"exec": 1, "run": 1},
 	}
 })

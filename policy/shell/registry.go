@@ -40,6 +40,18 @@ type program struct {
 	// noHosts says the program's actions go to hosts no word of the line
 	// names (an entry with actions and no hosts must set it).
 	noHosts bool
+	// unread, when set, says why the destination of one invocation cannot
+	// be read from the line although the program has a hosts answer (a
+	// registry in a variable, GOPROXY=direct with no module path named);
+	// "" when it can. Decide refuses such an invocation under domain rules
+	// outside the sandbox, whatever other hosts the line names.
+	unread func(inv invocation) string
+	// configs are the files, outside the line, that can send the program
+	// to other hosts than its hosts answer names (a project's .npmrc, the
+	// user's pip.conf). The classifier reads no file: Decide looks for
+	// them (configRedirect) and refuses under domain rules, outside the
+	// sandbox, an invocation one of them may redirect.
+	configs []configFile
 	// writes records the files one invocation writes by its own
 	// semantics; nil: none.
 	writes func(a *analyzer, inv invocation)
@@ -76,6 +88,7 @@ func programFamilies() map[string]map[string]*program {
 	return map[string]map[string]*program{
 		"net": netPrograms(), "remote": remotePrograms(), "vcs": vcsPrograms(),
 		"dns": dnsPrograms(), "proto": protoPrograms(), "cloud": cloudPrograms(),
+		"pkg": pkgPrograms(),
 	}
 }
 
@@ -189,6 +202,14 @@ func (l *hostList) url(raw string) { l.add(urlHost(raw, false)) }
 
 // scp adds the host of a URL or an scp-style [user@]host:path.
 func (l *hostList) scp(raw string) { l.add(urlHost(raw, true)) }
+
+// dflt adds a host the program contacts because the line names none
+// (a package manager's default registry): Domains reports it, and
+// namedDomains, what the line itself names, leaves it out.
+func (l *hostList) dflt(h string) { l.add(defaultMark + h) }
+
+// defaultMark starts a hosts answer's entry that is a default (hostList.dflt).
+const defaultMark = "\x00default:"
 
 func (l *hostList) add(h string) {
 	if h != "" {

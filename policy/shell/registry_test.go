@@ -75,6 +75,7 @@ func TestProgramRegistry(t *testing.T) {
 			"elinks", "w3m", "whois", "ping", "ping6", "fping", "arping", "traceroute", "traceroute6", "tracepath", "mtr", "nmap", "hping3", "openssl"}},
 		"cloud": {reg.families["cloud"], []string{"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify",
 			"wrangler", "rclone", "s3cmd", "gsutil"}},
+		"pkg": {reg.families["pkg"], []string{"go", "npm", "pnpm", "yarn", "pip", "pip3", "uv", "cargo", "gem", "bundle"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -163,6 +164,17 @@ var registrySamples = map[string]struct {
 	"rclone":   {"rclone copy f remote:b", ""},
 	"s3cmd":    {"s3cmd ls s3://b", ""},
 	"gsutil":   {"gsutil ls gs://b", ""},
+
+	"go":     {"go get a.example/m@v1", "proxy.golang.org"},
+	"npm":    {"npm install", "registry.npmjs.org"},
+	"pnpm":   {"pnpm install", "registry.npmjs.org"},
+	"yarn":   {"yarn", "registry.yarnpkg.com"},
+	"pip":    {"pip install requests", "pypi.org"},
+	"pip3":   {"pip3 install requests", "files.pythonhosted.org"},
+	"uv":     {"uv pip install requests", "pypi.org"},
+	"cargo":  {"cargo fetch", "index.crates.io"},
+	"gem":    {"gem install rails", "rubygems.org"},
+	"bundle": {"bundle install", "rubygems.org"},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {

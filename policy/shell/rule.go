@@ -46,9 +46,12 @@ func RuleIn(b *policy.Bound) string {
 //  5. network.actions: an action the line performs that the bound denies;
 //  6. network.domains and network.allowDomains: every host the line
 //     contacts must pass policy's network decider (policy.CompileNetwork,
-//     the proxy's and the engine's own); a line that performs network
-//     actions without a host the classifier can read denies when any
-//     domain rule exists;
+//     the proxy's and the engine's own); outside the sandbox, when any
+//     domain rule exists, a line denies that runs a program whose
+//     destination the line cannot say (a registry in a variable), or
+//     whose configuration file may send it elsewhere (a project's .npmrc
+//     that sets registry: configRedirect), or that performs network
+//     actions without a host the classifier can read;
 //  7. apply_patch run through the shell: the patch must be readable, and
 //     every file it names is a write (deniedAccess, then the files rules);
 //  8. files rules and deniedAccess: the file the line writes must be known
@@ -101,18 +104,31 @@ func Decide(line, cwd string, b *policy.Bound, net *policy.NetworkDecider, m pol
 		}
 		if net.HasDomainRules() {
 			hosts := c.Domains()
+			if n.Enforce == policy.EnforceSandbox {
+				// A package manager's default registry is the environment's
+				// inside the sandbox (its GOPROXY), the proxy's to decide.
+				hosts = c.namedDomains()
+			}
 			for _, h := range hosts {
 				if d := net.DecideHostName(h); !d.Allowed() {
 					return d
 				}
 			}
-			// A destination the line does not name (a package manager's
-			// registry, a URL in a variable) is the egress proxy's to
-			// decide by name, inside the sandbox (enforce: sandbox: a
-			// session without one never gets here,
+			// A destination the line does not name (a URL in a variable, a
+			// registry a tool's configuration file sets) is the egress
+			// proxy's to decide by name, inside the sandbox (enforce:
+			// sandbox: a session without one never gets here,
 			// policy.DecideSandboxed); hooks only, nothing else would.
-			if len(hosts) == 0 && len(ClassifyNetworkActions(c, "")) > 0 && n.Enforce != policy.EnforceSandbox {
-				return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", policy.RuleNetworkDomains)
+			if n.Enforce != policy.EnforceSandbox {
+				if prog, why := c.unreadDestination(); why != "" {
+					return policy.Denied(fmt.Sprintf("shell command uses the network but the destination of %s cannot be read (%s), and the bound has domain rules", prog, why), policy.RuleNetworkDomains)
+				}
+				if why := configRedirect(c, m.Cwd, m.Home); why != "" {
+					return policy.Denied("shell command "+why+", and the bound has domain rules", policy.RuleNetworkDomains)
+				}
+				if len(hosts) == 0 && len(ClassifyNetworkActions(c, "")) > 0 {
+					return policy.Denied("shell command uses the network but its destination cannot be read, and the bound has domain rules", policy.RuleNetworkDomains)
+				}
 			}
 		}
 	}
