@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/policy/shell"
 )
 
 // Engine rules on one normalized tool call. A Rule that cannot decide
@@ -195,7 +196,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			return policy.Denied(policy.Because(policy.ReasonShellNoCwd, "%s has cwd %q", c.Tool, cwd), policy.RuleInput)
 		}
 		if mustProtocol(c.Harness).typedShells && ShellRuleIn(r.bound()) != "" {
-			if prog := interactiveReader(cmd); prog != "" {
+			if prog := shell.InteractiveReader(cmd); prog != "" {
 				return policy.Denied(fmt.Sprintf("shell command starts %s reading commands from its input, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), policy.RuleShellInteractive)
 			}
 		}
