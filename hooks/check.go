@@ -123,7 +123,7 @@ func (st *checkState) run(ctx context.Context, a CheckArgs) Output {
 		return Fail(st.h, "hookgate: "+err.Error()+"; denied")
 	}
 	if c.Kind == KindOther {
-		return Encode(c, Answer{Reply: ReplyPass, Reason: "hookgate: event " + c.Event + " is not gated"})
+		return Encode(c, Answer{Reply: ReplyPass, Reason: "hookgate: " + policy.Because(policy.ReasonNotGated, "%s", c.Event)})
 	}
 	st.setCall(c)
 	injectFault(a.Fault, "decoded")

@@ -11,14 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/barry-rocks/sandbox/policy/shell"
 )
 
 // Codex: PreToolUse and PermissionRequest hooks in hooks.json (user:
@@ -376,80 +372,6 @@ func codexProjectTrusted(codexHome, dir string) bool {
 		}
 	}
 	return false
-}
-
-// interactiveReaders read commands from their input when given no script.
-var interactiveReaders = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{
-		"sh": true, "bash": true, "rbash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true, "yash": true,
-		"fish": true, "csh": true, "tcsh": true, "busybox": true,
-		"python": true, "pypy": true, "pypy3": true, "ipython": true, "ipython3": true, "node": true, "nodejs": true, "deno": true, "bun": true,
-		"irb": true, "ruby": true, "perl": true, "php": true, "lua": true, "R": true, "julia": true, "ghci": true, "dc": true, "bc": true,
-		"psql": true, "mysql": true, "sqlite3": true, "redis-cli": true, "telnet": true, "nc": true, "socat": true, "gdb": true, "lldb": true, "ed": true,
-		"su": true, "sudo": true, "ssh": true,
-	}
-})
-
-// alwaysInteractive read the terminal whatever their arguments (a terminal
-// multiplexer, an editor or pager with a shell escape, script's shell).
-var alwaysInteractive = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{
-		"script": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "nano": true, "emacs": true,
-		"less": true, "more": true, "man": true,
-	}
-})
-
-// optionsWithArgument take the next word as their value (bash -o vi).
-var optionsWithArgument = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{"-o": true, "+o": true, "-O": true, "+O": true, "--rcfile": true, "--init-file": true,
-		"-X": true, "-W": true}
-})
-
-// interactiveReader returns the first program of a command line that would
-// read commands from its input (an interpreter with no script, no -c/-e
-// and no command argument, or with -i; a multiplexer, editor or pager), or
-// "" (also for a line that does not parse: the shell rules then decide).
-func interactiveReader(cmd string) string {
-	c := shell.Classify(cmd)
-	if c.Unparseable {
-		return ""
-	}
-	for _, argv := range c.Argvs {
-		if len(argv) == 0 {
-			continue
-		}
-		prog := filepath.Base(argv[0])
-		if alwaysInteractive()[prog] {
-			if prog == "script" && slices.Contains(argv[1:], "-c") {
-				continue
-			}
-			return prog
-		}
-		versioned := strings.TrimRight(prog, "0123456789.")
-		if !interactiveReaders()[prog] && !(versioned != prog && interactiveReaders()[versioned]) {
-			continue
-		}
-		scripted, interactive := false, false
-		for i := 1; i < len(argv); i++ {
-			a := argv[i]
-			switch {
-			case a == "-i" || a == "--interactive" || a == "-s" && prog == "sudo":
-				interactive = true
-			case a == "-c" || a == "-e" || a == "-E" || a == "--eval" || a == "-m" || a == "--command" || a == "-f" || a == "--file":
-				scripted = true
-			case optionsWithArgument()[a]:
-				i++
-			case a == "-" || a == "-s":
-				// the script from stdin
-			case !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
-				scripted = true
-			}
-		}
-		if interactive || !scripted {
-			return prog
-		}
-	}
-	return ""
 }
 
 // codexFileTrusted checks that config.toml holds, for each hookgate entry

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/policy/shell"
 )
 
 // Engine rules on one normalized tool call. A Rule that cannot decide
@@ -42,9 +43,9 @@ type FailClosedShell struct{}
 // RuleCommand implements ShellRuler.
 func (FailClosedShell) RuleCommand(command, cwd string, b *policy.Bound, _ *policy.NetworkDecider, _ policy.FileMatcher) policy.Decision {
 	if rule := ShellRuleIn(b); rule != "" {
-		return policy.Denied("shell command cannot be classified here and the bound has "+rule+" rules", policy.RuleShellUnclassified)
+		return policy.Denied(policy.Because(policy.ReasonShellUnclassified, "no classifier here, and the bound has %s rules", rule), policy.RuleShellUnclassified)
 	}
-	return policy.AllowedBy("shell command allowed: the bound has no shell, file or network rule", "")
+	return policy.AllowedBy(policy.Because(policy.ReasonShellAllowed, "the bound has no shell, file or network rule"), "")
 }
 
 // caseInsensitiveFS is whether the platform's usual filesystem ignores case
@@ -125,36 +126,36 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 //     confined by allowed_domains when any domain rule exists.
 func (r *Ruler) Rule(ctx context.Context, c Call) (d policy.Decision) {
 	if err := ctx.Err(); err != nil {
-		return policy.Denied("no ruling before the deadline: "+err.Error(), policy.RuleDeadline)
+		return policy.Denied(policy.Because(policy.ReasonDeadline, "%v", err), policy.RuleDeadline)
 	}
 	if c.Kind == KindOther {
-		return policy.AllowedBy("event "+c.Event+" is not gated", "")
+		return policy.AllowedBy(policy.Because(policy.ReasonNotGated, "%s", c.Event), "")
 	}
 	if d := policy.DecideSandboxed(r.s.Bound, r.s.Sandboxed); !d.Allowed() {
 		return d
 	}
 	if r.s.Harness != "" && c.Harness != r.s.Harness {
-		return policy.Denied(fmt.Sprintf("session is for %s, not %s", r.s.Harness, c.Harness), policy.RuleSessionHarness)
+		return policy.Denied(policy.Because(policy.ReasonOtherHarness, "the session is for %s, not %s", r.s.Harness, c.Harness), policy.RuleSessionHarness)
 	}
 	if ids, ok := r.mcpIDs(c); ok {
 		return r.ruleMCP(c, ids)
 	}
 	if strings.HasPrefix(c.Tool, "mcp__") || strings.HasPrefix(c.Tool, "MCP:") || c.Tool == "MCP" {
-		return policy.Denied(fmt.Sprintf("MCP tool %q names no server this session knows", c.Tool), policy.RuleMCP)
+		return policy.Denied(policy.Because(policy.ReasonUnknownMCPServer, "%q", c.Tool), policy.RuleMCP)
 	}
 	if r.denied[c.Tool] {
 		why := ""
 		if reason := r.s.Native.Reasons[c.Tool]; reason != "" {
 			why = ": " + reason
 		}
-		return policy.Denied(fmt.Sprintf("native tool %s is denied for %s%s", c.Tool, c.Harness, why), policy.RuleNativeDenied+":"+c.Tool)
+		return policy.Denied(policy.Because(policy.ReasonNativeDenied, "%s for %s%s", c.Tool, c.Harness, why), policy.RuleNativeDenied+":"+c.Tool)
 	}
 	if !r.native[c.Tool] {
-		return policy.Denied(fmt.Sprintf("native tool %s is not granted for %s", c.Tool, c.Harness), policy.RuleNativeAllowed)
+		return policy.Denied(policy.Because(policy.ReasonNativeNotGranted, "%s for %s", c.Tool, c.Harness), policy.RuleNativeAllowed)
 	}
 	t, known := policy.NativeToolOf(string(c.Harness), c.Tool)
 	if !known {
-		return policy.Denied(fmt.Sprintf("native tool %s is not in the %s catalog", c.Tool, c.Harness), policy.RuleNativeAllowed)
+		return policy.Denied(policy.Because(policy.ReasonNativeNotKnown, "%s for %s", c.Tool, c.Harness), policy.RuleNativeAllowed)
 	}
 	return r.guard(ctx, c, t)
 }
@@ -172,7 +173,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 	in := input{m: c.Input}
 	switch t.Reach {
 	case policy.ReachNone, policy.ReachShellSession:
-		return policy.AllowedBy(fmt.Sprintf("native tool %s is granted", c.Tool), policy.RuleNativeAllowed+":"+c.Tool)
+		return policy.AllowedBy(policy.Because(policy.ReasonNativeGranted, "%s", c.Tool), policy.RuleNativeAllowed+":"+c.Tool)
 	case policy.ReachShell, policy.ReachShellOpaque:
 		cmd := in.str(t.CommandKey, true)
 		dir := in.first(t.DirKeys)
@@ -181,9 +182,9 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 		}
 		if t.Reach == policy.ReachShellOpaque {
 			if rule := ShellRuleIn(r.bound()); rule != "" {
-				return policy.Denied(fmt.Sprintf("%s commands cannot be classified and the bound has %s rules", c.Tool, rule), policy.RuleShellUnclassified)
+				return policy.Denied(policy.Because(policy.ReasonShellUnclassified, "%s commands, and the bound has %s rules", c.Tool, rule), policy.RuleShellUnclassified)
 			}
-			return policy.AllowedBy(fmt.Sprintf("%s allowed: the bound has no shell, file or network rule", c.Tool), "")
+			return policy.AllowedBy(policy.Because(policy.ReasonShellAllowed, "%s commands, and the bound has no shell, file or network rule", c.Tool), "")
 		}
 		cwd := c.Cwd
 		if dir != "" {
@@ -195,8 +196,8 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			return policy.Denied(policy.Because(policy.ReasonShellNoCwd, "%s has cwd %q", c.Tool, cwd), policy.RuleInput)
 		}
 		if mustProtocol(c.Harness).typedShells && ShellRuleIn(r.bound()) != "" {
-			if prog := interactiveReader(cmd); prog != "" {
-				return policy.Denied(fmt.Sprintf("shell command starts %s reading commands from its input, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), policy.RuleShellInteractive)
+			if prog := shell.InteractiveReader(cmd); prog != "" {
+				return policy.Denied(policy.Because(policy.ReasonShellInteractive, "%s, which Codex's write_stdin would type into without a hook; give it its script or -c", prog), policy.RuleShellInteractive)
 			}
 		}
 		return r.shell.RuleCommand(cmd, cwd, r.bound(), r.net, r.matcher(cwd))
@@ -297,9 +298,9 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 				}
 			}
 		}
-		return policy.AllowedBy(fmt.Sprintf("%s allowed: http:read is not denied", c.Tool), "")
+		return policy.AllowedBy(policy.Because(policy.ReasonWebSearchAllowed, "%s, http:read is not denied", c.Tool), "")
 	}
-	return policy.Denied("unknown tool category", "")
+	return policy.Denied(policy.ReasonUnknownReach, "")
 }
 
 // matcher returns the file matcher for one ruling on a call made in cwd
@@ -330,7 +331,7 @@ func (r *Ruler) checkPaths(c Call, paths []string, write bool) policy.Decision {
 			return d
 		}
 	}
-	last := policy.AllowedBy("no file rules", "")
+	last := policy.AllowedBy(policy.ReasonNoFileRules, "")
 	m := r.matcher(c.Cwd)
 	for _, p := range paths {
 		ap := r.abs(p, c.Cwd)
@@ -385,7 +386,7 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 			return d
 		}
 	}
-	return policy.AllowedBy(fmt.Sprintf("%s roots are allowed", c.Tool), "")
+	return policy.AllowedBy(policy.Because(policy.ReasonSearchAllowed, "%s", c.Tool), "")
 }
 
 // harnessPaths rewrites paths the way harness h reads them before use.
@@ -441,7 +442,7 @@ func urlsIn(text string) []string { return urlPattern().FindAllString(text, 64) 
 // checkURLs decides every URL's host; it returns the first denial, or the
 // last host's allow (for one URL, the proxy's own words for that host).
 func (r *Ruler) checkURLs(tool string, urls []string) policy.Decision {
-	d := policy.AllowedBy(fmt.Sprintf("%s names no destination", tool), "")
+	d := policy.AllowedBy(policy.Because(policy.ReasonNoDestination, "%s", tool), "")
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
@@ -576,7 +577,7 @@ func keyKind(key string) string {
 func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 	for _, id := range ids {
 		if !r.mcp[id] {
-			return policy.Denied(fmt.Sprintf("MCP tool %s is not in the session's tools", id), policy.RuleMCPTools)
+			return policy.Denied(policy.Because(policy.ReasonMCPNotInTools, "%s", id), policy.RuleMCPTools)
 		}
 		server, tool, _ := splitQualified(id)
 		if d := policy.DecideToolDenied(r.bound(), server, tool); !d.Allowed() {
@@ -621,7 +622,7 @@ func (r *Ruler) ruleMCP(c Call, ids []string) policy.Decision {
 			}
 		}
 	}
-	return policy.AllowedBy(fmt.Sprintf("MCP tool %s is in the session's tools", strings.Join(ids, ", ")), policy.RuleMCPTools)
+	return policy.AllowedBy(policy.Because(policy.ReasonMCPInTools, "%s", strings.Join(ids, ", ")), policy.RuleMCPTools)
 }
 
 func toAny(ss []string) []any {

@@ -297,13 +297,13 @@ func (s *Server) handle(ctx context.Context, line []byte) Response {
 func (s *Server) rule(ctx context.Context, c Call) policy.Decision {
 	box := s.engine.Load()
 	if box == nil || box.e == nil {
-		return policy.Denied("ruling server has no policy", policy.RuleServer)
+		return policy.Denied(policy.ReasonServerNoPolicy, policy.RuleServer)
 	}
 	ch := make(chan policy.Decision, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				ch <- policy.Denied(fmt.Sprintf("internal error (panic: %v)", p), policy.RuleServer)
+				ch <- policy.Denied(policy.Because(policy.ReasonServerPanic, "panic: %v", p), policy.RuleServer)
 			}
 		}()
 		ch <- box.e.Rule(ctx, c)
@@ -311,10 +311,10 @@ func (s *Server) rule(ctx context.Context, c Call) policy.Decision {
 	select {
 	case d := <-ch:
 		if d.Reason == "" {
-			d = policy.Denied("engine gave no reason", policy.RuleServer)
+			d = policy.Denied(policy.ReasonServerNoReason, policy.RuleServer)
 		}
 		return d
 	case <-ctx.Done():
-		return policy.Denied("no ruling before the server's deadline", policy.RuleDeadline)
+		return policy.Denied(policy.ReasonServerDeadline, policy.RuleDeadline)
 	}
 }

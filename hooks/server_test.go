@@ -131,7 +131,7 @@ func TestServerProtocolErrors(t *testing.T) {
 		{`{"v":1,"op":"rule","call":{"harness":"vim","kind":1}}`, `{"v":1,"error":"unknown harness \"vim\" (want one of claude-code, codex, copilot, cursor, gemini, pi)"}`},
 		{`{"v":1,"op":"rule","policy":{}}`, `{"v":1,"error":"bad request: json: unknown field \"policy\""}`},
 		{`{"v":1,"op":"rule","op":"rule"}`, `{"v":1,"error":"bad request: malformed hook payload: duplicate key \"op\""}`},
-		{`{"v":1,"op":"rule","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"edit","input":{"path":"/x"}}}`, `{"v":1,"verdict":"deny","reason":"session is for claude-code, not pi","rule":"session.harness"}`},
+		{`{"v":1,"op":"rule","call":{"harness":"pi","event":"tool_call","kind":1,"tool":"edit","input":{"path":"/x"}}}`, `{"v":1,"verdict":"deny","reason":"call from another harness: the session is for claude-code, not pi","rule":"session.harness"}`},
 		{`{"v":1,"op":"rule","call":{"harness":"claude-code","event":"PreToolUse","kind":1,"tool":"Bash","input":{"command":"ls"}}}`, `{"v":1,"verdict":"allow","reason":"shell command allowed: the bound has no shell, file or network rule"}`},
 	}
 	for _, tc := range cases {

@@ -116,6 +116,33 @@ const (
 	ReasonProtectedWrite    = "write to a protected path (it runs or loads outside the session)"
 )
 
+// Reasons of hookgate's rulings (package hooks and its ruling server):
+// the phrase, then ": " and the details (a phrase alone where there are
+// none).
+const (
+	ReasonDeadline          = "no ruling before the deadline"
+	ReasonServerDeadline    = "no ruling before the server's deadline"
+	ReasonServerNoPolicy    = "ruling server has no policy"
+	ReasonServerPanic       = "internal error"
+	ReasonServerNoReason    = "engine gave no reason"
+	ReasonNotGated          = "event not gated"
+	ReasonOtherHarness      = "call from another harness"
+	ReasonUnknownMCPServer  = "MCP tool names no server this session knows"
+	ReasonMCPNotInTools     = "MCP tool not in the session's tools"
+	ReasonMCPInTools        = "MCP tool in the session's tools"
+	ReasonNativeDenied      = "native tool denied"
+	ReasonNativeNotGranted  = "native tool not granted"
+	ReasonNativeNotKnown    = "native tool not in the harness's catalog"
+	ReasonNativeGranted     = "native tool granted"
+	ReasonUnknownReach      = "unknown tool category"
+	ReasonShellUnclassified = "shell command cannot be classified"
+	ReasonShellAllowed      = "shell command allowed"
+	ReasonShellInteractive  = "shell command starts a program that reads commands from its input"
+	ReasonSearchAllowed     = "search roots allowed"
+	ReasonWebSearchAllowed  = "web search allowed"
+	ReasonNoDestination     = "tool names no destination"
+)
+
 // Because is a reason: the fixed phrase, then ": " and the details
 // formatted as fmt.Sprintf does.
 func Because(phrase, format string, args ...any) string {

@@ -147,6 +147,10 @@ type FSInput struct {
 	// AlwaysProtected are read-only whatever the write roots (the policy
 	// file's directory, sandboxd's runtime directory, the resolver files).
 	AlwaysProtected []string
+	// HarnessConfig are the harnesses' configuration directories where
+	// the environment moves them (HarnessConfigFromEnv); ProtectedInHome
+	// covers their default places.
+	HarnessConfig HarnessConfigDirs
 	// Hide are exact paths hidden whatever the file rules: the files the
 	// proxy reads credentials' values from (CredentialSpec.File), which
 	// nothing inside may read. Those that do not exist are left out.
@@ -154,6 +158,37 @@ type FSInput struct {
 	// ScanLimit bounds the entries the deny-pattern scan may look at
 	// (0: DefaultScanLimit); past it the plan is refused.
 	ScanLimit int
+}
+
+// HarnessConfigDirs are the harnesses' configuration directories that
+// the environment moves out of their default places in the home.
+type HarnessConfigDirs struct {
+	// ClaudeConfigDir is $CLAUDE_CONFIG_DIR ("" unset): Claude Code's
+	// settings files are there.
+	ClaudeConfigDir string
+	// CodexHome is $CODEX_HOME ("" unset): Codex's configuration and
+	// hooks, all of it.
+	CodexHome string
+}
+
+// HarnessConfigFromEnv reads the harnesses' configuration directories
+// from the environment through getenv (os.Getenv).
+func HarnessConfigFromEnv(getenv func(string) string) HarnessConfigDirs {
+	return HarnessConfigDirs{ClaudeConfigDir: getenv("CLAUDE_CONFIG_DIR"), CodexHome: getenv("CODEX_HOME")}
+}
+
+// protected are the paths of h a session must not write, those that exist
+// being protected: an agent must not be able to turn off its own hook
+// gate.
+func (h HarnessConfigDirs) protected() []string {
+	var out []string
+	if d := h.ClaudeConfigDir; d != "" {
+		out = append(out, filepath.Join(d, "settings.json"), filepath.Join(d, "settings.local.json"))
+	}
+	if d := h.CodexHome; d != "" {
+		out = append(out, d)
+	}
+	return out
 }
 
 // DefaultScanLimit bounds the files.deny scan.
@@ -194,7 +229,8 @@ type FSPlan struct {
 // ProtectedInRoot, in.AlwaysProtected), the hidden ones (what files.deny
 // matches now, found by a bounded scan; under files.allowOnly also
 // UserDataDirs and SystemSecrets, revealing what the session needs) and
-// the home overlay (home's changes discarded; not under allowOnly). The
+// the home overlay (home's changes discarded; not under allowOnly). Of
+// in.HarnessConfig, the paths that exist are protected too. The
 // scan stops, and the plan fails, once ctx is done.
 func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	if in.Workspace == "" {
@@ -264,6 +300,11 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	}
 	for _, a := range in.AlwaysProtected {
 		p.Protected = append(p.Protected, Canonicalize(a, ws))
+	}
+	for _, a := range in.HarnessConfig.protected() {
+		if _, err := os.Lstat(a); err == nil {
+			p.Protected = append(p.Protected, Canonicalize(a, ws))
+		}
 	}
 	for _, r := range append([]string{ws}, p.WriteRoots...) {
 		prot = append(prot, gitProtected(r, home)...)

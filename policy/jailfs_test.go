@@ -424,3 +424,33 @@ func TestPlanFilesystemRootWriteRootTmpOutOfSight(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFilesystemHarnessConfig: the harnesses' configuration where the
+// environment moves it is protected (Claude Code's settings files, all of
+// CODEX_HOME), those paths that exist only.
+func TestPlanFilesystemHarnessConfig(t *testing.T) {
+	home, ws := fsFixture(t)
+	claude, codex := filepath.Join(home, "cfg", "claude"), filepath.Join(home, "cfg", "codex")
+	for _, d := range []string{claude, codex} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(claude, "settings.json"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CLAUDE_CONFIG_DIR": claude, "CODEX_HOME": codex}
+	cfg := HarnessConfigFromEnv(func(k string) string { return env[k] })
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, HarnessConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{filepath.Join(claude, "settings.json"), codex} {
+		if !hasPath(p.Protected, Canonicalize(want, "/")) {
+			t.Errorf("%s not protected: %v", want, p.Protected)
+		}
+	}
+	if missing := Canonicalize(filepath.Join(claude, "settings.local.json"), "/"); hasPath(p.Protected, missing) {
+		t.Errorf("%s does not exist and is protected", missing)
+	}
+}

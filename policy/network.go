@@ -70,6 +70,8 @@ type NetworkDecider struct {
 	// any: no destination is allowed.
 	allActions string
 	actions    []string
+	// hostRules are the entries that decide hosts, as given (HostRules).
+	hostRules NetworkRules
 }
 
 // CompileNetwork compiles n (nil: no network rules). sandboxed says the
@@ -92,8 +94,10 @@ func CompileNetwork(n *NetworkRules, sandboxed bool) (*NetworkDecider, error) {
 	}
 	d.allowlist = n.AllowDomains != nil || sandboxed || n.Enforce == EnforceSandbox
 	d.actions = n.Actions
+	d.hostRules = NetworkRules{AllowDomains: slices.Clone(n.AllowDomains), Domains: slices.Clone(n.Domains)}
 	if DeniesAllActions(n.Actions) {
 		d.allActions = strings.Join(n.Actions, ", ")
+		d.hostRules.Actions = slices.Clone(n.Actions)
 	}
 	return d, nil
 }
@@ -161,6 +165,23 @@ func (d *NetworkDecider) Matches(h Host) (denied, allowed string) {
 // deny list, an allowlist (also the empty one), or every action denied.
 func (d *NetworkDecider) HasDomainRules() bool {
 	return d == nil || d.deny.Len() > 0 || d.allowlist || d.allActions != ""
+}
+
+// HasAllowlist reports whether a name must be in the allowlist to be
+// allowed (an empty one allows nothing): always so for a decider compiled
+// for the sandbox.
+func (d *NetworkDecider) HasAllowlist() bool { return d == nil || d.allowlist }
+
+// HostRules are the entries that decide hosts, as compiled:
+// network.allowDomains, network.domains, and network.actions when it
+// denies every action (nil otherwise). The lists are copies; they name a
+// decider's content (a fingerprint), and only DecideHost decides.
+func (d *NetworkDecider) HostRules() (allow, deny, actions []string) {
+	if d == nil {
+		return nil, nil, nil
+	}
+	r := d.hostRules
+	return slices.Clone(r.AllowDomains), slices.Clone(r.Domains), slices.Clone(r.Actions)
 }
 
 // AllowCount is the number of allowlist entries.

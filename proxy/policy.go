@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -8,52 +9,63 @@ import (
 	"github.com/barry-rocks/sandbox/policy"
 )
 
-// Policy is what the proxies enforce: an allowlist and a deny list of domain
-// patterns (policy.ParseDomainPattern grammar), and the address ranges an
-// operator opened past the dial guard. An empty Allow means no egress at all:
-// the proxies only run under enforce: sandbox, where an absent allowlist is
-// an empty one. Deny wins over Allow. A Policy is a plain value; Server and
-// DNSServer compile it.
+// Policy is what the proxies enforce: how they decide names, and the
+// address ranges an operator opened past the dial guard. Names are decided
+// by Decider, policy's compiled reading of a bound's network rules
+// (PolicyFromBound), or, without one, by the plain lists Allow and Deny
+// (policy.ParseDomainPattern grammar) and Actions (sandboxd proxy's flags,
+// tests). An empty Allow means no egress at all: the proxies only run
+// under enforce: sandbox, where an absent allowlist is an empty one. Deny
+// wins over Allow. A Policy is a value (its Decider is immutable); Server
+// and DNSServer compile it.
 type Policy struct {
 	Allow []string
 	Deny  []string
 	// Actions are the bound's network.actions: one that denies every
 	// action leaves no egress.
-	Actions      []string
+	Actions []string
+	// Decider, when set, decides names in place of Allow, Deny and
+	// Actions (PolicyFromBound sets those to its HostRules, for reports).
+	// It must have an allowlist (compiled for the sandbox:
+	// policy.CompileNetwork with sandboxed set).
+	Decider      *policy.NetworkDecider
 	AllowPrivate []netip.Prefix
 	// Fingerprint names the policy in audit lines; when empty it is derived
 	// from the other fields.
 	Fingerprint string
 }
 
-// PolicyFromBound builds the proxy policy from a resolved bound's network
-// rules: network.allowDomains is the allowlist (absent means empty: no
-// egress), network.domains the deny list, and network.actions that cover
-// every action ("all", or "read" and "write") deny everything. allowPrivate comes from the operator (--allow-private).
+// PolicyFromBound builds the proxy policy from a resolved bound: policy
+// refuses what the egress sandbox cannot enforce
+// (policy.CheckSandboxEnforceable) and compiles the bound's network rules
+// as the sandbox reads them (an absent allowlist is empty: no egress),
+// and the proxy decides names with that decider; Allow, Deny and Actions
+// report its HostRules. allowPrivate comes from
+// the operator (--allow-private).
 func PolicyFromBound(b *policy.Bound, allowPrivate []netip.Prefix) (Policy, error) {
-	p := Policy{AllowPrivate: slices.Clone(allowPrivate)}
 	if err := policy.CheckSandboxEnforceable(b); err != nil {
 		return Policy{}, err
 	}
-	if b != nil && b.Network != nil {
-		n := b.Network
-		p.Allow = slices.Clone(n.AllowDomains)
-		p.Deny = slices.Clone(n.Domains)
-		if policy.DeniesAllActions(n.Actions) {
-			p.Actions = slices.Clone(n.Actions)
-		}
+	nd, err := policy.CompileNetwork(policy.InSandbox(b).Network, true)
+	if err != nil {
+		return Policy{}, fmt.Errorf("proxy policy: %w", err)
 	}
+	allow, deny, actions := nd.HostRules()
+	p := Policy{Allow: allow, Deny: deny, Actions: actions, Decider: nd, AllowPrivate: slices.Clone(allowPrivate)}
 	if _, err := compilePolicy(p); err != nil {
 		return Policy{}, err
 	}
 	return p, nil
 }
 
-// Names is policy's one reading of p's network fields, as the proxies
-// decide names with it: inside the egress sandbox, where an absent
-// allowlist is empty. A caller deciding a name "as the proxy would" (a
-// credential's hosts) asks this one.
+// Names is policy's one reading of p's network rules, as the proxies
+// decide names with it: Decider, or p's lists compiled inside the egress
+// sandbox, where an absent allowlist is empty. A caller deciding a name
+// "as the proxy would" (a credential's hosts) asks this one.
 func (p Policy) Names() (*policy.NetworkDecider, error) {
+	if p.Decider != nil {
+		return p.Decider, nil
+	}
 	return policy.CompileNetwork(&policy.NetworkRules{AllowDomains: p.Allow, Domains: p.Deny, Actions: p.Actions}, true)
 }
 
@@ -71,6 +83,9 @@ func compilePolicy(p Policy) (*compiled, error) {
 	names, err := p.Names()
 	if err != nil {
 		return nil, fmt.Errorf("proxy policy: %w", err)
+	}
+	if !names.HasAllowlist() {
+		return nil, errors.New("proxy policy: the network decider has no allowlist (compile it for the sandbox)")
 	}
 	c := &compiled{src: p, names: names, fingerprint: p.Fingerprint}
 	for i, pr := range p.AllowPrivate {
@@ -94,12 +109,16 @@ func fingerprint(p Policy) string {
 		slices.Sort(l)
 		return l
 	}
+	allow, deny, actions := p.Allow, p.Deny, p.Actions
+	if p.Decider != nil {
+		allow, deny, actions = p.Decider.HostRules()
+	}
 	var pr []string
 	for _, x := range p.AllowPrivate {
 		pr = append(pr, x.Masked().String())
 	}
 	return policy.ScopeFingerprint(map[string]any{
-		"allow": sorted(p.Allow), "deny": sorted(p.Deny), "actions": sorted(p.Actions), "private": sorted(pr),
+		"allow": sorted(allow), "deny": sorted(deny), "actions": sorted(actions), "private": sorted(pr),
 	})
 }
 

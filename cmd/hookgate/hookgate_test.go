@@ -343,7 +343,7 @@ func TestProtocolExitCodes(t *testing.T) {
 		{"codex allow is empty stdout", "codex", "codex/pretooluse-bash", open, "", 0},
 		{"claude pass is empty stdout", "claude-code", "claude-code/pretooluse-bash-simple-allow", open, "", 0},
 		{"codex deny is JSON exit 0", "codex", "codex/pretooluse-mcp", guarded,
-			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: MCP tool postgres:query is not in the session's tools"}}` + "\n", 0},
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: MCP tool not in the session's tools: postgres:query"}}` + "\n", 0},
 		{"claude deny is JSON exit 0", "claude-code", "claude-code/pretooluse-read-dotenv", guarded,
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: file denied: /home/dev/acme-api/.env matches files.deny \"**/.env*\""}}` + "\n", 0},
 		{"cursor allow", "cursor", "cursor/beforeShellExecution", open, `{"permission":"allow"}` + "\n", 0},
@@ -464,7 +464,7 @@ func TestPiExtension(t *testing.T) {
 	home := t.TempDir()
 	policy := policyFile(t, "guarded", "pi")
 	for _, tc := range []struct{ name, binary, want string }{
-		{"built hookgate", bin, `[{"block":true,"reason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""},null,{"block":true,"reason":"hookgate: file denied: /home/dev/.ssh/config matches files.deny \"~/.ssh\""},{"block":true,"reason":"hookgate: native tool web_fetch is not granted for pi"}]`},
+		{"built hookgate", bin, `[{"block":true,"reason":"hookgate: shell command runs git push, denied by bash.denyPrograms \"git:push\""},null,{"block":true,"reason":"hookgate: file denied: /home/dev/.ssh/config matches files.deny \"~/.ssh\""},{"block":true,"reason":"hookgate: native tool not granted: web_fetch for pi"}]`},
 		{"missing binary", filepath.Join(home, "nope", "hookgate"), `"hookgate: no ruling (spawnSync`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -128,7 +128,7 @@ func ExplainCall(ctx context.Context, policyFile, harness string, inSandbox bool
 	}
 	e.Event, e.Tool = c.Event, c.Tool
 	if c.Kind == hooks.KindOther {
-		e.Verdict, e.Reason = "pass", "event "+c.Event+" is not gated"
+		e.Verdict, e.Reason = "pass", policy.Because(policy.ReasonNotGated, "%s", c.Event)
 		return e
 	}
 	r, err := src.Open(ctx)

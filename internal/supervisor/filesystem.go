@@ -67,15 +67,6 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 		return nil, fmt.Errorf("working directory: %w", err)
 	}
 	home, _ := os.UserHomeDir()
-	// The harnesses' configuration where their variables move it (the
-	// home table covers the default places): an agent must not be able to
-	// turn off its own hook gate.
-	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
-		alwaysProtected = append(alwaysProtected, filepath.Join(d, "settings.json"), filepath.Join(d, "settings.local.json"))
-	}
-	if d := os.Getenv("CODEX_HOME"); d != "" {
-		alwaysProtected = append(alwaysProtected, d)
-	}
 	alwaysProtected = existingOnly(alwaysProtected)
 	var files *policy.FileRules
 	if sp.bound != nil {
@@ -83,6 +74,7 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 	}
 	plan, err := policy.PlanFilesystem(ctx, policy.FSInput{
 		Workspace: ws, Home: home, Write: append(o.writeRoots(sp.resolved), o.launchWriteRoots()...), Files: files, AlwaysProtected: alwaysProtected,
+		HarnessConfig: policy.HarnessConfigFromEnv(os.Getenv),
 		// The credentials' files: only the proxy, outside, reads them.
 		Hide: o.credentialFiles(sp.resolved),
 	})

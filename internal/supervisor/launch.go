@@ -102,30 +102,14 @@ func (l *LaunchSpec) stateDirs() []string {
 	return info.StateDirs
 }
 
-// withAPIHosts returns b with the model API hosts in its allowlist (the
-// harness cannot work without them). A host the bound denies refuses the
-// launch: deny wins, and a session that cannot reach its model is not one.
+// withAPIHosts returns b with the model API hosts in its allowlist
+// (policy.WithModelHosts decides); a host it refuses refuses the launch.
 func (l *LaunchSpec) withAPIHosts(b *policy.Bound) (*policy.Bound, error) {
-	b = policy.InSandbox(b)
-	nd, err := policy.CompileNetwork(b.Network, true)
-	if err != nil {
-		return nil, err
+	b, err := policy.WithModelHosts(b, l.apiHosts())
+	if refused := (*policy.ModelHostError)(nil); errors.As(err, &refused) {
+		return nil, fmt.Errorf("%w: %w", ErrLaunch, err)
 	}
-	for _, h := range l.apiHosts() {
-		ph, err := policy.ParseHost(h)
-		if err != nil {
-			return nil, fmt.Errorf("%w: model API host %q: %v", ErrLaunch, h, err)
-		}
-		d := nd.DecideHostName(ph.String())
-		if d.Allowed() {
-			continue
-		}
-		if d.Rule != policy.RuleNetworkAllowDomains {
-			return nil, fmt.Errorf("%w: the model API host %s is denied: %s", ErrLaunch, ph, d.Reason)
-		}
-		b.Network.AllowDomains = append(b.Network.AllowDomains, ph.String())
-	}
-	return b, nil
+	return b, err
 }
 
 // launched is what the launch step wrote and gives the jail.

@@ -74,7 +74,7 @@ func Decide(line, cwd string, b *policy.Bound, net *policy.NetworkDecider, m pol
 	}
 	kind := RuleIn(b)
 	if kind == "" && !deniesWrites(b) {
-		return policy.AllowedBy("shell command allowed: the bound has no shell, file or network rule", "")
+		return policy.AllowedBy(policy.Because(policy.ReasonShellAllowed, "the bound has no shell, file or network rule"), "")
 	}
 	if b.Bash != nil {
 		if p, denied := IsBashDenied(line, b.Bash.Deny); denied {
