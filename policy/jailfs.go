@@ -323,6 +323,9 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	}
 	hidden = append(hidden, links...)
 	if restricted {
+		// These trees are too large to walk for their files' other
+		// names (hard links) at every start.
+		p.NotCovered = append(p.NotCovered, "files.allowOnly: the other names (hard links) of the files it hides are not looked for; one in a shown path is readable there")
 		for _, d := range UserDataDirs {
 			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 				hidden = append(hidden, Canonicalize(d, "/"))

@@ -161,6 +161,9 @@ func TestPlanFilesystemAllowOnly(t *testing.T) {
 	if !hasPath(p.Revealed, ws) {
 		t.Errorf("workspace not revealed: %v", p.Revealed)
 	}
+	if !strings.Contains(strings.Join(p.NotCovered, "\n"), "files.allowOnly: the other names (hard links) of the files it hides are not looked for") {
+		t.Errorf("not covered: %q", p.NotCovered)
+	}
 	for _, c := range []struct {
 		path  string
 		write bool
@@ -247,7 +250,10 @@ func TestDecodeFilesystemSection(t *testing.T) {
 }
 
 // BenchmarkPlanFilesystem10k plans a "**/" deny pattern over a 10,000-file
-// workspace (the start-up budget of docs/benchmarks.md).
+// workspace (the start-up budget of docs/benchmarks.md): with no hidden
+// file of more than one name, and with ~/.ssh/id_rsa linked outside what
+// is searched, so that the search for its other names walks the whole
+// workspace (the most it costs).
 func BenchmarkPlanFilesystem10k(b *testing.B) {
 	home, ws := fsFixture(b)
 	for d := range 100 {
@@ -258,12 +264,22 @@ func BenchmarkPlanFilesystem10k(b *testing.B) {
 		}
 	}
 	files := &FileRules{Deny: []string{"**/.env", "**/*.pem", "~/.ssh"}}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: files}); err != nil {
-			b.Fatal(err)
+	run := func(b *testing.B) {
+		var p *FSPlan
+		for b.Loop() {
+			var err error
+			if p, err = PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, Files: files}); err != nil {
+				b.Fatal(err)
+			}
 		}
+		b.ReportMetric(float64(p.Scanned), "scanned")
+		b.ReportMetric(float64(p.LinkScanned), "link-scanned")
 	}
+	b.Run("no links", run)
+	if err := os.Link(home+"/.ssh/id_rsa", filepath.Dir(home)+"/other/id_rsa"); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("linked outside", run)
 }
 
 func TestPlanFilesystemHomeScanDepth(t *testing.T) {
