@@ -216,8 +216,13 @@ type FSPlan struct {
 	NotCovered []string `json:"notCovered,omitempty"`
 	// Scanned counts the entries the deny-pattern scan looked at.
 	Scanned int `json:"scanned"`
+	// LinkScanned counts the entries the search for other names (hard
+	// links) of hidden files looked at (see hideLinks).
+	LinkScanned int `json:"linkScanned,omitempty"`
 
 	denyWrite map[string]string // write root refused -> the deny pattern
+	links     map[string]string // a hidden other name (hard link) -> the hidden file it names
+	linked    map[fileKey]*linkedFile
 	matcher   FileMatcher
 	files     *FileRules
 	hide      []string // FSInput.Hide, canonical
@@ -351,7 +356,17 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 			p.hide = append(p.hide, c)
 		}
 	}
+	// The other names (hard links) of what is hidden so far: the mask is
+	// on a path, the deny is on the file.
+	links, err := p.hideLinks(ctx, hidden, limit)
+	if err != nil {
+		return nil, err
+	}
+	hidden = append(hidden, links...)
 	if restricted {
+		// These trees are too large to walk for their files' other
+		// names (hard links) at every start.
+		p.NotCovered = append(p.NotCovered, "files.allowOnly: the other names (hard links) of the files it hides are not looked for; one in a shown path is readable there")
 		for _, d := range UserDataDirs {
 			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
 				hidden = append(hidden, Canonicalize(d, "/"))
@@ -844,6 +859,13 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 		if hasPath(p.hide, h) {
 			return Denied(Because(ReasonHidden, "%s holds a credential's value, which only the proxy outside reads", c), RuleCredentialFile)
 		}
+		if of, ok := p.links[h]; ok {
+			pat, cred := p.hiddenBy(of)
+			if cred {
+				return Denied(Because(ReasonHidden, "%s is another name (hard link) of %s, which holds a credential's value", c, of), RuleCredentialFile)
+			}
+			return Denied(Because(ReasonHidden, "%s is another name (hard link) of %s, which files.deny %q hides", c, of, pat), RuleAt(RuleFilesDeny, pat))
+		}
 		if p.files != nil {
 			if pat := p.matcher.Denied(c, p.files.Deny); pat != "" {
 				return Denied(Because(ReasonHidden, "%s matches files.deny %q", c, pat), RuleAt(RuleFilesDeny, pat))
@@ -884,6 +906,11 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 			if _, err := os.Lstat(c); err == nil {
 				return Denied(Because(ReasonNotVisible, "%s is in the host's %s, which the sandbox replaces with its own", c, places[best].root), RuleFilesystemTmp)
 			}
+		}
+		if of, _ := p.linkOf(c); of != "" {
+			// Found nowhere the plan looks for other names: the start
+			// line's not_covered says so too.
+			return AllowedBy(Because(ReasonReadable, "%s, another name (hard link) of the hidden %s, outside what the plan searches for other names (the workspace and the write roots)", c, of), "")
 		}
 		return AllowedBy(Because(ReasonReadable, "%s", c), "")
 	}
