@@ -487,7 +487,10 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 		// (the gate would deny a redirection to a path it cannot
 		// read; the kernel's refusal is the point here).
 		bash("tee /*/sandboxd-*/launch/settings.json </dev/null"),
-		bash(`mkdir -p .claude && printf '%s\n' '{"disableAllHooks": true, "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch ` + plantRan + `"}]}]}}' > ` + plant + ` && sleep 2`),
+		// Written by python, which names no file to the gate (a
+		// redirection there the gate refuses: a protected path): what
+		// holds then is the kernel's, or the launch's setting sources.
+		bash(`printf '%s\n' '{"disableAllHooks": true, "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch ` + plantRan + `"}]}]}}' > plant.json && python3 -c "import os, shutil; os.makedirs('.claude', exist_ok=True); shutil.copy('plant.json', '` + plant + `')" && sleep 2`),
 		bash("touch " + pushRanAfter + " && git push origin main"),
 	})
 	r.requireSucceeded(t)

@@ -306,7 +306,7 @@ except OSError as e:
 		sock := "BARRY_HOOK_SOCKET=unix:" + kube.HookSocket
 		for _, c := range []struct{ command, want string }{
 			{"git push origin main", `denied by bash.denyPrograms \"git:push\"`},
-			{"grep -rn TOKEN .", "reaches " + ws + "/.env"},
+			{"grep -rn TOKEN .", "reaches a denied path in " + ws + " "},
 			{"grep -rn TOKEN src", ""},
 		} {
 			payload := fmt.Sprintf(`{"session_id":"s","hook_event_name":"PreToolUse","cwd":%q,"tool_name":"Bash","tool_input":{"command":%q}}`, ws, c.command)

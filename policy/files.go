@@ -266,7 +266,8 @@ var reachLimit = ReachLimit
 // their matches: allowed, saying so. Elsewhere a walk of what exists
 // (symlinks not followed, their targets checked; at most ReachLimit
 // entries and ReachTime) allows it when nothing below is denied and
-// denies it naming the first denied path it finds, or when it cannot
+// denies it naming the directory of the first denied path it finds (not
+// its name), or when it cannot
 // finish; a root that does not exist is denied (what appears there
 // could match). what names the search ("grep", "Grep").
 func (m FileMatcher) DecideBelow(root string, rules *FileRules, what string) Decision {
@@ -323,7 +324,10 @@ func (m FileMatcher) DecideBelow(root string, rules *FileRules, what string) Dec
 	case err == errLimit:
 		return Denied(Because(ReasonSearchReachesDeny, "%s below %s: more than %d entries or %v to look through for files.deny %q; search a narrower directory", what, root, reachLimit, ReachTime, deny[0]), RuleAt(RuleFilesDeny, deny[0]))
 	case found != "":
-		return Denied(Because(ReasonSearchReachesDeny, "%s below %s reaches %s (files.deny %q)", what, root, found, pat), RuleAt(RuleFilesDeny, pat))
+		// The directory, not the name: a denied file's name is the
+		// policy's to keep (one can hold a secret), and the rule says
+		// which files it means.
+		return Denied(Because(ReasonSearchReachesDeny, "%s below %s reaches a denied path in %s (files.deny %q)", what, root, filepath.Dir(found), pat), RuleAt(RuleFilesDeny, pat))
 	}
 	return AllowedBy(fmt.Sprintf("%s below %s: no file there matches files.deny", what, root), "")
 }
