@@ -905,8 +905,7 @@ func TestWorkdayCopilot(t *testing.T) {
 // tests found, by "HARNESS MODE STEP" (HARNESS "*": every harness). The
 // assertions stay: a step that fails names its entry, and a fix makes it
 // pass.
-var workdayKnownBugs = map[string]string{
-}
+var workdayKnownBugs = map[string]string{}
 
 // workdayKnown returns the known-bug note for a failed step of the run
 // labelled "HARNESS MODE" ("" when none).
