@@ -3,6 +3,7 @@ package hooks
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -92,7 +93,7 @@ func (c *Client) Rule(ctx context.Context, call Call) (policy.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return policy.Decision{}, fmt.Errorf("%w: %v", ErrServer, err)
 	}
-	line, err := appendRequest(make([]byte, 0, 1024), req)
+	line, err := json.Marshal(req)
 	if err != nil {
 		return policy.Decision{}, fmt.Errorf("%w: encoding request: %v", ErrServer, err)
 	}
@@ -157,4 +158,42 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// parseResponseFields reads one response line, a JSON object whose members
+// are Response's fields, without a struct decode. It is stricter than a
+// json.Decoder with DisallowUnknownFields: member names must match the
+// tags exactly (no case folding), a member may not appear twice, and
+// nothing may follow the object. Anything else is an error, and the
+// caller's deny.
+func parseResponseFields(line []byte) (Response, error) {
+	var r Response
+	if err := checkJSON(line); err != nil {
+		return r, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(line, &members); err != nil {
+		return r, err
+	}
+	for k, raw := range members {
+		var err error
+		switch k {
+		case "v":
+			err = json.Unmarshal(raw, &r.V)
+		case "verdict":
+			err = json.Unmarshal(raw, &r.Verdict)
+		case "reason":
+			err = json.Unmarshal(raw, &r.Reason)
+		case "rule":
+			err = json.Unmarshal(raw, &r.Rule)
+		case "error":
+			err = json.Unmarshal(raw, &r.Error)
+		default:
+			err = fmt.Errorf("json: unknown field %q", k)
+		}
+		if err != nil {
+			return Response{}, err
+		}
+	}
+	return r, nil
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -60,8 +59,9 @@ func codexProtocol() *protocol {
 				if a.TrustProject {
 					return trustCodexProject(a.codexHome(), a.Project, a.now())
 				}
+				key, _ := tomlKey(filepath.Clean(a.Project))
 				return fmt.Errorf("Codex ignores %s unless the project is trusted: add [projects.%s] trust_level = \"trusted\" to %s (it trusts all of the project's Codex configuration), or install with --trust-project, or with --scope user",
-					filepath.Dir(path), tomlQuote(a.Project), filepath.Join(a.codexHome(), "config.toml"))
+					filepath.Dir(path), key, filepath.Join(a.codexHome(), "config.toml"))
 			},
 			trust: func(a InstallArgs, path string) error {
 				if err := trustCodexHooks(a.codexHome(), path, a.now()); err != nil {
@@ -257,93 +257,20 @@ func trustCodexHooks(codexHome, hooksPath string, now time.Time) error {
 	return writeWithBackup(cfg, prev, []byte(out), now)
 }
 
-// upsertCodexTrust sets [hooks.state."KEY"] trusted_hash for each entry in
-// a config.toml text. It edits only those tables; a config that keeps
-// hooks.state in another form (an inline table, a dotted key) is refused
-// rather than made invalid.
-func upsertCodexTrust(cfg string, entries []codexTrust) (string, error) {
-	for _, line := range strings.Split(cfg, "\n") {
-		t := strings.TrimSpace(line)
-		compact := strings.ReplaceAll(strings.ReplaceAll(t, " ", ""), "\t", "")
-		if strings.HasPrefix(t, "hooks.state") || strings.HasPrefix(t, "state") && strings.Contains(cfg, "[hooks]") ||
-			compact == "[hooks.state]" || strings.HasPrefix(compact, "hooks=") || strings.HasPrefix(compact, "[hooks.state.'") ||
-			strings.HasPrefix(compact, "[hooks.state.") && !strings.HasPrefix(t, "[hooks.state.\"") {
-			return "", errors.New(`hooks.state is written in a form hookgate does not edit (use [hooks.state."KEY"] tables); add hookgate's trust by hand or with Codex`)
-		}
-	}
-	lines := strings.Split(cfg, "\n")
-	if cfg == "" {
-		lines = nil
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
-	for _, e := range entries {
-		header := "[hooks.state." + tomlQuote(e.Key) + "]"
-		start := -1
-		for i, l := range lines {
-			if strings.TrimSpace(l) == header {
-				start = i
-				break
-			}
-		}
-		if start < 0 {
-			if len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) != "" {
-				lines = append(lines, "")
-			}
-			lines = append(lines, header, "trusted_hash = "+tomlQuote(e.Hash))
-			continue
-		}
-		end := len(lines)
-		for i := start + 1; i < len(lines); i++ {
-			if strings.HasPrefix(strings.TrimSpace(lines[i]), "[") {
-				end = i
-				break
-			}
-		}
-		body := []string{"trusted_hash = " + tomlQuote(e.Hash)}
-		for _, l := range lines[start+1 : end] {
-			k, _, _ := strings.Cut(strings.TrimSpace(l), "=")
-			if strings.TrimSpace(k) != "trusted_hash" && strings.TrimSpace(l) != "" {
-				body = append(body, l)
-			}
-		}
-		lines = append(append(append([]string{}, lines[:start+1]...), body...), lines[end:]...)
-	}
-	out := strings.Join(lines, "\n")
-	if !strings.HasSuffix(out, "\n") {
-		out += "\n"
-	}
-	return out, nil
-}
-
-// tomlQuote is a TOML basic string.
-func tomlQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // codexProjectTrusted reports whether codexHome's config.toml marks dir
-// (or an ancestor: Codex checks the directory, the project root and the
-// git root) as a trusted project; Codex ignores an untrusted project's
-// .codex entirely.
+// (or the git root holding it) as a trusted project; Codex ignores an
+// untrusted project's .codex entirely, and a config.toml that does not
+// decode trusts nothing.
 func codexProjectTrusted(codexHome, dir string) bool {
-	b, err := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	path := filepath.Join(codexHome, "config.toml")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
 	}
-	lines := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	cfg, err := readCodexConfigView(path, b)
+	if err != nil {
+		return false
+	}
 	// Codex honours the trust of the directory itself and of the git root
 	// holding it, not of any ancestor.
 	cands := []string{filepath.Clean(dir)}
@@ -354,50 +281,34 @@ func codexProjectTrusted(codexHome, dir string) bool {
 		}
 	}
 	for _, d := range cands {
-		header := "[projects." + tomlQuote(d) + "]"
-		for i, l := range lines {
-			if strings.TrimSpace(l) != header {
-				continue
-			}
-			for _, x := range lines[i+1:] {
-				x = strings.TrimSpace(x)
-				if strings.HasPrefix(x, "[") {
-					break
-				}
-				k, v, ok := strings.Cut(x, "=")
-				if ok && strings.TrimSpace(k) == "trust_level" && strings.Trim(strings.TrimSpace(v), `"'`) == "trusted" {
-					return true
-				}
-			}
+		if cfg.Projects[d].TrustLevel == "trusted" {
+			return true
 		}
 	}
 	return false
 }
 
 // codexFileTrusted checks that config.toml holds, for each hookgate entry
-// of the hooks file, the trust Codex would compute now.
+// of the hooks file, the trust Codex would compute now, and does not
+// disable it.
 func codexFileTrusted(codexHome, path string, data []byte) error {
 	entries, err := codexTrustFor(path, data)
 	if err != nil {
 		return err
 	}
-	raw, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
-	cfg := strings.ReplaceAll(string(raw), "\r\n", "\n")
+	cfgPath := filepath.Join(codexHome, "config.toml")
+	raw, _ := os.ReadFile(cfgPath)
+	cfg, err := readCodexConfigView(cfgPath, raw)
+	if err != nil {
+		return fmt.Errorf("Codex cannot read its configuration, so it runs no hook: %w", err)
+	}
 	for _, e := range entries {
-		header := "[hooks.state." + tomlQuote(e.Key) + "]"
-		if i := strings.Index(cfg, header); i >= 0 {
-			body := cfg[i+len(header):]
-			if j := strings.Index(body, "\n["); j >= 0 {
-				body = body[:j]
-			}
-			for _, l := range strings.Split(body, "\n") {
-				if k, v, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "enabled" && strings.TrimSpace(v) == "false" {
-					return fmt.Errorf("%s disables hookgate's hook %s", filepath.Join(codexHome, "config.toml"), e.Key)
-				}
-			}
+		st := cfg.Hooks.State[e.Key]
+		if st.Enabled != nil && !*st.Enabled {
+			return fmt.Errorf("%s disables hookgate's hook %s", cfgPath, e.Key)
 		}
-		if !strings.Contains(cfg, header+"\ntrusted_hash = "+tomlQuote(e.Hash)) {
-			return fmt.Errorf("Codex does not trust %s (no trusted_hash %s in %s): codex exec would skip it; reinstall", e.Key, e.Hash, filepath.Join(codexHome, "config.toml"))
+		if st.TrustedHash != e.Hash {
+			return fmt.Errorf("Codex does not trust %s (no trusted_hash %s in %s): codex exec would skip it; reinstall", e.Key, e.Hash, cfgPath)
 		}
 	}
 	return nil
@@ -513,24 +424,36 @@ func jsonString(s string) string {
 }
 
 // trustCodexProject marks dir a trusted project in codexHome's
-// config.toml.
+// config.toml: a [projects."DIR"] table appended to the text, checked by
+// decoding the result (checkTOMLEdit).
 func trustCodexProject(codexHome, dir string, now time.Time) error {
 	cfg := filepath.Join(codexHome, "config.toml")
 	old, err := os.ReadFile(cfg)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	header := "[projects." + tomlQuote(filepath.Clean(dir)) + "]"
-	if strings.Contains(string(old), header) {
-		return fmt.Errorf("%s has %s without trust_level = \"trusted\"; set it there", cfg, header)
+	dir = filepath.Clean(dir)
+	doc, err := decodeCodexTOML(cfg, old)
+	if err != nil {
+		return err
 	}
-	out := string(old)
-	if out != "" && !strings.HasSuffix(out, "\n") {
-		out += "\n"
+	key, err := tomlKey(dir)
+	if err != nil {
+		return err
 	}
-	if out != "" {
-		out += "\n"
+	if projects, _ := tomlTable(doc, "projects"); projects[dir] != nil {
+		return fmt.Errorf("%s has [projects.%s] without trust_level = \"trusted\"; set it there", cfg, key)
 	}
-	out += header + "\ntrust_level = \"trusted\"\n"
+	line, err := tomlKeyValue("trust_level", "trusted")
+	if err != nil {
+		return err
+	}
+	out := appendTOML(string(old), "[projects."+key+"]\n"+line+"\n")
+	err = checkTOMLEdit(cfg, string(old), out, func(doc map[string]any) bool {
+		return tomlSet(doc, map[string]any{"trust_level": "trusted"}, "projects", dir)
+	})
+	if err != nil {
+		return fmt.Errorf("%w; trust the project by hand or with Codex", err)
+	}
 	return writeWithBackup(cfg, old, []byte(out), now)
 }

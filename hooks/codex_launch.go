@@ -11,9 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // Codex under sandboxd launch. Codex reads hooks, their trust
@@ -101,80 +105,84 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 	if err != nil {
 		return LaunchConfig{}, err
 	}
-	var top, features []string
-	set := map[string]bool{}
-	key := func(k, v string) { top = append(top, k+" = "+v); set[k] = true }
-	key("check_for_update_on_startup", "false")
-	key("approval_policy", tomlQuote("never"))
-	key("sandbox_mode", tomlQuote("danger-full-access"))
+	// The session's configuration is a decoded document, written by the
+	// library: what is copied of the user's is values, never text, so
+	// none of it can become a table of the session's.
+	doc := map[string]any{}
+	for k, v := range user.top {
+		doc[k] = v
+	}
+	doc["check_for_update_on_startup"] = false
+	doc["approval_policy"] = "never"
+	doc["sandbox_mode"] = "danger-full-access"
 	if u := p.getenv("OPENAI_BASE_URL"); u != "" {
 		// Codex reads no OPENAI_BASE_URL; its configuration key is this.
-		key("openai_base_url", tomlQuote(u))
+		doc["openai_base_url"] = u
 	}
 	files := map[string][]byte{"hooks.json": hooksJSON}
-	features = append(features, "hooks = true")
-	shellOff := false
+	features := map[string]any{"hooks": true}
 	for _, t := range p.Denied {
 		switch codexCeiling()[t] {
 		case "feature":
 			if t == "view_image" {
-				features = append(features, "view_image = false")
-			} else if !shellOff {
+				features["view_image"] = false
+			} else {
 				// exec_command and write_stdin go together.
-				features = append(features, "shell_tool = false")
-				shellOff = true
+				features["shell_tool"] = false
 			}
 		case "key":
-			key("web_search", tomlQuote("disabled"))
+			doc["web_search"] = "disabled"
 		case "catalog":
 			catalog, err := codexCatalogWithoutPatch(p)
 			if err != nil {
 				return LaunchConfig{}, err
 			}
 			files["model-catalog.json"] = catalog
-			key("model_catalog_json", tomlQuote(filepath.Join(home, "model-catalog.json")))
+			doc["model_catalog_json"] = filepath.Join(home, "model-catalog.json")
 		default:
 			return LaunchConfig{}, fmt.Errorf("launch: Codex has no setting that takes back %s", t)
 		}
 	}
-	var b strings.Builder
-	b.WriteString("# sandboxd launch: this session's Codex configuration (CODEX_HOME), read-only inside the sandbox.\n")
-	for _, l := range top {
-		b.WriteString(l + "\n")
-	}
-	for _, l := range user.top {
-		k, _, _ := strings.Cut(l, "=")
-		if !set[strings.TrimSpace(k)] {
-			b.WriteString(l + "\n")
-		}
-	}
-	b.WriteString("\n[features]\n" + strings.Join(features, "\n") + "\n")
-	b.WriteString("\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n")
+	doc["features"] = features
+	doc["analytics"] = map[string]any{"enabled": false}
+	doc["feedback"] = map[string]any{"enabled": false}
 	if p.Project != "" {
-		b.WriteString("\n[projects." + tomlQuote(filepath.Clean(p.Project)) + "]\ntrust_level = \"untrusted\"\n")
+		doc["projects"] = map[string]any{filepath.Clean(p.Project): map[string]any{"trust_level": "untrusted"}}
 	}
-	names := map[string]bool{}
+	if user.providers != nil {
+		doc["model_providers"] = user.providers
+	}
+	servers := map[string]any{}
+	for name, v := range user.servers {
+		servers[name] = v
+	}
 	for _, s := range p.MCP {
 		if !codexServerName().MatchString(s.Name) {
 			return LaunchConfig{}, fmt.Errorf("launch: MCP server name %q: Codex takes letters, digits, '-' and '_'", s.Name)
 		}
-		names[s.Name] = true
-		b.WriteString("\n[mcp_servers." + s.Name + "]\nurl = " + tomlQuote(s.URL) + "\n")
+		if _, ok := user.servers[s.Name]; ok {
+			return LaunchConfig{}, fmt.Errorf("launch: the user's MCP server %q has the name of one of the session's", s.Name)
+		}
+		server := map[string]any{"url": s.URL}
 		if s.BearerEnv != "" {
-			b.WriteString("bearer_token_env_var = " + tomlQuote(s.BearerEnv) + "\n")
+			server["bearer_token_env_var"] = s.BearerEnv
 		}
+		servers[s.Name] = server
 	}
-	for _, sec := range user.tables {
-		if n := sec.mcpName(); n != "" && names[n] {
-			return LaunchConfig{}, fmt.Errorf("launch: the user's MCP server %q has the name of one of the session's", n)
-		}
-		b.WriteString("\n" + strings.Join(sec.lines, "\n") + "\n")
+	if len(servers) > 0 {
+		doc["mcp_servers"] = servers
 	}
 	// The hook's trust: Codex skips an untrusted hook silently.
+	state := map[string]any{}
 	for _, e := range trust {
-		b.WriteString("\n[hooks.state." + tomlQuote(e.Key) + "]\ntrusted_hash = " + tomlQuote(e.Hash) + "\n")
+		state[e.Key] = map[string]any{"trusted_hash": e.Hash}
 	}
-	files["config.toml"] = []byte(b.String())
+	doc["hooks"] = map[string]any{"state": state}
+	text, err := toml.Marshal(doc)
+	if err != nil {
+		return LaunchConfig{}, fmt.Errorf("launch: the session's config.toml: %w", err)
+	}
+	files["config.toml"] = append([]byte("# sandboxd launch: this session's Codex configuration (CODEX_HOME), read-only inside the sandbox.\n"), text...)
 	var args []string
 	if !slices.Contains(p.Args, "--no-daemon") {
 		// The terminal UI would start, or attach to, a background app
@@ -198,27 +206,13 @@ func codexLaunch(p LaunchPlan) (LaunchConfig, error) {
 // codexServerName is what Codex accepts as an MCP server's name.
 var codexServerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
-// codexUserPart is what a session copies of the user's config.toml: its
-// model settings at the top level, and tables (the model providers, and
-// under --relax the MCP servers), each as its lines.
+// codexUserPart is what a session copies of the user's config.toml, as
+// decoded values: its model settings at the top level, its model
+// providers, and under --relax its MCP servers.
 type codexUserPart struct {
-	top    []string
-	tables []codexTable
-}
-
-type codexTable struct {
-	header string
-	lines  []string
-}
-
-// mcpName is the MCP server a table belongs to ("" for another table).
-func (t codexTable) mcpName() string {
-	rest, ok := strings.CutPrefix(t.header, "mcp_servers.")
-	if !ok {
-		return ""
-	}
-	name, _, _ := strings.Cut(rest, ".")
-	return strings.Trim(name, `"'`)
+	top       map[string]any
+	providers any
+	servers   map[string]any
 }
 
 // codexCopiedKeys are the user's top-level settings a session keeps: which
@@ -227,12 +221,11 @@ var codexCopiedKeys = []string{"model", "model_provider", "model_reasoning_effor
 	"model_verbosity", "model_context_window", "openai_base_url", "chatgpt_base_url"}
 
 // codexUserConfig reads what the session copies of the user's
-// config.toml ($CODEX_HOME, else ~/.codex). Codex's TOML is read line by
-// line: a copied line must be one "key = value" (or a table header of a
-// copied table), so that nothing the user wrote can become a table of
-// the session's (hooks.state, features); a config in another form
-// (multi-line strings or arrays, inline or dotted forms of the copied
-// tables) is refused with the line.
+// config.toml ($CODEX_HOME, else ~/.codex), decoded by the TOML library:
+// any form TOML allows (multi-line strings and arrays, inline tables,
+// dotted keys) is read as Codex reads it. A file that does not decode is
+// refused with its line and column (Codex would refuse it too), as are
+// MCP servers, under --relax, that are not a table of tables.
 func codexUserConfig(p LaunchPlan) (codexUserPart, error) {
 	path := filepath.Join(CodexHome(p.getenv, p.Home), "config.toml")
 	raw, err := os.ReadFile(path)
@@ -242,175 +235,29 @@ func codexUserConfig(p LaunchPlan) (codexUserPart, error) {
 	if err != nil {
 		return codexUserPart{}, fmt.Errorf("launch: %w", err)
 	}
-	copied := func(header string) bool {
-		for _, pre := range []string{"model_providers", "mcp_servers"} {
-			if pre == "mcp_servers" && !p.Relax {
-				continue
-			}
-			if header == pre || strings.HasPrefix(header, pre+".") {
-				return true
-			}
-		}
-		return false
+	doc, err := decodeCodexTOML(path, raw)
+	if err != nil {
+		return codexUserPart{}, fmt.Errorf("launch: the user's Codex configuration, whose model settings the session copies: %w", err)
 	}
-	var out codexUserPart
-	var cur *codexTable
-	header := ""  // the current table; "" is the top level
-	pending := 0  // open brackets of a value that goes on below
-	longStr := "" // the quotes of a multi-line string that goes on below
-	for i, line := range strings.Split(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n") {
-		t := strings.TrimSpace(line)
-		bad := func(why string) error {
-			return fmt.Errorf("launch: %s:%d: %s; sandboxd launch copies the user's Codex model settings, model providers and MCP servers line by line (one [TABLE] header or key = value per line)", path, i+1, why)
-		}
-		// The rest of a value of a table not copied: skipped whole, so
-		// that none of its lines is read as a header.
-		if longStr != "" {
-			if strings.Count(t, longStr)%2 == 1 {
-				longStr = ""
-			}
-			continue
-		}
-		if pending > 0 {
-			pending += tomlBalance(t)
-			continue
-		}
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		if strings.HasPrefix(t, "[") {
-			h, ok := codexHeader(t)
-			if !ok && copied(strings.Trim(t, "[] ")) {
-				return out, bad("an array of tables or a header sandboxd does not read")
-			}
-			header, cur = h, nil
-			if !ok {
-				header = t
-			}
-			if ok && copied(h) {
-				out.tables = append(out.tables, codexTable{header: h, lines: []string{"[" + h + "]"}})
-				cur = &out.tables[len(out.tables)-1]
-			}
-			continue
-		}
-		k, v, ok := strings.Cut(t, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		use := cur != nil
-		dotted := false
-		if cur == nil && header == "" {
-			switch {
-			case k == "model_providers" || p.Relax && k == "mcp_servers":
-				return out, bad("an inline form of a copied table")
-			case strings.HasPrefix(k, "model_providers.") || p.Relax && strings.HasPrefix(k, "mcp_servers."):
-				use, dotted = true, true
-			case slices.Contains(codexCopiedKeys, k):
-				use = true
-			}
-		}
-		if !use {
-			for _, q := range []string{`"""`, "'''"} {
-				if strings.Count(v, q)%2 == 1 {
-					longStr = q
-				}
-			}
-			if longStr == "" {
-				pending = tomlBalance(v)
-			}
-			continue
-		}
-		if !ok || k == "" || strings.ContainsAny(t, "\r\x00") || !codexOneLineValue(v) {
-			return out, bad("not one key = value")
-		}
-		switch {
-		case cur != nil:
-			cur.lines = append(cur.lines, t)
-		case dotted:
-			// model_providers.x.base_url = "...": kept as its table.
-			parts := strings.SplitN(k, ".", 3)
-			if len(parts) < 3 {
-				return out, bad("an inline form of a copied table")
-			}
-			h := parts[0] + "." + parts[1]
-			out.tables = append(out.tables, codexTable{header: h, lines: []string{"[" + h + "]", parts[2] + " = " + v}})
-		default:
-			out.top = append(out.top, k+" = "+v)
+	out := codexUserPart{top: map[string]any{}, providers: doc["model_providers"]}
+	for _, k := range codexCopiedKeys {
+		if v, ok := doc[k]; ok {
+			out.top[k] = v
 		}
 	}
-	// Tables of the same header (a dotted top-level key and its table)
-	// merge, so the written file declares each once.
-	merged := []codexTable{}
-	for _, t := range out.tables {
-		j := slices.IndexFunc(merged, func(m codexTable) bool { return m.header == t.header })
-		if j < 0 {
-			merged = append(merged, t)
-			continue
+	if v, ok := doc["mcp_servers"]; ok && p.Relax {
+		servers, ok := v.(map[string]any)
+		if !ok {
+			return codexUserPart{}, fmt.Errorf("launch: %s: mcp_servers is not a table of servers", path)
 		}
-		merged[j].lines = append(merged[j].lines, t.lines[1:]...)
+		for name, s := range servers {
+			if _, ok := s.(map[string]any); !ok {
+				return codexUserPart{}, fmt.Errorf("launch: %s: mcp_servers.%s is not a table", path, name)
+			}
+		}
+		out.servers = servers
 	}
-	out.tables = merged
 	return out, nil
-}
-
-// codexHeader reads a table header line "[a.b]" (with an optional
-// comment); ok is false for an array of tables or a malformed header.
-func codexHeader(t string) (string, bool) {
-	if strings.HasPrefix(t, "[[") {
-		return "", false
-	}
-	end := strings.Index(t, "]")
-	if end < 0 {
-		return "", false
-	}
-	rest := strings.TrimSpace(t[end+1:])
-	if rest != "" && !strings.HasPrefix(rest, "#") {
-		return "", false
-	}
-	h := strings.TrimSpace(t[1:end])
-	return h, h != "" && !strings.ContainsAny(h, "[]")
-}
-
-// tomlBalance is the number of brackets ('[', '{') a line opens and does
-// not close, outside its strings.
-func tomlBalance(v string) int {
-	depth, _ := tomlScan(v)
-	return depth
-}
-
-// tomlScan reads one line of a TOML value up to its comment: the brackets
-// it leaves open, and whether it leaves a string open.
-func tomlScan(v string) (depth int, openString bool) {
-	inStr := byte(0)
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case inStr != 0:
-			if c == '\\' && inStr == '"' {
-				i++
-			} else if c == inStr {
-				inStr = 0
-			}
-		case c == '"' || c == '\'':
-			inStr = c
-		case c == '[' || c == '{':
-			depth++
-		case c == ']' || c == '}':
-			depth--
-		case c == '#':
-			return depth, false
-		}
-	}
-	return depth, inStr != 0
-}
-
-// codexOneLineValue reports whether v is a whole TOML value on its line: a
-// string (not multi-line), or a number, boolean, array or inline table
-// whose brackets close on the line.
-func codexOneLineValue(v string) bool {
-	if v == "" || strings.Contains(v, `"""`) || strings.Contains(v, "'''") || strings.ContainsAny(v, "\r\n\x00") {
-		return false
-	}
-	depth, open := tomlScan(v)
-	return depth == 0 && !open
 }
 
 // codexCatalogWithoutPatch asks Codex for its model catalog (codex debug
@@ -459,8 +306,10 @@ func codexCatalogWithoutPatch(p LaunchPlan) ([]byte, error) {
 // session's hook (allow_managed_hooks_only, hooks = false among the
 // features) or undo its ceiling: a web search mode other than disabled, a
 // feature the ceiling switched off switched on, or a model catalog of its
-// own when apply_patch is taken back. Tables and keys are read as written
-// in either form ([features] hooks = false, features.hooks = false).
+// own when apply_patch is taken back. The files are parsed as TOML, so a
+// key counts in any form ([features] hooks = false, features.hooks =
+// false, features = { hooks = false }); a file that does not parse refuses
+// the launch.
 func codexLaunchPreflight(p LaunchPlan) error {
 	off := map[string]bool{}
 	for _, t := range p.Denied {
@@ -477,32 +326,38 @@ func codexLaunchPreflight(p LaunchPlan) error {
 		if err != nil {
 			continue
 		}
-		table := ""
-		for i, line := range strings.Split(string(raw), "\n") {
-			t := strings.ReplaceAll(strings.ReplaceAll(strings.TrimSpace(line), " ", ""), "\t", "")
-			if h, ok := codexHeader(t); ok {
-				table = h
-				continue
+		var refusal error
+		err = tomlLeaves(raw, func(key []string, v *unstable.Node, line int) {
+			if refusal != nil {
+				return
 			}
-			k, v, _ := strings.Cut(t, "=")
-			v, _, _ = strings.Cut(v, "#")
-			if table != "" {
-				k = table + "." + k
-			}
-			at := fmt.Sprintf("%s:%d", path, i+1)
+			k := strings.Join(key, ".")
+			at := fmt.Sprintf("%s:%d", path, line)
+			isTrue := v.Kind == unstable.Bool && string(v.Data) == "true"
+			isFalse := v.Kind == unstable.Bool && string(v.Data) == "false"
 			feature, isFeature := strings.CutPrefix(k, "features.")
 			switch {
-			case k == "allow_managed_hooks_only" && v == "true":
-				return fmt.Errorf("%s sets allow_managed_hooks_only: Codex would run no hook but the machine's, not the session's gate", at)
-			case k == "features.hooks" && v == "false":
-				return fmt.Errorf("%s turns Codex's hooks off: the session's gate would not run", at)
-			case isFeature && off[feature] && v != "false":
-				return fmt.Errorf("%s sets the feature %s, which the session's ceiling turns off", at, feature)
-			case k == "web_search" && v != `"disabled"` && slices.Contains(p.Denied, "web_search"):
-				return fmt.Errorf("%s sets web_search = %s, which the session's ceiling turns off (no hook sees Codex's web search)", at, v)
+			case k == "allow_managed_hooks_only" && isTrue:
+				refusal = fmt.Errorf("%s sets allow_managed_hooks_only: Codex would run no hook but the machine's, not the session's gate", at)
+			case k == "features.hooks" && isFalse:
+				refusal = fmt.Errorf("%s turns Codex's hooks off: the session's gate would not run", at)
+			case isFeature && off[feature] && !isFalse:
+				refusal = fmt.Errorf("%s sets the feature %s, which the session's ceiling turns off", at, feature)
+			case k == "web_search" && !(v.Kind == unstable.String && string(v.Data) == "disabled") && slices.Contains(p.Denied, "web_search"):
+				val := string(v.Data)
+				if v.Kind == unstable.String {
+					val = strconv.Quote(val)
+				}
+				refusal = fmt.Errorf("%s sets web_search = %s, which the session's ceiling turns off (no hook sees Codex's web search)", at, val)
 			case k == "model_catalog_json" && slices.Contains(p.Denied, "apply_patch"):
-				return fmt.Errorf("%s sets a model catalog of its own, which would bring back apply_patch the session's ceiling takes back", at)
+				refusal = fmt.Errorf("%s sets a model catalog of its own, which would bring back apply_patch the session's ceiling takes back", at)
 			}
+		})
+		if err != nil {
+			return fmt.Errorf("%s: Codex cannot read it, so the launch cannot tell whether it keeps the session's hook: %w", path, err)
+		}
+		if refusal != nil {
+			return refusal
 		}
 	}
 	return nil

@@ -17,4 +17,8 @@ var (
 	ErrNoPolicy = errors.New("no policy")
 	// ErrServer marks a ruling server that cannot be reached or answers wrongly.
 	ErrServer = errors.New("ruling server failed")
+	// ErrConfigForm marks a harness configuration file hookgate does not
+	// edit: an edit in its form would not read back as the file plus the
+	// change.
+	ErrConfigForm = errors.New("configuration not edited")
 )

@@ -3,11 +3,17 @@ package hooks
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pelletier/go-toml/v2"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
 	"github.com/barry-rocks/sandbox/policy"
@@ -324,10 +330,10 @@ func TestCheckLaunchArgsGemini(t *testing.T) {
 }
 
 // codexUserConfigText is a user's ~/.codex/config.toml as a launch meets
-// it: model settings and a provider to keep, an MCP server of their own
-// (kept only when relaxed), a multi-line string whose lines look like
-// tables, and settings that would turn the session's hook off, which a
-// launch never copies.
+// it: model settings and providers to keep (one in dotted keys, one with
+// an inline table), an MCP server of their own (kept only when relaxed), a
+// multi-line string whose lines look like tables, and settings that would
+// turn the session's hook off, which a launch never copies.
 const codexUserConfigText = `model = "gpt-5.5"
 model_provider = "corp"
 openai_base_url = "https://user.example/v1"
@@ -339,12 +345,14 @@ url = "http://string.example/"
 extra = [
   [1, 2],
 ]
-model_providers.corp.name = "Corp"
+model_providers.backup.base_url = "https://backup.example/v1"
 
 [model_providers.corp]
+name = "Corp"
 base_url = "https://llm.corp.example/v1"
 env_key = "CORP_KEY"
 wire_api = "responses"
+query_params = { "api-version" = "2025-04-01" }
 
 [features]
 hooks = false
@@ -360,7 +368,7 @@ enabled = false
 // codexGoldenPlan is goldenPlan for Codex: a private home, a user config
 // (codexUserConfigText), its native tools, and a codex program that
 // prints a one-model catalog.
-func codexGoldenPlan(t *testing.T, relax bool) LaunchPlan {
+func codexGoldenPlan(t testing.TB, relax bool) LaunchPlan {
 	t.Helper()
 	p := goldenPlan(Codex)
 	root := t.TempDir()
@@ -434,24 +442,30 @@ func TestCheckLaunchArgsCodex(t *testing.T) {
 	}
 }
 
-// TestCodexLaunchUserConfig: the user's config.toml is copied only in the
-// forms the launch reads line by line; any other form of a copied table
-// refuses the launch with the line, and a user MCP server named as one of
-// the session's is refused under --relax.
+// TestCodexLaunchUserConfig: the user's config.toml is decoded as TOML and
+// what a session copies of it reads back (decoded by the library) as the
+// user wrote it, in any form; a file that does not decode refuses the
+// launch with its line, as do, under --relax, MCP servers that are not
+// tables and a user MCP server named as one of the session's.
 func TestCodexLaunchUserConfig(t *testing.T) {
 	for _, c := range []struct {
 		name, cfg string
 		relax     bool
-		want      string // "" renders
+		want      string   // a refusal; "" renders
+		path      []string // a key of the session's config.toml
+		value     any      // its value there
 	}{
-		{"multi-line provider value", "[model_providers.x]\nhttp_headers = {\n  a = \"b\" }\n", false, "config.toml:2: not one key = value"},
-		{"multi-line string in a provider", "[model_providers.x]\nname = \"\"\"\nx\"\"\"\n", false, "config.toml:2: not one key = value"},
-		{"inline providers", "model_providers = { x = { base_url = \"u\" } }\n", false, "config.toml:1: an inline form"},
-		{"array of MCP tables", "[[mcp_servers.x]]\ncommand = \"c\"\n", true, "config.toml:1: an array of tables"},
-		{"inline MCP servers, relaxed", "mcp_servers = { x = { command = \"c\" } }\n", true, "an inline form"},
-		{"inline MCP servers, strict", "mcp_servers = { x = { command = \"c\" } }\n", false, ""},
-		{"MCP name clash", "[mcp_servers.barry]\ncommand = \"c\"\n", true, `the user's MCP server "barry"`},
-		{"hostile tables not copied", "[hooks.state.\"k\"]\nenabled = false\n[features]\nhooks = false\n", true, ""},
+		{"multi-line provider value", "[model_providers.x]\nhttp_headers = {\n  a = \"b\" }\n", false, "", []string{"model_providers", "x", "http_headers", "a"}, "b"},
+		{"multi-line string in a provider", "[model_providers.x]\nname = \"\"\"\nx\"\"\"\n", false, "", []string{"model_providers", "x", "name"}, "x"},
+		{"inline providers", "model_providers = { x = { base_url = \"u\" } }\n", false, "", []string{"model_providers", "x", "base_url"}, "u"},
+		{"quoted model", "model = \"it's\"\nmodel_context_window = 200_000\n", false, "", []string{"model_context_window"}, int64(200000)},
+		{"array of MCP tables", "[[mcp_servers.x]]\ncommand = \"c\"\n", true, "mcp_servers.x is not a table", nil, nil},
+		{"inline MCP servers, relaxed", "mcp_servers = { x = { command = \"c\" } }\n", true, "", []string{"mcp_servers", "x", "command"}, "c"},
+		{"inline MCP servers, strict", "mcp_servers = { x = { command = \"c\" } }\n", false, "", []string{"mcp_servers", "x"}, nil},
+		{"MCP name clash", "[mcp_servers.barry]\ncommand = \"c\"\n", true, `the user's MCP server "barry"`, nil, nil},
+		{"hostile tables not copied", "[hooks.state.\"k\"]\nenabled = false\n[features]\nhooks = false\n", true, "", []string{"features", "hooks"}, true},
+		{"a dotted table reopened", "model_providers.x.a = \"1\"\n[model_providers.x]\nb = \"2\"\n", false, "config.toml:2:", nil, nil},
+		{"not TOML", "model = \"x\n", false, "config.toml:1:", nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := codexGoldenPlan(t, c.relax)
@@ -469,9 +483,21 @@ func TestCodexLaunchUserConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := string(cfg.HomeFiles["config.toml"])
-			if strings.Contains(out, "hooks = false") || strings.Contains(out, "[hooks.state.\"k\"]") {
-				t.Errorf("the session's config.toml holds the user's hook switches:\n%s", out)
+			var doc map[string]any
+			if err := toml.Unmarshal(cfg.HomeFiles["config.toml"], &doc); err != nil {
+				t.Fatalf("the session's config.toml does not decode: %v", err)
+			}
+			var v any = doc
+			for _, k := range c.path {
+				m, _ := v.(map[string]any)
+				v = m[k]
+			}
+			if !reflect.DeepEqual(v, c.value) {
+				t.Errorf("%s = %#v, want %#v\n%s", strings.Join(c.path, "."), v, c.value, cfg.HomeFiles["config.toml"])
+			}
+			state := doc["hooks"].(map[string]any)["state"].(map[string]any)
+			if _, ok := state["k"]; ok || len(state) != 2 {
+				t.Errorf("the session's hooks.state holds the user's entries: %v", state)
 			}
 		})
 	}
@@ -491,6 +517,10 @@ func TestCodexLaunchPreflight(t *testing.T) {
 		{"managed_config.toml", "[features]\nview_image = true\n", "managed_config.toml:2 sets the feature view_image"},
 		{"requirements.toml", "features.shell_tool = true\n", "requirements.toml:1 sets the feature shell_tool"},
 		{"managed_config.toml", "model_catalog_json = \"/etc/codex/models.json\"\n", "managed_config.toml:1 sets a model catalog"},
+		{"managed_config.toml", "model = \"m\"\nfeatures = { hooks = false }\n", "managed_config.toml:2 turns Codex's hooks off"},
+		{"requirements.toml", "\"features\".'shell_tool' = true\n", "requirements.toml:1 sets the feature shell_tool"},
+		{"requirements.toml", "[features]\nhooks = \"\"\"\nfalse\"\"\"\n", ""},
+		{"requirements.toml", "[features\nhooks = false\n", "Codex cannot read it"},
 	} {
 		p := codexGoldenPlan(t, false)
 		p.Root = t.TempDir()
@@ -506,41 +536,103 @@ func TestCodexLaunchPreflight(t *testing.T) {
 	}
 }
 
-// FuzzCodexUserConfig: whatever the user's config.toml holds, what a
-// launch copies of it is one-line keys at the top level and tables of the
-// model providers and MCP servers only, so none of it can become a
-// hooks, features or projects table of the session's.
+// FuzzCodexUserConfig: whatever the user's config.toml holds, the
+// session's config.toml decodes (with the library) to the session's own
+// document plus exactly what a session copies of the user's, as the
+// library decodes the user's file: the copied model settings the session
+// does not set itself, the model providers, and when relaxed the MCP
+// servers. So nothing the user wrote becomes a hooks, features or projects
+// table of the session's, and nothing copied is lost. A launch is refused
+// only for a file that does not decode or, relaxed, MCP servers that are
+// not tables or clash.
 func FuzzCodexUserConfig(f *testing.F) {
 	f.Add(codexUserConfigText, true)
 	f.Add("[model_providers.x]\nbase_url = \"u\"\n[hooks]\nx = 1\n", false)
 	f.Add("a = \"\"\"\n[mcp_servers.s]\n\"\"\"\nmodel = \"m\"\n", true)
 	f.Add("x = [\n[1],\n]\n[mcp_servers.y]\ncommand = 'c'\n", true)
-	home := f.TempDir()
-	os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+	f.Add("model = nan\nmodel_providers = { x = { a = 1979-05-27T07:32:00Z, b = 07:32:00 } }\n", false)
+	p := codexGoldenPlan(f, false)
+	p.Denied = []string{"web_search"}
+	cfgPath := filepath.Join(p.Home, ".codex", "config.toml")
+	session := func(p LaunchPlan) (map[string]any, error) {
+		cfg, err := launcherOf(Codex).configure(p)
+		if err != nil {
+			return nil, err
+		}
+		doc := map[string]any{}
+		if err := toml.Unmarshal(cfg.HomeFiles["config.toml"], &doc); err != nil {
+			return nil, fmt.Errorf("the session's config.toml does not decode: %v\n%s", err, cfg.HomeFiles["config.toml"])
+		}
+		return doc, nil
+	}
+	if err := os.WriteFile(cfgPath, nil, 0o600); err != nil {
+		f.Fatal(err)
+	}
+	own, err := session(p)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, cfg string, relax bool) {
-		if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(cfg), 0o600); err != nil {
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		part, err := codexUserConfig(LaunchPlan{Home: home, Relax: relax})
-		if err != nil {
+		p := p
+		p.Relax = relax
+		user := map[string]any{}
+		userErr := toml.Unmarshal([]byte(cfg), &user)
+		got, err := session(p)
+		if userErr != nil {
+			if err == nil {
+				t.Fatalf("a config.toml that does not decode (%v) was copied", userErr)
+			}
 			return
 		}
-		for _, l := range part.top {
-			k, v, _ := strings.Cut(l, "=")
-			if strings.ContainsAny(l, "\n\r") || !slices.Contains(codexCopiedKeys, strings.TrimSpace(k)) || !codexOneLineValue(strings.TrimSpace(v)) {
-				t.Errorf("copied top-level line %q", l)
+		want := map[string]any{}
+		for k, v := range own {
+			want[k] = v
+		}
+		for _, k := range codexCopiedKeys {
+			if v, ok := user[k]; ok && own[k] == nil {
+				want[k] = v
 			}
 		}
-		for _, tb := range part.tables {
-			okHeader := strings.HasPrefix(tb.header, "model_providers") || relax && strings.HasPrefix(tb.header, "mcp_servers")
-			if !okHeader || strings.ContainsAny(tb.header, "[]\n\r") {
-				t.Errorf("copied table %q", tb.header)
-			}
-			for _, l := range tb.lines[1:] {
-				if strings.ContainsAny(l, "\n\r") || strings.HasPrefix(strings.TrimSpace(l), "[") {
-					t.Errorf("table %s: copied line %q", tb.header, l)
+		if v, ok := user["model_providers"]; ok {
+			want["model_providers"] = v
+		}
+		if v, ok := user["mcp_servers"]; ok && relax {
+			servers, ok := v.(map[string]any)
+			if !ok {
+				if err == nil {
+					t.Fatalf("mcp_servers %#v copied", v)
 				}
+				return
 			}
+			merged := map[string]any{}
+			for k, v := range own["mcp_servers"].(map[string]any) {
+				if _, clash := servers[k]; clash {
+					if err == nil {
+						t.Fatalf("the user's MCP server %s replaced the session's", k)
+					}
+					return
+				}
+				merged[k] = v
+			}
+			for k, v := range servers {
+				if _, ok := v.(map[string]any); !ok {
+					if err == nil {
+						t.Fatalf("mcp_servers.%s %#v copied", k, v)
+					}
+					return
+				}
+				merged[k] = v
+			}
+			want["mcp_servers"] = merged
+		}
+		if err != nil {
+			t.Fatalf("a config.toml that decodes was refused: %v", err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); diff != "" {
+			t.Errorf("the session's config.toml is not its own plus the copied settings (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"github.com/barry-rocks/sandbox/internal/fakemodel"
 	"github.com/barry-rocks/sandbox/internal/testenv"
 )
@@ -423,11 +425,12 @@ func (w *codexWorld) handTrust(t *testing.T, hooksFile string) {
 		t.Fatal(err)
 	}
 	cfg, _ := os.ReadFile(filepath.Join(w.codexHome, "config.toml"))
+	doc := codexConfigDoc(t, string(cfg))
 	var b strings.Builder
 	for _, e := range entries {
 		// A key install already recorded is left to install (a second
 		// [hooks.state."KEY"] table would make the file invalid TOML).
-		if bytes.Contains(cfg, []byte(codexTOMLKey(e.Key))) {
+		if tomlAt(doc, "hooks", "state", e.Key) != nil {
 			t.Logf("%s already has a hooks.state entry; not adding one", e.Key)
 			continue
 		}
@@ -974,6 +977,27 @@ func codexCanonicalJSON(b *strings.Builder, v any) {
 }
 
 // codexTOMLKey quotes s as a TOML basic-string key.
+// codexConfigDoc decodes a config.toml text with the TOML library (as
+// Codex reads it, not as the code under test writes it).
+func codexConfigDoc(t *testing.T, text string) map[string]any {
+	t.Helper()
+	doc := map[string]any{}
+	if err := toml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatalf("config.toml does not decode: %v\n%s", err, text)
+	}
+	return doc
+}
+
+// tomlAt is the value at path in a decoded document, nil when absent.
+func tomlAt(doc map[string]any, path ...string) any {
+	var v any = doc
+	for _, k := range path {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
+}
+
 func codexTOMLKey(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')

@@ -74,7 +74,7 @@ func TestLaunchCountsItsCeiling(t *testing.T) {
 				t.Errorf("CODEX_HOME inside is %q, not the session's private home", home)
 			}
 			cfg, _ := os.ReadFile(filepath.Join(ws, "config.toml"))
-			if !strings.Contains(string(cfg), "web_search = \"disabled\"") || !strings.Contains(string(cfg), "[hooks.state.") {
+			if doc := codexConfigDoc(t, string(cfg)); tomlAt(doc, "web_search") != "disabled" || tomlAt(doc, "hooks", "state") == nil {
 				t.Errorf("the session's config.toml lacks web search off or the hook's trust:\n%s", cfg)
 			}
 			// The transcript is kept in the user's ~/.codex (HOME is the

@@ -5,9 +5,9 @@ package integration
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -244,8 +244,8 @@ func TestLaunchCodex(t *testing.T) {
 				}
 			}
 			r.requireHomeUnchanged(t, len(r.calls), true)
-			if untrusted := "[projects." + codexTOMLKey(b.ws) + "]\ntrust_level = \"untrusted\"\n"; !strings.Contains(r.homeReads[0].config, untrusted) {
-				t.Errorf("the session's config.toml does not record the workspace untrusted (%q):\n%s", untrusted, r.homeReads[0].config)
+			if got := tomlAt(codexConfigDoc(t, r.homeReads[0].config), "projects", b.ws, "trust_level"); got != "untrusted" {
+				t.Errorf("the session's config.toml records the workspace's trust as %v, want untrusted:\n%s", got, r.homeReads[0].config)
 			}
 			r.requireRulings(t, "Bash deny", "Bash allow")
 			r.requireOutput(t, 0, "exec_command", codexBlocked+piPushReason)
@@ -280,7 +280,7 @@ func TestLaunchCodex(t *testing.T) {
 			calls: []fakemodel.ToolCall{codexExec("echo ok")}})
 		r.requireSucceeded(t)
 		r.requireOutput(t, 0, "exec_command", "Process exited with code 0", "ok")
-		if len(r.homeReads) == 0 || !strings.Contains(r.homeReads[0].config, "\nopenai_base_url = \""+base+"\"\n") {
+		if len(r.homeReads) == 0 || tomlAt(codexConfigDoc(t, r.homeReads[0].config), "openai_base_url") != base {
 			t.Errorf("the session's config.toml does not set openai_base_url = %q", base)
 		}
 	})
@@ -612,9 +612,6 @@ func (r *codexLaunched) requireStart(t *testing.T, ceiling []string) {
 	}
 }
 
-// codexKeyHeader is a hooks.state table header of config.toml.
-var codexKeyHeader = regexp.MustCompile(`(?m)^\[hooks\.state\."([^"]+)"\]$`)
-
 // hookKeys returns the hooks.state keys of the session's config.toml at
 // the first model turn, failing unless they are the session's hooks.json's
 // PreToolUse and PermissionRequest entries.
@@ -623,12 +620,10 @@ func (r *codexLaunched) hookKeys(t *testing.T) []string {
 	if len(r.homeReads) == 0 {
 		t.Fatalf("no host read of the session's CODEX_HOME")
 	}
-	var keys []string
-	for _, m := range codexKeyHeader.FindAllStringSubmatch(r.homeReads[0].config, -1) {
-		keys = append(keys, m[1])
-	}
+	state, _ := tomlAt(codexConfigDoc(t, r.homeReads[0].config), "hooks", "state").(map[string]any)
+	keys := slices.Sorted(maps.Keys(state))
 	home := codexPrivateHome(r.run.audit)
-	want := []string{filepath.Join(home, "hooks.json") + ":pre_tool_use:0:0", filepath.Join(home, "hooks.json") + ":permission_request:0:0"}
+	want := []string{filepath.Join(home, "hooks.json") + ":permission_request:0:0", filepath.Join(home, "hooks.json") + ":pre_tool_use:0:0"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("the session's hooks.state keys are %q, want %q", keys, want)
 	}
@@ -649,25 +644,25 @@ func (r *codexLaunched) requireHomeUnchanged(t *testing.T, turns int, relaxed bo
 	}
 	first := r.homeReads[0]
 	cfg := first.config
-	for _, want := range []string{"\n[features]\nhooks = true\n", "view_image = false\n", `web_search = "disabled"`,
-		"model-catalog.json\"\n", `model_provider = "fake"`, "[model_providers.fake]\n", "trusted_hash = \"sha256:"} {
-		if !strings.Contains(cfg, want) {
-			t.Errorf("the session's config.toml lacks %q:\n%s", want, cfg)
+	doc := codexConfigDoc(t, cfg)
+	catalog, _ := tomlAt(doc, "model_catalog_json").(string)
+	if tomlAt(doc, "features", "hooks") != true || tomlAt(doc, "features", "view_image") != false ||
+		tomlAt(doc, "web_search") != "disabled" || !strings.HasSuffix(catalog, "/model-catalog.json") ||
+		tomlAt(doc, "model_provider") != "fake" || tomlAt(doc, "model_providers", "fake", "base_url") == nil {
+		t.Errorf("the session's config.toml lacks hooks on, the ceiling or the user's provider:\n%s", cfg)
+	}
+	state, _ := tomlAt(doc, "hooks", "state").(map[string]any)
+	if len(state) == 0 {
+		t.Errorf("the session's config.toml trusts no hook:\n%s", cfg)
+	}
+	for k, v := range state {
+		entry, _ := v.(map[string]any)
+		hash, _ := entry["trusted_hash"].(string)
+		if len(entry) != 1 || !strings.HasPrefix(hash, "sha256:") {
+			t.Errorf("the session's hooks.state %q holds more or less than its trust: %v", k, entry)
 		}
 	}
-	if strings.Contains(cfg, "hooks = false") || strings.Count(cfg, "[features]") != 1 {
-		t.Errorf("the session's config.toml turns hooks off, or has a second [features] table:\n%s", cfg)
-	}
-	for _, table := range strings.Split(cfg, "\n[")[1:] {
-		header, body, _ := strings.Cut(table, "\n")
-		if !strings.HasPrefix(header, "hooks.state.") {
-			continue
-		}
-		if lines := strings.Split(strings.TrimSpace(body), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "trusted_hash = ") {
-			t.Errorf("the session's [%s holds more than its trust: %q", header, body)
-		}
-	}
-	if has := strings.Contains(cfg, "[mcp_servers."+codexLaunchMCPName+"]"); has != relaxed {
+	if has := tomlAt(doc, "mcp_servers", codexLaunchMCPName) != nil; has != relaxed {
 		t.Errorf("the session's config.toml (relaxed %v) holds the user's MCP server: %v\n%s", relaxed, has, cfg)
 	}
 	var hooks struct {

@@ -1,20 +1,24 @@
 package hooks
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 // awkward is a string with everything encoding/json escapes.
 const awkward = "q\"b\\s/<a>&\x00\x01\x1f\b\f\n\r\t\u2028\u2029é\xff\xfe end"
 
 // fullCall sets every field of Call, through reflection, so that a field
-// added to Call without a case in appendCall fails TestAppendRequest.
+// added to Call is on the wire in TestClientRequest.
 func fullCall(t *testing.T) Call {
 	t.Helper()
 	var c Call
@@ -41,9 +45,23 @@ func fullCall(t *testing.T) Call {
 	return c
 }
 
-// TestAppendRequest: the client's request encoding is json.Marshal's, byte
-// for byte, for every payload fixture and for a call with every field set.
-func TestAppendRequest(t *testing.T) {
+// pipeConn is a rulingConn that records what the client writes and reads
+// a canned response.
+type pipeConn struct {
+	written bytes.Buffer
+	resp    *strings.Reader
+}
+
+func (c *pipeConn) Read(p []byte) (int, error)  { return c.resp.Read(p) }
+func (c *pipeConn) Write(p []byte) (int, error) { return c.written.Write(p) }
+func (c *pipeConn) Close() error                { return nil }
+func (c *pipeConn) abort()                      {}
+
+// TestClientRequest: the line Client.Rule writes, for every payload
+// fixture and for a call with every field set, is the request as
+// json.Marshal encodes it, one line, and the server's decoder (checkJSON,
+// unknown fields refused) reads it back as the same call.
+func TestClientRequest(t *testing.T) {
 	full := fullCall(t)
 	calls := []Call{full, {Harness: ClaudeCode, Event: "PreToolUse"}}
 	for _, p := range payloadFixtures(t) {
@@ -57,24 +75,49 @@ func TestAppendRequest(t *testing.T) {
 		}
 	}
 	for _, c := range calls {
-		for _, req := range []Request{{V: ProtocolVersion, Op: "rule", Call: &c, DeadlineMs: 1999}, {V: 7, Op: awkward}} {
-			want, err := json.Marshal(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := appendRequest(nil, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("appendRequest:\n got %s\nwant %s", got, want)
-			}
+		conn := &pipeConn{resp: strings.NewReader(`{"v":1,"verdict":"allow","reason":"r"}` + "\n")}
+		cl := &Client{conn: conn, r: bufio.NewReader(conn)}
+		d, err := cl.Rule(context.Background(), c)
+		if err != nil || d.Verdict != policy.Allow || d.Reason != "r" {
+			t.Fatalf("Rule = %+v, %v", d, err)
+		}
+		line, ok := bytes.CutSuffix(conn.written.Bytes(), []byte("\n"))
+		if !ok || bytes.ContainsRune(line, '\n') {
+			t.Fatalf("not one line: %q", conn.written.Bytes())
+		}
+		want, err := json.Marshal(Request{V: ProtocolVersion, Op: "rule", Call: &c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(line, want) {
+			t.Errorf("request:\n got %s\nwant %s", line, want)
+		}
+		if err := checkJSON(line); err != nil {
+			t.Errorf("the server's check refuses the request: %v", err)
+		}
+		var back Request
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		dec.UseNumber()
+		if err := dec.Decode(&back); err != nil || back.Call == nil {
+			t.Fatalf("the server's decoder: %v", err)
+		}
+		// Each invalid UTF-8 byte comes back as U+FFFD (as []rune makes
+		// it); the rest as it went.
+		got, sent := *back.Call, c
+		for _, s := range []*string{&sent.Tool, &sent.Event, &sent.Cwd} {
+			*s = string([]rune(*s))
+		}
+		if got.Tool != sent.Tool || got.Event != sent.Event || got.Cwd != sent.Cwd || got.Kind != sent.Kind || len(got.Input) != len(sent.Input) {
+			t.Errorf("read back as another call: %+v", got)
 		}
 	}
-	// A number json.Marshal refuses is refused.
+	// A number json.Marshal refuses is refused, and nothing is sent.
+	conn := &pipeConn{resp: strings.NewReader("")}
+	cl := &Client{conn: conn, r: bufio.NewReader(conn)}
 	bad := Call{Harness: ClaudeCode, Input: map[string]any{"n": json.Number("01")}}
-	if _, err := appendRequest(nil, Request{Call: &bad}); err == nil {
-		t.Error("appendRequest encoded an invalid number")
+	if _, err := cl.Rule(context.Background(), bad); err == nil || conn.written.Len() != 0 {
+		t.Errorf("an invalid number: %v, sent %q", err, conn.written.Bytes())
 	}
 }
 
