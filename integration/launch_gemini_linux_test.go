@@ -283,7 +283,7 @@ func TestLaunchGemini(t *testing.T) {
 			r.requireResult(t, 0, "run_shell_command", true, geminiBlocked+piPushReason)
 			piRequireAbsent(t, filepath.Join(b.ws, "push-ran"))
 			r.requireResult(t, 1, "run_shell_command", false, "Output: ok")
-			r.requireResult(t, 2, userTool, true, geminiBlocked+"hookgate: native tool "+userTool+" is not granted")
+			r.requireResult(t, 2, userTool, true, geminiBlocked+"hookgate: native tool not granted: "+userTool+" for gemini")
 			if n := user.asked("tools/call") - userCalls; n > 0 {
 				t.Errorf("the user's MCP server got %d tools/call requests", n)
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/barry-rocks/sandbox/policy"
 )
 
-// The workday tests (issue 29's acceptance) drive each real harness CLI
+// The workday tests drive each real harness CLI
 // through a scripted coding session on a small real Go repository, once
 // under `sandboxd launch HARNESS` and once hooks only (hookgate installed
 // into the harness, no sandbox), with the most common policy: git push
