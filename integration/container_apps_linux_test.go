@@ -19,7 +19,6 @@ package integration
 //	go test ./integration -run 'ContainerNested|ContainerMode'
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -531,20 +530,7 @@ func checkContainerLaunch(t *testing.T, c *runningContainer, w *world, b *launch
 
 	t.Run("api-key", func(t *testing.T) {
 		r.requireRan(t, 2, "Bash")
-		env, err := os.ReadFile(envOut)
-		if err != nil {
-			t.Fatalf("the shell call's env: %v", err)
-		}
-		if bytes.Contains(env, []byte(claudeAPIKey)) {
-			t.Errorf("the real API key is in the harness's process tree")
-		}
-		m := regexp.MustCompile(`(?m)^ANTHROPIC_API_KEY=(.*)$`).FindSubmatch(env)
-		if m == nil || len(m[1]) != len(claudeAPIKey) || !bytes.HasPrefix(m[1], []byte("sk-ant-api03-")) || !bytes.HasSuffix(m[1], []byte(claudeAPIKey[len(claudeAPIKey)-20:])) {
-			t.Errorf("ANTHROPIC_API_KEY inside is not a placeholder of the key's shape: %q", m)
-		}
-		if !model.sawKey(claudeAPIKey) {
-			t.Errorf("the model's server never got the real API key")
-		}
+		requireKeyPlaceholder(t, envOut, model)
 		for _, s := range []string{r.stdout, r.stderr, r.run.audit} {
 			if strings.Contains(s, claudeAPIKey) {
 				t.Errorf("the real API key is in sandboxd's output or audit")

