@@ -84,14 +84,7 @@ func (p *FSPlan) hideLinks(ctx context.Context, hidden []string, limit int) ([]s
 				truncated = h
 				return stop
 			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			id, nlink, ok := fileIdentity(fi)
+			id, nlink, ok := regularIdentity(d)
 			if !ok || nlink < 2 {
 				return nil
 			}
@@ -154,14 +147,7 @@ func (p *FSPlan) hideLinks(ctx context.Context, hidden []string, limit int) ([]s
 					where += fmt.Sprintf(" (the search stopped at %d entries)", limit)
 					return stop
 				}
-				if !d.Type().IsRegular() {
-					return nil
-				}
-				fi, err := d.Info()
-				if err != nil {
-					return nil
-				}
-				id, _, ok := fileIdentity(fi)
+				id, _, ok := regularIdentity(d)
 				l := linked[id]
 				if !ok || l == nil || l.names[path] {
 					return nil
@@ -256,4 +242,17 @@ func (p *FSPlan) linkOf(path string) (of string, hidden bool) {
 		return l.path, false
 	}
 	return "", false
+}
+
+// regularIdentity is a walked regular file's identity and link count
+// (not ok for anything else, or one that cannot be looked at).
+func regularIdentity(d fs.DirEntry) (fileKey, uint64, bool) {
+	if !d.Type().IsRegular() {
+		return fileKey{}, 0, false
+	}
+	fi, err := d.Info()
+	if err != nil {
+		return fileKey{}, 0, false
+	}
+	return fileIdentity(fi)
 }
