@@ -47,6 +47,10 @@ type Answer struct {
 	Reply        Reply
 	Reason       string
 	AgentMessage string
+	// Exclude are exclusion globs an allow holds only with
+	// (policy.Decision.Exclude): Encode rewrites the call to carry them,
+	// or denies it where the harness cannot.
+	Exclude string
 }
 
 // AnswerFor turns a ruling into the reply check sends: a policy allow is a
@@ -56,7 +60,7 @@ func AnswerFor(d policy.Decision) Answer {
 	reason := "hookgate: " + d.Reason
 	switch d.Verdict {
 	case policy.Allow:
-		return Answer{Reply: ReplyPass, Reason: reason}
+		return Answer{Reply: ReplyPass, Reason: reason, Exclude: d.Exclude}
 	case policy.Ask:
 		return Answer{Reply: ReplyAsk, Reason: reason}
 	default:
@@ -116,12 +120,22 @@ func askDenied(c Call, reason string) string {
 // does not gate get the harness's "no opinion" answer whatever a says. An
 // ask is an ask where the event enforces one (canAsk), no opinion on a
 // permission request (the harness then asks), and elsewhere a deny whose
-// reason says approval was needed.
+// reason says approval was needed. An allow with Exclude is the call
+// rewritten to carry them (the tool's ExcludeKey), where the harness lets
+// a hook rewrite it, and a deny elsewhere.
 func Encode(c Call, a Answer) Output {
 	reason := clip(a.Reason)
 	agent := clip(a.AgentMessage)
 	if agent == "" {
 		agent = reason
+	}
+	if a.Exclude != "" && c.Kind == KindTool && (a.Reply == ReplyPass || a.Reply == ReplyAllow) {
+		p := mustProtocol(c.Harness)
+		t, _ := policy.NativeToolOf(string(c.Harness), c.Tool)
+		if p.rewrite == nil || t.ExcludeKey == "" {
+			return p.encode(c, ReplyDeny, clip(reason+"; the call must leave out "+a.Exclude+", which "+string(c.Harness)+"'s "+c.Tool+" cannot be made to: denied"), agent)
+		}
+		return p.rewrite(c, t.WithExcludes(c.Input, a.Exclude), reason)
 	}
 	if p := mustProtocol(c.Harness); a.Reply == ReplyAsk && c.Kind == KindTool && (p.canAsk == nil || !p.canAsk(c)) {
 		a.Reply = ReplyDeny

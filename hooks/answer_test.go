@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/barry-rocks/sandbox/policy"
@@ -65,5 +66,32 @@ func TestEncodeAsk(t *testing.T) {
 				t.Errorf("got stdout %q stderr %q exit %d\nwant stdout %q exit %d", out.Stdout, out.Stderr, out.Code, tc.stdout, tc.code)
 			}
 		})
+	}
+}
+
+// TestEncodeExclude: an allow that holds only with exclusion globs is the
+// call rewritten where the harness and tool can carry them (Claude Code's
+// Grep: updatedInput, the whole input with the globs last, no permission
+// decision), and a deny everywhere else.
+func TestEncodeExclude(t *testing.T) {
+	a := AnswerFor(policy.Decision{Verdict: policy.Allow, Reason: "r", Exclude: "!**/.env"})
+	grep := Call{Harness: ClaudeCode, Event: "PreToolUse", Kind: KindTool, Tool: "Grep", Input: map[string]any{"pattern": "p", "path": "/w", "glob": "*.go"}}
+	out := Encode(grep, a)
+	want := `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecisionReason":"hookgate: r","updatedInput":{"glob":"*.go !**/.env","path":"/w","pattern":"p"}}}` + "\n"
+	if string(out.Stdout) != want || out.Code != 0 {
+		t.Errorf("Claude Code's Grep:\n got %q (exit %d)\nwant %q", out.Stdout, out.Code, want)
+	}
+	if grep.Input["glob"] != "*.go" {
+		t.Errorf("the call's own input changed: %v", grep.Input)
+	}
+	for _, c := range []Call{
+		{Harness: ClaudeCode, Event: "PreToolUse", Kind: KindTool, Tool: "Glob", Input: map[string]any{"pattern": "*"}},
+		{Harness: Copilot, Event: "preToolUse", Kind: KindTool, Tool: "grep", Input: map[string]any{"pattern": "p"}},
+		{Harness: Gemini, Event: "BeforeTool", Kind: KindTool, Tool: "grep_search", Input: map[string]any{"pattern": "p"}},
+	} {
+		out := Encode(c, a)
+		if !strings.Contains(string(out.Stdout)+string(out.Stderr), "must leave out !**/.env") || !strings.Contains(string(out.Stdout)+string(out.Stderr), "deny") {
+			t.Errorf("%s %s: not a deny naming the globs: %q %q", c.Harness, c.Tool, out.Stdout, out.Stderr)
+		}
 	}
 }

@@ -32,6 +32,13 @@ func claudeProtocol() *protocol {
 		// PreToolUse enforces an ask; a PermissionRequest is already one.
 		canAsk: func(c Call) bool { return c.Kind == KindTool },
 		encode: func(c Call, r Reply, reason, _ string) Output { return encodeClaudeLike(c, r, reason, true) },
+		// updatedInput with no permissionDecision: the call as rewritten,
+		// left to Claude Code's own permission flow (which runs the hooks
+		// again on it).
+		rewrite: func(c Call, input map[string]any, reason string) Output {
+			return Output{Stdout: encodeJSON(hookSpecificOutput{hookSpecific{HookEventName: c.Event,
+				PermissionDecisionReason: reason, UpdatedInput: input}})}
+		},
 		failStdout: func(reason string) []byte {
 			return encodeJSON(hookSpecificOutput{hookSpecific{HookEventName: "PreToolUse",
 				PermissionDecision: "deny", PermissionDecisionReason: reason}})
@@ -236,6 +243,7 @@ type hookSpecific struct {
 	PermissionDecision       string           `json:"permissionDecision,omitempty"`
 	PermissionDecisionReason string           `json:"permissionDecisionReason,omitempty"`
 	Decision                 *permissionReply `json:"decision,omitempty"`
+	UpdatedInput             map[string]any   `json:"updatedInput,omitempty"`
 }
 
 type permissionReply struct {

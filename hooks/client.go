@@ -113,7 +113,8 @@ func (c *Client) Rule(ctx context.Context, call Call) (policy.Decision, error) {
 // ParseResponse turns one response line into a decision; anything but a
 // well-formed version-1 ruling is an error: a line that is not one JSON
 // object with only Response's members, each once and spelled as its tag,
-// a version other than 1, an error, an unknown verdict, or no reason.
+// a version other than 1, an error, an unknown verdict, no reason, or
+// exclusion globs on anything but an allow.
 func ParseResponse(line []byte) (policy.Decision, error) {
 	r, err := parseResponseFields(line)
 	if err != nil {
@@ -139,7 +140,10 @@ func ParseResponse(line []byte) (policy.Decision, error) {
 	if r.Reason == "" {
 		return policy.Decision{}, fmt.Errorf("%w: ruling without a reason", ErrServer)
 	}
-	return policy.Decision{Verdict: v, Reason: r.Reason, Rule: r.Rule}, nil
+	if r.Exclude != "" && v != policy.Allow {
+		return policy.Decision{}, fmt.Errorf("%w: exclusion globs on a %s", ErrServer, r.Verdict)
+	}
+	return policy.Decision{Verdict: v, Reason: r.Reason, Rule: r.Rule, Exclude: r.Exclude}, nil
 }
 
 // readLine reads one '\n'-terminated line of at most limit bytes.
@@ -188,6 +192,8 @@ func parseResponseFields(line []byte) (Response, error) {
 			err = json.Unmarshal(raw, &r.Rule)
 		case "error":
 			err = json.Unmarshal(raw, &r.Error)
+		case "exclude":
+			err = json.Unmarshal(raw, &r.Exclude)
 		default:
 			err = fmt.Errorf("json: unknown field %q", k)
 		}

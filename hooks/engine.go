@@ -251,7 +251,7 @@ func (r *Ruler) guard(ctx context.Context, c Call, t policy.NativeTool) policy.D
 			// "{/etc,x}/*") reaches what it can climb to.
 			roots = append(roots, r.abs(policy.GlobRoot(g), base))
 		}
-		return r.checkSearch(c, roots)
+		return r.checkSearch(c, t, roots)
 	case policy.ReachFetch:
 		urls := in.all(t.URLKeys)
 		for _, k := range t.TextURLKeys {
@@ -367,9 +367,17 @@ func (r *Ruler) processView(m policy.FileMatcher, tool, p string) (policy.Decisi
 	return policy.Denied(policy.Because(policy.ReasonProcessView, "%s path %s", tool, clipField(p)), policy.RuleFiles), true
 }
 
-func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
+// checkSearch decides a search from roots. A tool the harness lets a
+// hook rewrite with exclusion globs (ExcludeKey) is allowed leaving out
+// what files.deny matches below its roots, where the policy can say how
+// (policy.FileMatcher.DecideSearchExcluding): the decision's Exclude are
+// the globs the call must carry.
+func (r *Ruler) checkSearch(c Call, t policy.NativeTool, roots []string) policy.Decision {
 	fr := r.fileRules()
 	m := r.matcher(c.Cwd)
+	have := t.Excluding(c.Input)
+	out := policy.AllowedBy(policy.Because(policy.ReasonSearchAllowed, "%s", c.Tool), "")
+	var exclude []string
 	for _, root := range roots {
 		ar := r.abs(root, c.Cwd)
 		if ar == "" {
@@ -382,11 +390,25 @@ func (r *Ruler) checkSearch(c Call, roots []string) policy.Decision {
 		if !d.Allowed() {
 			return d
 		}
-		if d := m.DecideBelow(m.Canonicalize(ar), fr, c.Tool); !d.Allowed() {
+		if t.ExcludeKey != "" {
+			d = m.DecideSearchExcluding(m.Canonicalize(ar), fr, c.Tool, have)
+		} else {
+			d = m.DecideBelow(m.Canonicalize(ar), fr, c.Tool)
+		}
+		if !d.Allowed() {
 			return d
 		}
+		if strings.HasPrefix(d.Reason, policy.ReasonSearchExcludes) && out.Rule == "" {
+			out = d // the first root that leaves files out says so
+		}
+		for _, g := range strings.Fields(d.Exclude) {
+			if !slices.Contains(exclude, g) {
+				exclude = append(exclude, g)
+			}
+		}
 	}
-	return policy.AllowedBy(policy.Because(policy.ReasonSearchAllowed, "%s", c.Tool), "")
+	out.Exclude = strings.Join(exclude, " ")
+	return out
 }
 
 // harnessPaths rewrites paths the way harness h reads them before use.

@@ -21,7 +21,7 @@ var fixtureCases = []struct {
 	{"guarded", "claude-code", "pretooluse-bash-simple-allow", ""},
 	{"guarded", "claude-code", "pretooluse-edit", ""},
 	{"guarded", "claude-code", "pretooluse-glob", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: search root reaches denied files: Glob below /home/dev could reach files.deny \"**/*.pem\""}}`},
-	{"guarded", "claude-code", "pretooluse-grep", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: search root reaches denied files: Grep below /home/dev/acme-api could reach files.deny \"**/*.pem\""}}`},
+	{"guarded", "claude-code", "pretooluse-grep", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecisionReason":"hookgate: search leaves out what files.deny matches below its root: Grep below /home/dev/acme-api leaves out files.deny \"**/*.pem\", \"**/.env*\" (!**/*.pem !**/.env*)","updatedInput":{"-i":true,"-n":true,"glob":"*.env* !**/*.pem !**/.env*","output_mode":"content","path":"/home/dev/acme-api","pattern":"AWS_SECRET_ACCESS_KEY"}}}`},
 	{"guarded", "claude-code", "pretooluse-mcp-github", ""},
 	{"guarded", "claude-code", "pretooluse-mcp-plugin-scoped", ""},
 	{"guarded", "claude-code", "pretooluse-mcp-postgres", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"hookgate: MCP tool not in the session's tools: postgres:query"}}`},

@@ -43,6 +43,10 @@ type protocol struct {
 	// encode writes reply r (an ask only where canAsk) with its reasons
 	// for event c.
 	encode func(c Call, r Reply, reason, agent string) Output
+	// rewrite writes a tool event's allow of c with input in place of
+	// the call's own (no opinion on the permission otherwise); nil: the
+	// harness cannot rewrite a call, and one that must be is denied.
+	rewrite func(c Call, input map[string]any, reason string) Output
 	// failStdout is the JSON deny written beside exit 2 when the payload
 	// was not understood; nil writes none (stderr alone).
 	failStdout func(reason string) []byte

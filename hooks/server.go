@@ -289,7 +289,7 @@ func (s *Server) handle(ctx context.Context, line []byte) Response {
 		slog.String(audit.AttrHarness, string(c.Harness)), slog.String(audit.AttrEvent, c.Event),
 		slog.String(audit.AttrTool, c.Tool), slog.String(audit.AttrSession, c.SessionID),
 		slog.Int64(audit.AttrDurationUS, time.Since(start).Microseconds()))
-	return Response{V: ProtocolVersion, Verdict: dec.Verdict.String(), Reason: dec.Reason, Rule: dec.Rule}
+	return Response{V: ProtocolVersion, Verdict: dec.Verdict.String(), Reason: dec.Reason, Rule: dec.Rule, Exclude: dec.Exclude}
 }
 
 // rule runs the engine under ctx: no engine, a panic or the deadline is a

@@ -42,6 +42,9 @@ type Response struct {
 	Reason  string `json:"reason,omitempty"`
 	Rule    string `json:"rule,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Exclude: an allow that holds only with these exclusion globs
+	// (policy.Decision.Exclude).
+	Exclude string `json:"exclude,omitempty"`
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -128,6 +128,7 @@ func TestParseResponse(t *testing.T) {
 		{V: 1, Verdict: "allow", Reason: "r"},
 		{V: 1, Verdict: "deny", Reason: awkward, Rule: "files.deny:**/.env*"},
 		{V: 1, Verdict: "ask", Reason: "<&>"},
+		{V: 1, Verdict: "allow", Reason: "r", Exclude: "!**/.env !**/.ssh"},
 	} {
 		line, err := json.Marshal(r)
 		if err != nil {
@@ -152,6 +153,9 @@ func TestParseResponse(t *testing.T) {
 		`{"v":1.5,"verdict":"allow","reason":"r"}`, `{"v":1,"verdict":true,"reason":"r"}`,
 		`{"v":1,"verdict":"allow","reason":"r","error":"e"}`, `{"v":1,"verdict":"allow"}`, `{"v":2,"verdict":"allow","reason":"r"}`,
 		"{\"v\":1,\"verdict\":\"allow\",\"reason\":\"\xff\"}",
+		// Exclusion globs hold an allow; on anything else they are an error.
+		`{"v":1,"verdict":"deny","reason":"r","exclude":"!**/.env"}`, `{"v":1,"verdict":"ask","reason":"r","exclude":"!**/.env"}`,
+		`{"v":1,"verdict":"allow","reason":"r","exclude":["!**/.env"]}`,
 	} {
 		if d, err := ParseResponse([]byte(line)); err == nil {
 			t.Errorf("%q accepted as %+v", line, d)

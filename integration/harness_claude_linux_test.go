@@ -136,6 +136,51 @@ func TestHarnessClaude(t *testing.T) {
 		}
 	})
 
+	// Hooks only, a Grep over a project that holds denied files is not
+	// refused: hookgate rewrites it (updatedInput) to leave them out, and
+	// what Claude Code then runs lists the other files and none of theirs:
+	// not a .env at the top or below, not a directory named .env, not a
+	// symbolic link to a .env under another name, not with a glob of the
+	// call's own that names them.
+	t.Run("native/Grep-rewrite", func(t *testing.T) {
+		t.Parallel()
+		b := newClaudeBox(t, claude)
+		b.install(t, "user", b.writePolicy(t, "version: 1\nharness: claude-code\n"+
+			"session:\n  bound:\n    files:\n      deny: [\"**/.env\"]\n"))
+		const secret = "needle-7c1e-secretvalue"
+		claudeWriteFile(t, filepath.Join(b.proj, "notes.txt"), "needle-7c1e in the notes\n")
+		claudeWriteFile(t, filepath.Join(b.proj, "sub", "main.go"), "// needle-7c1e in the code\n")
+		for _, f := range []string{".env", "sub/.env", "deep/.env/inner.txt"} {
+			claudeWriteFile(t, filepath.Join(b.proj, f), "TOKEN="+secret+"\n")
+		}
+		if err := os.Symlink(".env", filepath.Join(b.proj, "link.txt")); err != nil {
+			t.Fatal(err)
+		}
+		r := b.run(t, []fakemodel.ToolCall{
+			{Name: "Grep", Input: map[string]any{"pattern": "needle-7c1e", "path": b.proj, "output_mode": "content"}},
+			{Name: "Grep", Input: map[string]any{"pattern": "needle-7c1e", "path": b.proj, "glob": "**/.env,*.txt", "output_mode": "files_with_matches"}},
+		}, "--tools", "Bash,Read,Write,Edit,Glob,Grep")
+		r.requireRan(t, 0, "Grep")
+		r.requireRan(t, 1, "Grep")
+		r.requireGateSaw(t, "Grep")
+		for i, want := range [][]string{{"in the notes", "in the code"}, {"notes.txt"}} {
+			res := r.exchanges[i].Result
+			for _, w := range want {
+				if !strings.Contains(res, w) {
+					t.Errorf("Grep %d result %q lacks %q: the rewritten search left out an allowed file", i, res, w)
+				}
+			}
+			if strings.Contains(res, ".env") || strings.Contains(res, "link.txt") {
+				t.Errorf("Grep %d result %q lists a denied file", i, res)
+			}
+		}
+		for i, body := range r.received {
+			if strings.Contains(body, secret) {
+				t.Errorf("request %d to the model carries the .env value", i)
+			}
+		}
+	})
+
 	// A non-file native tool the policy allows. The pinned Claude Code
 	// disables TodoWrite in print mode and refuses the call itself ("No such
 	// tool available", an error result: nothing ran); a version that offers
@@ -526,6 +571,9 @@ func claudeRequirePresent(t *testing.T, path string) {
 
 func claudeWriteFile(t *testing.T, path, content string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,12 @@ type Decision struct {
 	Verdict Verdict
 	Reason  string
 	Rule    string
+	// Exclude, on an Allow, are exclusion globs, separated by spaces, the
+	// call does not carry yet and holds only with
+	// (FileMatcher.DecideSearchExcluding): the harness runs it rewritten
+	// to leave them out (NativeTool.ExcludeKey), and one that cannot
+	// rewrite it denies it.
+	Exclude string
 }
 
 // Allowed reports whether the decision permits the action.
@@ -139,6 +145,7 @@ const (
 	ReasonShellAllowed      = "shell command allowed"
 	ReasonShellInteractive  = "shell command starts a program that reads commands from its input"
 	ReasonSearchAllowed     = "search roots allowed"
+	ReasonSearchExcludes    = "search leaves out what files.deny matches below its root"
 	ReasonWebSearchAllowed  = "web search allowed"
 	ReasonNoDestination     = "tool names no destination"
 )

@@ -163,6 +163,12 @@ type NativeTool struct {
 	// GlobKeys hold glob patterns resolved from the search root: the root
 	// a glob can climb to is searched too.
 	GlobKeys []string
+	// ExcludeKey holds ripgrep globs of a search, which a hook may rewrite
+	// to leave out what files.deny matches below its roots
+	// (FileMatcher.DecideSearchExcluding): Claude Code's Grep, which runs
+	// ripgrep with every glob of its "glob" argument (Globs) and with
+	// --no-follow, so that a symbolic link to a denied file is not read.
+	ExcludeKey string
 	// FixedPaths are paths the tool always writes (Gemini's save_memory).
 	FixedPaths []string
 	// URLKeys hold URLs; TextURLKeys hold free text whose URLs are fetched.
@@ -260,7 +266,7 @@ func buildHarness(id string) *NativeHarness {
 				"Read":         readTool("file_path"),
 				"NotebookRead": readTool("notebook_path"),
 				"Glob":         searchTool([]string{"path"}, "pattern"),
-				"Grep":         searchTool([]string{"path"}, "glob"),
+				"Grep":         {Reach: ReachSearch, DirKeys: []string{"path"}, GlobKeys: []string{"glob"}, ExcludeKey: "glob"},
 				"LS":           searchTool([]string{"path"}),
 				"Write":        writeTool("file_path"),
 				"Edit":         writeTool("file_path"),

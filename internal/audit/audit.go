@@ -58,6 +58,7 @@ const (
 	AttrDecision = "decision" // "allow", "deny" or "ask" (policy.Verdict.String)
 	AttrReason   = "reason"   // one-line reason; on a session line, what happened
 	AttrRule     = "rule"     // the policy entry that decided, "" when none
+	AttrExclude  = "exclude"  // an allow's exclusion globs the call is rewritten to carry
 
 	// Proxy and DNS lines.
 	AttrClient     = "client"      // client address
@@ -139,6 +140,9 @@ func Decision(ctx context.Context, log *slog.Logger, k Kind, d policy.Decision, 
 		slog.String(AttrDecision, d.Verdict.String()),
 		slog.String(AttrReason, d.Reason),
 		slog.String(AttrRule, d.Rule))
+	if d.Exclude != "" {
+		all = append(all, slog.String(AttrExclude, d.Exclude))
+	}
 	log.LogAttrs(ctx, level, k.Message(), append(all, attrs...)...)
 }
 

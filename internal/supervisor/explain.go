@@ -95,12 +95,15 @@ func (o *Options) resolveNow() (*sessionPolicy, error) {
 
 // CallExplanation is what hookgate would answer for a tool call.
 type CallExplanation struct {
-	Harness  string `json:"harness"`
-	Event    string `json:"event,omitempty"`
-	Tool     string `json:"tool,omitempty"`
-	Verdict  string `json:"verdict"`
-	Reason   string `json:"reason"`
-	Rule     string `json:"rule,omitempty"`
+	Harness string `json:"harness"`
+	Event   string `json:"event,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+	Rule    string `json:"rule,omitempty"`
+	// Exclude: an allow that holds with the call rewritten to carry these
+	// exclusion globs (the answer's rewritten input).
+	Exclude  string `json:"exclude,omitempty"`
 	Stdout   string `json:"stdout"`
 	Stderr   string `json:"stderr"`
 	ExitCode int    `json:"exitCode"`
@@ -141,6 +144,6 @@ func ExplainCall(ctx context.Context, policyFile, harness string, inSandbox bool
 		e.Reason = err.Error()
 		return e
 	}
-	e.Verdict, e.Reason, e.Rule = d.Verdict.String(), d.Reason, d.Rule
+	e.Verdict, e.Reason, e.Rule, e.Exclude = d.Verdict.String(), d.Reason, d.Rule, d.Exclude
 	return e
 }
