@@ -375,7 +375,9 @@ func (r *Ruler) processView(m policy.FileMatcher, tool, p string) (policy.Decisi
 func (r *Ruler) checkSearch(c Call, t policy.NativeTool, roots []string) policy.Decision {
 	fr := r.fileRules()
 	m := r.matcher(c.Cwd)
-	have := t.Excluding(c.Input)
+	// A glob the policy cannot split as the harness does is not
+	// rewritten: the walk decides.
+	have, rewritable := t.Excluding(c.Input)
 	out := policy.AllowedBy(policy.Because(policy.ReasonSearchAllowed, "%s", c.Tool), "")
 	var exclude []string
 	for _, root := range roots {
@@ -390,7 +392,7 @@ func (r *Ruler) checkSearch(c Call, t policy.NativeTool, roots []string) policy.
 		if !d.Allowed() {
 			return d
 		}
-		if t.ExcludeKey != "" {
+		if rewritable {
 			d = m.DecideSearchExcluding(m.Canonicalize(ar), fr, c.Tool, have)
 		} else {
 			d = m.DecideBelow(m.Canonicalize(ar), fr, c.Tool)

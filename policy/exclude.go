@@ -8,10 +8,11 @@ import (
 )
 
 // excludeUnsafe are the characters a deny pattern must not hold to become
-// an exclusion glob: ripgrep reads braces as alternatives and a backslash
-// as an escape where path.Match does not, and Claude Code splits its glob
-// argument at white space and commas.
-const excludeUnsafe = "{}\\, \t\n\r\v\f"
+// an exclusion glob: ripgrep reads braces as alternatives, a backslash as
+// an escape and "[!x]" as a negated class where path.Match does not, "?"
+// as one byte where path.Match reads one character, and Claude Code splits
+// its glob argument at white space and commas.
+const excludeUnsafe = "{}\\,?[] \t\n\r\v\f"
 
 // ExcludeGlob is the ripgrep exclusion glob ("!**/.env") that keeps a
 // search rooted at the canonical directory root from everything deny
@@ -22,11 +23,11 @@ const excludeUnsafe = "{}\\, \t\n\r\v\f"
 // pattern's that is not only wildcards and that lies below root in every
 // match, so the glob leaves out at least what the pattern matches there,
 // and may leave out more (another file of that name). Patterns with
-// characters ripgrep reads otherwise (excludeUnsafe), case-folded
+// characters ripgrep reads otherwise (excludeUnsafe), "~", case-folded
 // matching and a segment of wildcards alone give "".
 func (m FileMatcher) ExcludeGlob(root, pat string) string {
-	if m.FoldCase || pat == "" || strings.ContainsAny(pat, excludeUnsafe) {
-		return ""
+	if m.FoldCase || pat == "" || pat == "~" || strings.ContainsAny(pat, excludeUnsafe) {
+		return "" // "~" is the home directory (FileMatcher.match), not a name
 	}
 	if !strings.Contains(pat, "/") {
 		// A name at any depth.
@@ -128,15 +129,23 @@ func quoteAll(ss []string) string {
 
 // Excluding are the exclusion globs that end the call's input under
 // t.ExcludeKey, split the way the harness splits it (Claude Code's Grep:
-// at white space, then, in a part without braces, at commas): the "!"
-// globs after its last other one, which no glob of the call's overrides
-// (in ripgrep a later glob wins); nil when t has no ExcludeKey.
-func (t NativeTool) Excluding(input map[string]any) []string {
+// at JavaScript's white space, then, in a part without braces, at
+// commas): the "!" globs after its last other one, which no glob of the
+// call's overrides (in ripgrep a later glob wins). ok is false when t has
+// no ExcludeKey, or the input holds a byte other than printable ASCII and
+// the space, where Go's and JavaScript's white space differ (U+0085 is
+// Go's, U+FEFF JavaScript's): the call cannot be read as the harness
+// reads it.
+func (t NativeTool) Excluding(input map[string]any) (globs []string, ok bool) {
 	if t.ExcludeKey == "" {
-		return nil
+		return nil, false
 	}
 	s, _ := input[t.ExcludeKey].(string)
-	var globs []string
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && (s[i] < 0x21 || s[i] > 0x7e) {
+			return nil, false
+		}
+	}
 	for _, part := range strings.Fields(s) {
 		if strings.Contains(part, "{") && strings.Contains(part, "}") {
 			globs = append(globs, part)
@@ -152,7 +161,7 @@ func (t NativeTool) Excluding(input map[string]any) []string {
 	for i > 0 && strings.HasPrefix(globs[i-1], "!") {
 		i--
 	}
-	return globs[i:]
+	return globs[i:], true
 }
 
 // WithExcludes is a copy of input whose t.ExcludeKey also carries the

@@ -13,19 +13,32 @@ import (
 
 func TestExcluding(t *testing.T) {
 	grep, _ := NativeToolOf("claude-code", "Grep")
-	for in, want := range map[string]string{
-		"":                      "",
-		"*.go":                  "",
-		"*.go !**/.env":         "!**/.env",
-		"!**/.env *.go":         "",
-		"!**/.env **/.env":      "",
-		"*.go,!a,!b":            "!a !b",
-		"{*.go,!x} !y":          "!y",
-		"  !**/.env\t!**/.ssh ": "!**/.env !**/.ssh",
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"", "", true},
+		{"*.go", "", true},
+		{"*.go !**/.env", "!**/.env", true},
+		{"!**/.env *.go", "", true},
+		{"!**/.env **/.env", "", true},
+		{"*.go,!a,!b", "!a !b", true},
+		{"{*.go,!x} !y", "!y", true},
+		{"  !**/.env  !**/.ssh ", "!**/.env !**/.ssh", true},
+		// White space Go and JavaScript split differently, or any byte
+		// but printable ASCII and the space: not read at all.
+		{"**/.env,\u0085!**/.env", "", false},
+		{"!**/.env\t!**/.ssh", "", false},
+		{"\ufeff!**/.env", "", false},
+		{"!**/é.env", "", false},
 	} {
-		if got := strings.Join(grep.Excluding(map[string]any{"glob": in}), " "); got != want {
-			t.Errorf("Excluding(%q) = %q, want %q", in, got, want)
+		got, ok := grep.Excluding(map[string]any{"glob": tc.in})
+		if strings.Join(got, " ") != tc.want || ok != tc.ok {
+			t.Errorf("Excluding(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
+	}
+	if _, ok := (NativeTool{}).Excluding(map[string]any{"glob": "x"}); ok {
+		t.Errorf("a tool with no ExcludeKey reads globs")
 	}
 	rewritten := grep.WithExcludes(map[string]any{"pattern": "x", "glob": "*.go"}, "!**/.env")
 	if rewritten["glob"] != "*.go !**/.env" || rewritten["pattern"] != "x" {
@@ -69,6 +82,10 @@ func TestExcludeGlob(t *testing.T) {
 		{m, "/ws", "a b.env", ""},
 		{m, "/ws", "a,b.env", ""},
 		{m, "/ws", `\*.env`, ""},
+		{m, "/ws", "~", ""},
+		{m, "/ws", "secret[!_]key", ""},
+		{m, "/ws", "?.pem", ""},
+		{m, "/ws", "[a-z].pem", ""},
 		{folded, "/ws", ".env", ""},
 	} {
 		if got := tc.m.ExcludeGlob(tc.root, tc.pat); got != tc.want {
