@@ -184,12 +184,12 @@ var globalOpts = sync.OnceValue(func() map[string]optSpec {
 // registry says so in its entry instead.)
 var nonExec = sync.OnceValue(func() map[string]bool {
 	return map[string]bool{
-		"echo": true, "printf": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
+		"echo": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
 		"ls": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true, "cut": true, "tr": true,
 		"diff": true, "cd": true, "pwd": true, "mkdir": true, "rm": true, "rmdir": true, "cp": true, "mv": true,
 		"touch": true, "chmod": true, "chown": true, "ln": true, "test": true, "[": true, "true": true, "false": true,
 		"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "let": true, "set": true,
-		"unset": true, "shift": true, "read": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
+		"unset": true, "shift": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
 		"date": true, "basename": true, "dirname": true, "realpath": true, "readlink": true, "stat": true,
 		"file": true, "du": true, "df": true, "tee": true, "less": true, "more": true, "jq": true, "yq": true,
 		"base64": true, "sha256sum": true, "md5sum": true, "tar": true, "zip": true, "unzip": true, "gzip": true,
@@ -198,7 +198,7 @@ var nonExec = sync.OnceValue(func() map[string]bool {
 		"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
 		"brew": true, "apt": true, "apt-get": true, "code": true, "open": true,
 		"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
-		"podman": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
+		"podman": true, "printenv": true, "umask": true, "ulimit": true,
 	}
 })
 
@@ -293,142 +293,6 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		return
 	case "sudo":
 		a.sudo(inv, in, depth)
-		return
-	case "command":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{})
-		if o.has("-v", "-V") || o.bad != "" {
-			if o.bad != "" {
-				a.fail("option of command is not static: " + o.bad)
-			}
-			return // lookup only
-		}
-		rest(o.next)
-		return
-	case "hash":
-		a.record(inv)
-		for _, w := range args[1:] {
-			if w.mayBeOption() && (w.dyn || strings.Contains(w.val, "p")) {
-				a.fail("hash -p rebinds a command name to another file")
-				return
-			}
-		}
-		return
-	case "alias":
-		a.record(inv)
-		for _, w := range args[1:] {
-			if w.dyn || strings.Contains(w.val, "=") {
-				a.fail("alias redefines a command name")
-				return
-			}
-		}
-		return
-	case "enable":
-		a.record(inv)
-		if len(args) > 1 {
-			a.fail("enable loads or toggles shell builtins")
-		}
-		return
-	case "eval":
-		a.record(inv)
-		var parts []string
-		ev := args[1:]
-		if len(ev) > 0 && ev[0].val == "--" {
-			ev = ev[1:]
-		}
-		for _, w := range ev {
-			if w.dyn {
-				a.fail("eval with a string that is not static: " + w.val)
-				return
-			}
-			parts = append(parts, w.val)
-		}
-		a.source(strings.Join(parts, " "), syntax.LangBash, depth+1)
-		return
-	case "source", ".":
-		a.record(inv)
-		if len(args) < 2 {
-			return
-		}
-		p := args[1]
-		switch {
-		case p.dyn:
-			a.fail(fmt.Sprintf("%s of a file whose path is not static: %s", prog, p.val))
-		case p.val == "/dev/stdin" || p.val == "/proc/self/fd/0" || p.val == "/dev/fd/0":
-			a.stdinScript(prog, in, syntax.LangBash, depth)
-		default:
-			a.opaque(prog)
-		}
-		return
-	case "fc":
-		a.record(inv)
-		for _, w := range args[1:] {
-			if w.mayBeOption() && (w.dyn || strings.ContainsAny(w.val, "es")) {
-				a.fail("fc re-runs commands from the shell's history")
-				return
-			}
-		}
-		return
-	case "zmodload", "emulate":
-		a.record(inv)
-		if prog == "zmodload" && len(args) > 1 {
-			a.fail("zmodload loads zsh modules with their own builtins")
-		}
-		for _, w := range args[1:] {
-			if w.val == "-c" {
-				a.fail("emulate -c evaluates a string")
-			}
-		}
-		return
-	case "printf", "read", "mapfile", "readarray", "getopts":
-		// Builtins that assign variables: one that changes what later
-		// commands run cannot get a value the line does not show.
-		a.record(inv)
-		for j, w := range args[1:] {
-			name := w.val
-			if prog == "printf" {
-				if w.val != "-v" || j+2 >= len(args) {
-					if strings.HasPrefix(w.val, "-v") && len(w.val) > 2 {
-						name = w.val[2:]
-					} else {
-						continue
-					}
-				} else {
-					name = args[j+2].val
-				}
-			}
-			if _, ok := hijackVars()[name]; ok || commandVars()[name] {
-				a.fail(prog + " assigns " + name + ", which changes what later commands run")
-				return
-			}
-		}
-		if prog != "mapfile" && prog != "readarray" {
-			return
-		}
-		o := scanOpts(args, 1, optSpec{short: "dnOsuctC"})
-		for _, s := range o.seen["-C"] {
-			a.codeString(prog+" -C", s, syntax.LangBash, depth)
-		}
-		return
-	case "trap":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{})
-		if o.bad != "" || o.next >= len(args) || o.has("-p", "-l") {
-			if o.bad != "" {
-				a.fail("trap with an action that is not static: " + o.bad)
-			}
-			return
-		}
-		if act := args[o.next]; act.dyn || (act.val != "-" && !isDigits(act.val)) {
-			a.codeString("trap", act, syntax.LangBash, depth)
-		}
-		return
-	case "complete", "compgen":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "dnOsuctAGWFXPSo", str: "C"})
-		for _, s := range o.strs {
-			a.codeString(prog+" -C", s, syntax.LangBash, depth)
-		}
 		return
 	case "xargs":
 		a.xargs(inv, in, depth)
@@ -880,6 +744,14 @@ func (a *analyzer) stdinScript(prog string, in stdin, lang syntax.LangVariant, d
 		a.opaque(prog)
 	case "dynfile":
 		a.fail(prog + " reads its script from a file whose name is not static")
+	}
+}
+
+// rest analyses args[i:], when there are any, as the command a program
+// runs.
+func (a *analyzer) rest(args []word, i int, in stdin, depth int) {
+	if i < len(args) {
+		a.command(args[i:], in, depth+1)
 	}
 }
 

@@ -88,7 +88,7 @@ func programFamilies() map[string]map[string]*program {
 	return map[string]map[string]*program{
 		"net": netPrograms(), "remote": remotePrograms(), "vcs": vcsPrograms(),
 		"dns": dnsPrograms(), "proto": protoPrograms(), "cloud": cloudPrograms(),
-		"pkg": pkgPrograms(),
+		"pkg": pkgPrograms(), "builtin": builtinPrograms(),
 	}
 }
 

@@ -76,6 +76,8 @@ func TestProgramRegistry(t *testing.T) {
 		"cloud": {reg.families["cloud"], []string{"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify",
 			"wrangler", "rclone", "s3cmd", "gsutil"}},
 		"pkg": {reg.families["pkg"], []string{"go", "npm", "pnpm", "yarn", "pip", "pip3", "uv", "cargo", "gem", "bundle"}},
+		"builtin": {reg.families["builtin"], []string{"command", "hash", "alias", "enable", "eval", "source", ".", "fc", "zmodload", "emulate",
+			"printf", "read", "getopts", "mapfile", "readarray", "trap", "complete", "compgen"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -91,7 +93,10 @@ func TestProgramRegistry(t *testing.T) {
 
 // registrySamples are, for every registry entry, one line it reads as
 // contacting a host: the entry's actions and hosts must both answer. An
-// entry that says noHosts has no host in its sample ("").
+// entry that says noHosts has no host in its sample (""). An entry with
+// neither actions nor hosts (a builtin, an editor) contacts a host only
+// through a command it runs: its sample is such a line, or, when it runs
+// none, a line with no host that must report no network at all.
 var registrySamples = map[string]struct {
 	line, host string
 }{
@@ -175,6 +180,25 @@ var registrySamples = map[string]struct {
 	"cargo":  {"cargo fetch", "index.crates.io"},
 	"gem":    {"gem install rails", "rubygems.org"},
 	"bundle": {"bundle install", "rubygems.org"},
+
+	"command":   {"command curl https://a.example/x", "a.example"},
+	"hash":      {"hash -r", ""},
+	"alias":     {"alias ll", ""},
+	"enable":    {"enable", ""},
+	"eval":      {"eval curl https://a.example/x", "a.example"},
+	"source":    {"source /dev/stdin <<< 'curl https://a.example/x'", "a.example"},
+	".":         {". /dev/stdin <<< 'curl https://a.example/x'", "a.example"},
+	"fc":        {"fc -l", ""},
+	"zmodload":  {"zmodload", ""},
+	"emulate":   {"emulate zsh", ""},
+	"printf":    {"printf '%s' x", ""},
+	"read":      {"read -r x", ""},
+	"getopts":   {"getopts ab opt", ""},
+	"mapfile":   {"mapfile -C 'curl https://a.example/x' arr", "a.example"},
+	"readarray": {"readarray -C 'curl https://a.example/x' arr", "a.example"},
+	"trap":      {"trap 'curl https://a.example/x' EXIT", "a.example"},
+	"complete":  {"complete -C 'curl https://a.example/x' git", "a.example"},
+	"compgen":   {"compgen -C 'curl https://a.example/x' g", "a.example"},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {
@@ -193,7 +217,11 @@ func TestProgramRegistrySamples(t *testing.T) {
 			t.Errorf("%q: no network actions", s.line)
 		}
 		if s.host == "" {
-			if !programs()[name].noHosts {
+			if p := programs()[name]; p.actions == nil && p.hosts == nil {
+				if n := ClassifyNetworkActions(c, ""); len(n) != 0 {
+					t.Errorf("%q: network actions %v from an entry with none that runs no command", s.line, n)
+				}
+			} else if !p.noHosts {
 				t.Errorf("%q: sample without a host, but the entry does not say noHosts", s.line)
 			}
 			if d := c.Domains(); len(d) != 0 {
