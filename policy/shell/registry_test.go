@@ -78,6 +78,8 @@ func TestProgramRegistry(t *testing.T) {
 		"pkg": {reg.families["pkg"], []string{"go", "npm", "pnpm", "yarn", "pip", "pip3", "uv", "cargo", "gem", "bundle"}},
 		"builtin": {reg.families["builtin"], []string{"command", "hash", "alias", "enable", "eval", "source", ".", "fc", "zmodload", "emulate",
 			"printf", "read", "getopts", "mapfile", "readarray", "trap", "complete", "compgen"}},
+		"editor": {reg.families["editor"], []string{"vim", "vi", "nvim", "gvim", "view", "vimdiff", "ex", "rvim", "rview", "evim", "vimx",
+			"ed", "red", "gdb"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -199,6 +201,21 @@ var registrySamples = map[string]struct {
 	"trap":      {"trap 'curl https://a.example/x' EXIT", "a.example"},
 	"complete":  {"complete -C 'curl https://a.example/x' git", "a.example"},
 	"compgen":   {"compgen -C 'curl https://a.example/x' g", "a.example"},
+
+	"vim":     {"vim f", ""},
+	"vi":      {"vi f", ""},
+	"nvim":    {"nvim f", ""},
+	"gvim":    {"gvim f", ""},
+	"view":    {"view f", ""},
+	"vimdiff": {"vimdiff f g", ""},
+	"ex":      {"ex f", ""},
+	"rvim":    {"rvim f", ""},
+	"rview":   {"rview f", ""},
+	"evim":    {"evim f", ""},
+	"vimx":    {"vimx f", ""},
+	"ed":      {"ed f", ""},
+	"red":     {"red f", ""},
+	"gdb":     {"gdb -ex 'shell curl https://a.example/x'", "a.example"},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {
