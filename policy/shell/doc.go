@@ -18,7 +18,9 @@
 // resolvectl, getent; prog_proto.go: other-protocol clients and openssl;
 // prog_cloud.go: the cloud and Kubernetes CLIs; prog_pkg.go: the package
 // managers and their registries; prog_builtin.go: the shell builtins with a
-// grammar of their own; prog_editor.go: vim, ed and gdb). The walks ask the
+// grammar of their own; prog_editor.go: vim, ed and gdb; prog_exec.go:
+// env, sudo, xargs, find, su and the other programs that run a command).
+// The walks ask the
 // registry first; the programs not yet moved are still cases of their
 // switches in programs.go, network.go and writes.go.
 //

@@ -89,7 +89,7 @@ func programFamilies() map[string]map[string]*program {
 		"net": netPrograms(), "remote": remotePrograms(), "vcs": vcsPrograms(),
 		"dns": dnsPrograms(), "proto": protoPrograms(), "cloud": cloudPrograms(),
 		"pkg": pkgPrograms(), "builtin": builtinPrograms(),
-		"editor": editorPrograms(),
+		"editor": editorPrograms(), "exec": execPrograms(),
 	}
 }
 

@@ -80,6 +80,8 @@ func TestProgramRegistry(t *testing.T) {
 			"printf", "read", "getopts", "mapfile", "readarray", "trap", "complete", "compgen"}},
 		"editor": {reg.families["editor"], []string{"vim", "vi", "nvim", "gvim", "view", "vimdiff", "ex", "rvim", "rview", "evim", "vimx",
 			"ed", "red", "gdb"}},
+		"exec": {reg.families["exec"], []string{"env", "sudo", "sudoedit", "xargs", "find", "fd", "fdfind", "parallel", "watch", "sg", "newgrp",
+			"su", "runuser", "flock", "script", "busybox", "toybox"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -216,6 +218,24 @@ var registrySamples = map[string]struct {
 	"ed":      {"ed f", ""},
 	"red":     {"red f", ""},
 	"gdb":     {"gdb -ex 'shell curl https://a.example/x'", "a.example"},
+
+	"env":      {"env A=1 curl https://a.example/x", "a.example"},
+	"sudo":     {"sudo -u u curl https://a.example/x", "a.example"},
+	"sudoedit": {"sudoedit /etc/hosts", ""},
+	"xargs":    {"xargs -n1 curl https://a.example/x", "a.example"},
+	"find":     {"find . -exec curl https://a.example/x \\;", "a.example"},
+	"fd":       {"fd -x curl https://a.example/x", "a.example"},
+	"fdfind":   {"fdfind -x curl https://a.example/x", "a.example"},
+	"parallel": {"parallel curl https://a.example/x ::: a", "a.example"},
+	"watch":    {"watch curl https://a.example/x", "a.example"},
+	"sg":       {"sg g curl https://a.example/x", "a.example"},
+	"newgrp":   {"newgrp g <<< 'curl https://a.example/x'", "a.example"},
+	"su":       {"su -c 'curl https://a.example/x'", "a.example"},
+	"runuser":  {"runuser -u u curl https://a.example/x", "a.example"},
+	"flock":    {"flock /tmp/l curl https://a.example/x", "a.example"},
+	"script":   {"script -c 'curl https://a.example/x' /dev/null", "a.example"},
+	"busybox":  {"busybox wget https://a.example/x", "a.example"},
+	"toybox":   {"toybox wget https://a.example/x", "a.example"},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {
