@@ -183,15 +183,15 @@ var globalOpts = sync.OnceValue(func() map[string]optSpec {
 // registry says so in its entry instead.)
 var nonExec = sync.OnceValue(func() map[string]bool {
 	return map[string]bool{
-		"echo": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
-		"ls": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true, "cut": true, "tr": true,
+		"echo": true, "cat": true, "grep": true, "egrep": true, "fgrep": true,
+		"ls": true, "head": true, "tail": true, "wc": true, "uniq": true, "cut": true, "tr": true,
 		"diff": true, "cd": true, "pwd": true, "mkdir": true, "rm": true, "rmdir": true, "cp": true, "mv": true,
 		"touch": true, "chmod": true, "chown": true, "ln": true, "test": true, "[": true, "true": true, "false": true,
 		"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "let": true, "set": true,
 		"unset": true, "shift": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
 		"date": true, "basename": true, "dirname": true, "realpath": true, "readlink": true, "stat": true,
 		"file": true, "du": true, "df": true, "tee": true, "less": true, "more": true, "jq": true, "yq": true,
-		"base64": true, "sha256sum": true, "md5sum": true, "tar": true, "zip": true, "unzip": true, "gzip": true,
+		"base64": true, "sha256sum": true, "md5sum": true, "zip": true, "unzip": true, "gzip": true,
 		"gunzip": true, "ps": true, "id": true, "whoami": true, "uname": true, "hostname": true,
 		"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
 		"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
@@ -283,27 +283,6 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 		for _, s := range o.strs {
 			a.codeString("man -P", s, syntax.LangBash, depth)
 		}
-		return
-	case "sort":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "kotTS", long: []string{"key", "output", "field-separator", "temporary-directory", "buffer-size", "parallel", "files0-from", "random-source", "batch-size"}, strLong: []string{"compress-program"}})
-		for _, s := range o.strs {
-			a.command([]word{s}, stdin{}, depth+1)
-		}
-		if v, ok := o.val("-o", "--output"); ok {
-			a.write(v.val, "sort -o")
-		}
-		return
-	case "rg":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "ABCefgjmMtTE", long: []string{"glob", "type", "type-not", "max-count", "context", "after-context", "before-context", "regexp", "file", "max-depth", "encoding", "pre-glob", "sort", "sortr", "replace", "threads"}, strLong: []string{"pre"}})
-		for _, s := range o.strs {
-			a.command([]word{s}, stdin{}, depth+1)
-		}
-		return
-	case "tar":
-		a.record(inv)
-		a.tar(args, depth)
 		return
 	}
 	if lookups()[prog] {
@@ -663,42 +642,4 @@ func lastOperand(args []word) string {
 		}
 	}
 	return ""
-}
-
-func (a *analyzer) tar(args []word, depth int) {
-	extract := false
-	if len(args) > 1 && !strings.HasPrefix(args[1].val, "-") && strings.ContainsAny(args[1].val, "x") {
-		extract = true
-	}
-	o := scanOpts(args, 1, optSpec{short: "fCIbHKLNgTVX", long: []string{"file", "directory", "use-compress-program", "files-from", "exclude-from", "format", "owner", "group", "mode", "transform", "newer", "after-date"}, strLong: []string{"to-command", "checkpoint-action", "info-script", "new-volume-script", "rsh-command"}})
-	if o.has("-x", "--extract", "--get") {
-		extract = true
-	}
-	if tarCreates(args) {
-		// tar -c/-r/-u/-A writes the archive named by -f (stdout for -).
-		if f, ok := o.val("-f", "--file"); ok && !f.dyn && f.val != "-" && strings.HasPrefix(args[1].val, "-") {
-			a.write(f.val, "tar -c")
-		} else if !ok || f.val != "-" {
-			a.write("", "tar -c")
-		}
-	}
-	for _, s := range o.strs {
-		v := s
-		if strings.HasPrefix(v.val, "exec=") {
-			v.val = strings.TrimPrefix(v.val, "exec=")
-		} else if !strings.HasPrefix(s.val, "exec") && strings.Contains(s.val, "=") {
-			continue
-		}
-		a.codeString("tar command option", v, syntax.LangBash, depth)
-	}
-	if v, ok := o.val("-I", "--use-compress-program"); ok {
-		a.codeString("tar -I", v, syntax.LangBash, depth)
-	}
-	if extract {
-		dir := ""
-		if v, ok := o.val("-C", "--directory"); ok {
-			dir = v.val
-		}
-		a.write(dir, "tar -x")
-	}
 }

@@ -90,6 +90,7 @@ func programFamilies() map[string]map[string]*program {
 		"dns": dnsPrograms(), "proto": protoPrograms(), "cloud": cloudPrograms(),
 		"pkg": pkgPrograms(), "builtin": builtinPrograms(),
 		"editor": editorPrograms(), "exec": execPrograms(),
+		"file": filePrograms(),
 	}
 }
 

@@ -82,6 +82,7 @@ func TestProgramRegistry(t *testing.T) {
 			"ed", "red", "gdb"}},
 		"exec": {reg.families["exec"], []string{"env", "sudo", "sudoedit", "xargs", "find", "fd", "fdfind", "parallel", "watch", "sg", "newgrp",
 			"su", "runuser", "flock", "script", "busybox", "toybox"}},
+		"file": {reg.families["file"], []string{"sort", "rg", "tar"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -236,6 +237,10 @@ var registrySamples = map[string]struct {
 	"script":   {"script -c 'curl https://a.example/x' /dev/null", "a.example"},
 	"busybox":  {"busybox wget https://a.example/x", "a.example"},
 	"toybox":   {"toybox wget https://a.example/x", "a.example"},
+
+	"sort": {"sort -o out in", ""},
+	"rg":   {"rg --pre pdftotext pat", ""},
+	"tar":  {"tar -I 'curl https://a.example/x' -xf a.tar", "a.example"},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {

@@ -225,34 +225,3 @@ func targetDir(args []word) *word {
 	}
 	return nil
 }
-
-// tarCreates reports tar's -c/-r/-u/-A modes (also old-style "tar cf"),
-// which write the archive.
-func tarCreates(args []word) bool {
-	for j := 1; j < len(args); j++ {
-		v := args[j].val
-		cluster := ""
-		switch {
-		case v == "--":
-			return false
-		case strings.HasPrefix(v, "--"):
-			switch strings.SplitN(v, "=", 2)[0] {
-			case "--create", "--append", "--update", "--concatenate", "--catenate":
-				return true
-			}
-		case strings.HasPrefix(v, "-"):
-			cluster = v[1:]
-		case j == 1:
-			cluster = v // old style: tar cf out.tar d
-		}
-		for _, c := range cluster {
-			if strings.ContainsRune("fCTXbgKLNV", c) {
-				break // the rest is this option's value
-			}
-			if strings.ContainsRune("cruA", c) {
-				return true
-			}
-		}
-	}
-	return false
-}
