@@ -20,7 +20,8 @@
 // managers and their registries; prog_builtin.go: the shell builtins with a
 // grammar of their own; prog_editor.go: vim, ed and gdb; prog_exec.go:
 // env, sudo, xargs, find, su and the other programs that run a command;
-// prog_file.go: sort, rg and tar). The walks ask the
+// prog_file.go: sort, rg and tar; prog_lookup.go: which, man and the
+// other lookups). The walks ask the
 // registry first; the programs not yet moved are still cases of their
 // switches in programs.go, network.go and writes.go.
 //

@@ -76,14 +76,6 @@ var shells = sync.OnceValue(func() map[string]syntax.LangVariant {
 	}
 })
 
-// lookups name programs without running them.
-var lookups = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{
-		"which": true, "type": true, "whereis": true, "man": true, "help": true, "whatis": true,
-		"apropos": true, "tldr": true, "info": true,
-	}
-})
-
 // Wrappers that run the rest of their argv as a command after their own
 // options and a fixed number of operands.
 var wrappers = sync.OnceValue(func() map[string]struct {
@@ -274,19 +266,6 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	}
 	if p := programs()[prog]; p != nil {
 		a.registered(p, inv, in, depth)
-		return
-	}
-	switch prog {
-	case "man":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "MSms", str: "PH", strLong: []string{"pager", "html"}})
-		for _, s := range o.strs {
-			a.codeString("man -P", s, syntax.LangBash, depth)
-		}
-		return
-	}
-	if lookups()[prog] {
-		a.record(inv)
 		return
 	}
 	if a.interpreter(inv, in, depth) {

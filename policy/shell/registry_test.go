@@ -45,7 +45,6 @@ func TestProgramRegistry(t *testing.T) {
 	for table, m := range map[string]func(string) bool{
 		"shells":          func(n string) bool { _, ok := shells()[n]; return ok },
 		"wrappers":        func(n string) bool { _, ok := wrappers()[n]; return ok },
-		"lookups":         func(n string) bool { return lookups()[n] },
 		"nonExec":         func(n string) bool { return nonExec()[n] },
 		"opaqueExecutors": func(n string) bool { return opaqueExecutors()[n] },
 		"globalOpts":      func(n string) bool { _, ok := globalOpts()[n]; return ok },
@@ -82,7 +81,8 @@ func TestProgramRegistry(t *testing.T) {
 			"ed", "red", "gdb"}},
 		"exec": {reg.families["exec"], []string{"env", "sudo", "sudoedit", "xargs", "find", "fd", "fdfind", "parallel", "watch", "sg", "newgrp",
 			"su", "runuser", "flock", "script", "busybox", "toybox"}},
-		"file": {reg.families["file"], []string{"sort", "rg", "tar"}},
+		"file":   {reg.families["file"], []string{"sort", "rg", "tar"}},
+		"lookup": {reg.families["lookup"], []string{"which", "type", "whereis", "help", "whatis", "apropos", "tldr", "info", "man"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -241,6 +241,16 @@ var registrySamples = map[string]struct {
 	"sort": {"sort -o out in", ""},
 	"rg":   {"rg --pre pdftotext pat", ""},
 	"tar":  {"tar -I 'curl https://a.example/x' -xf a.tar", "a.example"},
+
+	"which":   {"which git", ""},
+	"type":    {"type git", ""},
+	"whereis": {"whereis git", ""},
+	"help":    {"help cd", ""},
+	"whatis":  {"whatis git", ""},
+	"apropos": {"apropos git", ""},
+	"tldr":    {"tldr git", ""},
+	"info":    {"info git", ""},
+	"man":     {"man -P 'curl https://a.example/x' git", "a.example"},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {
