@@ -76,16 +76,17 @@ var shells = sync.OnceValue(func() map[string]syntax.LangVariant {
 	}
 })
 
-// Wrappers that run the rest of their argv as a command after their own
-// options and a fixed number of operands.
-var wrappers = sync.OnceValue(func() map[string]struct {
+// wrapperSpec is a wrapper's grammar: its value-taking options and the
+// number of operands before the command it runs.
+type wrapperSpec struct {
 	optSpec
 	operands int
-} {
-	return map[string]struct {
-		optSpec
-		operands int
-	}{
+}
+
+// Wrappers that run the rest of their argv as a command after their own
+// options and a fixed number of operands.
+var wrappers = sync.OnceValue(func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
 		"nohup":            {},
 		"noglob":           {}, // zsh precommand modifiers
 		"-":                {},
@@ -193,7 +194,10 @@ var nonExec = sync.OnceValue(func() map[string]bool {
 	}
 })
 
-// command analyses one argv (args[0] is the program word).
+// command analyses one argv (args[0] is the program word): it normalises
+// the program's name, follows a copy of a program to the original, then
+// reads a shell, a wrapper, a registered program by its entry, or any
+// other program by the generic tables.
 func (a *analyzer) command(args []word, in stdin, depth int) {
 	if depth > MaxDepth {
 		a.fail(fmt.Sprintf("nesting deeper than %d levels", MaxDepth))
@@ -223,55 +227,62 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	}
 	inv := invocation{prog: prog, args: args, env: a.prefixEnv, vars: a.vars}
 	a.curIn = in
-	rest := func(i int) {
-		if i < len(args) {
-			a.command(args[i:], in, depth+1)
-		}
-	}
 	if lang, ok := shells()[prog]; ok {
 		a.shell(inv, in, lang, depth)
 		return
 	}
 	if w, ok := wrappers()[prog]; ok {
-		a.record(inv)
-		o := scanOpts(args, 1, w.optSpec)
-		if o.bad != "" {
-			a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
-			return
-		}
-		if prog == "time" || prog == "strace" || prog == "ltrace" {
-			if v, ok := o.val("-o", "--output"); ok {
-				a.write(v.val, prog+" -o")
-			}
-		}
-		if (prog == "ionice" || prog == "chrt" || prog == "taskset") && o.has("-p", "--pid") {
-			return
-		}
-		i := o.next
-		for k := 0; k < w.operands && i < len(args); k++ {
-			if args[i].dyn && !args[i].quoted {
-				a.fail(fmt.Sprintf("operand of %s is not static: %s", prog, args[i].val))
-				return
-			}
-			i++
-		}
-		if i >= len(args) && startsShell()[prog] {
-			// "chroot / <<< 'git push'", "doas -s <<< …": with no command
-			// these start a shell, which reads its script from stdin.
-			a.stdinScript(prog, in, syntax.LangBash, depth)
-			return
-		}
-		rest(i)
+		a.wrapper(inv, w, in, depth)
 		return
 	}
 	if p := programs()[prog]; p != nil {
 		a.registered(p, inv, in, depth)
 		return
 	}
-	if a.interpreter(inv, in, depth) {
+	a.unregistered(inv, in, depth)
+}
+
+// wrapper analyses a wrapper's invocation: its options, then the command
+// after its operands (or, for one that starts a shell when given no
+// command, the script that shell reads from stdin).
+func (a *analyzer) wrapper(inv invocation, w wrapperSpec, in stdin, depth int) {
+	prog, args := inv.prog, inv.args
+	a.record(inv)
+	o := scanOpts(args, 1, w.optSpec)
+	if o.bad != "" {
+		a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
 		return
 	}
-	if a.runner(inv, in, depth) {
+	if prog == "time" || prog == "strace" || prog == "ltrace" {
+		if v, ok := o.val("-o", "--output"); ok {
+			a.write(v.val, prog+" -o")
+		}
+	}
+	if (prog == "ionice" || prog == "chrt" || prog == "taskset") && o.has("-p", "--pid") {
+		return
+	}
+	i := o.next
+	for k := 0; k < w.operands && i < len(args); k++ {
+		if args[i].dyn && !args[i].quoted {
+			a.fail(fmt.Sprintf("operand of %s is not static: %s", prog, args[i].val))
+			return
+		}
+		i++
+	}
+	if i >= len(args) && startsShell()[prog] {
+		// "chroot / <<< 'git push'", "doas -s <<< …": with no command
+		// these start a shell, which reads its script from stdin.
+		a.stdinScript(prog, in, syntax.LangBash, depth)
+		return
+	}
+	a.rest(args, i, in, depth)
+}
+
+// unregistered analyses one invocation of a program the registry does not
+// hold, by the generic tables: an interpreter's inline code, a runner's
+// command, or else the generic reading.
+func (a *analyzer) unregistered(inv invocation, in stdin, depth int) {
+	if a.interpreter(inv, in, depth) || a.runner(inv, in, depth) {
 		return
 	}
 	a.generic(inv, in, depth)
