@@ -76,11 +76,18 @@ var shells = sync.OnceValue(func() map[string]syntax.LangVariant {
 	}
 })
 
-// wrapperSpec is a wrapper's grammar: its value-taking options and the
-// number of operands before the command it runs.
+// wrapperSpec is a wrapper's grammar: its value-taking options, the
+// number of operands before the command it runs, and what else it does.
 type wrapperSpec struct {
 	optSpec
 	operands int
+	// output says -o/--output names a file the wrapper writes.
+	output bool
+	// pid says -p/--pid acts on a running process: no command runs.
+	pid bool
+	// shell says that, given no command, it starts an interactive shell,
+	// which reads its script from stdin.
+	shell bool
 }
 
 // Wrappers that run the rest of their argv as a command after their own
@@ -91,42 +98,36 @@ var wrappers = sync.OnceValue(func() map[string]wrapperSpec {
 		"noglob":           {}, // zsh precommand modifiers
 		"-":                {},
 		"nocorrect":        {},
-		"repeat":           {optSpec{}, 1},
+		"repeat":           {operands: 1},
 		"setsid":           {},
 		"builtin":          {},
 		"unbuffer":         {},
 		"catchsegv":        {},
-		"time":             {optSpec{short: "fo", long: []string{"format", "output"}}, 0},
-		"nice":             {optSpec{short: "n", long: []string{"adjustment"}}, 0},
-		"timeout":          {optSpec{short: "ks", long: []string{"kill-after", "signal"}}, 1},
-		"stdbuf":           {optSpec{short: "ioe", long: []string{"input", "output", "error"}}, 0},
-		"ionice":           {optSpec{short: "cnp", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, 0},
-		"chrt":             {optSpec{short: "TPD", long: []string{"sched-runtime", "sched-period", "sched-deadline"}}, 1},
-		"taskset":          {optSpec{}, 1},
-		"chroot":           {optSpec{long: []string{"userspec", "groups"}}, 1},
-		"unshare":          {optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd"}}, 0},
-		"nsenter":          {optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}, 0},
-		"doas":             {optSpec{short: "uC"}, 0},
-		"caffeinate":       {optSpec{short: "tw"}, 0},
-		"torsocks":         {optSpec{short: "uapP"}, 0},
-		"proxychains":      {optSpec{short: "f"}, 0},
-		"proxychains4":     {optSpec{short: "f"}, 0},
-		"firejail":         {optSpec{}, 0},
-		"proot":            {optSpec{short: "rbwvkq", long: []string{"rootfs", "bind", "cwd", "verbose", "kernel-release", "qemu"}}, 0},
-		"systemd-run":      {optSpec{short: "upEMHs", long: []string{"unit", "property", "setenv", "machine", "host", "uid", "gid", "working-directory", "slice", "description", "nice", "service-type", "on-calendar", "on-active", "timer-property", "path-property", "socket-property"}}, 0},
-		"xvfb-run":         {optSpec{short: "nsfepw", long: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol", "wait"}}, 0},
-		"dbus-run-session": {optSpec{long: []string{"config-file", "dbus-daemon"}}, 0},
-		"sshpass":          {optSpec{short: "pfdP"}, 0},
-		"strace":           {optSpec{short: "oeEpsuabIXPSU", long: []string{"output", "trace", "signal", "attach", "string-limit", "user", "env"}}, 0},
-		"ltrace":           {optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, 0},
-		"exec":             {optSpec{short: "a"}, 0},
+		"time":             {optSpec: optSpec{short: "fo", long: []string{"format", "output"}}, output: true},
+		"nice":             {optSpec: optSpec{short: "n", long: []string{"adjustment"}}},
+		"timeout":          {optSpec: optSpec{short: "ks", long: []string{"kill-after", "signal"}}, operands: 1},
+		"stdbuf":           {optSpec: optSpec{short: "ioe", long: []string{"input", "output", "error"}}},
+		"ionice":           {optSpec: optSpec{short: "cnp", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, pid: true},
+		"chrt":             {optSpec: optSpec{short: "TPD", long: []string{"sched-runtime", "sched-period", "sched-deadline"}}, operands: 1, pid: true},
+		"taskset":          {operands: 1, pid: true},
+		"chroot":           {optSpec: optSpec{long: []string{"userspec", "groups"}}, operands: 1, shell: true},
+		"unshare":          {optSpec: optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd"}}, shell: true},
+		"nsenter":          {optSpec: optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}, shell: true},
+		"doas":             {optSpec: optSpec{short: "uC"}, shell: true},
+		"caffeinate":       {optSpec: optSpec{short: "tw"}},
+		"torsocks":         {optSpec: optSpec{short: "uapP"}},
+		"proxychains":      {optSpec: optSpec{short: "f"}},
+		"proxychains4":     {optSpec: optSpec{short: "f"}},
+		"firejail":         {shell: true},
+		"proot":            {optSpec: optSpec{short: "rbwvkq", long: []string{"rootfs", "bind", "cwd", "verbose", "kernel-release", "qemu"}}},
+		"systemd-run":      {optSpec: optSpec{short: "upEMHs", long: []string{"unit", "property", "setenv", "machine", "host", "uid", "gid", "working-directory", "slice", "description", "nice", "service-type", "on-calendar", "on-active", "timer-property", "path-property", "socket-property"}}},
+		"xvfb-run":         {optSpec: optSpec{short: "nsfepw", long: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol", "wait"}}},
+		"dbus-run-session": {optSpec: optSpec{long: []string{"config-file", "dbus-daemon"}}},
+		"sshpass":          {optSpec: optSpec{short: "pfdP"}},
+		"strace":           {optSpec: optSpec{short: "oeEpsuabIXPSU", long: []string{"output", "trace", "signal", "attach", "string-limit", "user", "env"}}, output: true},
+		"ltrace":           {optSpec: optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, output: true},
+		"exec":             {optSpec: optSpec{short: "a"}},
 	}
-})
-
-// startsShell lists wrappers that start an interactive shell when given no
-// command; the shell then reads its script from stdin.
-var startsShell = sync.OnceValue(func() map[string]bool {
-	return setOf(`doas chroot unshare nsenter firejail`)
 })
 
 // opaqueExecutors run code the line does not show (build files, scripts).
@@ -251,12 +252,12 @@ func (a *analyzer) wrapper(inv invocation, w wrapperSpec, in stdin, depth int) {
 		a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
 		return
 	}
-	if prog == "time" || prog == "strace" || prog == "ltrace" {
+	if w.output {
 		if v, ok := o.val("-o", "--output"); ok {
 			a.write(v.val, prog+" -o")
 		}
 	}
-	if (prog == "ionice" || prog == "chrt" || prog == "taskset") && o.has("-p", "--pid") {
+	if w.pid && o.has("-p", "--pid") {
 		return
 	}
 	i := o.next
@@ -267,7 +268,7 @@ func (a *analyzer) wrapper(inv invocation, w wrapperSpec, in stdin, depth int) {
 		}
 		i++
 	}
-	if i >= len(args) && startsShell()[prog] {
+	if i >= len(args) && w.shell {
 		// "chroot / <<< 'git push'", "doas -s <<< …": with no command
 		// these start a shell, which reads its script from stdin.
 		a.stdinScript(prog, in, syntax.LangBash, depth)
