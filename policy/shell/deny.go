@@ -111,7 +111,7 @@ const maxSuspects = 8
 // suspect records the arguments of an unrecognized program that could be a
 // command it runs (an unknown wrapper), for IsProgramDenied only.
 func (a *analyzer) suspect(inv invocation, depth int) {
-	if a.noSuspects || nonExec()[inv.prog] || opaqueExecutors()[inv.prog] || lookups()[inv.prog] || depth >= MaxDepth {
+	if a.noSuspects || nonExec()[inv.prog] || opaqueExecutors()[inv.prog] || depth >= MaxDepth {
 		return
 	}
 	if p := programs()[inv.prog]; p != nil && p.nonExec {

@@ -17,9 +17,14 @@
 // sftp, rsync; prog_vcs.go: git, gh; prog_dns.go: the DNS lookup tools,
 // resolvectl, getent; prog_proto.go: other-protocol clients and openssl;
 // prog_cloud.go: the cloud and Kubernetes CLIs; prog_pkg.go: the package
-// managers and their registries). The walks ask the
-// registry first; the programs not yet moved are still cases of their
-// switches in programs.go, network.go and writes.go.
+// managers and their registries; prog_builtin.go: the shell builtins with
+// a grammar of their own; prog_editor.go: vim, ed and gdb; prog_exec.go:
+// env, sudo, xargs, find, su and the other programs that run a command;
+// prog_file.go: the programs that write files, and sort, rg and tar;
+// prog_lookup.go: which, man and the other lookups). The walks ask the
+// registry first; the programs not yet moved (the interpreters, the
+// runners, the other package managers) are still rows of the generic
+// tables in programs.go, interp.go and network.go.
 //
 // It parses with mvdan.cc/sh/v3/syntax (bash dialect; zsh for zsh -c
 // strings) and never runs or expands anything. Every function is pure and

@@ -3,7 +3,6 @@ package shell
 import (
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -77,64 +76,58 @@ var shells = sync.OnceValue(func() map[string]syntax.LangVariant {
 	}
 })
 
-// lookups name programs without running them.
-var lookups = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{
-		"which": true, "type": true, "whereis": true, "man": true, "help": true, "whatis": true,
-		"apropos": true, "tldr": true, "info": true,
-	}
-})
+// wrapperSpec is a wrapper's grammar: its value-taking options, the
+// number of operands before the command it runs, and what else it does.
+type wrapperSpec struct {
+	optSpec
+	operands int
+	// output says -o/--output names a file the wrapper writes.
+	output bool
+	// pid says -p/--pid acts on a running process: no command runs.
+	pid bool
+	// shell says that, given no command, it starts an interactive shell,
+	// which reads its script from stdin.
+	shell bool
+}
 
 // Wrappers that run the rest of their argv as a command after their own
 // options and a fixed number of operands.
-var wrappers = sync.OnceValue(func() map[string]struct {
-	optSpec
-	operands int
-} {
-	return map[string]struct {
-		optSpec
-		operands int
-	}{
+var wrappers = sync.OnceValue(func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
 		"nohup":            {},
 		"noglob":           {}, // zsh precommand modifiers
 		"-":                {},
 		"nocorrect":        {},
-		"repeat":           {optSpec{}, 1},
+		"repeat":           {operands: 1},
 		"setsid":           {},
 		"builtin":          {},
 		"unbuffer":         {},
 		"catchsegv":        {},
-		"time":             {optSpec{short: "fo", long: []string{"format", "output"}}, 0},
-		"nice":             {optSpec{short: "n", long: []string{"adjustment"}}, 0},
-		"timeout":          {optSpec{short: "ks", long: []string{"kill-after", "signal"}}, 1},
-		"stdbuf":           {optSpec{short: "ioe", long: []string{"input", "output", "error"}}, 0},
-		"ionice":           {optSpec{short: "cnp", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, 0},
-		"chrt":             {optSpec{short: "TPD", long: []string{"sched-runtime", "sched-period", "sched-deadline"}}, 1},
-		"taskset":          {optSpec{}, 1},
-		"chroot":           {optSpec{long: []string{"userspec", "groups"}}, 1},
-		"unshare":          {optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd"}}, 0},
-		"nsenter":          {optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}, 0},
-		"doas":             {optSpec{short: "uC"}, 0},
-		"caffeinate":       {optSpec{short: "tw"}, 0},
-		"torsocks":         {optSpec{short: "uapP"}, 0},
-		"proxychains":      {optSpec{short: "f"}, 0},
-		"proxychains4":     {optSpec{short: "f"}, 0},
-		"firejail":         {optSpec{}, 0},
-		"proot":            {optSpec{short: "rbwvkq", long: []string{"rootfs", "bind", "cwd", "verbose", "kernel-release", "qemu"}}, 0},
-		"systemd-run":      {optSpec{short: "upEMHs", long: []string{"unit", "property", "setenv", "machine", "host", "uid", "gid", "working-directory", "slice", "description", "nice", "service-type", "on-calendar", "on-active", "timer-property", "path-property", "socket-property"}}, 0},
-		"xvfb-run":         {optSpec{short: "nsfepw", long: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol", "wait"}}, 0},
-		"dbus-run-session": {optSpec{long: []string{"config-file", "dbus-daemon"}}, 0},
-		"sshpass":          {optSpec{short: "pfdP"}, 0},
-		"strace":           {optSpec{short: "oeEpsuabIXPSU", long: []string{"output", "trace", "signal", "attach", "string-limit", "user", "env"}}, 0},
-		"ltrace":           {optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, 0},
-		"exec":             {optSpec{short: "a"}, 0},
+		"time":             {optSpec: optSpec{short: "fo", long: []string{"format", "output"}}, output: true},
+		"nice":             {optSpec: optSpec{short: "n", long: []string{"adjustment"}}},
+		"timeout":          {optSpec: optSpec{short: "ks", long: []string{"kill-after", "signal"}}, operands: 1},
+		"stdbuf":           {optSpec: optSpec{short: "ioe", long: []string{"input", "output", "error"}}},
+		"ionice":           {optSpec: optSpec{short: "cnp", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, pid: true},
+		"chrt":             {optSpec: optSpec{short: "TPD", long: []string{"sched-runtime", "sched-period", "sched-deadline"}}, operands: 1, pid: true},
+		"taskset":          {operands: 1, pid: true},
+		"chroot":           {optSpec: optSpec{long: []string{"userspec", "groups"}}, operands: 1, shell: true},
+		"unshare":          {optSpec: optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd"}}, shell: true},
+		"nsenter":          {optSpec: optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}, shell: true},
+		"doas":             {optSpec: optSpec{short: "uC"}, shell: true},
+		"caffeinate":       {optSpec: optSpec{short: "tw"}},
+		"torsocks":         {optSpec: optSpec{short: "uapP"}},
+		"proxychains":      {optSpec: optSpec{short: "f"}},
+		"proxychains4":     {optSpec: optSpec{short: "f"}},
+		"firejail":         {shell: true},
+		"proot":            {optSpec: optSpec{short: "rbwvkq", long: []string{"rootfs", "bind", "cwd", "verbose", "kernel-release", "qemu"}}},
+		"systemd-run":      {optSpec: optSpec{short: "upEMHs", long: []string{"unit", "property", "setenv", "machine", "host", "uid", "gid", "working-directory", "slice", "description", "nice", "service-type", "on-calendar", "on-active", "timer-property", "path-property", "socket-property"}}},
+		"xvfb-run":         {optSpec: optSpec{short: "nsfepw", long: []string{"server-num", "server-args", "auth-file", "error-file", "xauth-protocol", "wait"}}},
+		"dbus-run-session": {optSpec: optSpec{long: []string{"config-file", "dbus-daemon"}}},
+		"sshpass":          {optSpec: optSpec{short: "pfdP"}},
+		"strace":           {optSpec: optSpec{short: "oeEpsuabIXPSU", long: []string{"output", "trace", "signal", "attach", "string-limit", "user", "env"}}, output: true},
+		"ltrace":           {optSpec: optSpec{short: "oepsualnwA", long: []string{"output", "library"}}, output: true},
+		"exec":             {optSpec: optSpec{short: "a"}},
 	}
-})
-
-// startsShell lists wrappers that start an interactive shell when given no
-// command; the shell then reads its script from stdin.
-var startsShell = sync.OnceValue(func() map[string]bool {
-	return setOf(`doas chroot unshare nsenter firejail`)
 })
 
 // opaqueExecutors run code the line does not show (build files, scripts).
@@ -184,25 +177,26 @@ var globalOpts = sync.OnceValue(func() map[string]optSpec {
 // registry says so in its entry instead.)
 var nonExec = sync.OnceValue(func() map[string]bool {
 	return map[string]bool{
-		"echo": true, "printf": true, "cat": true, "grep": true, "egrep": true, "fgrep": true, "rg": true,
-		"ls": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true, "cut": true, "tr": true,
-		"diff": true, "cd": true, "pwd": true, "mkdir": true, "rm": true, "rmdir": true, "cp": true, "mv": true,
-		"touch": true, "chmod": true, "chown": true, "ln": true, "test": true, "[": true, "true": true, "false": true,
+		"echo": true, "cat": true, "grep": true, "egrep": true, "fgrep": true,
+		"ls": true, "head": true, "tail": true, "wc": true, "cut": true, "tr": true,
+		"diff": true, "cd": true, "pwd": true, "test": true, "[": true, "true": true, "false": true,
 		"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "let": true, "set": true,
-		"unset": true, "shift": true, "read": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
+		"unset": true, "shift": true, "wait": true, "jobs": true, "kill": true, "sleep": true,
 		"date": true, "basename": true, "dirname": true, "realpath": true, "readlink": true, "stat": true,
-		"file": true, "du": true, "df": true, "tee": true, "less": true, "more": true, "jq": true, "yq": true,
-		"base64": true, "sha256sum": true, "md5sum": true, "tar": true, "zip": true, "unzip": true, "gzip": true,
-		"gunzip": true, "ps": true, "env": true, "id": true, "whoami": true, "uname": true, "hostname": true,
-		"column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
+		"file": true, "du": true, "df": true, "less": true, "more": true, "jq": true, "yq": true,
+		"base64": true, "sha256sum": true, "md5sum": true, "ps": true, "id": true, "whoami": true, "uname": true,
+		"hostname": true, "column": true, "fold": true, "nl": true, "paste": true, "join": true, "comm": true, "seq": true,
 		"yes": true, "exit": true, "return": true, "break": true, "continue": true, "pushd": true, "popd": true,
 		"brew": true, "apt": true, "apt-get": true, "code": true, "open": true,
-		"xdg-open": true, "tree": true, "find": true, "fd": true, "awk": true, "sed": true, "docker": true,
-		"podman": true, "printenv": true, "getopts": true, "umask": true, "ulimit": true,
+		"xdg-open": true, "tree": true, "awk": true, "sed": true, "docker": true,
+		"podman": true, "printenv": true, "umask": true, "ulimit": true,
 	}
 })
 
-// command analyses one argv (args[0] is the program word).
+// command analyses one argv (args[0] is the program word): it normalises
+// the program's name, follows a copy of a program to the original, then
+// reads a shell, a wrapper, a registered program by its entry, or any
+// other program by the generic tables.
 func (a *analyzer) command(args []word, in stdin, depth int) {
 	if depth > MaxDepth {
 		a.fail(fmt.Sprintf("nesting deeper than %d levels", MaxDepth))
@@ -232,350 +226,62 @@ func (a *analyzer) command(args []word, in stdin, depth int) {
 	}
 	inv := invocation{prog: prog, args: args, env: a.prefixEnv, vars: a.vars}
 	a.curIn = in
-	rest := func(i int) {
-		if i < len(args) {
-			a.command(args[i:], in, depth+1)
-		}
-	}
 	if lang, ok := shells()[prog]; ok {
 		a.shell(inv, in, lang, depth)
 		return
 	}
 	if w, ok := wrappers()[prog]; ok {
-		a.record(inv)
-		o := scanOpts(args, 1, w.optSpec)
-		if o.bad != "" {
-			a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
-			return
-		}
-		if prog == "time" || prog == "strace" || prog == "ltrace" {
-			if v, ok := o.val("-o", "--output"); ok {
-				a.write(v.val, prog+" -o")
-			}
-		}
-		if (prog == "ionice" || prog == "chrt" || prog == "taskset") && o.has("-p", "--pid") {
-			return
-		}
-		i := o.next
-		for k := 0; k < w.operands && i < len(args); k++ {
-			if args[i].dyn && !args[i].quoted {
-				a.fail(fmt.Sprintf("operand of %s is not static: %s", prog, args[i].val))
-				return
-			}
-			i++
-		}
-		if i >= len(args) && startsShell()[prog] {
-			// "chroot / <<< 'git push'", "doas -s <<< …": with no command
-			// these start a shell, which reads its script from stdin.
-			a.stdinScript(prog, in, syntax.LangBash, depth)
-			return
-		}
-		rest(i)
+		a.wrapper(inv, w, in, depth)
 		return
 	}
 	if p := programs()[prog]; p != nil {
 		a.registered(p, inv, in, depth)
 		return
 	}
-	switch prog {
-	case "env":
-		a.env(inv, in, depth)
+	a.unregistered(inv, in, depth)
+}
+
+// wrapper analyses a wrapper's invocation: its options, then the command
+// after its operands (or, for one that starts a shell when given no
+// command, the script that shell reads from stdin).
+func (a *analyzer) wrapper(inv invocation, w wrapperSpec, in stdin, depth int) {
+	prog, args := inv.prog, inv.args
+	a.record(inv)
+	o := scanOpts(args, 1, w.optSpec)
+	if o.bad != "" {
+		a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
 		return
-	case "vim", "vi", "nvim", "gvim", "view", "vimdiff", "ex", "rvim", "rview", "evim", "vimx":
-		a.vim(inv, in)
-		return
-	case "ed", "red":
-		a.record(inv)
-		a.edStdin(prog, in)
-		return
-	case "gdb":
-		a.gdb(inv, depth)
-		return
-	case "sudo":
-		a.sudo(inv, in, depth)
-		return
-	case "command":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{})
-		if o.has("-v", "-V") || o.bad != "" {
-			if o.bad != "" {
-				a.fail("option of command is not static: " + o.bad)
-			}
-			return // lookup only
+	}
+	if w.output {
+		if v, ok := o.val("-o", "--output"); ok {
+			a.write(v.val, prog+" -o")
 		}
-		rest(o.next)
+	}
+	if w.pid && o.has("-p", "--pid") {
 		return
-	case "hash":
-		a.record(inv)
-		for _, w := range args[1:] {
-			if w.mayBeOption() && (w.dyn || strings.Contains(w.val, "p")) {
-				a.fail("hash -p rebinds a command name to another file")
-				return
-			}
-		}
-		return
-	case "alias":
-		a.record(inv)
-		for _, w := range args[1:] {
-			if w.dyn || strings.Contains(w.val, "=") {
-				a.fail("alias redefines a command name")
-				return
-			}
-		}
-		return
-	case "enable":
-		a.record(inv)
-		if len(args) > 1 {
-			a.fail("enable loads or toggles shell builtins")
-		}
-		return
-	case "eval":
-		a.record(inv)
-		var parts []string
-		ev := args[1:]
-		if len(ev) > 0 && ev[0].val == "--" {
-			ev = ev[1:]
-		}
-		for _, w := range ev {
-			if w.dyn {
-				a.fail("eval with a string that is not static: " + w.val)
-				return
-			}
-			parts = append(parts, w.val)
-		}
-		a.source(strings.Join(parts, " "), syntax.LangBash, depth+1)
-		return
-	case "source", ".":
-		a.record(inv)
-		if len(args) < 2 {
+	}
+	i := o.next
+	for k := 0; k < w.operands && i < len(args); k++ {
+		if args[i].dyn && !args[i].quoted {
+			a.fail(fmt.Sprintf("operand of %s is not static: %s", prog, args[i].val))
 			return
-		}
-		p := args[1]
-		switch {
-		case p.dyn:
-			a.fail(fmt.Sprintf("%s of a file whose path is not static: %s", prog, p.val))
-		case p.val == "/dev/stdin" || p.val == "/proc/self/fd/0" || p.val == "/dev/fd/0":
-			a.stdinScript(prog, in, syntax.LangBash, depth)
-		default:
-			a.opaque(prog)
-		}
-		return
-	case "fc":
-		a.record(inv)
-		for _, w := range args[1:] {
-			if w.mayBeOption() && (w.dyn || strings.ContainsAny(w.val, "es")) {
-				a.fail("fc re-runs commands from the shell's history")
-				return
-			}
-		}
-		return
-	case "zmodload", "emulate":
-		a.record(inv)
-		if prog == "zmodload" && len(args) > 1 {
-			a.fail("zmodload loads zsh modules with their own builtins")
-		}
-		for _, w := range args[1:] {
-			if w.val == "-c" {
-				a.fail("emulate -c evaluates a string")
-			}
-		}
-		return
-	case "printf", "read", "mapfile", "readarray", "getopts":
-		// Builtins that assign variables: one that changes what later
-		// commands run cannot get a value the line does not show.
-		a.record(inv)
-		for j, w := range args[1:] {
-			name := w.val
-			if prog == "printf" {
-				if w.val != "-v" || j+2 >= len(args) {
-					if strings.HasPrefix(w.val, "-v") && len(w.val) > 2 {
-						name = w.val[2:]
-					} else {
-						continue
-					}
-				} else {
-					name = args[j+2].val
-				}
-			}
-			if _, ok := hijackVars()[name]; ok || commandVars()[name] {
-				a.fail(prog + " assigns " + name + ", which changes what later commands run")
-				return
-			}
-		}
-		if prog != "mapfile" && prog != "readarray" {
-			return
-		}
-		o := scanOpts(args, 1, optSpec{short: "dnOsuctC"})
-		for _, s := range o.seen["-C"] {
-			a.codeString(prog+" -C", s, syntax.LangBash, depth)
-		}
-		return
-	case "trap":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{})
-		if o.bad != "" || o.next >= len(args) || o.has("-p", "-l") {
-			if o.bad != "" {
-				a.fail("trap with an action that is not static: " + o.bad)
-			}
-			return
-		}
-		if act := args[o.next]; act.dyn || (act.val != "-" && !isDigits(act.val)) {
-			a.codeString("trap", act, syntax.LangBash, depth)
-		}
-		return
-	case "complete", "compgen":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "dnOsuctAGWFXPSo", str: "C"})
-		for _, s := range o.strs {
-			a.codeString(prog+" -C", s, syntax.LangBash, depth)
-		}
-		return
-	case "xargs":
-		a.xargs(inv, in, depth)
-		return
-	case "find":
-		a.find(inv, in, depth)
-		return
-	case "fd", "fdfind":
-		a.fd(inv, depth)
-		return
-	case "parallel":
-		a.parallel(inv, depth)
-		return
-	case "watch":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "nq", long: []string{"interval", "equexit"}})
-		if o.bad != "" {
-			a.fail("option of watch is not static: " + o.bad)
-			return
-		}
-		if o.has("-x", "--exec") {
-			rest(o.next)
-			return
-		}
-		a.joinedString("watch", args[o.next:], depth)
-		return
-	case "sg":
-		a.record(inv)
-		i := 2
-		if i < len(args) && args[i].val == "-c" {
-			i++
-		}
-		if len(args) > i {
-			a.joinedString("sg", args[i:], depth)
-		} else {
-			a.stdinScript("sg", in, syntax.LangBash, depth) // a shell reading stdin
-		}
-		return
-	case "newgrp":
-		a.record(inv)
-		a.stdinScript("newgrp", in, syntax.LangBash, depth) // a shell reading stdin
-	case "su", "runuser":
-		a.record(inv)
-		sp := optSpec{short: "ugGsw", long: []string{"user", "group", "supp-group", "shell", "whitelist-environment"}, str: "c", strLong: []string{"command", "session-command"}}
-		if o := scanOpts(args, 1, sp); prog == "runuser" && o.bad == "" && o.has("-u", "--user") && len(o.strs) == 0 {
-			rest(o.next) // runuser -u USER [--] COMMAND...
-			return
-		}
-		o := scanAll(args, 1, sp)
-		if o.bad != "" {
-			a.fail(fmt.Sprintf("option of %s is not static: %s", prog, o.bad))
-			return
-		}
-		for _, s := range o.strs {
-			a.codeString(prog+" -c", s, syntax.LangBash, depth)
-		}
-		if len(o.strs) == 0 {
-			// "su <<< 'git push'": without -c, the login shell reads stdin.
-			a.stdinScript(prog, in, syntax.LangBash, depth)
-		}
-		return
-	case "flock":
-		a.record(inv)
-		sp := optSpec{short: "wE", long: []string{"timeout", "conflict-exit-code"}, str: "c", strLong: []string{"command"}}
-		o := scanOpts(args, 1, sp)
-		if o.bad != "" {
-			a.fail("option of flock is not static: " + o.bad)
-			return
-		}
-		i := o.next
-		if i < len(args) && isDigits(args[i].val) {
-			return // flock FD: no command
 		}
 		i++
-		if i < len(args) && (args[i].val == "-c" || args[i].val == "--command") {
-			if i+1 < len(args) {
-				a.codeString("flock -c", args[i+1], syntax.LangBash, depth)
-			}
-			return
-		}
-		for _, s := range o.strs {
-			a.codeString("flock -c", s, syntax.LangBash, depth)
-		}
-		rest(i)
-		return
-	case "script":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "TIOBEm", long: []string{"log-timing", "log-in", "log-out", "log-io", "echo", "logging-format"}, str: "c", strLong: []string{"command"}})
-		for _, s := range o.strs {
-			a.codeString("script -c", s, syntax.LangBash, depth)
-		}
-		if len(o.strs) == 0 {
-			// "script -q /dev/null <<< 'git push'": without -c, script runs
-			// a shell that reads stdin.
-			a.stdinScript("script", in, syntax.LangBash, depth)
-		}
-		if o.next < len(args) {
-			a.write(args[o.next].val, "script typescript")
-		}
-		return
-	case "busybox", "toybox":
-		a.record(inv)
-		if len(args) > 1 && !args[1].mayBeOption() {
-			rest(1)
-		}
-		return
-	case "sudoedit":
-		a.record(inv)
-		a.write(lastOperand(args), "sudoedit")
-		return
-	case "man":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "MSms", str: "PH", strLong: []string{"pager", "html"}})
-		for _, s := range o.strs {
-			a.codeString("man -P", s, syntax.LangBash, depth)
-		}
-		return
-	case "sort":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "kotTS", long: []string{"key", "output", "field-separator", "temporary-directory", "buffer-size", "parallel", "files0-from", "random-source", "batch-size"}, strLong: []string{"compress-program"}})
-		for _, s := range o.strs {
-			a.command([]word{s}, stdin{}, depth+1)
-		}
-		if v, ok := o.val("-o", "--output"); ok {
-			a.write(v.val, "sort -o")
-		}
-		return
-	case "rg":
-		a.record(inv)
-		o := scanOpts(args, 1, optSpec{short: "ABCefgjmMtTE", long: []string{"glob", "type", "type-not", "max-count", "context", "after-context", "before-context", "regexp", "file", "max-depth", "encoding", "pre-glob", "sort", "sortr", "replace", "threads"}, strLong: []string{"pre"}})
-		for _, s := range o.strs {
-			a.command([]word{s}, stdin{}, depth+1)
-		}
-		return
-	case "tar":
-		a.record(inv)
-		a.tar(args, depth)
+	}
+	if i >= len(args) && w.shell {
+		// "chroot / <<< 'git push'", "doas -s <<< …": with no command
+		// these start a shell, which reads its script from stdin.
+		a.stdinScript(prog, in, syntax.LangBash, depth)
 		return
 	}
-	if lookups()[prog] {
-		a.record(inv)
-		return
-	}
-	if a.interpreter(inv, in, depth) {
-		return
-	}
-	if a.runner(inv, in, depth) {
+	a.rest(args, i, in, depth)
+}
+
+// unregistered analyses one invocation of a program the registry does not
+// hold, by the generic tables: an interpreter's inline code, a runner's
+// command, or else the generic reading.
+func (a *analyzer) unregistered(inv invocation, in stdin, depth int) {
+	if a.interpreter(inv, in, depth) || a.runner(inv, in, depth) {
 		return
 	}
 	a.generic(inv, in, depth)
@@ -883,6 +589,14 @@ func (a *analyzer) stdinScript(prog string, in stdin, lang syntax.LangVariant, d
 	}
 }
 
+// rest analyses args[i:], when there are any, as the command a program
+// runs.
+func (a *analyzer) rest(args []word, i int, in stdin, depth int) {
+	if i < len(args) {
+		a.command(args[i:], in, depth+1)
+	}
+}
+
 // codeString parses a static shell string (bash -c, trap, su -c...).
 func (a *analyzer) codeString(what string, w word, lang syntax.LangVariant, depth int) {
 	if w.dyn {
@@ -908,144 +622,8 @@ func (a *analyzer) joinedString(what string, ws []word, depth int) {
 	}
 }
 
-func (a *analyzer) env(inv invocation, in stdin, depth int) {
-	a.record(inv)
-	args := inv.args
-	i := 1
-	for i < len(args) {
-		w := args[i]
-		if w.dyn {
-			if w.mayBeOption() || strings.Contains(w.lead, "=") {
-				a.fail("argument of env is not static: " + w.val)
-				return
-			}
-			break
-		}
-		v := envOption(w.val)
-		switch {
-		case v == "--":
-			i++
-			goto cmd
-		case v == "-u" || v == "-C" || v == "-P" || v == "-a" || v == "--unset" || v == "--chdir" || v == "--argv0":
-			i += 2
-		case v == "-S" || v == "--split-string" || strings.HasPrefix(v, "--split-string=") || (strings.HasPrefix(v, "-S") && len(v) > 2):
-			var s word
-			switch {
-			case v == "-S" || v == "--split-string":
-				if i+1 >= len(args) {
-					return
-				}
-				s = args[i+1]
-				i += 2
-			case strings.HasPrefix(v, "--split-string="):
-				s = staticWord(strings.TrimPrefix(v, "--split-string="))
-				i++
-			default:
-				s = staticWord(v[2:])
-				i++
-			}
-			if s.dyn {
-				a.fail("env -S with a string that is not static: " + s.val)
-				return
-			}
-			src := s.val
-			for _, r := range args[i:] {
-				if r.dyn {
-					a.fail("argument of env is not static: " + r.val)
-					return
-				}
-				q, err := syntax.Quote(r.val, syntax.LangBash)
-				if err != nil {
-					a.fail("argument of env cannot be quoted: " + r.val)
-					return
-				}
-				src += " " + q
-			}
-			a.source(src, syntax.LangBash, depth+1)
-			return
-		case strings.HasPrefix(v, "-") && len(v) > 1:
-			i++
-		case isAssignment(v):
-			name, val, _ := strings.Cut(v, "=")
-			a.assignValue(name, &word{val: val}, depth)
-			a.setPrefix(name, val)
-			i++
-		default:
-			goto cmd
-		}
-	}
-cmd:
-	if i < len(args) {
-		a.command(args[i:], in, depth+1)
-	}
-}
-
-// envOption rewrites one env option word to the form env's own option
-// loop reads: an abbreviated long option becomes its full name
-// ("--spl=x" → "--split-string=x", getopt_long accepts unique prefixes),
-// and a cluster of flags ending in a value letter loses the flags
-// ("-iS x" → "-S x", "-0iu" → "-u"). Without this `env -iS 'git push'`
-// and `env --s 'git push'` ran git push unseen (the cluster and
-// abbreviation traps).
-func envOption(v string) string {
-	if strings.HasPrefix(v, "--") && len(v) > 2 {
-		name, val, hasEq := strings.Cut(v[2:], "=")
-		name = optSpec{long: []string{"unset", "chdir", "argv0"}, strLong: []string{"split-string"}}.longName(name)
-		if hasEq {
-			return "--" + name + "=" + val
-		}
-		return "--" + name
-	}
-	if len(v) < 2 || v[0] != '-' {
-		return v
-	}
-	for j := 1; j < len(v); j++ {
-		if strings.IndexByte("uCPaS", v[j]) >= 0 {
-			return "-" + v[j:] // the value letter and its glued value
-		}
-	}
-	return v
-}
-
-var reAssign = &lazyRegexp{pattern: `^[A-Za-z_][A-Za-z0-9_]*=`}
-
-func isAssignment(s string) bool { return reAssign.MatchString(s) }
-
-func (a *analyzer) sudo(inv invocation, in stdin, depth int) {
-	a.record(inv)
-	args := inv.args
-	o := scanOpts(args, 1, optSpec{short: "ugCDpRrThUt", long: []string{"user", "group", "close-from", "chdir", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "host"}})
-	if o.bad != "" {
-		a.fail("option of sudo is not static: " + o.bad)
-		return
-	}
-	i := o.next
-	for i < len(args) && !args[i].dyn && isAssignment(args[i].val) {
-		name, val, _ := strings.Cut(args[i].val, "=")
-		a.assignValue(name, &word{val: val}, depth)
-		a.setPrefix(name, val)
-		i++
-	}
-	if o.has("-e", "--edit") {
-		a.write(lastOperand(args), "sudo -e")
-		return
-	}
-	if o.has("-l", "--list", "-v", "--validate", "-k", "-K") && i >= len(args) {
-		return
-	}
-	if o.has("-s", "--shell", "-i", "--login") {
-		if i < len(args) {
-			a.joinedString("sudo -s", args[i:], depth)
-		} else {
-			a.stdinScript("sudo -s", in, syntax.LangBash, depth) // the shell reads stdin
-		}
-		return
-	}
-	if i < len(args) {
-		a.command(args[i:], in, depth+1)
-	}
-}
-
+// lastOperand returns the last word of args after the program that does
+// not start with "-" ("" when none).
 func lastOperand(args []word) string {
 	for j := len(args) - 1; j > 0; j-- {
 		if !strings.HasPrefix(args[j].val, "-") {
@@ -1053,314 +631,4 @@ func lastOperand(args []word) string {
 		}
 	}
 	return ""
-}
-
-var stdinArg = word{val: "(stdin)", dyn: true, why: "read from standard input"}
-
-func (a *analyzer) xargs(inv invocation, in stdin, depth int) {
-	a.record(inv)
-	args := inv.args
-	o := scanOpts(args, 1, optSpec{short: "EIdLnPsa", long: []string{"eof", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "arg-file", "process-slot-var"}})
-	if o.bad != "" {
-		a.fail("option of xargs is not static: " + o.bad)
-		return
-	}
-	repl := ""
-	if v, ok := o.val("-I"); ok {
-		repl = v.val
-	}
-	if v, ok := o.val("--replace"); ok {
-		repl = v.val
-		if repl == "" {
-			repl = "{}"
-		}
-	}
-	if o.has("-i") {
-		repl = "{}"
-		if v, _ := o.val("-i"); v.val != "" {
-			repl = v.val
-		}
-	}
-	tmpl := args[o.next:]
-	if len(tmpl) == 0 {
-		tmpl = []word{staticWord("echo")}
-	}
-	cmd := make([]word, 0, len(tmpl)+1)
-	for _, w := range tmpl {
-		if repl != "" && strings.Contains(w.val, repl) {
-			w = word{val: w.val, dyn: true, why: "xargs replacement", lead: w.val[:strings.Index(w.val, repl)]}
-		}
-		cmd = append(cmd, w)
-	}
-	if repl == "" {
-		cmd = append(cmd, stdinArg)
-	}
-	a.command(cmd, stdin{kind: "dynamic"}, depth+1)
-}
-
-func (a *analyzer) find(inv invocation, in stdin, depth int) {
-	a.record(inv)
-	args := inv.args
-	for i := 1; i < len(args); i++ {
-		v := args[i].val
-		switch v {
-		case "-delete":
-			a.write("", "find -delete")
-		case "-fprint", "-fprint0", "-fprintf", "-fls":
-			if i+1 < len(args) {
-				a.write(args[i+1].val, "find "+v)
-			}
-		case "-exec", "-execdir", "-ok", "-okdir":
-			j := i + 1
-			var cmd []word
-			for ; j < len(args); j++ {
-				if !args[j].dyn && (args[j].val == ";" || args[j].val == "+") {
-					break
-				}
-				w := args[j]
-				if strings.Contains(w.val, "{}") {
-					w = word{val: w.val, dyn: true, why: "found file name", lead: w.val[:strings.Index(w.val, "{}")]}
-				}
-				cmd = append(cmd, w)
-			}
-			if len(cmd) > 0 {
-				if cmd[0].dyn && cmd[0].why == "found file name" {
-					a.fail("find " + v + " runs the files it finds")
-					return
-				}
-				// The command inherits find's stdin (-ok/-okdir read the
-				// answer from it, but a shell given no tty still reads it).
-				a.command(cmd, in, depth+1)
-			}
-			i = j
-		}
-	}
-}
-
-func (a *analyzer) fd(inv invocation, depth int) {
-	a.record(inv)
-	args := inv.args
-	for i := 1; i < len(args); i++ {
-		v := args[i].val
-		if v == "-x" || v == "-X" || v == "--exec" || v == "--exec-batch" {
-			var cmd []word
-			hasPh := false
-			for _, w := range args[i+1:] {
-				if !w.dyn && w.val == ";" {
-					break
-				}
-				if strings.Contains(w.val, "{") && strings.Contains(w.val, "}") {
-					hasPh = true
-					w = word{val: w.val, dyn: true, why: "found file name"}
-				}
-				cmd = append(cmd, w)
-			}
-			if !hasPh {
-				cmd = append(cmd, word{val: "{}", dyn: true, why: "found file name"})
-			}
-			if len(cmd) > 0 && cmd[0].dyn {
-				a.fail("fd " + v + " runs the files it finds")
-				return
-			}
-			a.command(cmd, stdin{}, depth+1)
-			return
-		}
-	}
-}
-
-var reParallelRepl = &lazyRegexp{pattern: `\{[^{}\s]*\}`}
-
-func (a *analyzer) parallel(inv invocation, depth int) {
-	a.record(inv)
-	args := inv.args
-	o := scanOpts(args, 1, optSpec{short: "jSadIECnLs", long: []string{"jobs", "sshlogin", "arg-file", "delimiter", "colsep", "results", "joblog", "tmpdir", "workdir", "env", "halt", "timeout"}})
-	if o.bad != "" {
-		a.fail("option of parallel is not static: " + o.bad)
-		return
-	}
-	var parts []string
-	for _, w := range args[o.next:] {
-		if !w.dyn && strings.HasPrefix(w.val, ":::") {
-			break
-		}
-		if w.dyn {
-			a.fail("parallel with a command that is not static: " + w.val)
-			return
-		}
-		parts = append(parts, w.val)
-	}
-	if len(parts) == 0 {
-		a.fail("parallel reads its commands from standard input")
-		return
-	}
-	src := strings.Join(parts, " ")
-	if reParallelRepl.MatchString(src) {
-		src = reParallelRepl.ReplaceAllLiteralString(src, "$PARALLEL_ARG")
-	} else {
-		src += " $PARALLEL_ARG"
-	}
-	a.source(src, syntax.LangBash, depth+1)
-}
-
-func (a *analyzer) tar(args []word, depth int) {
-	extract := false
-	if len(args) > 1 && !strings.HasPrefix(args[1].val, "-") && strings.ContainsAny(args[1].val, "x") {
-		extract = true
-	}
-	o := scanOpts(args, 1, optSpec{short: "fCIbHKLNgTVX", long: []string{"file", "directory", "use-compress-program", "files-from", "exclude-from", "format", "owner", "group", "mode", "transform", "newer", "after-date"}, strLong: []string{"to-command", "checkpoint-action", "info-script", "new-volume-script", "rsh-command"}})
-	if o.has("-x", "--extract", "--get") {
-		extract = true
-	}
-	if tarCreates(args) {
-		// tar -c/-r/-u/-A writes the archive named by -f (stdout for -).
-		if f, ok := o.val("-f", "--file"); ok && !f.dyn && f.val != "-" && strings.HasPrefix(args[1].val, "-") {
-			a.write(f.val, "tar -c")
-		} else if !ok || f.val != "-" {
-			a.write("", "tar -c")
-		}
-	}
-	for _, s := range o.strs {
-		v := s
-		if strings.HasPrefix(v.val, "exec=") {
-			v.val = strings.TrimPrefix(v.val, "exec=")
-		} else if !strings.HasPrefix(s.val, "exec") && strings.Contains(s.val, "=") {
-			continue
-		}
-		a.codeString("tar command option", v, syntax.LangBash, depth)
-	}
-	if v, ok := o.val("-I", "--use-compress-program"); ok {
-		a.codeString("tar -I", v, syntax.LangBash, depth)
-	}
-	if extract {
-		dir := ""
-		if v, ok := o.val("-C", "--directory"); ok {
-			dir = v.val
-		}
-		a.write(dir, "tar -x")
-	}
-}
-
-// vim fails the line when vim runs Ex commands the line gives it: -c,
-// --cmd, +CMD (`vim -c '!git push' -c q` runs git push), or keys and Ex
-// commands read from a non-terminal stdin (`vim -es <<< '!git push'`).
-// Ex commands run shell commands in too many ways (!, :r !, system(),
-// :py, :lua, :terminal…) to read, so this fails closed. +N and +/pattern
-// only move the cursor; -S and -s read a file (opaque).
-func (a *analyzer) vim(inv invocation, in stdin) {
-	a.record(inv)
-	args := inv.args
-	for i := 1; i < len(args); i++ {
-		w := args[i]
-		v := w.val
-		switch {
-		case w.dyn && w.mayBeOption() || w.dyn && strings.HasPrefix(w.lead, "+"):
-			a.fail("option of " + inv.prog + " is not static: " + v)
-			return
-		case v == "-c" || v == "--cmd" || strings.HasPrefix(v, "-c") && len(v) > 2 && !strings.HasPrefix(v, "--"):
-			a.fail(inv.prog + " " + v + " runs Ex commands, which can run shell commands")
-			return
-		case strings.HasPrefix(v, "+") && len(v) > 1 && !isDigits(v[1:]) && v[1] != '/':
-			a.fail(inv.prog + " " + v + " runs an Ex command, which can run shell commands")
-			return
-		case v == "-S" || v == "-s" || v == "-u" || v == "-W" || v == "-w" || v == "-i" || v == "-T" || v == "-U":
-			if v == "-S" || v == "-s" || v == "-u" {
-				a.opaque(inv.prog)
-			}
-			i++
-		}
-	}
-	switch in.kind {
-	case "", "file":
-	default:
-		a.fail(inv.prog + " reads keys or Ex commands from standard input, which can run shell commands")
-	}
-}
-
-// edStdin fails the line when ed reads commands that may run a shell
-// command: `ed <<< '!git push'` (also `r !cmd`, `w !cmd`).
-func (a *analyzer) edStdin(prog string, in stdin) {
-	switch in.kind {
-	case "here":
-		if strings.Contains(in.body, "!") {
-			a.fail(prog + " commands from standard input hold !, which runs a shell command")
-		}
-	case "pipe", "dynamic", "dynfile":
-		a.fail(prog + " reads commands it may run a shell with from standard input the classifier cannot read")
-	case "file":
-		a.opaque(prog)
-	}
-}
-
-// gdbSafe are gdb commands that run nothing outside gdb and the debugged
-// program.
-var gdbSafe = sync.OnceValue(func() map[string]bool {
-	return setOf(`bt backtrace where info i thread frame f up down list l disassemble disas x quit q set show p print ptype whatis continue c next n step s finish break b tbreak delete watch kill detach core-file file symbol-file directory dir`)
-})
-
-// gdb analyses gdb's command-line commands: `-ex 'shell git push'` and
-// `-ex '!git push'` run a shell command; `--args PROG…` (and a positional
-// PROG with run/start) is a program gdb runs. Commands outside a short
-// safe list (python, pipe, source, define, call, print with calls…) fail
-// closed; `print`/`call` of a function runs code in the debuggee only,
-// but `call`/`print system(…)` would run a shell: the safe list excludes
-// call, and print is safe only without "(".
-func (a *analyzer) gdb(inv invocation, depth int) {
-	a.record(inv)
-	args := inv.args
-	var prog []word
-	for i := 1; i < len(args); i++ {
-		w := args[i]
-		v := w.val
-		if w.dyn {
-			a.fail("argument of gdb is not static: " + v)
-			return
-		}
-		name, val, hasEq := strings.Cut(strings.TrimLeft(v, "-"), "=")
-		switch {
-		case v == "--args" || v == "-args":
-			prog = args[i+1:]
-			i = len(args)
-		case strings.HasPrefix(v, "-") && (name == "ex" || name == "iex" || name == "eval-command" || name == "init-eval-command"):
-			if !hasEq {
-				if i+1 >= len(args) {
-					return
-				}
-				i++
-				if args[i].dyn {
-					a.fail("gdb command is not static: " + args[i].val)
-					return
-				}
-				val = args[i].val
-			}
-			cmd := strings.TrimSpace(val)
-			first, restCmd, _ := strings.Cut(cmd, " ")
-			switch {
-			case strings.HasPrefix(cmd, "!"):
-				a.source(cmd[1:], syntax.LangBash, depth+1)
-			case first == "shell":
-				a.source(restCmd, syntax.LangBash, depth+1)
-			case (first == "run" || first == "r" || first == "start") && strings.TrimSpace(restCmd) == "":
-				// runs PROG with --args' arguments, analysed below
-			case gdbSafe()[first] && !strings.ContainsAny(cmd, "(|$`"):
-			default:
-				a.fail("gdb command " + strconv.Quote(cmd) + " may run code the classifier cannot read")
-				return
-			}
-		case strings.HasPrefix(v, "-") && (name == "x" || name == "command" || name == "ix" || name == "init-command" || name == "cd" || name == "p" || name == "pid" || name == "core" || name == "c" || name == "s" || name == "symbols" || name == "e" || name == "exec" || name == "se" || name == "d" || name == "directory" || name == "tty" || name == "data-directory"):
-			if name == "x" || name == "command" || name == "ix" || name == "init-command" {
-				a.opaque("gdb")
-			}
-			if !hasEq {
-				i++
-			}
-		case strings.HasPrefix(v, "-"):
-		default:
-			if prog == nil {
-				prog = args[i : i+1]
-			}
-		}
-	}
-	if len(prog) > 0 {
-		a.command(prog, stdin{}, depth+1)
-	}
 }

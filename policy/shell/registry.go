@@ -88,7 +88,8 @@ func programFamilies() map[string]map[string]*program {
 	return map[string]map[string]*program{
 		"net": netPrograms(), "remote": remotePrograms(), "vcs": vcsPrograms(),
 		"dns": dnsPrograms(), "proto": protoPrograms(), "cloud": cloudPrograms(),
-		"pkg": pkgPrograms(),
+		"pkg": pkgPrograms(), "builtin": builtinPrograms(), "editor": editorPrograms(),
+		"exec": execPrograms(), "file": filePrograms(), "lookup": lookupPrograms(),
 	}
 }
 

@@ -45,7 +45,6 @@ func TestProgramRegistry(t *testing.T) {
 	for table, m := range map[string]func(string) bool{
 		"shells":          func(n string) bool { _, ok := shells()[n]; return ok },
 		"wrappers":        func(n string) bool { _, ok := wrappers()[n]; return ok },
-		"lookups":         func(n string) bool { return lookups()[n] },
 		"nonExec":         func(n string) bool { return nonExec()[n] },
 		"opaqueExecutors": func(n string) bool { return opaqueExecutors()[n] },
 		"globalOpts":      func(n string) bool { _, ok := globalOpts()[n]; return ok },
@@ -53,9 +52,6 @@ func TestProgramRegistry(t *testing.T) {
 		"runners":         func(n string) bool { _, ok := runners()[n]; return ok },
 		"pkgRead":         func(n string) bool { return pkgRead()[n] != nil },
 		"pkgWrite":        func(n string) bool { return pkgWrite()[n] != nil },
-		"writeAll":        func(n string) bool { return writeAll()[n] },
-		"writeAfterFirst": func(n string) bool { return writeAfterFirst()[n] },
-		"writeLast":       func(n string) bool { return writeLast()[n] },
 	} {
 		for name := range reg.programs {
 			if m(name) {
@@ -76,6 +72,16 @@ func TestProgramRegistry(t *testing.T) {
 		"cloud": {reg.families["cloud"], []string{"aws", "gcloud", "az", "kubectl", "oc", "helm", "doctl", "flyctl", "heroku", "vercel", "netlify",
 			"wrangler", "rclone", "s3cmd", "gsutil"}},
 		"pkg": {reg.families["pkg"], []string{"go", "npm", "pnpm", "yarn", "pip", "pip3", "uv", "cargo", "gem", "bundle"}},
+		"builtin": {reg.families["builtin"], []string{"command", "hash", "alias", "enable", "eval", "source", ".", "fc", "zmodload", "emulate",
+			"printf", "read", "getopts", "mapfile", "readarray", "trap", "complete", "compgen"}},
+		"editor": {reg.families["editor"], []string{"vim", "vi", "nvim", "gvim", "view", "vimdiff", "ex", "rvim", "rview", "evim", "vimx",
+			"ed", "red", "gdb"}},
+		"exec": {reg.families["exec"], []string{"env", "sudo", "sudoedit", "xargs", "find", "fd", "fdfind", "parallel", "watch", "sg", "newgrp",
+			"su", "runuser", "flock", "script", "busybox", "toybox"}},
+		"file": {reg.families["file"], []string{"sort", "rg", "tar", "touch", "mkdir", "rm", "rmdir", "unlink", "shred", "mkfifo", "mknod",
+			"gzip", "gunzip", "bzip2", "xz", "unxz", "zstd", "sponge", "chmod", "chown", "chgrp", "cp", "mv", "ln", "install",
+			"truncate", "tee", "dd", "patch", "unzip", "uniq", "split", "csplit", "zip", "7z", "7za", "rar", "ar"}},
+		"lookup": {reg.families["lookup"], []string{"which", "type", "whereis", "help", "whatis", "apropos", "tldr", "info", "man"}},
 	}
 	for fam, f := range families {
 		for _, name := range f.names {
@@ -91,7 +97,10 @@ func TestProgramRegistry(t *testing.T) {
 
 // registrySamples are, for every registry entry, one line it reads as
 // contacting a host: the entry's actions and hosts must both answer. An
-// entry that says noHosts has no host in its sample ("").
+// entry that says noHosts has no host in its sample (""). An entry with
+// neither actions nor hosts (a builtin, an editor) contacts a host only
+// through a command it runs: its sample is such a line, or, when it runs
+// none, a line with no host that must report no network at all.
 var registrySamples = map[string]struct {
 	line, host string
 }{
@@ -175,6 +184,108 @@ var registrySamples = map[string]struct {
 	"cargo":  {"cargo fetch", "index.crates.io"},
 	"gem":    {"gem install rails", "rubygems.org"},
 	"bundle": {"bundle install", "rubygems.org"},
+
+	"command":   {"command curl https://a.example/x", "a.example"},
+	"hash":      {"hash -r", ""},
+	"alias":     {"alias ll", ""},
+	"enable":    {"enable", ""},
+	"eval":      {"eval curl https://a.example/x", "a.example"},
+	"source":    {"source /dev/stdin <<< 'curl https://a.example/x'", "a.example"},
+	".":         {". /dev/stdin <<< 'curl https://a.example/x'", "a.example"},
+	"fc":        {"fc -l", ""},
+	"zmodload":  {"zmodload", ""},
+	"emulate":   {"emulate zsh", ""},
+	"printf":    {"printf '%s' x", ""},
+	"read":      {"read -r x", ""},
+	"getopts":   {"getopts ab opt", ""},
+	"mapfile":   {"mapfile -C 'curl https://a.example/x' arr", "a.example"},
+	"readarray": {"readarray -C 'curl https://a.example/x' arr", "a.example"},
+	"trap":      {"trap 'curl https://a.example/x' EXIT", "a.example"},
+	"complete":  {"complete -C 'curl https://a.example/x' git", "a.example"},
+	"compgen":   {"compgen -C 'curl https://a.example/x' g", "a.example"},
+
+	"vim":     {"vim f", ""},
+	"vi":      {"vi f", ""},
+	"nvim":    {"nvim f", ""},
+	"gvim":    {"gvim f", ""},
+	"view":    {"view f", ""},
+	"vimdiff": {"vimdiff f g", ""},
+	"ex":      {"ex f", ""},
+	"rvim":    {"rvim f", ""},
+	"rview":   {"rview f", ""},
+	"evim":    {"evim f", ""},
+	"vimx":    {"vimx f", ""},
+	"ed":      {"ed f", ""},
+	"red":     {"red f", ""},
+	"gdb":     {"gdb -ex 'shell curl https://a.example/x'", "a.example"},
+
+	"env":      {"env A=1 curl https://a.example/x", "a.example"},
+	"sudo":     {"sudo -u u curl https://a.example/x", "a.example"},
+	"sudoedit": {"sudoedit /etc/hosts", ""},
+	"xargs":    {"xargs -n1 curl https://a.example/x", "a.example"},
+	"find":     {"find . -exec curl https://a.example/x \\;", "a.example"},
+	"fd":       {"fd -x curl https://a.example/x", "a.example"},
+	"fdfind":   {"fdfind -x curl https://a.example/x", "a.example"},
+	"parallel": {"parallel curl https://a.example/x ::: a", "a.example"},
+	"watch":    {"watch curl https://a.example/x", "a.example"},
+	"sg":       {"sg g curl https://a.example/x", "a.example"},
+	"newgrp":   {"newgrp g <<< 'curl https://a.example/x'", "a.example"},
+	"su":       {"su -c 'curl https://a.example/x'", "a.example"},
+	"runuser":  {"runuser -u u curl https://a.example/x", "a.example"},
+	"flock":    {"flock /tmp/l curl https://a.example/x", "a.example"},
+	"script":   {"script -c 'curl https://a.example/x' /dev/null", "a.example"},
+	"busybox":  {"busybox wget https://a.example/x", "a.example"},
+	"toybox":   {"toybox wget https://a.example/x", "a.example"},
+
+	"sort": {"sort -o out in", ""},
+	"rg":   {"rg --pre pdftotext pat", ""},
+	"tar":  {"tar -I 'curl https://a.example/x' -xf a.tar", "a.example"},
+
+	"touch":    {"touch f", ""},
+	"mkdir":    {"mkdir -p d", ""},
+	"rm":       {"rm -f f", ""},
+	"rmdir":    {"rmdir d", ""},
+	"unlink":   {"unlink f", ""},
+	"shred":    {"shred -u f", ""},
+	"mkfifo":   {"mkfifo p", ""},
+	"mknod":    {"mknod p p", ""},
+	"gzip":     {"gzip f", ""},
+	"gunzip":   {"gunzip f.gz", ""},
+	"bzip2":    {"bzip2 f", ""},
+	"xz":       {"xz f", ""},
+	"unxz":     {"unxz f.xz", ""},
+	"zstd":     {"zstd f", ""},
+	"sponge":   {"sponge f", ""},
+	"chmod":    {"chmod +x f", ""},
+	"chown":    {"chown u f", ""},
+	"chgrp":    {"chgrp g f", ""},
+	"cp":       {"cp a b", ""},
+	"mv":       {"mv a b", ""},
+	"ln":       {"ln -s a b", ""},
+	"install":  {"install -m 755 a /usr/local/bin/a", ""},
+	"truncate": {"truncate -s 0 f", ""},
+	"tee":      {"tee f", ""},
+	"dd":       {"dd if=a of=b", ""},
+	"patch":    {"patch -p1 f", ""},
+	"unzip":    {"unzip a.zip", ""},
+	"uniq":     {"uniq in out", ""},
+	"split":    {"split -l 10 f p", ""},
+	"csplit":   {"csplit f 10", ""},
+	"zip":      {"zip a.zip f", ""},
+	"7z":       {"7z a a.7z f", ""},
+	"7za":      {"7za a a.7z f", ""},
+	"rar":      {"rar a a.rar f", ""},
+	"ar":       {"ar rcs a.a f.o", ""},
+
+	"which":   {"which git", ""},
+	"type":    {"type git", ""},
+	"whereis": {"whereis git", ""},
+	"help":    {"help cd", ""},
+	"whatis":  {"whatis git", ""},
+	"apropos": {"apropos git", ""},
+	"tldr":    {"tldr git", ""},
+	"info":    {"info git", ""},
+	"man":     {"man -P 'curl https://a.example/x' git", "a.example"},
 }
 
 func TestProgramRegistrySamples(t *testing.T) {
@@ -193,7 +304,11 @@ func TestProgramRegistrySamples(t *testing.T) {
 			t.Errorf("%q: no network actions", s.line)
 		}
 		if s.host == "" {
-			if !programs()[name].noHosts {
+			if p := programs()[name]; p.actions == nil && p.hosts == nil {
+				if n := ClassifyNetworkActions(c, ""); len(n) != 0 {
+					t.Errorf("%q: network actions %v from an entry with none that runs no command", s.line, n)
+				}
+			} else if !p.noHosts {
 				t.Errorf("%q: sample without a host, but the entry does not say noHosts", s.line)
 			}
 			if d := c.Domains(); len(d) != 0 {

@@ -3,7 +3,6 @@ package shell
 import (
 	"slices"
 	"strings"
-	"sync"
 )
 
 // FileWriteFinding says that a command line writes a file.
@@ -68,107 +67,17 @@ func writeOperands(args []word) []word {
 	return ops
 }
 
-// writers whose operands are all written (path = first operand).
-var writeAll = sync.OnceValue(func() map[string]bool {
-	return setOf(`touch mkdir rm rmdir unlink shred mkfifo mknod gzip gunzip bzip2 xz unxz zstd`)
-})
-
-// writers whose first operand is not a path (mode, owner, size...).
-var writeAfterFirst = sync.OnceValue(func() map[string]bool {
-	return setOf(`chmod chown chgrp`)
-})
-
-// writers whose last operand is the destination.
-var writeLast = sync.OnceValue(func() map[string]bool {
-	return setOf(`cp mv install ln`)
-})
-
-// commandWrites records writes made by a command's own semantics.
+// commandWrites records the writes a command makes by its own semantics:
+// its registry entry's writes answer (a program with no entry writes
+// nothing itself).
 func (a *analyzer) commandWrites(inv invocation) {
-	if p := programs()[inv.prog]; p != nil {
-		if p.writes != nil {
-			p.writes(a, inv)
-		}
-		return
-	}
-	prog, args := inv.prog, inv.args
-	ops := writeOperands(args)
-	first := func() string {
-		if len(ops) > 0 {
-			return ops[0].val
-		}
-		return ""
-	}
-	switch {
-	case writeAll()[prog]:
-		if len(ops) > 0 {
-			a.write(first(), prog)
-		}
-	case writeAfterFirst()[prog]:
-		if len(ops) > 1 {
-			a.write(ops[1].val, prog)
-		}
-	case writeLast()[prog] && targetDir(args) != nil:
-		// "cp -t /dir a": the destination is -t's value, not the last word.
-		a.write(targetDir(args).val, prog+" -t")
-	case writeLast()[prog]:
-		if len(ops) > 1 {
-			dst := ops[len(ops)-1].val
-			a.write(dst, prog)
-			if prog == "cp" || prog == "ln" || prog == "install" || prog == "mv" {
-				a.noteCopy(ops[0], ops[len(ops)-1])
-			}
-		}
-	case prog == "truncate":
-		o := scanOpts(args, 1, optSpec{short: "sr", long: []string{"size", "reference"}})
-		if o.next < len(args) {
-			a.write(args[o.next].val, "truncate")
-		}
-	case prog == "tee":
-		for _, w := range ops {
-			if !harmlessSink(w.val) {
-				a.write(w.val, "tee")
-				return
-			}
-		}
-	case prog == "dd":
-		for _, w := range args[1:] {
-			if v, ok := strings.CutPrefix(w.val, "of="); ok && !harmlessSink(v) {
-				a.write(v, "dd of=")
-			}
-		}
-	case prog == "patch":
-		for _, w := range args[1:] {
-			if w.val == "--dry-run" {
-				return
-			}
-		}
-		a.write(first(), "patch")
-	case prog == "unzip":
-		for _, w := range args[1:] {
-			if w.val == "-l" || w.val == "-t" || w.val == "-Z" || w.val == "-p" {
-				return
-			}
-		}
-		a.write(first(), "unzip")
-	case prog == "uniq":
-		// uniq INPUT OUTPUT writes OUTPUT.
-		if o := scanAll(args, 1, optSpec{short: "fsw", long: []string{"skip-fields", "skip-chars", "check-chars", "group", "all-repeated"}}); len(o.ops) > 1 && o.ops[1].val != "-" {
-			a.write(o.ops[1].val, "uniq OUTPUT")
-		}
-	case prog == "sponge":
-		if len(ops) > 0 {
-			a.write(first(), "sponge")
-		}
-	case prog == "split" || prog == "csplit":
-		a.write("", prog+" writes pieces") // files named from a prefix
-	case prog == "zip" || prog == "7z" || prog == "7za" || prog == "rar" || prog == "ar":
-		if len(ops) > 0 {
-			a.write("", prog) // 7z/rar/ar: the archive follows a subcommand letter
-		}
+	if p := programs()[inv.prog]; p != nil && p.writes != nil {
+		p.writes(a, inv)
 	}
 }
 
+// reWhich matches a substitution that names an installed program:
+// $(which NAME), $(command -v NAME), $(type -P NAME), $(whereis NAME).
 var reWhich = &lazyRegexp{pattern: "^(\\$\\(|`)\\s*(which|command\\s+-v|type\\s+-P|whereis)\\s+([A-Za-z0-9._+-]+)\\s*(\\)|`)$"}
 
 // noteCopy remembers that dst is a copy or link of src's program, so a
@@ -201,58 +110,4 @@ func (a *analyzer) noteCopy(src, dst word) {
 		a.copies = map[string]string{}
 	}
 	a.copies[copyName] = orig
-}
-
-// targetDir returns the value of cp/mv/install/ln -t DIR,
-// --target-directory DIR or --target-directory=DIR, or nil.
-func targetDir(args []word) *word {
-	for j := 1; j < len(args); j++ {
-		v := args[j].val
-		switch {
-		case v == "--":
-			return nil
-		case v == "-t" || v == "--target-directory":
-			if j+1 < len(args) {
-				return &args[j+1]
-			}
-		case strings.HasPrefix(v, "--target-directory="):
-			w := staticWord(strings.TrimPrefix(v, "--target-directory="))
-			return &w
-		case strings.HasPrefix(v, "-t") && !strings.HasPrefix(v, "--"):
-			w := staticWord(v[2:])
-			return &w
-		}
-	}
-	return nil
-}
-
-// tarCreates reports tar's -c/-r/-u/-A modes (also old-style "tar cf"),
-// which write the archive.
-func tarCreates(args []word) bool {
-	for j := 1; j < len(args); j++ {
-		v := args[j].val
-		cluster := ""
-		switch {
-		case v == "--":
-			return false
-		case strings.HasPrefix(v, "--"):
-			switch strings.SplitN(v, "=", 2)[0] {
-			case "--create", "--append", "--update", "--concatenate", "--catenate":
-				return true
-			}
-		case strings.HasPrefix(v, "-"):
-			cluster = v[1:]
-		case j == 1:
-			cluster = v // old style: tar cf out.tar d
-		}
-		for _, c := range cluster {
-			if strings.ContainsRune("fCTXbgKLNV", c) {
-				break // the rest is this option's value
-			}
-			if strings.ContainsRune("cruA", c) {
-				return true
-			}
-		}
-	}
-	return false
 }
