@@ -260,12 +260,33 @@ func (p *testPod) agent(t *testing.T, env []string, argv ...string) dockerResult
 // of the test's files (no shareRoot) and gets stdin.
 func (p *testPod) renderedAgent(t *testing.T, stdin string, argv ...string) dockerResult {
 	t.Helper()
+	return p.renderedAgentRun(t, agentRun{stdin: stdin}, argv...)
+}
+
+// agentRun is what a renderedAgentRun adds to the rendered agent.
+type agentRun struct {
+	stdin string
+	// workspace, when set, is the host directory bound at the agent's
+	// working directory (its workspace volume), so the test sees what it
+	// wrote; else the workspace is a tmpfs as the other emptyDirs.
+	workspace string
+	// flags are more of docker run's (binds of the harness's install).
+	flags []string
+}
+
+// renderedAgentRun is renderedAgent with a's additions.
+func (p *testPod) renderedAgentRun(t *testing.T, a agentRun, argv ...string) dockerResult {
+	t.Helper()
 	agent := p.spec.Spec.Containers[0]
 	uid := strconv.Itoa(containerAgentUID)
 	flags := append(containerFlags(t, agent), "-i", "--read-only", "--workdir", agent.WorkingDir,
 		"-v", filepath.Join(p.dir, "run")+":"+kube.RunDir+":ro")
 	for _, m := range agent.VolumeMounts {
-		if m.MountPath != kube.RunDir {
+		switch {
+		case m.MountPath == kube.RunDir:
+		case a.workspace != "" && m.MountPath == agent.WorkingDir:
+			flags = append(flags, "-v", a.workspace+":"+m.MountPath)
+		default:
 			flags = append(flags, "--tmpfs", m.MountPath+":uid="+uid+",gid="+uid+",mode=0755,exec")
 		}
 	}
@@ -274,9 +295,10 @@ func (p *testPod) renderedAgent(t *testing.T, stdin string, argv ...string) dock
 			flags = append(flags, "--env", e.Name+"="+e.Value)
 		}
 	}
+	flags = append(flags, a.flags...)
 	cmd := append(append([]string(nil), agent.Command[:len(agent.Command)-1]...), argv...)
 	o := containerOpts{network: "container:" + p.pause.name, hostTools: true, noShareRoot: true, flags: flags}
-	r, err := dockerRun(requireDocker(t), 3*time.Minute, strings.NewReader(stdin), append(o.runArgs(t, newContainerName()), cmd...)...)
+	r, err := dockerRun(requireDocker(t), 4*time.Minute, strings.NewReader(a.stdin), append(o.runArgs(t, newContainerName()), cmd...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
