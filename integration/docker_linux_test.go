@@ -328,6 +328,9 @@ type containerOpts struct {
 	// network is docker run's --network ("" none): "container:NAME"
 	// joins a pod's namespace.
 	network string
+	// noShareRoot leaves shareRoot out of hostTools' binds: a pod's agent
+	// sees none of the test's files.
+	noShareRoot bool
 }
 
 // containerSeq keeps one test binary's container names apart.
@@ -355,7 +358,9 @@ func (o containerOpts) runArgs(t testing.TB, name string, extra ...string) []str
 				args = append(args, "-v", d+":"+d+":ro")
 			}
 		}
-		args = append(args, "-v", shareRoot+":"+shareRoot)
+		if !o.noShareRoot {
+			args = append(args, "-v", shareRoot+":"+shareRoot)
+		}
 	}
 	args = append(args, o.flags...)
 	return append(args, image)

@@ -3,12 +3,16 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +49,16 @@ type testPod struct {
 	w              *world
 	dir            string // shared: the policy's ConfigMap-like directory, the hook socket's volume
 	generation     int
+	spec           *corev1.Pod // the rendered Pod
+	secretDir      string      // the credential Secret's mount ("" none)
+}
+
+// podOpts are what a pod adds to the default one.
+type podOpts struct {
+	// secret is a credential Secret's keys and values: mounted (as the
+	// kubelet lays a Secret volume out) in the sidecar alone, and given
+	// to render as --credential-secret.
+	secret map[string]string
 }
 
 // startPod renders the session's manifests (sandboxd kube render, with
@@ -57,6 +71,12 @@ type testPod struct {
 // rendered paths; it waits for /readyz.
 func startPod(t *testing.T, name, policy string) *testPod {
 	t.Helper()
+	return startPodWith(t, name, policy, podOpts{})
+}
+
+// startPodWith is startPod with o's additions.
+func startPodWith(t *testing.T, name, policy string, o podOpts) *testPod {
+	t.Helper()
 	p := &testPod{dir: sharedDir(t)}
 	for _, d := range []string{"policy", "run"} {
 		if err := os.MkdirAll(filepath.Join(p.dir, d), 0o777); err != nil {
@@ -65,7 +85,13 @@ func startPod(t *testing.T, name, policy string) *testPod {
 		os.Chmod(filepath.Join(p.dir, d), 0o777)
 	}
 	p.swapPolicy(t, policy)
-	pod := renderPod(t, name, filepath.Join(p.dir, "policy", "policy.yaml"))
+	var renderArgs []string
+	if o.secret != nil {
+		p.secretDir = secretVolume(t, o.secret)
+		renderArgs = append(renderArgs, "--credential-secret", name+"-credentials")
+	}
+	pod := renderPod(t, name, filepath.Join(p.dir, "policy", "policy.yaml"), renderArgs...)
+	p.spec = pod
 	netinit, sidecar := pod.Spec.InitContainers[0], pod.Spec.InitContainers[1]
 	p.pause = startContainer(t, containerOpts{hostTools: true})
 	p.w = newWorldAround(t, proxytest.AttachNetns(t, p.pause.pid), false)
@@ -80,7 +106,11 @@ func startPod(t *testing.T, name, policy string) *testPod {
 		t.Fatalf("netinit: %s", r)
 	}
 	flags := append(containerFlags(t, sidecar), volumes...)
-	flags = append(flags, "--env", "POD_NAME="+name, "--env", "POD_NAMESPACE=agents", "--env", "POD_UID=uid-"+name)
+	if p.secretDir != "" {
+		flags = append(flags, "-v", p.secretDir+":"+kube.CredentialDir+":ro")
+	}
+	// The world's CA: the sidecar verifies a credential host's server.
+	flags = append(flags, "--env", "POD_NAME="+name, "--env", "POD_NAMESPACE=agents", "--env", "POD_UID=uid-"+name, "--env", "SSL_CERT_FILE="+p.w.caFile)
 	argv := append(imageCommand(sidecar.Command), "--dns-upstream", dnsAddr+":53", "--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
 	p.sidecar = startDetached(t, containerOpts{network: net, hostTools: true, flags: flags}, argv...)
 	deadline := time.Now().Add(30 * time.Second)
@@ -98,12 +128,16 @@ func startPod(t *testing.T, name, policy string) *testPod {
 
 // renderPod is the Pod of `sandboxd kube render` for the policy file,
 // with the image's agent uid.
-func renderPod(t *testing.T, name, policyFile string) *corev1.Pod {
+func renderPod(t *testing.T, name, policyFile string, extra ...string) *corev1.Pod {
 	t.Helper()
-	out, err := exec.Command(sandboxdBin, "kube", "render", "--policy", policyFile, "--image", "barry-sandbox:test",
-		"--agent-uid", strconv.Itoa(containerAgentUID), "--name", name).Output()
+	out, err := exec.Command(sandboxdBin, append([]string{"kube", "render", "--policy", policyFile, "--image", "barry-sandbox:test",
+		"--agent-uid", strconv.Itoa(containerAgentUID), "--name", name}, extra...)...).Output()
 	if err != nil {
-		t.Fatalf("sandboxd kube render: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("sandboxd kube render: %v: %s", err, stderr)
 	}
 	for _, doc := range strings.Split(string(out), "\n---\n") {
 		if !strings.Contains(doc, "\nkind: Pod\n") && !strings.HasPrefix(doc, "kind: Pod\n") {
@@ -151,6 +185,32 @@ func imageCommand(cmd []string) []string {
 	return out
 }
 
+// secretVolume lays keys out as the kubelet mounts a Secret volume (each
+// KEY a symlink through ..data to a timestamped directory, files 0444,
+// defaultMode as rendered), in a directory outside shareRoot: only the
+// containers it is bound into see it.
+func secretVolume(t *testing.T, keys map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	gen := "..2026_12_06_00_00_00.1"
+	if err := os.Mkdir(filepath.Join(dir, gen), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range keys {
+		if err := os.WriteFile(filepath.Join(dir, gen, k), []byte(v), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("..data/"+k, filepath.Join(dir, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(gen, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // swapPolicy writes policy as the kubelet updates a ConfigMap volume: a
 // new timestamped directory, then the ..data symlink renamed over to it
 // (policy.yaml is a symlink through ..data).
@@ -189,6 +249,60 @@ func (p *testPod) agent(t *testing.T, env []string, argv ...string) dockerResult
 		flags = append(flags, "--env", e)
 	}
 	return containerRun(t, containerOpts{network: "container:" + p.pause.name, hostTools: true, flags: flags}, argv...)
+}
+
+// renderedAgent runs argv in a new container of the pod as the rendered
+// agent container is: its uid, no capability, a read-only root with
+// emptyDirs (tmpfs here) at its HOME, /tmp and the workspace, /run/barry
+// read-only, the rendered environment's literals (none of the world's:
+// its trust is what the sidecar writes) and argv under the rendered
+// command's wrapper (the rendered command less its program). It sees none
+// of the test's files (no shareRoot) and gets stdin.
+func (p *testPod) renderedAgent(t *testing.T, stdin string, argv ...string) dockerResult {
+	t.Helper()
+	return p.renderedAgentRun(t, agentRun{stdin: stdin}, argv...)
+}
+
+// agentRun is what a renderedAgentRun adds to the rendered agent.
+type agentRun struct {
+	stdin string
+	// workspace, when set, is the host directory bound at the agent's
+	// working directory (its workspace volume), so the test sees what it
+	// wrote; else the workspace is a tmpfs as the other emptyDirs.
+	workspace string
+	// flags are more of docker run's (binds of the harness's install).
+	flags []string
+}
+
+// renderedAgentRun is renderedAgent with a's additions.
+func (p *testPod) renderedAgentRun(t *testing.T, a agentRun, argv ...string) dockerResult {
+	t.Helper()
+	agent := p.spec.Spec.Containers[0]
+	uid := strconv.Itoa(containerAgentUID)
+	flags := append(containerFlags(t, agent), "-i", "--read-only", "--workdir", agent.WorkingDir,
+		"-v", filepath.Join(p.dir, "run")+":"+kube.RunDir+":ro")
+	for _, m := range agent.VolumeMounts {
+		switch {
+		case m.MountPath == kube.RunDir:
+		case a.workspace != "" && m.MountPath == agent.WorkingDir:
+			flags = append(flags, "-v", a.workspace+":"+m.MountPath)
+		default:
+			flags = append(flags, "--tmpfs", m.MountPath+":uid="+uid+",gid="+uid+",mode=0755,exec")
+		}
+	}
+	for _, e := range agent.Env {
+		if e.ValueFrom == nil {
+			flags = append(flags, "--env", e.Name+"="+e.Value)
+		}
+	}
+	flags = append(flags, a.flags...)
+	cmd := append(append([]string(nil), agent.Command[:len(agent.Command)-1]...), argv...)
+	o := containerOpts{network: "container:" + p.pause.name, hostTools: true, noShareRoot: true, flags: flags}
+	r, err := dockerRun(requireDocker(t), 4*time.Minute, strings.NewReader(a.stdin), append(o.runArgs(t, newContainerName()), cmd...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // logs are the sidecar's stdout (its audit) so far.
@@ -336,8 +450,26 @@ func TestPodSidecar(t *testing.T) {
 		if strings.Contains(r.stdout, "hello from allowed.test") {
 			t.Fatalf("allowed.test is still reached 10 s after the policy dropped it: %s", r)
 		}
-		if logs := p.logs(t); !strings.Contains(logs, `"msg":"policy reload"`) {
+		// The sidecar's own time of the reload: within a second of the
+		// swap (the tries above add a container start each).
+		logs := p.logs(t)
+		var at time.Time
+		for _, l := range strings.Split(logs, "\n") {
+			var line struct {
+				Time time.Time `json:"time"`
+				Msg  string    `json:"msg"`
+			}
+			if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "policy reload" {
+				at = line.Time
+			}
+		}
+		switch {
+		case at.IsZero():
 			t.Errorf("no policy reload line in the sidecar's audit:\n%s", logs)
+		case at.Sub(swapped) > time.Second:
+			t.Errorf("the reload was audited %v after the swap, want within a second", at.Sub(swapped))
+		default:
+			t.Logf("the reload was audited %v after the swap", at.Sub(swapped))
 		}
 	})
 
@@ -348,6 +480,122 @@ func TestPodSidecar(t *testing.T) {
 		r := p.agent(t, nil, "sh", "-c", "curl -sS --max-time 10 http://"+webAddr+"/ ; echo code=$?; dig +tries=1 +time=3 @127.0.0.1 allowed.test A; echo dig=$?")
 		if !strings.Contains(r.stdout, "code=7") || !strings.Contains(r.stdout, "dig=9") {
 			t.Errorf("with the sidecar gone the agent's network is not closed: %s", r)
+		}
+	})
+}
+
+// TestPodCredentials: a pod whose policy names a credential. The value is
+// a key of the Secret, mounted in the sidecar alone; the agent's
+// container, run as rendered (its wrapper, its environment, no Secret
+// mount), holds the placeholder the sidecar wrote to /run/barry, trusts
+// the sandbox CA through the rendered SSL_CERT_FILE and CURL_CA_BUNDLE,
+// and its curl's Authorization reaches the credential host with the real
+// value, which the host echoes back and the agent sees as the
+// placeholder. The real value is in none of the agent's files or
+// processes' environments, nor in the audit. A key missing from the
+// Secret fails the sidecar's start with one line; an agent started with
+// no placeholder written does not run its command.
+func TestPodCredentials(t *testing.T) {
+	requireDocker(t)
+	testenv.NeedRoot(t)
+	if _, err := os.Stat("/usr/bin/curl"); err != nil {
+		testenv.SkipOrFail(t, "/usr/bin/curl is not installed")
+	}
+	containerImage(t)
+	const value = "tok_podSecretValue_0123456789abcdef"
+	pol := "version: 1\nharness: claude-code\nsession:\n  bound:\n" +
+		"    network: {enforce: sandbox, allowDomains: [allowed.test, cred.test]}\n" +
+		"credentials:\n  - {env: API_TOKEN, hosts: [cred.test], file: " + kube.CredentialDir + "/api-token}\n"
+	p := startPodWith(t, "pod-cred", pol, podOpts{secret: map[string]string{"api-token": value + "\n", "unused-key": "not-mounted-value"}})
+	var mu sync.Mutex
+	var seenAuth []string
+	p.w.serveHTTPS(t, "cred.test", "192.0.2.30", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seenAuth = append(seenAuth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprintf(rw, "auth=%s\n", r.Header.Get("Authorization"))
+	}))
+
+	// The agent reads the value (for its own checks) on stdin: it is in no
+	// argument, variable or file of the container.
+	script := `read -r V
+echo "ph=$API_TOKEN"
+echo "ssl=$SSL_CERT_FILE"
+curl -sS --max-time 20 -H "Authorization: Bearer $API_TOKEN" https://cred.test/api; echo "curl=$?"
+curl -sS --max-time 20 https://allowed.test/opaque; echo; echo "opaque=$?"
+ls /etc/barry/credentials >/dev/null 2>&1; echo "secret-dir=$?"
+for f in /proc/[0-9]*/environ; do grep -qF -e "$V" "$f" 2>/dev/null && echo "ENV-LEAK $f"; done
+grep -rlF -e "$V" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr --exclude-dir=lib --exclude-dir=lib64 --exclude-dir=ssl --exclude-dir=alternatives 2>/dev/null | sed 's/^/FILE-LEAK /'
+echo end`
+	r := p.renderedAgent(t, value+"\n", "sh", "-c", script)
+	out := r.stdout
+	t.Logf("the agent:\n%s", out)
+	ph := ""
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "ph="); ok {
+			ph = v
+		}
+	}
+	switch {
+	case r.code != 0 || !strings.Contains(out, "\nend\n"):
+		t.Fatalf("the agent: %s\nsidecar: %s", r, p.logs(t))
+	case ph == "" || ph == value || len(ph) != len(value):
+		t.Errorf("API_TOKEN in the agent is %q: want a placeholder of the value's length", ph)
+	case !strings.Contains(out, "ssl="+kube.TrustBundle):
+		t.Errorf("the agent's SSL_CERT_FILE is not the sidecar's bundle:\n%s", out)
+	case !strings.Contains(out, "auth=Bearer "+ph+"\ncurl=0"):
+		t.Errorf("the credential host's answer, as the agent saw it (want the placeholder back):\n%s\nsidecar: %s", out, p.logs(t))
+	case !strings.Contains(out, "hello from allowed.test\nopaque=0"):
+		t.Errorf("an opaque host with the bundle's roots:\n%s", out)
+	case !strings.Contains(out, "secret-dir=1") && !strings.Contains(out, "secret-dir=2"):
+		t.Errorf("the agent lists the Secret's directory:\n%s", out)
+	case strings.Contains(out, "LEAK"):
+		t.Errorf("the real value is inside the agent's container:\n%s", out)
+	}
+	mu.Lock()
+	got := append([]string(nil), seenAuth...)
+	mu.Unlock()
+	if !slices.Equal(got, []string{"Bearer " + value}) {
+		t.Errorf("the credential host saw Authorization %q, want the real value once", got)
+	}
+	logs := p.logs(t)
+	if strings.Contains(logs, value) || strings.Contains(logs, "not-mounted-value") {
+		t.Errorf("the audit holds the value")
+	}
+	if !strings.Contains(logs, `"credentials":["API_TOKEN"]`) || !strings.Contains(logs, `"terminated"`) {
+		t.Errorf("the audit names no credential or no terminated tunnel:\n%s", logs)
+	}
+	// The rendered Secret volume lists the credential's key alone (the
+	// emulation binds the whole directory).
+	for _, v := range p.spec.Spec.Volumes {
+		if v.Secret != nil && (len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "api-token") {
+			t.Errorf("the rendered Secret volume's items %+v, want api-token alone", v.Secret.Items)
+		}
+	}
+
+	t.Run("a key missing from the Secret", func(t *testing.T) {
+		sidecar := p.spec.Spec.InitContainers[1]
+		empty := secretVolume(t, map[string]string{"other": "x"})
+		run := sharedDir(t)
+		flags := append(containerFlags(t, sidecar), "-v", filepath.Join(p.dir, "policy")+":"+kube.PolicyDir+":ro",
+			"-v", run+":"+kube.RunDir, "-v", empty+":"+kube.CredentialDir+":ro")
+		r := containerRun(t, containerOpts{hostTools: true, flags: flags}, imageCommand(sidecar.Command)...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != 125 || len(lines) != 1 || !strings.Contains(lines[0], "credential API_TOKEN: open "+kube.CredentialDir+"/api-token") {
+			t.Errorf("want exit 125 and one line naming the key: %s", r)
+		}
+		if ents, _ := os.ReadDir(run); len(ents) != 0 {
+			t.Errorf("the refused sidecar wrote %v", ents)
+		}
+	})
+	t.Run("no placeholder written", func(t *testing.T) {
+		q := *p
+		q.dir = sharedDir(t)
+		os.MkdirAll(filepath.Join(q.dir, "run"), 0o777)
+		r := q.renderedAgent(t, "", "sh", "-c", "echo RAN")
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(lines[len(lines)-1], "barry: no placeholder for API_TOKEN in "+kube.PlaceholderDir) {
+			t.Errorf("want exit 125, the command not run, the wrapper's line: %s", r)
 		}
 	})
 }

@@ -7,7 +7,23 @@ import (
 	"testing"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/kube"
+	"github.com/barry-rocks/sandbox/internal/supervisor"
 )
+
+// TestKubeSidecarPaths: the paths the manifests give the agent are the
+// ones the sidecar writes under --run-dir.
+func TestKubeSidecarPaths(t *testing.T) {
+	for got, want := range map[string]string{
+		kube.PlaceholderDir: kube.RunDir + "/" + supervisor.SidecarPlaceholders,
+		kube.TrustBundle:    kube.RunDir + "/" + supervisor.SidecarTrust + "/" + supervisor.TrustBundle,
+		kube.TrustStore:     kube.RunDir + "/" + supervisor.SidecarTrust + "/" + supervisor.TrustStore,
+	} {
+		if got != want {
+			t.Errorf("kube's %s, the sidecar's %s", got, want)
+		}
+	}
+}
 
 func runKube(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()

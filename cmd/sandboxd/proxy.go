@@ -23,6 +23,7 @@ const proxyUsage = `sandboxd proxy --listen ADDR [--dns-listen ADDR] [--policy F
        [--dns-upstream ADDR] [--allow-private CIDR...] [--audit FILE] [--id ID]
 sandboxd proxy --sidecar --policy FILE --agent-uid UID --capture-listen 127.0.0.1:PORT --dns-listen 127.0.0.1:PORT
        --hook-socket PATH [--agent-home DIR] [--health-listen ADDR] [--dns-upstream ADDR] [--allow-private CIDR...] [--audit -|FILE]
+       [--credential-dir DIR --run-dir DIR]
 
 Run the egress proxy (CONNECT and plain HTTP) and, with --dns-listen, the DNS
 proxy, alone. ADDR is host:port (port 0 picks one) or unix:PATH. The first
@@ -36,7 +37,12 @@ agent's uid to, the agent's hook rulings on the Unix socket PATH (a volume
 the agent mounts), /readyz and /livez on --health-listen, the policy file
 kept live (a ConfigMap's swap applies within a second), the audit as JSON
 lines on stdout ("-", the default) carrying POD_NAME, POD_NAMESPACE and
-POD_UID from the environment.`
+POD_UID from the environment. A policy's credentials are read from
+--credential-dir (the mounted Secret, one file per key) and never from an
+environment; their placeholders (placeholders/VARIABLE) and the trust the
+agent needs for the sidecar's TLS termination (trust/ca-bundle.pem,
+trust/truststore.jks) are written under --run-dir, the directory the agent
+mounts read-only, before /readyz answers.`
 
 // proxyCommand is "sandboxd proxy".
 func proxyCommand() *cli.Command {
@@ -61,6 +67,8 @@ func runProxy(ctx context.Context, io cli.IO, args []string) int {
 	hookSocket := fs.String("hook-socket", "", "with --sidecar: the hook ruling server's Unix socket `PATH`")
 	healthListen := fs.String("health-listen", "", "with --sidecar: /readyz and /livez on `ADDR`")
 	agentUID := fs.Uint("agent-uid", 0, "with --sidecar: the agent's `UID` (netinit's), whose hook calls it rules on")
+	credDir := fs.String("credential-dir", "", "with --sidecar: the mounted credential Secret `DIR` (one file per key)")
+	runDir := fs.String("run-dir", "", "with --sidecar: the `DIR` the agent mounts read-only, where the placeholders and the trust are written")
 	agentHome := fs.String("agent-home", "", "with --sidecar: the agent's `HOME` (~/ in file rules); the agent's workspace and home are mounted here at the same paths")
 	if code, done := cli.Parse(fs, args); done {
 		return code
@@ -71,7 +79,8 @@ func runProxy(ctx context.Context, io cli.IO, args []string) int {
 			return 2
 		}
 		return runSidecar(ctx, io, sidecarArgs{policy: *policyFile, capture: *captureListen, dns: *dnsListen, hooks: *hookSocket,
-			health: *healthListen, upstream: *upstream, private: private, audit: *auditFile, home: *agentHome, uid: *agentUID})
+			health: *healthListen, upstream: *upstream, private: private, audit: *auditFile, home: *agentHome, uid: *agentUID,
+			credDir: *credDir, runDir: *runDir})
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(io.Err, "sandboxd proxy: %s\n", policy.OneLine(fmt.Sprintf(format, a...)))
@@ -209,6 +218,7 @@ func proxyURL(srv *proxy.Server, ln net.Listener) string {
 // sidecarArgs are --sidecar's flags.
 type sidecarArgs struct {
 	policy, capture, dns, hooks, health, upstream, audit, home string
+	credDir, runDir                                            string
 	private                                                    []string
 	uid                                                        uint
 }
@@ -222,7 +232,8 @@ func runSidecar(ctx context.Context, io cli.IO, a sidecarArgs) int {
 	if a.uid == 0 || a.uid > 1<<32-2 {
 		return fail(2, "--agent-uid: the agent's uid, not 0")
 	}
-	o := supervisor.SidecarOptions{AgentUID: uint32(a.uid), CaptureListen: a.capture, DNSListen: a.dns, HookSocket: a.hooks, HealthListen: a.health, AgentHome: a.home, Audit: os.Stdout}
+	o := supervisor.SidecarOptions{AgentUID: uint32(a.uid), CaptureListen: a.capture, DNSListen: a.dns, HookSocket: a.hooks, HealthListen: a.health, AgentHome: a.home, Audit: os.Stdout,
+		CredentialDir: a.credDir, RunDir: a.runDir}
 	o.PolicyFile, o.DNSUpstream = a.policy, a.upstream
 	for _, c := range a.private {
 		p, err := netip.ParsePrefix(c)

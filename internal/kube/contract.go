@@ -42,8 +42,24 @@ const (
 	RunDir     = "/run/barry"
 	HookSocket = RunDir + "/hooks.sock"
 	// CredentialDir is where the credential Secret is mounted, in the
-	// sidecar only.
+	// sidecar only: a credential's value is its key there (the policy's
+	// file CredentialDir/KEY, or the key named as its variable).
 	CredentialDir = "/etc/barry/credentials"
+	// PlaceholderDir holds, in RunDir, a file per credential variable
+	// with its placeholder (written by the sidecar once it has read the
+	// value: a placeholder has the value's length); the agent's command
+	// is wrapped to read them into its environment (PlaceholderWrapper).
+	PlaceholderDir = RunDir + "/placeholders"
+	// TrustBundle and TrustStore are the trust the sidecar writes for the
+	// agent when the policy names credentials: the roots the sidecar
+	// trusts and the sandbox CA with which it terminates TLS for the
+	// credentials' hosts, as a PEM bundle (the agent's SSL_CERT_FILE,
+	// NODE_EXTRA_CA_CERTS, ...) and a JKS truststore (JAVA_TOOL_OPTIONS).
+	TrustDir    = RunDir + "/trust"
+	TrustBundle = TrustDir + "/ca-bundle.pem"
+	TrustStore  = TrustDir + "/truststore.jks"
+	// PlaceholderShell is the shell that runs the wrapper.
+	PlaceholderShell = "/bin/sh"
 
 	// AgentHome and WorkspaceDir are the agent's HOME and working
 	// directory, each a writable volume under a read-only root.

@@ -348,3 +348,50 @@ func FuzzInject(f *testing.F) {
 			allowDomains: "api.openai.com,proxy.golang.org", agentName: spec.Containers[0].Name})
 	})
 }
+
+// TestInjectCredentials: with a policy naming credentials, the agent's
+// own variable of a credential's name (a literal here: the real value in
+// the pod's spec) is dropped, its command wrapped to read the
+// placeholders, the trust variables set, its JAVA_TOOL_OPTIONS kept before
+// the truststore's; an agent with no command is refused.
+func TestInjectCredentials(t *testing.T) {
+	in := `apiVersion: v1
+kind: Pod
+metadata: {name: review}
+spec:
+  containers:
+  - name: claude
+    image: example.com/agent:2
+    command: [claude, -p, "review the change"]
+    args: [--verbose]
+    env:
+    - {name: GITHUB_TOKEN, value: ghp_thisIsTheRealValueInTheSpec000000000}
+    - {name: JAVA_TOOL_OPTIONS, value: -Xmx1g}
+`
+	m, err := Inject(Options{Policy: readPolicy(t, "claude-code"), Image: testImage, CredentialSecret: "gh"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkManifests(t, roundTrip(t, m), want{name: "review", uid: 1000, secret: "gh", agentName: "claude",
+		allowDomains: "api.anthropic.com,api.github.com,github.com", credentials: [][2]string{{"GITHUB_TOKEN", "github-token"}}})
+	_, _, spec := parts(m.Workload)
+	agent := spec.Containers[0]
+	if want := []string{"/bin/sh", "-c", PlaceholderWrapper([]string{"GITHUB_TOKEN"}), "claude", "-p", "review the change"}; !slices.Equal(agent.Command, want) || !slices.Equal(agent.Args, []string{"--verbose"}) {
+		t.Errorf("agent command %q args %q", agent.Command, agent.Args)
+	}
+	if got := envValue(agent.Env, "JAVA_TOOL_OPTIONS"); !strings.HasPrefix(got, "-Xmx1g -Djavax.net.ssl.trustStore=") {
+		t.Errorf("JAVA_TOOL_OPTIONS %q: the user's options first", got)
+	}
+	var b bytes.Buffer
+	if err := m.WriteYAML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "thisIsTheRealValue") {
+		t.Errorf("the agent's literal credential is still in the manifests")
+	}
+
+	_, err = Inject(Options{Policy: readPolicy(t, "claude-code"), Image: testImage, CredentialSecret: "gh"}, strings.NewReader(userStatefulSet))
+	if want := "cannot be made safe: container agent (the agent): no command; the policy names credentials (GITHUB_TOKEN) and the agent's command is wrapped to read their placeholders: set command to its image's entrypoint"; err == nil || err.Error() != want {
+		t.Errorf("an agent with no command: err = %v, want %q", err, want)
+	}
+}

@@ -96,6 +96,9 @@ type want struct {
 	secret          string
 	allowDomains    string
 	agentName       string
+	// credentials are the policy's credential variables, each with its
+	// Secret key.
+	credentials [][2]string
 	// rendered is true for Render's manifests (Inject's keep some of the
 	// user's choices: a Deployment's selector, a writable root).
 	rendered bool
@@ -257,7 +260,11 @@ func checkManifests(t testing.TB, m *Manifests, w want) {
 	}
 	wantCmd := []string{"sandboxd", "proxy", "--sidecar", "--policy", "/etc/barry/policy/policy.yaml",
 		"--dns-listen", "127.0.0.1:15053", "--capture-listen", "127.0.0.1:15001", "--hook-socket", "/run/barry/hooks.sock",
-		"--health-listen", "0.0.0.0:15021", "--audit", "-", "--agent-uid", strconv.FormatInt(w.uid, 10)}
+		"--health-listen", "0.0.0.0:15021", "--audit", "-"}
+	if len(w.credentials) > 0 {
+		wantCmd = append(wantCmd, "--credential-dir", "/etc/barry/credentials", "--run-dir", "/run/barry")
+	}
+	wantCmd = append(wantCmd, "--agent-uid", strconv.FormatInt(w.uid, 10))
 	if home := envValue(agent.Env, "HOME"); strings.HasPrefix(home, "/") {
 		wantCmd = append(wantCmd, "--agent-home", home)
 	}
@@ -321,11 +328,55 @@ func checkManifests(t testing.TB, m *Manifests, w want) {
 		errorf("agent env %v", agent.Env)
 	}
 
-	// The Secret: a volume mounted by barry-proxy alone.
+	// Credentials: no variable of theirs in the agent's spec (a literal
+	// would be the value), the trust variables naming the sidecar's
+	// bundle, the command wrapped to read the placeholders.
+	var envs []string
+	for _, c := range w.credentials {
+		envs = append(envs, c[0])
+		for _, e := range agent.Env {
+			if e.Name == c[0] {
+				errorf("agent env holds %s: %+v", c[0], e)
+			}
+		}
+	}
+	for _, v := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"} {
+		if got := envValue(agent.Env, v); (got == "/run/barry/trust/ca-bundle.pem") != (len(envs) > 0) {
+			errorf("agent %s = %q with credentials %v", v, got, envs)
+		}
+	}
+	if len(envs) > 0 {
+		if !strings.HasSuffix(envValue(agent.Env, "JAVA_TOOL_OPTIONS"), "-Djavax.net.ssl.trustStore=/run/barry/trust/truststore.jks -Djavax.net.ssl.trustStorePassword=changeit -Djavax.net.ssl.trustStoreType=JKS") {
+			errorf("agent JAVA_TOOL_OPTIONS %q", envValue(agent.Env, "JAVA_TOOL_OPTIONS"))
+		}
+		if len(agent.Command) < 4 || agent.Command[0] != "/bin/sh" || agent.Command[1] != "-c" || agent.Command[2] != PlaceholderWrapper(envs) {
+			errorf("agent command %q: not wrapped to read %v", agent.Command, envs)
+		}
+	} else if len(agent.Command) > 0 && agent.Command[0] == "/bin/sh" && len(agent.Command) > 2 && strings.Contains(agent.Command[2], PlaceholderDir) {
+		errorf("agent command %q wrapped without credentials", agent.Command)
+	}
+
+	// The Secret: a volume mounted by barry-proxy alone; with
+	// credentials, their keys alone.
 	secretVols := map[string]bool{}
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == w.secret {
 			secretVols[v.Name] = true
+			var keys, wantKeys []string
+			for _, it := range v.Secret.Items {
+				if it.Path != it.Key {
+					errorf("Secret item %s at %s", it.Key, it.Path)
+				}
+				keys = append(keys, it.Key)
+			}
+			for _, c := range w.credentials {
+				if !slices.Contains(wantKeys, c[1]) {
+					wantKeys = append(wantKeys, c[1])
+				}
+			}
+			if !slices.Equal(keys, wantKeys) {
+				errorf("Secret items %v, want %v", keys, wantKeys)
+			}
 		}
 	}
 	if w.secret != "" && len(secretVols) != 1 {
@@ -360,7 +411,8 @@ func TestRenderGolden(t *testing.T) {
 		w       want
 	}{
 		{"claude-code", Options{Image: testImage, Namespace: "agents", CredentialSecret: "github-token"},
-			want{name: "barry-claude-code", namespace: "agents", uid: 1000, secret: "github-token", allowDomains: "api.anthropic.com,api.github.com,github.com"}},
+			want{name: "barry-claude-code", namespace: "agents", uid: 1000, secret: "github-token", allowDomains: "api.anthropic.com,api.github.com,github.com",
+				credentials: [][2]string{{"GITHUB_TOKEN", "github-token"}}}},
 		{"codex", Options{Image: testImage, AgentImage: "ghcr.io/example/codex:1", AgentUID: new(int64(2000)), Name: "fix-42", Kind: KindJob, WorkspaceClaim: "fix-42-workspace"},
 			want{name: "fix-42", uid: 2000, allowDomains: "api.openai.com,proxy.golang.org"}},
 	} {
@@ -403,14 +455,28 @@ func TestRenderKinds(t *testing.T) {
 			for _, secret := range []string{"", "creds"} {
 				t.Run(h+"/"+string(kind)+"/"+secret, func(t *testing.T) {
 					m, err := Render(Options{Policy: readPolicy(t, h), Image: testImage, Kind: kind, CredentialSecret: secret})
+					// claude-code's policy names a credential: no Secret
+					// to read it from refuses.
+					if h == "claude-code" && secret == "" {
+						if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), "--credential-secret is required") {
+							t.Fatalf("err = %v, want the Secret asked for", err)
+						}
+						return
+					}
 					if err != nil {
 						t.Fatal(err)
 					}
+					var creds [][2]string
+					var prefix []string
+					if h == "claude-code" {
+						creds = [][2]string{{"GITHUB_TOKEN", "github-token"}}
+						prefix = []string{"/bin/sh", "-c", PlaceholderWrapper([]string{"GITHUB_TOKEN"})}
+					}
 					checkManifests(t, roundTrip(t, m), want{name: "barry-" + h, uid: DefaultAgentUID, secret: secret,
-						allowDomains: m.NetworkPolicy.Annotations[AllowedDomainsAnnotation], agentName: AgentName, rendered: true})
+						allowDomains: m.NetworkPolicy.Annotations[AllowedDomainsAnnotation], agentName: AgentName, rendered: true, credentials: creds})
 					_, _, spec := parts(m.Workload)
 					agent := spec.Containers[0]
-					if wantProg := map[string]string{"claude-code": "claude", "codex": "codex"}[h]; !slices.Equal(agent.Command, []string{wantProg}) || len(agent.Args) != 0 {
+					if wantProg := map[string]string{"claude-code": "claude", "codex": "codex"}[h]; !slices.Equal(agent.Command, append(prefix, wantProg)) || len(agent.Args) != 0 {
 						t.Errorf("agent command %q args %q", agent.Command, agent.Args)
 					}
 					if agent.WorkingDir != WorkspaceDir || agent.Image != testImage {
@@ -439,13 +505,6 @@ func TestRenderWarnings(t *testing.T) {
 	if !slices.Equal(m.Warnings, want) {
 		t.Errorf("warnings %q, want %q", m.Warnings, want)
 	}
-	m, err = Render(Options{Policy: readPolicy(t, "claude-code"), Image: testImage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"the policy names credentials but no --credential-secret is mounted in the sidecar"}; !slices.Equal(m.Warnings, want) {
-		t.Errorf("warnings %q, want %q", m.Warnings, want)
-	}
 }
 
 func TestRenderRefusals(t *testing.T) {
@@ -465,6 +524,14 @@ func TestRenderRefusals(t *testing.T) {
 		{"other harness", Options{Policy: good, Image: testImage, Harness: "claude-code"}, ErrOptions, "invalid options: --harness claude-code: the policy's harness is codex"},
 		{"bad policy", Options{Policy: []byte("version: 2\n"), Image: testImage}, ErrPolicy, ""},
 		{"bad claim", Options{Policy: good, Image: testImage, WorkspaceClaim: "A B"}, ErrOptions, ""},
+		{"credentials without a Secret", Options{Policy: credPolicy("{env: GITHUB_TOKEN, hosts: [api.github.com]}"), Image: testImage}, ErrOptions,
+			"invalid options: the policy names credentials (GITHUB_TOKEN): --credential-secret is required, the Secret the sidecar reads their values from"},
+		{"credential file outside the Secret", Options{Policy: credPolicy("{env: GITHUB_TOKEN, hosts: [api.github.com], file: ~/.config/gh/token}"), Image: testImage, CredentialSecret: "s"}, ErrPolicy,
+			"policy: credential GITHUB_TOKEN: file ~/.config/gh/token: in a pod a value is a key of the Secret mounted at /etc/barry/credentials (file /etc/barry/credentials/KEY, or no file for the key GITHUB_TOKEN)"},
+		{"credential file below a key", Options{Policy: credPolicy("{env: GITHUB_TOKEN, hosts: [api.github.com], file: /etc/barry/credentials/a/b}"), Image: testImage, CredentialSecret: "s"}, ErrPolicy, ""},
+		{"credential the pod sets", Options{Policy: credPolicy("{env: SSL_CERT_FILE, hosts: [api.github.com]}"), Image: testImage, CredentialSecret: "s"}, ErrPolicy,
+			"policy: credential SSL_CERT_FILE: the pod sets that variable of the agent itself; name the credential's variable otherwise"},
+		{"credential host not allowed", Options{Policy: credPolicy("{env: GITHUB_TOKEN, hosts: [gitlab.com]}"), Image: testImage, CredentialSecret: "s"}, ErrPolicy, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Render(tc.o)
@@ -476,6 +543,13 @@ func TestRenderRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// credPolicy is a codex policy allowing api.github.com with one
+// credential (a flow mapping).
+func credPolicy(cred string) []byte {
+	return []byte("version: 1\nharness: codex\nmode: hooks\nbags: {}\ntools: []\ntraits: {}\nbounds:\n  egress: {network: {allowDomains: [api.github.com], enforce: sandbox}}\n" +
+		"identity: {name: dev, bounds: [egress]}\ncredentials:\n  - " + cred + "\n")
 }
 
 // TestObjectMetaNamespace checks the workload and the other objects share

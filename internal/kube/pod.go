@@ -5,11 +5,14 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/barry-rocks/sandbox/internal/truststore"
 )
 
 // The pod's parts, one builder each. addSession puts them into a pod
@@ -79,6 +82,9 @@ func proxyContainer(s *session) corev1.Container {
 	if s.credentialSecret != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volCredentials, MountPath: CredentialDir, ReadOnly: true})
 	}
+	if len(s.credentials) > 0 {
+		c.Command = append(c.Command, "--credential-dir", CredentialDir, "--run-dir", RunDir)
+	}
 	return c
 }
 
@@ -112,8 +118,16 @@ func sessionVolumes(s *session) []corev1.Volume {
 	if s.credentialSecret != "" {
 		// 0444: readable by the sidecar's uid whatever the pod's fsGroup;
 		// no other container mounts it.
+		// With credentials, their keys alone: the sidecar sees no other
+		// key of the Secret, and a missing one fails the pod's start.
+		var items []corev1.KeyToPath
+		for _, c := range s.credentials {
+			if !slices.ContainsFunc(items, func(k corev1.KeyToPath) bool { return k.Key == c.key }) {
+				items = append(items, corev1.KeyToPath{Key: c.key, Path: c.key})
+			}
+		}
 		v = append(v, corev1.Volume{Name: volCredentials, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: s.credentialSecret, DefaultMode: new(int32(0o444))}}})
+			SecretName: s.credentialSecret, Items: items, DefaultMode: new(int32(0o444))}}})
 	}
 	return v
 }
@@ -232,6 +246,52 @@ func confineAgent(c *corev1.Container, s *session) {
 		c.Env = setEnv(c.Env, "HOME", AgentHome)
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volRun, MountPath: RunDir, ReadOnly: true})
+	if len(s.credentials) > 0 {
+		credentialAgent(c, s)
+	}
+}
+
+// credentialAgent gives the agent its credentials' placeholders and the
+// sidecar's trust: no variable of a credential's name is left in its spec
+// (a literal there would be the real value, in the pod's spec), the trust
+// variables name the bundle and truststore the sidecar writes, and its
+// command is wrapped to read the placeholders (PlaceholderWrapper).
+func credentialAgent(c *corev1.Container, s *session) {
+	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
+		return slices.ContainsFunc(s.credentials, func(cr credential) bool { return cr.env == e.Name })
+	})
+	for _, v := range truststore.BundleVars {
+		c.Env = setEnv(c.Env, v, TrustBundle)
+	}
+	java := strings.TrimSpace(envValue(c.Env, "JAVA_TOOL_OPTIONS") + " " + truststore.JVMOptions(TrustStore))
+	c.Env = setEnv(c.Env, "JAVA_TOOL_OPTIONS", java)
+	c.Command = append([]string{PlaceholderShell, "-c", PlaceholderWrapper(s.credentialEnvs())}, c.Command...)
+}
+
+// credentialEnvs are the credentials' variables, in the policy's order.
+func (s *session) credentialEnvs() []string {
+	var out []string
+	for _, c := range s.credentials {
+		out = append(out, c.env)
+	}
+	return out
+}
+
+// PlaceholderWrapper is the script the agent's command runs under (as
+// PlaceholderShell -c SCRIPT COMMAND ARGS...) when the policy names
+// credentials: it reads each variable's placeholder from PlaceholderDir
+// into its environment, exported, and execs the command; a missing
+// placeholder ends it (exit 125) with one line and the command never
+// runs. A placeholder is not in the pod's spec: it has the length of a
+// value that only the sidecar reads.
+func PlaceholderWrapper(envs []string) string {
+	var b strings.Builder
+	for _, e := range envs {
+		f := PlaceholderDir + "/" + e
+		fmt.Fprintf(&b, "IFS= read -r %s < %s || { echo \"barry: no placeholder for %s in %s (the %s sidecar writes it)\" >&2; exit 125; }; export %s\n", e, f, e, PlaceholderDir, ProxyName, e)
+	}
+	b.WriteString(`exec "$0" "$@"`)
+	return b.String()
 }
 
 func emptyDirVolume(name string) corev1.Volume {
@@ -274,7 +334,9 @@ func hasMount(c *corev1.Container, dir string) bool {
 //  7. no volume named as one of ours, none at WorkspaceDir when a claim is
 //     added;
 //  8. the agent mounts no hostPath and does not read the credential
-//     Secret (as a volume, env or envFrom).
+//     Secret (as a volume, env or envFrom);
+//  9. with credentials, the agent has a command (it is wrapped to read
+//     the placeholders).
 func checkSpec(spec *corev1.PodSpec, s *session) error {
 	refuse := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrUnsafe, fmt.Sprintf(format, a...))
@@ -355,6 +417,9 @@ func checkSpec(spec *corev1.PodSpec, s *session) error {
 	}
 	if s.credentialSecret != "" && containerEnvReadsSecret(agent, s.credentialSecret) {
 		return refuse("container %s (the agent): reads the credential Secret %s in its environment", agent.Name, s.credentialSecret)
+	}
+	if len(s.credentials) > 0 && len(agent.Command) == 0 {
+		return refuse("container %s (the agent): no command; the policy names credentials (%s) and the agent's command is wrapped to read their placeholders: set command to its image's entrypoint", agent.Name, s.credentials[0].env)
 	}
 	return nil
 }

@@ -2,11 +2,14 @@ package kube
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/barry-rocks/sandbox/hooks"
+	"github.com/barry-rocks/sandbox/internal/truststore"
 	"github.com/barry-rocks/sandbox/policy"
 )
 
@@ -65,8 +68,14 @@ type session struct {
 	allowDomains     []string
 	workspaceClaim   string
 	credentialSecret string
-	warnings         []string
+	// credentials are the policy's credential variables, in its order,
+	// and the Secret key each is read from.
+	credentials []credential
+	warnings    []string
 }
+
+// credential is one of the policy's credentials as the pod carries it.
+type credential struct{ env, key string }
 
 // newSession checks o with the session's name and agent uid already
 // chosen ("" names it barry-HARNESS), and resolves its policy. Its checks,
@@ -145,10 +154,54 @@ func newSession(o Options, name string, uid int64) (*session, error) {
 			}
 		}
 	}
-	if len(r.Credentials) > 0 && o.CredentialSecret == "" {
-		s.warnings = append(s.warnings, "the policy names credentials but no --credential-secret is mounted in the sidecar")
+	if err := s.checkCredentials(r, network); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// reservedCredentialEnv are variables a credential cannot be: the agent's
+// that the pod sets itself, and those the placeholder wrapper's shell
+// reads.
+var reservedCredentialEnv = append([]string{"HOME", "PATH", "IFS", "BARRY_HOOK_SOCKET", "JAVA_TOOL_OPTIONS"}, truststore.BundleVars...)
+
+// checkCredentials takes the policy's credentials: each needs the Secret
+// (--credential-secret), a key of it (its file CredentialDir/KEY, or none
+// for the key named as its variable), hosts the policy allows, a variable
+// the pod does not set itself, and a program to wrap (the agent's command
+// reads the placeholders the sidecar writes).
+func (s *session) checkCredentials(r *policy.Resolved, network *policy.NetworkRules) error {
+	if len(r.Credentials) == 0 {
+		return nil
+	}
+	if s.credentialSecret == "" {
+		return fmt.Errorf("%w: the policy names credentials (%s): --credential-secret is required, the Secret the sidecar reads their values from", ErrOptions, r.Credentials[0].Env)
+	}
+	d, err := policy.CompileNetwork(network, true)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	for _, c := range r.Credentials {
+		key := c.Env
+		if c.File != "" {
+			dir, base := path.Split(path.Clean(c.File))
+			if path.Clean(dir) != CredentialDir || !path.IsAbs(c.File) {
+				return fmt.Errorf("%w: credential %s: file %s: in a pod a value is a key of the Secret mounted at %s (file %s/KEY, or no file for the key %s)", ErrPolicy, c.Env, c.File, CredentialDir, CredentialDir, c.Env)
+			}
+			key = base
+		}
+		if errs := validation.IsConfigMapKey(key); len(errs) > 0 {
+			return fmt.Errorf("%w: credential %s: Secret key %q: %s", ErrPolicy, c.Env, key, errs[0])
+		}
+		if slices.Contains(reservedCredentialEnv, c.Env) {
+			return fmt.Errorf("%w: credential %s: the pod sets that variable of the agent itself; name the credential's variable otherwise", ErrPolicy, c.Env)
+		}
+		if dec := d.DecideCredential(c); !dec.Allowed() {
+			return fmt.Errorf("%w: %s", ErrPolicy, dec.Reason)
+		}
+		s.credentials = append(s.credentials, credential{env: c.Env, key: key})
+	}
+	return nil
 }
 
 // CheckAgentUID refuses an agent uid the pod cannot confine: root (the

@@ -455,8 +455,7 @@ func trustEnv(env []string, bundle, jks string) []string {
 	for _, v := range caBundleVars {
 		env = append(withoutEnvFold(env, v), v+"="+bundle)
 	}
-	java := strings.TrimSpace(envLookup(env)("JAVA_TOOL_OPTIONS") + " -Djavax.net.ssl.trustStore=" + jks +
-		" -Djavax.net.ssl.trustStorePassword=" + trustStorePassword + " -Djavax.net.ssl.trustStoreType=JKS")
+	java := strings.TrimSpace(envLookup(env)("JAVA_TOOL_OPTIONS") + " " + truststore.JVMOptions(jks))
 	return append(withoutEnv(env, "JAVA_TOOL_OPTIONS"), "JAVA_TOOL_OPTIONS="+java)
 }
 

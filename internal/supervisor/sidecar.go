@@ -9,13 +9,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/internal/audit"
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
+	"github.com/barry-rocks/sandbox/proxy"
 )
 
 // SidecarOptions is "sandboxd proxy --sidecar": the network half of a
@@ -50,14 +54,38 @@ type SidecarOptions struct {
 	// Fleet are added to every audit line: the pod, its namespace and
 	// uid, so that a cluster's log pipeline can tell sessions apart.
 	Fleet []slog.Attr
+	// CredentialDir is the mounted credential Secret, one file per key:
+	// every credential's value is read from it (its policy file when
+	// that is in it, else the file named as its variable), never from
+	// an environment. Required when the policy names credentials.
+	CredentialDir string
+	// RunDir is the directory the agent's container mounts read-only
+	// (the pod's /run/barry): with credentials the sidecar writes there
+	// the placeholders (SidecarPlaceholders/VARIABLE, one line each) and
+	// the trust (SidecarTrust/ca-bundle.pem, truststore.jks: its roots
+	// and the sandbox CA). Required when the policy names credentials.
+	RunDir string
 	// Ready, when set, is called once everything serves.
 	Ready func()
 }
 
+// The files the sidecar writes under SidecarOptions.RunDir for the agent's
+// container (internal/kube's contract names the same paths).
+const (
+	// SidecarPlaceholders is the directory of the placeholders, a file
+	// per credential variable holding its placeholder and a line break.
+	SidecarPlaceholders = "placeholders"
+	// SidecarTrust is the directory of the trust files.
+	SidecarTrust = "trust"
+	// TrustBundle and TrustStore are the trust files' names: the PEM
+	// bundle and the JKS truststore (password truststore.JKSPassword).
+	TrustBundle = "ca-bundle.pem"
+	TrustStore  = "truststore.jks"
+)
+
 // Sidecar serves o until ctx is done, or a server fails; its error says
-// which. A policy that names credentials is refused: the agent's
-// container would need the placeholders and the sandbox CA, which a pod
-// does not carry yet.
+// which. A policy's credentials are read from o.CredentialDir, and their
+// placeholders and the sandbox CA written to o.RunDir before it is ready.
 func Sidecar(ctx context.Context, o SidecarOptions) error {
 	if o.PolicyFile == "" || o.HookSocket == "" || o.CaptureListen == "" || o.DNSListen == "" || o.AgentUID == 0 {
 		return errors.New("sidecar: the policy file, the agent's uid (not 0), the hook socket, the capture and the DNS addresses are required")
@@ -75,7 +103,7 @@ func Sidecar(ctx context.Context, o SidecarOptions) error {
 	cleanups = append(cleanups, s.abortSetup)
 	var health sidecarHealth
 	for _, step := range []func() (func(), error){
-		s.resolve, s.sidecarCredentials, func() (func(), error) { return s.sidecarDir(o) }, s.startProxies,
+		s.resolve, func() (func(), error) { return s.sidecarCredentials(o) }, func() (func(), error) { return s.sidecarDir(o) }, s.startProxies,
 		func() (func(), error) { return s.sidecarServe(o, &health) }, s.firstStatus, s.livePolicy,
 	} {
 		cleanup, err := step()
@@ -100,16 +128,167 @@ func Sidecar(ctx context.Context, o SidecarOptions) error {
 	return nil
 }
 
-// sidecarCredentials refuses credentials (see Sidecar).
-func (s *session) sidecarCredentials() (func(), error) {
-	specs, err := s.opts.credentialSpecs(s.live.Current().resolved)
+// sidecarCredentials reads the policy's credentials from o.CredentialDir
+// and writes what the agent's container needs of them into o.RunDir: each
+// placeholder (SidecarPlaceholders/VARIABLE) and the trust (SidecarTrust):
+// the roots this process trusts and the sandbox CA, with which the proxy
+// terminates TLS for the credentials' hosts alone. A placeholder an earlier
+// run of the sidecar wrote there (the pod's emptyDir outlives a restart)
+// is kept when it still fits the value: the agent's processes read theirs
+// at start.
+func (s *session) sidecarCredentials(o SidecarOptions) (func(), error) {
+	cur := s.live.Current()
+	specs, _, err := s.opts.declaredCredentials(cur.resolved)
+	if err != nil || len(specs) == 0 {
+		return nil, err
+	}
+	names := make([]string, len(specs))
+	for i, c := range specs {
+		names[i] = c.Env
+	}
+	if o.CredentialDir == "" || o.RunDir == "" {
+		return nil, fmt.Errorf("sidecar: the policy names credentials (%s): --credential-dir (the mounted Secret) and --run-dir (the directory the agent mounts read-only) are required", strings.Join(names, ", "))
+	}
+	read := make([]policy.CredentialSpec, len(specs))
+	for i, c := range specs {
+		f, err := sidecarCredentialFile(o.CredentialDir, c)
+		if err != nil {
+			return nil, err
+		}
+		read[i] = c
+		read[i].File = f
+	}
+	creds, err := s.opts.readCredentials(cur.proxy, read)
 	if err != nil {
 		return nil, err
 	}
-	if len(specs) > 0 {
-		return nil, fmt.Errorf("sidecar: the policy names credentials (%s), which a pod's agent cannot be given yet; remove them from the pod's policy", specs[0].Env)
+	phDir := filepath.Join(o.RunDir, SidecarPlaceholders)
+	creds = keepPlaceholders(creds, func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(phDir, name))
+		return strings.TrimSuffix(string(b), "\n")
+	})
+	st := &credState{specs: specs, creds: creds}
+	if st.ca, err = proxy.NewCA(credentialHosts(creds)); err != nil {
+		return nil, err
 	}
+	trust := filepath.Join(o.RunDir, SidecarTrust)
+	st.bundle, st.truststore = filepath.Join(trust, TrustBundle), filepath.Join(trust, TrustStore)
+	if err := writeShared(trust, []string{TrustBundle, TrustStore}, 0o644, func(tmp map[string]string) error {
+		return writeTrust(tmp[TrustBundle], tmp[TrustStore], st.ca, nil)
+	}); err != nil {
+		return nil, fmt.Errorf("sandbox CA: %w", err)
+	}
+	if err := writePlaceholders(phDir, creds); err != nil {
+		return nil, fmt.Errorf("placeholders: %w", err)
+	}
+	s.cred = st
 	return nil, nil
+}
+
+// sidecarCredentialFile is where a pod's credential c is read: its policy
+// file when that is in dir (the Secret's mount, "/etc/barry/credentials/KEY"),
+// dir/VARIABLE when it names none. A file elsewhere is refused: in a pod
+// the Secret is the one place a value comes from.
+func sidecarCredentialFile(dir string, c policy.CredentialSpec) (string, error) {
+	if c.File == "" {
+		return filepath.Join(dir, c.Env), nil
+	}
+	if filepath.IsAbs(c.File) {
+		f := filepath.Clean(c.File)
+		if rel, err := filepath.Rel(filepath.Clean(dir), f); err == nil && rel != "." && !strings.HasPrefix(rel, "..") && !strings.Contains(rel, "/") {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("credential %s: its file %s is not a key of the mounted Secret %s; in a pod a value is read from the Secret alone (name %s/KEY, or no file for %s/%s)", c.Env, c.File, dir, dir, dir, c.Env)
+}
+
+// keepPlaceholders gives each credential the placeholder prior returns
+// for its name when that still fits its value (the same length, another
+// value, not holding it): a restarted sidecar keeps the agent's
+// placeholders. Credentials sharing a value share the first one's. When
+// the kept ones do not pass proxy.CheckCredentials, creds are returned as
+// they were made.
+func keepPlaceholders(creds []proxy.Credential, prior func(name string) string) []proxy.Credential {
+	out := slices.Clone(creds)
+	for i, c := range out {
+		if j := slices.IndexFunc(out[:i], func(o proxy.Credential) bool { return o.Value == c.Value }); j >= 0 {
+			out[i].Placeholder = out[j].Placeholder
+			continue
+		}
+		if p := prior(c.Name); len(p) == len(c.Value) && p != c.Value && !strings.Contains(p, c.Value) && !strings.ContainsAny(p, "\r\n\x00") {
+			out[i].Placeholder = p
+		}
+	}
+	if proxy.CheckCredentials(out) != nil {
+		return creds
+	}
+	return out
+}
+
+// writePlaceholders writes each credential's placeholder and a line break
+// to dir/NAME (mode 0444), and removes the files of names no credential
+// has any more.
+func writePlaceholders(dir string, creds []proxy.Credential) error {
+	var names []string
+	for _, c := range creds {
+		names = append(names, c.Name)
+	}
+	err := writeShared(dir, names, 0o444, func(tmp map[string]string) error {
+		for _, c := range creds {
+			if err := os.WriteFile(tmp[c.Name], []byte(c.Placeholder+"\n"), 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !slices.Contains(names, e.Name()) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// writeShared makes dir (mode 0755) and has write write its files names
+// under temporary names in dir (tmp[name]), then gives each mode and
+// renames it over its own: a reader never sees a half-written file.
+func writeShared(dir string, names []string, mode os.FileMode, write func(tmp map[string]string) error) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := map[string]string{}
+	defer func() {
+		for _, t := range tmp {
+			os.Remove(t)
+		}
+	}()
+	for _, name := range names {
+		tmp[name] = filepath.Join(dir, "."+name+".tmp")
+		os.Remove(tmp[name])
+	}
+	if err := write(tmp); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := os.Chmod(tmp[name], mode); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp[name], filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		delete(tmp, name)
+	}
+	return nil
 }
 
 // sidecarDir makes the sidecar's private runtime directory (the proxies'
@@ -224,8 +403,8 @@ func (s *session) upDoneErr() error {
 // logStart writes the session start line of a sidecar.
 func (s *session) logStart(o SidecarOptions) {
 	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
-		slog.String(audit.AttrPolicyFile, o.PolicyFile), slog.String(audit.AttrSandboxMode, ModeSidecar),
-		slog.String("capture", o.CaptureListen), slog.String("dns", o.DNSListen), slog.String("hook_socket", o.HookSocket))
+		append([]slog.Attr{slog.String(audit.AttrPolicyFile, o.PolicyFile), slog.String(audit.AttrSandboxMode, ModeSidecar),
+			slog.String("capture", o.CaptureListen), slog.String("dns", o.DNSListen), slog.String("hook_socket", o.HookSocket)}, s.credAuditAttrs()...)...)
 }
 
 // ModeSidecar is a pod's sandbox: the network half served by "sandboxd

@@ -234,3 +234,23 @@ func isASCII(s string) bool {
 	}
 	return len(s) <= 0xffff
 }
+
+// BundleVars name the PEM bundle a program trusts (OpenSSL and Go, Node's
+// extra roots, Python requests, curl, git, pip, npm, the AWS CLI and SDKs,
+// Deno, Codex, gRPC's C core, Nix-built programs): a sandbox whose proxy
+// terminates TLS sets each to its bundle.
+var BundleVars = []string{
+	"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+	"PIP_CERT", "NPM_CONFIG_CAFILE", "AWS_CA_BUNDLE", "DENO_CERT", "CODEX_CA_CERTIFICATE",
+	"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "NIX_SSL_CERT_FILE",
+}
+
+// JKSPassword is the JVM's default truststore password: a truststore holds
+// no secret, the password only seals its integrity.
+const JKSPassword = "changeit"
+
+// JVMOptions are the JVM options (JAVA_TOOL_OPTIONS) that make jks, a
+// truststore JKS wrote with JKSPassword, the JVM's trust.
+func JVMOptions(jks string) string {
+	return "-Djavax.net.ssl.trustStore=" + jks + " -Djavax.net.ssl.trustStorePassword=" + JKSPassword + " -Djavax.net.ssl.trustStoreType=JKS"
+}
