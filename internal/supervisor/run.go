@@ -102,9 +102,25 @@ func Run(opts Options) (int, error) {
 	s.sig = newSigRelay(s.abortSetup, reload)
 	s.sig.Notify()
 	cleanups = append(cleanups, func() { s.abortSetup(); s.sig.Stop() })
-	for _, step := range []func() (func(), error){
-		s.prestart, s.resolve, s.procMode, s.runtimeDir, s.containerHome, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.containerSetup, s.firstStatus, s.start, s.servePublished, s.livePolicy,
-	} {
+	// The steps, in order; each file of the package holds one concern's.
+	steps := []func() (func(), error){
+		s.prestart,       // the sandbox's init, starting beside the setup (sandbox.go)
+		s.resolve,        // the policy file watched, the first session policy (policy.go)
+		s.procMode,       // the sandbox's /proc (sandbox.go)
+		s.runtimeDir,     // the runtime directory and the audit stream (status.go)
+		s.containerHome,  // container mode: the command's own home (container.go)
+		s.credentials,    // the credentials, their placeholders, the sandbox CA (credentials.go)
+		s.launchConfig,   // a launched harness's session configuration (launch.go)
+		s.publish,        // the published ports' host listeners (publish.go)
+		s.startProxies,   // the egress and DNS proxies (network.go)
+		s.jailSpec,       // environment, forwards, read-only paths, ruling server, file plan (jail.go, hooks.go)
+		s.containerSetup, // container mode: its home and checks in the spec (container.go)
+		s.firstStatus,    // the status file, before the sandbox starts (status.go)
+		s.start,          // the jail, and the command once ready (below)
+		s.servePublished, // the published ports' connections handed inside (publish.go)
+		s.livePolicy,     // policy changes applied until the command exits (policy.go)
+	}
+	for _, step := range steps {
 		cleanup, err := step()
 		if cleanup != nil {
 			cleanups = append(cleanups, cleanup)
