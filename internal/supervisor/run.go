@@ -40,11 +40,11 @@ type Options struct {
 	// Read are host paths kept visible, read-only, where the sandbox's
 	// private /tmp would cover them (--read).
 	Read []string
-	// AuditPath: "" none, "-" standard error, else a file appended to.
 	// Publish are the host's ways in: servers inside the sandbox on
 	// 127.0.0.1 that the host reaches at a host address (--publish).
 	Publish []Publish
 
+	// AuditPath: "" none, "-" standard error, else a file appended to.
 	AuditPath string
 	Dir       string
 	Command   []string
