@@ -100,6 +100,8 @@ func (s *session) procMode() (func(), error) {
 	return nil, nil
 }
 
+// procAuditAttrs are the start line's /proc attribute (none where the
+// session chose none: macOS).
 func (s *session) procAuditAttrs() []slog.Attr {
 	if s.proc == "" {
 		return nil

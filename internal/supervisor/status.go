@@ -123,6 +123,7 @@ func ListStatuses(base string) ([]Status, error) {
 	return out, nil
 }
 
+// ownedBySelf says whether fi is owned by sandboxd's effective uid.
 func ownedBySelf(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
@@ -208,6 +209,8 @@ func (s *session) firstStatus() (func(), error) {
 	return nil, nil
 }
 
+// writeStatus writes the session's status with the current policy's
+// fingerprint and the audit stream's counts.
 func (s *session) writeStatus() error {
 	st := s.status
 	st.Fingerprint = s.live.Current().fingerprint
