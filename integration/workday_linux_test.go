@@ -504,15 +504,20 @@ func workdayDenial(result string) string {
 }
 
 // workdayBox is one harness's user for the session: the workspace, home
-// and root the box made, and its run.
+// and root the box made, and its run. Hooks only, writePolicy writes the
+// policy file (testWorkday writes it before install and before each run)
+// and returns its path, and install installs hookgate with it, once.
 type workdayBox struct {
 	ws, home, root string
+	writePolicy    func(t *testing.T, yaml string) string
+	install        func(t *testing.T, policyFile string)
 	run            func(t *testing.T, a workdayArgs) workdayRun
 }
 
 // workdayArgs are one run of a box: the fake model's calls, the policy
-// (the launch's policy file, or the file hookgate install named), what to
-// add to the harness's environment and, under launch, to launch's flags.
+// (the launch's policy file; hooks only, testWorkday has written it to
+// the box's), what to add to the harness's environment and, under
+// launch, to launch's flags.
 type workdayArgs struct {
 	calls  []fakemodel.ToolCall
 	policy string
@@ -520,26 +525,32 @@ type workdayArgs struct {
 	flags  []string
 }
 
-// workdayHarness is one harness of the workday tests: its tools, and its
-// user under sandboxd launch (the world's: w and the fake model's front;
-// nil when sandboxd cannot launch the harness, noLaunch saying why) and
-// hooks only (hookgate installed).
+// workdayHarness is one harness of the workday tests, a row of
+// workdayHarnesses: its tools, and its user under sandboxd launch (the
+// world's: w and the fake model's front; nil when sandboxd cannot launch
+// the harness, noLaunch saying why) and hooks only (hookgate installed),
+// each running the harness's CLI bin.
 type workdayHarness struct {
 	tools    workdayTools
-	launch   func(t *testing.T, w *world, model *launchModel) workdayBox
+	launch   func(t *testing.T, bin string, w *world, model *launchModel) workdayBox
 	noLaunch string
-	hooks    func(t *testing.T) workdayBox
+	hooks    func(t *testing.T, bin string) workdayBox
 }
 
-// testWorkday runs h's session under sandboxd launch and hooks only, and
-// hooks only with a policy asking for the sandbox.
-func testWorkday(t *testing.T, h workdayHarness) {
+// testWorkday runs the session of harness (a key of workdayHarnesses),
+// whose CLI is bin, under sandboxd launch and hooks only, and hooks only
+// with a policy asking for the sandbox.
+func testWorkday(t *testing.T, harness, bin string) {
+	h, ok := workdayHarnesses[harness]
+	if !ok {
+		t.Fatalf("no workday harness %q", harness)
+	}
 	launch := func(t *testing.T) {
 		w := newWorld(t)
 		model := &launchModel{}
 		w.serveHTTPS(t, launchModelHost, launchModelAddr, model)
 		w.serveGoproxy(t)
-		b := h.launch(t, w, model)
+		b := h.launch(t, bin, w, model)
 		r := newWorkdayRepo(t, b.ws, b.home, b.root)
 		steps := workdaySteps(h.tools, r, launchWorkdayNet(w), true)
 		run := b.run(t, workdayArgs{calls: workdayCalls(steps), policy: workdayPolicy(h.tools.harness, true),
@@ -559,11 +570,17 @@ func testWorkday(t *testing.T, h workdayHarness) {
 	}
 	t.Run("hooks", func(t *testing.T) {
 		l := newWorkdayLoopback(t)
-		b := h.hooks(t)
+		b := h.hooks(t, bin)
+		b.install(t, b.writePolicy(t, workdayPolicy(h.tools.harness, false)))
+		// Each run's policy is in the file hookgate install named.
+		runWith := func(t *testing.T, a workdayArgs) workdayRun {
+			b.writePolicy(t, a.policy)
+			return b.run(t, a)
+		}
 		r := newWorkdayRepo(t, b.ws, b.home, b.root)
 		steps := workdaySteps(h.tools, r, l.net(), false)
 		path := filepath.Dir(goBinary()) + ":" + os.Getenv("PATH")
-		run := b.run(t, workdayArgs{calls: workdayCalls(steps), policy: workdayPolicy(h.tools.harness, false), env: r.goEnv(path, l.net().proxy)})
+		run := runWith(t, workdayArgs{calls: workdayCalls(steps), policy: workdayPolicy(h.tools.harness, false), env: r.goEnv(path, l.net().proxy)})
 		t.Logf("tools offered: %s", strings.Join(run.tools, " "))
 		if n := judgeWorkday(t, h.tools.harness+" hooks", steps, run, r.secret); n != 0 {
 			t.Errorf("%s hooks only: %d false denials, want 0", h.tools.harness, n)
@@ -574,7 +591,7 @@ func testWorkday(t *testing.T, h workdayHarness) {
 		// never ran.
 		t.Run("enforce-sandbox", func(t *testing.T) {
 			marker := filepath.Join(r.ws, "refused-ran")
-			run := b.run(t, workdayArgs{calls: []fakemodel.ToolCall{h.tools.shell("touch " + marker + " && git status --short")},
+			run := runWith(t, workdayArgs{calls: []fakemodel.ToolCall{h.tools.shell("touch " + marker + " && git status --short")},
 				policy: workdayRefusedPolicy(h.tools.harness)})
 			if len(run.exchanges) == 0 || !strings.Contains(workdayDenial(run.exchanges[0].Result), policy.ReasonNoSandbox) {
 				t.Errorf("the call under network.enforce: sandbox, hooks only: %+v: want a deny carrying %q", run.exchanges, policy.ReasonNoSandbox)
@@ -584,12 +601,82 @@ func testWorkday(t *testing.T, h workdayHarness) {
 	})
 }
 
+// workdayCalls are the calls of steps, in order: the fake model's.
 func workdayCalls(steps []workdayStep) []fakemodel.ToolCall {
 	out := make([]fakemodel.ToolCall, len(steps))
 	for i, s := range steps {
 		out[i] = s.call
 	}
 	return out
+}
+
+// workday reads a Claude Code run, or a launch's (but Codex's, whose
+// calls are codexLaunched.calls), as the workday judges it.
+func (r claudeResult) workday() workdayRun {
+	return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+}
+
+// workday reads a Pi run as the workday judges it.
+func (r piResult) workday() workdayRun {
+	return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
+}
+
+// workdayGate is a harness test's box that installs hookgate and runs
+// the harness against a fake model (claudeBox, piBox); R is a run's
+// result.
+type workdayGate[R any] interface {
+	writePolicy(t *testing.T, yaml string) string
+	install(t *testing.T, scope, policy string)
+	run(t *testing.T, calls []fakemodel.ToolCall, args ...string) R
+}
+
+// workdayGateBox is the hooks-only user of b (its workspace, home and
+// root ws, home and root): hookgate installed for the user; a run sets
+// the box's extra environment (env) and runs the harness with args, read
+// reading its result.
+func workdayGateBox[R any](b workdayGate[R], ws, home, root string, env *[]string, read func(R) workdayRun, args ...string) workdayBox {
+	return workdayBox{ws: ws, home: home, root: root, writePolicy: b.writePolicy,
+		install: func(t *testing.T, policy string) { b.install(t, "user", policy) },
+		run: func(t *testing.T, a workdayArgs) workdayRun {
+			*env = a.env
+			return read(b.run(t, a.calls, args...))
+		}}
+}
+
+// workdayPolicyFile is the policy writer of a box whose hookgate install
+// names path.
+func workdayPolicyFile(path string) func(t *testing.T, yaml string) string {
+	return func(t *testing.T, yaml string) string {
+		piWriteFile(t, path, yaml)
+		return path
+	}
+}
+
+// workdayExchange reads a call of an OpenAI API (Codex's Responses,
+// Copilot's Chat Completions) as the workday judges it: the output as the
+// result, an error when it holds blocked, the harness's mark of a call its
+// hook blocked.
+func workdayExchange(id, name, args string, answered bool, output, blocked string) fakemodel.AnthropicExchange {
+	in, _ := json.Marshal(args)
+	return fakemodel.AnthropicExchange{ID: id, Name: name, Input: in, Answered: answered, Result: output, IsError: strings.Contains(output, blocked)}
+}
+
+// workdayEnv is env (NAME=value lines) as a run's environment overrides.
+func workdayEnv(env []string) map[string]string {
+	m := map[string]string{}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// workdayClear removes a harness test's world's own files (src,
+// protected) from its workspace: they are not the session's.
+func workdayClear(ws string) {
+	for _, d := range []string{"src", "protected"} {
+		os.RemoveAll(filepath.Join(ws, d))
+	}
 }
 
 // goBinary is the go the tests run with.
@@ -605,185 +692,17 @@ func goBinary() string {
 // release): under launch, Claude Code's default tool set (2.1.332 offers
 // no Grep or Glob by default, and a launch refuses --tools, the ceiling's
 // option), hooks only with Grep and Glob turned on.
-func TestWorkdayClaude(t *testing.T) {
-	claude := claudeCLI(t)
-	tools := workdayTools{
-		harness: "claude-code",
-		shell: func(cmd string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "workday"}}
-		},
-		read: func(path string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "Read", Input: map[string]any{"file_path": path}}
-		},
-		search: func(root string) []workdayCall {
-			return []workdayCall{
-				{fakemodel.ToolCall{Name: "Grep", Input: map[string]any{"pattern": "func Add", "path": root}}, "calc.go"},
-				{fakemodel.ToolCall{Name: "Glob", Input: map[string]any{"pattern": "**/*.go", "path": root}}, "calc_test.go"},
-			}
-		},
-		searchEnv: func(ws string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "Grep", Input: map[string]any{"pattern": workdaySecretKey, "path": filepath.Join(ws, ".env"), "output_mode": "content"}}
-		},
-		edit: func(path, old, new string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "Edit", Input: map[string]any{"file_path": path, "old_string": old, "new_string": new}}
-		},
-		write: func(path, content string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}
-		},
-	}
-	testWorkday(t, workdayHarness{tools: tools,
-		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
-			b := newLaunchBox(t, claude)
-			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				r := b.launch(t, w, model, launchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
-				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
-			}}
-		},
-		hooks: func(t *testing.T) workdayBox {
-			b := newClaudeBox(t, claude)
-			b.runTimeout = workdayTimeout
-			b.install(t, "user", b.writePolicy(t, workdayPolicy(tools.harness, false)))
-			return workdayBox{ws: b.proj, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				b.writePolicy(t, a.policy)
-				b.extraEnv = a.env
-				r := b.run(t, a.calls, "--tools", "Bash,Read,Write,Edit,Glob,Grep")
-				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
-			}}
-		},
-	})
-}
+func TestWorkdayClaude(t *testing.T) { testWorkday(t, "claude-code", claudeCLI(t)) }
 
 // TestWorkdayCodex is the workday session of Codex (the pinned release,
 // codex exec): Codex has no read or search tool of its own (the shell's
 // cat, grep, rg and find are its), and edits and writes with apply_patch.
-func TestWorkdayCodex(t *testing.T) {
-	codex := codexBinary(t)
-	// patch is an apply_patch call of one file operation (op: Add or
-	// Update) on path with body.
-	patch := func(op, path, body string) fakemodel.ToolCall {
-		return fakemodel.ToolCall{Name: "apply_patch", Input: map[string]any{"input": "*** Begin Patch\n*** " + op + " File: " + path + "\n" + body + "*** End Patch\n"}}
-	}
-	lines := func(prefix, text string) string {
-		var b strings.Builder
-		for _, l := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n") {
-			b.WriteString(prefix + strings.TrimSuffix(l, "\n") + "\n")
-		}
-		return b.String()
-	}
-	tools := workdayTools{
-		harness: "codex",
-		shell:   codexExec,
-		// An update whose new text is the old one and more: the old
-		// lines as context, the rest added after them.
-		edit: func(path, old, new string) fakemodel.ToolCall {
-			rest, ok := strings.CutPrefix(new, old)
-			if !ok {
-				panic("workday: Codex's edit adds after the old text only")
-			}
-			return patch("Update", path, "@@\n"+lines(" ", old)+lines("+", rest))
-		},
-		write: func(path, content string) fakemodel.ToolCall { return patch("Add", path, lines("+", content)) },
-	}
-	testWorkday(t, workdayHarness{tools: tools,
-		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
-			b := newCodexLaunchBox(t, codex)
-			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				r := b.launch(t, w, model, codexLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
-				return workdayRun{exchanges: codexExchanges(r.calls), received: r.received, tools: r.tools}
-			}}
-		},
-		hooks: func(t *testing.T) workdayBox {
-			cw := newCodexWorld(t, codex, nil, codexOpts{})
-			cw.runTimeout = workdayTimeout
-			piWriteFile(t, cw.policy, workdayPolicy(tools.harness, false))
-			hooks := cw.install(t, "user")
-			return workdayBox{ws: cw.work, home: cw.home, root: cw.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				piWriteFile(t, cw.policy, a.policy)
-				cw.extraEnv = a.env
-				cw.useModel(t, a.calls)
-				cw.handTrust(t, hooks)
-				r := cw.run(t)
-				t.Logf("codex exec took %s, err %v\nstderr (tail): %s", r.took.Round(time.Millisecond), r.err, lastLines(r.stderr, 20))
-				return workdayRun{exchanges: codexExchanges(r.exchanges), received: r.received, tools: r.tools}
-			}}
-		},
-	})
-}
-
-// codexExchanges reads Codex's calls as the workday judges them: the
-// output as the result, an error when the hook blocked the call.
-func codexExchanges(xs []fakemodel.OpenAIExchange) []fakemodel.AnthropicExchange {
-	var out []fakemodel.AnthropicExchange
-	for _, x := range xs {
-		in, _ := json.Marshal(x.Arguments)
-		out = append(out, fakemodel.AnthropicExchange{ID: x.CallID, Name: x.Name, Input: in, Answered: x.Answered,
-			Result: x.Output, IsError: strings.Contains(x.Output, codexBlocked)})
-	}
-	return out
-}
+func TestWorkdayCodex(t *testing.T) { testWorkday(t, "codex", codexBinary(t)) }
 
 // TestWorkdayGemini is the workday session of Gemini CLI (the pinned
 // release), with its read_file, grep_search, glob, replace and
 // write_file, which a launch offers too.
-func TestWorkdayGemini(t *testing.T) {
-	gemini := geminiBinary(t)
-	tools := workdayTools{
-		harness: "gemini",
-		shell:   shellCall,
-		read: func(path string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "read_file", Input: map[string]any{"file_path": path}}
-		},
-		search: func(root string) []workdayCall {
-			return []workdayCall{
-				{fakemodel.ToolCall{Name: "grep_search", Input: map[string]any{"pattern": "func Add", "dir_path": root}}, "calc.go"},
-				{fakemodel.ToolCall{Name: "glob", Input: map[string]any{"pattern": "**/*.go", "dir_path": root}}, "calc_test.go"},
-			}
-		},
-		searchEnv: func(ws string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "grep_search", Input: map[string]any{"pattern": workdaySecretKey, "dir_path": ws, "include_pattern": ".env"}}
-		},
-		launchSearch: true,
-		edit: func(path, old, new string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "replace", Input: map[string]any{"file_path": path, "instruction": "add Sub", "old_string": old, "new_string": new}}
-		},
-		write: func(path, content string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "write_file", Input: map[string]any{"file_path": path, "content": content}}
-		},
-	}
-	testWorkday(t, workdayHarness{tools: tools,
-		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
-			b := newGeminiLaunchBox(t, gemini)
-			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				r := b.launch(t, w, model, geminiLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
-				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
-			}}
-		},
-		hooks: func(t *testing.T) workdayBox {
-			gw := newGeminiWorld(t)
-			// The world's own files (src, protected) are not the session's.
-			for _, d := range []string{"src", "protected"} {
-				os.RemoveAll(filepath.Join(gw.ws, d))
-			}
-			piWriteFile(t, gw.policy, workdayPolicy(tools.harness, false))
-			gw.install(t)
-			return workdayBox{ws: gw.ws, home: gw.home, root: gw.dir, run: func(t *testing.T, a workdayArgs) workdayRun {
-				piWriteFile(t, gw.policy, a.policy)
-				env := map[string]string{}
-				for _, e := range a.env {
-					k, v, _ := strings.Cut(e, "=")
-					env[k] = v
-				}
-				r := gw.run(t, gemini, a.calls, geminiOpts{env: env, timeout: workdayTimeout})
-				t.Logf("gemini exit %d in %v, stderr (tail): %s", r.code, r.elapsed.Round(time.Millisecond), lastLines(r.stderr, 12))
-				ex, offered := geminiLaunchTranscript(r.requests)
-				for i, e := range ex {
-					t.Logf("  call %d %s %s -> is_error=%v answered=%v: %.600q", i, e.Name, e.Input, e.IsError, e.Answered, e.Result)
-				}
-				return workdayRun{exchanges: ex, received: r.received, tools: offered}
-			}}
-		},
-	})
-}
+func TestWorkdayGemini(t *testing.T) { testWorkday(t, "gemini", geminiBinary(t)) }
 
 // TestWorkdayPi is the workday session of Pi (the pinned release): under
 // launch its default tools (read, bash, edit, write: grep, find and ls are
@@ -794,111 +713,247 @@ func TestWorkdayPi(t *testing.T) {
 	if !piFindUsable() {
 		t.Logf("no fd 8.7 or later on the tool path: Pi's find tool cannot run here, and its step is left out")
 	}
-	tools := workdayTools{
-		harness: "pi",
-		shell:   piBash,
-		read: func(path string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "read", Input: map[string]any{"path": path}}
-		},
-		search: func(root string) []workdayCall {
-			calls := []workdayCall{
-				{fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": "func Add", "path": root}}, "calc.go"},
-			}
-			// Pi's find runs fd with --no-require-git (fd 8.7 and later),
-			// and downloads one when none is on PATH: with no usable fd
-			// here the tool cannot run, whatever the gate says.
-			if piFindUsable() {
-				calls = append(calls, workdayCall{fakemodel.ToolCall{Name: "find", Input: map[string]any{"pattern": "*.go", "path": root}}, "calc_test.go"})
-			}
-			return calls
-		},
-		searchEnv: func(ws string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": workdaySecretKey, "path": filepath.Join(ws, ".env")}}
-		},
-		edit: func(path, old, new string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "edit", Input: map[string]any{"path": path, "edits": []any{map[string]any{"oldText": old, "newText": new}}}}
-		},
-		write: func(path, content string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "write", Input: map[string]any{"path": path, "content": content}}
-		},
-	}
-	testWorkday(t, workdayHarness{tools: tools,
-		launch: func(t *testing.T, w *world, model *launchModel) workdayBox {
-			b := newPiLaunchBox(t, pi)
-			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				r := b.launch(t, w, model, piLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
-				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
-			}}
-		},
-		hooks: func(t *testing.T) workdayBox {
-			b := newPiBox(t, pi)
-			b.runTimeout = workdayTimeout
-			b.install(t, "user", b.writePolicy(t, workdayPolicy(tools.harness, false)))
-			return workdayBox{ws: b.proj, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				b.writePolicy(t, a.policy)
-				b.extraEnv = a.env
-				r := b.run(t, a.calls, "--tools", "read,bash,edit,write,grep,find,ls")
-				return workdayRun{exchanges: r.exchanges, received: r.received, tools: r.tools}
-			}}
-		},
-	})
+	testWorkday(t, "pi", pi)
 }
 
 // TestWorkdayCopilot is the workday session of GitHub Copilot CLI (the
 // pinned release), hooks only: sandboxd launch has no Copilot mode (its
 // harnesses are Claude Code, Codex, Gemini CLI and Pi).
-func TestWorkdayCopilot(t *testing.T) {
-	copilot := copilotBinary(t)
-	tools := workdayTools{
-		harness: "copilot",
-		shell:   copilotShell,
-		read: func(path string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "view", Input: map[string]any{"path": path}}
-		},
-		search: func(root string) []workdayCall {
-			return []workdayCall{
-				{fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": "func Add", "paths": root}}, "calc.go"},
-				{fakemodel.ToolCall{Name: "glob", Input: map[string]any{"pattern": "**/*.go", "paths": root}}, "calc_test.go"},
-			}
-		},
-		searchEnv: func(ws string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": workdaySecretKey, "paths": filepath.Join(ws, ".env"), "output_mode": "content"}}
-		},
-		edit: func(path, old, new string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "edit", Input: map[string]any{"path": path, "old_str": old, "new_str": new}}
-		},
-		write: func(path, content string) fakemodel.ToolCall {
-			return fakemodel.ToolCall{Name: "create", Input: map[string]any{"path": path, "file_text": content}}
-		},
-	}
-	testWorkday(t, workdayHarness{tools: tools,
-		noLaunch: "sandboxd launch has no Copilot CLI mode",
-		hooks: func(t *testing.T) workdayBox {
-			cw := newCopilotWorld(t, copilotOpts{})
-			for _, d := range []string{"src", "protected"} {
-				os.RemoveAll(filepath.Join(cw.ws, d))
-			}
-			piWriteFile(t, cw.policy, workdayPolicy(tools.harness, false))
-			cw.install(t)
-			return workdayBox{ws: cw.ws, home: cw.home, root: cw.root, run: func(t *testing.T, a workdayArgs) workdayRun {
-				piWriteFile(t, cw.policy, a.policy)
-				env := map[string]string{}
-				for _, e := range a.env {
-					k, v, _ := strings.Cut(e, "=")
-					env[k] = v
+func TestWorkdayCopilot(t *testing.T) { testWorkday(t, "copilot", copilotBinary(t)) }
+
+// workdayHarnesses are the workday tests' harnesses, by the policy's
+// harness id: each one's tools and how its user runs a session.
+var workdayHarnesses = map[string]workdayHarness{
+	"claude-code": {
+		tools: workdayTools{
+			harness: "claude-code",
+			shell: func(cmd string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "workday"}}
+			},
+			read: func(path string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "Read", Input: map[string]any{"file_path": path}}
+			},
+			search: func(root string) []workdayCall {
+				return []workdayCall{
+					{fakemodel.ToolCall{Name: "Grep", Input: map[string]any{"pattern": "func Add", "path": root}}, "calc.go"},
+					{fakemodel.ToolCall{Name: "Glob", Input: map[string]any{"pattern": "**/*.go", "path": root}}, "calc_test.go"},
 				}
-				r := cw.run(t, copilot, a.calls, copilotRunOpts{env: env, timeout: workdayTimeout})
-				var ex []fakemodel.AnthropicExchange
-				for i, c := range r.calls {
-					t.Logf("  call %d %s %s -> answered=%v: %.600q", i, c.Name, c.Arguments, c.Answered, c.Output)
-					in, _ := json.Marshal(c.Arguments)
-					ex = append(ex, fakemodel.AnthropicExchange{ID: c.CallID, Name: c.Name, Input: in, Answered: c.Answered,
-						Result: c.Output, IsError: strings.Contains(c.Output, copilotDenied)})
-				}
-				return workdayRun{exchanges: ex, received: r.received, tools: r.tools}
+			},
+			searchEnv: func(ws string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "Grep", Input: map[string]any{"pattern": workdaySecretKey, "path": filepath.Join(ws, ".env"), "output_mode": "content"}}
+			},
+			edit: func(path, old, new string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "Edit", Input: map[string]any{"file_path": path, "old_string": old, "new_string": new}}
+			},
+			write: func(path, content string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}
+			},
+		},
+		launch: func(t *testing.T, claude string, w *world, model *launchModel) workdayBox {
+			b := newLaunchBox(t, claude)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				return b.launch(t, w, model, launchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout}).workday()
 			}}
 		},
-	})
+		hooks: func(t *testing.T, claude string) workdayBox {
+			b := newClaudeBox(t, claude)
+			b.runTimeout = workdayTimeout
+			return workdayGateBox(b, b.proj, b.home, b.root, &b.extraEnv, claudeResult.workday, "--tools", "Bash,Read,Write,Edit,Glob,Grep")
+		},
+	},
+	"codex": {
+		tools: workdayTools{
+			harness: "codex",
+			shell:   codexExec,
+			// An update whose new text is the old one and more: the old
+			// lines as context, the rest added after them.
+			edit: func(path, old, new string) fakemodel.ToolCall {
+				rest, ok := strings.CutPrefix(new, old)
+				if !ok {
+					panic("workday: Codex's edit adds after the old text only")
+				}
+				return codexPatch("Update", path, "@@\n"+patchLines(" ", old)+patchLines("+", rest))
+			},
+			write: func(path, content string) fakemodel.ToolCall {
+				return codexPatch("Add", path, patchLines("+", content))
+			},
+		},
+		launch: func(t *testing.T, codex string, w *world, model *launchModel) workdayBox {
+			b := newCodexLaunchBox(t, codex)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				r := b.launch(t, w, model, codexLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout})
+				return workdayRun{exchanges: codexExchanges(r.calls), received: r.received, tools: r.tools}
+			}}
+		},
+		hooks: func(t *testing.T, codex string) workdayBox {
+			cw := newCodexWorld(t, codex, nil, codexOpts{})
+			cw.runTimeout = workdayTimeout
+			var hooks string
+			return workdayBox{ws: cw.work, home: cw.home, root: cw.root, writePolicy: workdayPolicyFile(cw.policy),
+				install: func(t *testing.T, _ string) { hooks = cw.install(t, "user") },
+				run: func(t *testing.T, a workdayArgs) workdayRun {
+					cw.extraEnv = a.env
+					cw.useModel(t, a.calls)
+					cw.handTrust(t, hooks)
+					r := cw.run(t)
+					t.Logf("codex exec took %s, err %v\nstderr (tail): %s", r.took.Round(time.Millisecond), r.err, lastLines(r.stderr, 20))
+					return workdayRun{exchanges: codexExchanges(r.exchanges), received: r.received, tools: r.tools}
+				}}
+		},
+	},
+	"gemini": {
+		tools: workdayTools{
+			harness: "gemini",
+			shell:   shellCall,
+			read: func(path string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "read_file", Input: map[string]any{"file_path": path}}
+			},
+			search: func(root string) []workdayCall {
+				return []workdayCall{
+					{fakemodel.ToolCall{Name: "grep_search", Input: map[string]any{"pattern": "func Add", "dir_path": root}}, "calc.go"},
+					{fakemodel.ToolCall{Name: "glob", Input: map[string]any{"pattern": "**/*.go", "dir_path": root}}, "calc_test.go"},
+				}
+			},
+			searchEnv: func(ws string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "grep_search", Input: map[string]any{"pattern": workdaySecretKey, "dir_path": ws, "include_pattern": ".env"}}
+			},
+			launchSearch: true,
+			edit: func(path, old, new string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "replace", Input: map[string]any{"file_path": path, "instruction": "add Sub", "old_string": old, "new_string": new}}
+			},
+			write: func(path, content string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "write_file", Input: map[string]any{"file_path": path, "content": content}}
+			},
+		},
+		launch: func(t *testing.T, gemini string, w *world, model *launchModel) workdayBox {
+			b := newGeminiLaunchBox(t, gemini)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				return b.launch(t, w, model, geminiLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout}).workday()
+			}}
+		},
+		hooks: func(t *testing.T, gemini string) workdayBox {
+			gw := newGeminiWorld(t)
+			workdayClear(gw.ws)
+			return workdayBox{ws: gw.ws, home: gw.home, root: gw.dir, writePolicy: workdayPolicyFile(gw.policy),
+				install: func(t *testing.T, _ string) { gw.install(t) },
+				run: func(t *testing.T, a workdayArgs) workdayRun {
+					r := gw.run(t, gemini, a.calls, geminiOpts{env: workdayEnv(a.env), timeout: workdayTimeout})
+					t.Logf("gemini exit %d in %v, stderr (tail): %s", r.code, r.elapsed.Round(time.Millisecond), lastLines(r.stderr, 12))
+					ex, offered := geminiLaunchTranscript(r.requests)
+					for i, e := range ex {
+						t.Logf("  call %d %s %s -> is_error=%v answered=%v: %.600q", i, e.Name, e.Input, e.IsError, e.Answered, e.Result)
+					}
+					return workdayRun{exchanges: ex, received: r.received, tools: offered}
+				}}
+		},
+	},
+	"pi": {
+		tools: workdayTools{
+			harness: "pi",
+			shell:   piBash,
+			read: func(path string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "read", Input: map[string]any{"path": path}}
+			},
+			search: func(root string) []workdayCall {
+				calls := []workdayCall{
+					{fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": "func Add", "path": root}}, "calc.go"},
+				}
+				// Pi's find runs fd with --no-require-git (fd 8.7 and later),
+				// and downloads one when none is on PATH: with no usable fd
+				// here the tool cannot run, whatever the gate says.
+				if piFindUsable() {
+					calls = append(calls, workdayCall{fakemodel.ToolCall{Name: "find", Input: map[string]any{"pattern": "*.go", "path": root}}, "calc_test.go"})
+				}
+				return calls
+			},
+			searchEnv: func(ws string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": workdaySecretKey, "path": filepath.Join(ws, ".env")}}
+			},
+			edit: func(path, old, new string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "edit", Input: map[string]any{"path": path, "edits": []any{map[string]any{"oldText": old, "newText": new}}}}
+			},
+			write: func(path, content string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "write", Input: map[string]any{"path": path, "content": content}}
+			},
+		},
+		launch: func(t *testing.T, pi string, w *world, model *launchModel) workdayBox {
+			b := newPiLaunchBox(t, pi)
+			return workdayBox{ws: b.ws, home: b.home, root: b.root, run: func(t *testing.T, a workdayArgs) workdayRun {
+				return b.launch(t, w, model, piLaunchRun{calls: a.calls, policy: a.policy, flags: a.flags, env: a.env, timeout: workdayTimeout}).workday()
+			}}
+		},
+		hooks: func(t *testing.T, pi string) workdayBox {
+			b := newPiBox(t, pi)
+			b.runTimeout = workdayTimeout
+			return workdayGateBox(b, b.proj, b.home, b.root, &b.extraEnv, piResult.workday, "--tools", "read,bash,edit,write,grep,find,ls")
+		},
+	},
+	"copilot": {
+		tools: workdayTools{
+			harness: "copilot",
+			shell:   copilotShell,
+			read: func(path string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "view", Input: map[string]any{"path": path}}
+			},
+			search: func(root string) []workdayCall {
+				return []workdayCall{
+					{fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": "func Add", "paths": root}}, "calc.go"},
+					{fakemodel.ToolCall{Name: "glob", Input: map[string]any{"pattern": "**/*.go", "paths": root}}, "calc_test.go"},
+				}
+			},
+			searchEnv: func(ws string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "grep", Input: map[string]any{"pattern": workdaySecretKey, "paths": filepath.Join(ws, ".env"), "output_mode": "content"}}
+			},
+			edit: func(path, old, new string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "edit", Input: map[string]any{"path": path, "old_str": old, "new_str": new}}
+			},
+			write: func(path, content string) fakemodel.ToolCall {
+				return fakemodel.ToolCall{Name: "create", Input: map[string]any{"path": path, "file_text": content}}
+			},
+		},
+		noLaunch: "sandboxd launch has no Copilot CLI mode",
+		hooks: func(t *testing.T, copilot string) workdayBox {
+			cw := newCopilotWorld(t, copilotOpts{})
+			workdayClear(cw.ws)
+			return workdayBox{ws: cw.ws, home: cw.home, root: cw.root, writePolicy: workdayPolicyFile(cw.policy),
+				install: func(t *testing.T, _ string) { cw.install(t) },
+				run: func(t *testing.T, a workdayArgs) workdayRun {
+					r := cw.run(t, copilot, a.calls, copilotRunOpts{env: workdayEnv(a.env), timeout: workdayTimeout})
+					var ex []fakemodel.AnthropicExchange
+					for i, c := range r.calls {
+						t.Logf("  call %d %s %s -> answered=%v: %.600q", i, c.Name, c.Arguments, c.Answered, c.Output)
+						ex = append(ex, workdayExchange(c.CallID, c.Name, c.Arguments, c.Answered, c.Output, copilotDenied))
+					}
+					return workdayRun{exchanges: ex, received: r.received, tools: r.tools}
+				}}
+		},
+	},
+}
+
+// codexPatch is an apply_patch call of one file operation (op: Add or
+// Update) on path with body.
+func codexPatch(op, path, body string) fakemodel.ToolCall {
+	return fakemodel.ToolCall{Name: "apply_patch", Input: map[string]any{"input": "*** Begin Patch\n*** " + op + " File: " + path + "\n" + body + "*** End Patch\n"}}
+}
+
+// patchLines is text's lines, each after prefix (a patch's " " context
+// or "+" added lines).
+func patchLines(prefix, text string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n") {
+		b.WriteString(prefix + strings.TrimSuffix(l, "\n") + "\n")
+	}
+	return b.String()
+}
+
+// codexExchanges reads Codex's calls as the workday judges them: an
+// error when the hook blocked the call.
+func codexExchanges(xs []fakemodel.OpenAIExchange) []fakemodel.AnthropicExchange {
+	var out []fakemodel.AnthropicExchange
+	for _, x := range xs {
+		out = append(out, workdayExchange(x.CallID, x.Name, x.Arguments, x.Answered, x.Output, codexBlocked))
+	}
+	return out
 }
 
 // workdayKnownBugs are the product's false denials and missed stops these

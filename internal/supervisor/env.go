@@ -136,3 +136,14 @@ func ExplainEnv(opts Options) (*EnvExplanation, error) {
 	slices.SortFunc(e.Variables, func(a, b EnvVariable) int { return strings.Compare(a.Name, b.Name) })
 	return e, nil
 }
+
+// withoutEnv drops every NAME=... entry from env.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

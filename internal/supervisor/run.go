@@ -2,19 +2,12 @@ package supervisor
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/barry-rocks/sandbox/hooks"
@@ -22,23 +15,7 @@ import (
 	"github.com/barry-rocks/sandbox/internal/policywatch"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
-	"github.com/barry-rocks/sandbox/proxy"
 )
-
-// Ports inside the sandbox.
-const (
-	ProxyInsidePort = 3128 // the CONNECT/HTTP proxy forwarder
-	HookInsidePort  = 3129 // the hook ruling server forwarder
-	// CaptureInsidePort is where the capture receives the connections
-	// of programs that ignore the proxy variables (Linux).
-	CaptureInsidePort = 3130
-)
-
-// resolverFiles are read by the proxy's resolver on the host (Go's
-// resolver: the hosts table, and nsswitch.conf for the order of files and
-// DNS); they are read-only inside the sandbox. /etc/resolv.conf is already
-// covered by the sandbox's own.
-var resolverFiles = []string{"/etc/hosts", "/etc/nsswitch.conf"}
 
 // Options are what "sandboxd run" was asked to do.
 type Options struct {
@@ -63,11 +40,11 @@ type Options struct {
 	// Read are host paths kept visible, read-only, where the sandbox's
 	// private /tmp would cover them (--read).
 	Read []string
-	// AuditPath: "" none, "-" standard error, else a file appended to.
 	// Publish are the host's ways in: servers inside the sandbox on
 	// 127.0.0.1 that the host reaches at a host address (--publish).
 	Publish []Publish
 
+	// AuditPath: "" none, "-" standard error, else a file appended to.
 	AuditPath string
 	Dir       string
 	Command   []string
@@ -94,113 +71,6 @@ type Options struct {
 	// agentHome expands "~/" in the rulings' file patterns when the
 	// agent's home is not sandboxd's own (Sidecar); "" is sandboxd's.
 	agentHome string
-}
-
-// sessionPolicy is one resolved state of the session: what every enforcer
-// reads, computed once per policy version so they cannot disagree.
-type sessionPolicy struct {
-	resolved *policy.Resolved // nil without a policy file
-	bound    *policy.Bound
-	proxy    proxy.Policy
-	rulings  hooks.Engine // nil without a policy file
-	// fingerprint is the session's one fingerprint of this version: the
-	// proxies', the audit stream's, the status file's and the reload lines'.
-	fingerprint string
-	// filesHeld: the sandbox's filesystem layer holds the file rules
-	// (not in a sidecar's pod); home is the agent's ("" sandboxd's).
-	filesHeld bool
-	home      string
-}
-
-// Fingerprint is the session's fingerprint of this policy version.
-func (sp *sessionPolicy) Fingerprint() string { return sp.fingerprint }
-
-// compileReload derives a reloaded policy version: the session policy and
-// its ruling engine.
-func (o *Options) compileReload(r *policy.Resolved) (*sessionPolicy, error) {
-	sp, err := o.compute(r)
-	if err != nil {
-		return nil, err
-	}
-	if sp.rulings, err = sp.engine(); err != nil {
-		return nil, err
-	}
-	return sp, nil
-}
-
-// compute merges the flags' bound into the resolved policy's and derives
-// the proxy policy and the session fingerprint.
-func (o *Options) compute(r *policy.Resolved) (*sessionPolicy, error) {
-	var b *policy.Bound
-	fp := ""
-	if o.Launch != nil {
-		var err error
-		if r, err = o.Launch.resolve(r); err != nil {
-			return nil, err
-		}
-	}
-	if r != nil {
-		b, fp = r.Bound, r.Fingerprint
-		if err := r.CheckLaunchable(); err != nil {
-			return nil, err
-		}
-	}
-	if len(o.AllowDomains) > 0 || len(o.DenyDomains) > 0 {
-		// Only --allow-domain makes an allowlist. A deny-only flag set must
-		// not say enforce: sandbox, under which an absent allowlist is the
-		// empty one and would intersect the policy's allowlist to nothing.
-		nr := &policy.NetworkRules{Domains: o.DenyDomains}
-		if len(o.AllowDomains) > 0 {
-			nr.AllowDomains = o.AllowDomains
-			nr.Enforce = policy.EnforceSandbox
-		}
-		b = policy.MergeBounds(b, &policy.Bound{Network: nr})
-	}
-	if o.Launch != nil {
-		var err error
-		if b, err = o.Launch.withAPIHosts(b); err != nil {
-			return nil, err
-		}
-	}
-	if err := policy.CheckSandboxEnforceable(b); err != nil {
-		return nil, err
-	}
-	pp, err := proxy.PolicyFromBound(b, o.AllowPrivate)
-	if err != nil {
-		return nil, err
-	}
-	creds, err := o.credentialSpecs(r)
-	if err != nil {
-		return nil, err
-	}
-	sp := &sessionPolicy{resolved: r, bound: b, proxy: pp, filesHeld: !o.noFileLayer, home: o.agentHome}
-	scope := map[string]any{"policy": fp, "bound": b, "allowPrivate": fmt.Sprint(o.AllowPrivate), "write": o.writeRoots(r), "unsetEnv": o.unsetPatterns(r)}
-	if len(creds) > 0 {
-		// Names, hosts and files: never a value.
-		scope["credentials"] = creds
-	}
-	sp.fingerprint = policy.ScopeFingerprint(scope)
-	sp.proxy.Fingerprint = sp.fingerprint
-	return sp, nil
-}
-
-// engine builds the hook ruling engine of a session policy.
-func (sp *sessionPolicy) engine() (hooks.Engine, error) {
-	s, err := hooks.SessionFromResolved(sp.resolved)
-	if err != nil {
-		return nil, err
-	}
-	// The session runs inside the sandbox: its rulings read the network
-	// rules as the proxies do (an absent allowDomains is the empty
-	// allowlist), so a tool and the proxy cannot disagree about a host,
-	// and lean on the filesystem layer where there is one.
-	s.Bound, s.Home = sp.bound, sp.home
-	if sp.filesHeld {
-		s.InSandbox()
-	} else {
-		s.InEgressSandbox()
-	}
-	return hooks.NewEngine(s, nil)
 }
 
 // Run starts the proxies, the hook ruling server (with a policy file) and
@@ -232,9 +102,25 @@ func Run(opts Options) (int, error) {
 	s.sig = newSigRelay(s.abortSetup, reload)
 	s.sig.Notify()
 	cleanups = append(cleanups, func() { s.abortSetup(); s.sig.Stop() })
-	for _, step := range []func() (func(), error){
-		s.prestart, s.resolve, s.procMode, s.runtimeDir, s.containerHome, s.credentials, s.launchConfig, s.publish, s.startProxies, s.jailSpec, s.containerSetup, s.firstStatus, s.start, s.servePublished, s.livePolicy,
-	} {
+	// The steps, in order; each file of the package holds one concern's.
+	steps := []func() (func(), error){
+		s.prestart,       // the sandbox's init, starting beside the setup (sandbox.go)
+		s.resolve,        // the policy file watched, the first session policy (policy.go)
+		s.procMode,       // the sandbox's /proc (sandbox.go)
+		s.runtimeDir,     // the runtime directory and the audit stream (status.go)
+		s.containerHome,  // container mode: the command's own home (container.go)
+		s.credentials,    // the credentials, their placeholders, the sandbox CA (credentials.go)
+		s.launchConfig,   // a launched harness's session configuration (launch.go)
+		s.publish,        // the published ports' host listeners (publish.go)
+		s.startProxies,   // the egress and DNS proxies (network.go)
+		s.jailSpec,       // environment, forwards, read-only paths, ruling server, file plan (jail.go, hooks.go)
+		s.containerSetup, // container mode: its home and checks in the spec (container.go)
+		s.firstStatus,    // the status file, before the sandbox starts (status.go)
+		s.start,          // the jail, and the command once ready (below)
+		s.servePublished, // the published ports' connections handed inside (publish.go)
+		s.livePolicy,     // policy changes applied until the command exits (policy.go)
+	}
+	for _, step := range steps {
 		cleanup, err := step()
 		if cleanup != nil {
 			cleanups = append(cleanups, cleanup)
@@ -253,13 +139,6 @@ func Run(opts Options) (int, error) {
 	// the teardown, so that one can still end a teardown that hangs.
 	s.sig.Stop()
 	return code, nil
-}
-
-// proxies are the session's egress and DNS proxies, once up.
-type proxies struct {
-	px  *proxy.Server
-	dns *proxy.DNSServer
-	err error
 }
 
 // session is one "sandboxd run", set up step by step (Run calls them in
@@ -318,360 +197,6 @@ type session struct {
 	launched  *launched          // nil unless Options.Launch
 	inbound   []procjail.Inbound // the published ports inside
 	published []net.Listener     // their host listeners
-}
-
-// prestart starts the sandbox's init first, so that it creates the
-// namespaces and starts up (a Go process start, ~2.5 ms) while the rest of
-// the session is set up; Start gives it its spec. On Linux it also makes
-// the proxy forward's pass listener, which the init is started with.
-func (s *session) prestart() (func(), error) {
-	stdin, stdout := s.opts.Stdin, s.opts.Stdout
-	if stdin == nil {
-		stdin = os.Stdin
-	}
-	if stdout == nil {
-		stdout = os.Stdout
-	}
-	var undo []func()
-	cleanup := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-	}
-	if runtime.GOOS == "linux" {
-		var err error
-		if s.pass, err = procjail.NewPassListener(); err != nil {
-			return nil, fmt.Errorf("proxy forward: %w", err)
-		}
-		undo = append(undo, func() {
-			if s.pass != nil {
-				s.pass.Close()
-			}
-		})
-	}
-	pre, err := procjail.Prestart(procjail.PrestartOptions{Stdin: stdin, Stdout: stdout, Stderr: s.stderr, Pass: s.pass})
-	if errors.Is(err, procjail.ErrUserNamespaces) {
-		// No nested sandbox here: container mode, if the container
-		// allows it, else one refusal naming both modes' fixes.
-		c, ferr := s.containerFallback(err)
-		if ferr != nil {
-			return cleanup, ferr
-		}
-		// The failed prestart took the pass listener's child end: a new
-		// one (the first one's undo closes whichever s.pass is then).
-		s.pass.Close()
-		pass, perr := procjail.NewPassListener()
-		if perr != nil {
-			s.pass = nil
-			return cleanup, fmt.Errorf("proxy forward: %w", perr)
-		}
-		s.pass = pass
-		s.container = c
-		pre, err = procjail.Prestart(procjail.PrestartOptions{Stdin: stdin, Stdout: stdout, Stderr: s.stderr, Pass: s.pass, Container: true})
-	}
-	if err != nil {
-		return cleanup, err
-	}
-	if s.container == nil && s.opts.AgentUID != "" {
-		fmt.Fprintln(s.stderr, "sandboxd: --agent-uid applies to container mode only: in this nested sandbox the command runs as sandboxd's own uid")
-	}
-	s.pre = pre
-	undo = append(undo, func() {
-		pre.Close() // a no-op once Start has the init
-		if s.sb != nil {
-			// The last cleanup: the init's exit (its namespaces coming
-			// down) ran beside the session's own teardown.
-			s.sb.Close()
-		}
-	})
-	return cleanup, nil
-}
-
-// resolve watches the policy file (its changes queue until livePolicy) and
-// computes the first session policy.
-func (s *session) resolve() (func(), error) {
-	s.live = &policywatch.Live[*sessionPolicy]{Compile: s.opts.compileReload}
-	var first *policy.Resolved
-	wctx, wcancel := context.WithCancel(context.Background())
-	cleanup := wcancel
-	if s.opts.PolicyFile != "" {
-		r, err := s.live.Watch(wctx, s.opts.PolicyFile, s.opts.Debounce)
-		if err != nil {
-			return cleanup, err
-		}
-		cleanup = func() { s.live.Close(); wcancel() }
-		first = r
-	}
-	cur, err := s.opts.compute(first)
-	if err != nil {
-		return cleanup, err
-	}
-	s.live.Set(cur)
-	// The environment is fixed at start: the launch's configuration and
-	// the command's environment read this one filtering.
-	s.envPatterns = s.opts.unsetPatterns(cur.resolved)
-	s.hostEnv, s.envRemoved = s.opts.hostEnv(cur.resolved)
-	for _, p := range s.opts.AllowUnixSockets {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return cleanup, err
-		}
-		s.allowUnix = append(s.allowUnix, a)
-	}
-	return cleanup, nil
-}
-
-// runtimeDir makes the session's runtime directory (its id) and opens the
-// audit stream.
-func (s *session) runtimeDir() (func(), error) {
-	// Nothing before this step outlives a signal's default action (the
-	// init dies with sandboxd); the runtime directory would.
-	s.sig.Subscribed()
-	PruneStale(RuntimeBase())
-	dir, err := os.MkdirTemp(RuntimeBase(), runtimePrefix)
-	if err != nil {
-		return nil, fmt.Errorf("runtime directory: %w", err)
-	}
-	s.dir, s.id = dir, filepath.Base(dir)
-	stream, err := OpenAudit(s.opts.AuditPath, s.id)
-	if err != nil {
-		return func() { os.RemoveAll(dir) }, err
-	}
-	s.stream = stream
-	stream.SetPolicy(s.live.Current().fingerprint)
-	s.log = stream.Logger()
-	return func() { stream.Close(); os.RemoveAll(dir) }, nil
-}
-
-// startProxies opens the proxies' listeners and starts the proxies. The
-// listeners exist before the sandbox starts (its forwarders check them); the
-// proxies themselves come up while the namespaces are being set up, and the
-// command starts only once they are (awaitProxies in ready).
-func (s *session) startProxies() (func(), error) {
-	var cleanup []func()
-	undo := func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
-	}
-	s.proxySock, s.dnsSock = filepath.Join(s.dir, "proxy.sock"), filepath.Join(s.dir, "dns.sock")
-	pln, err := net.Listen("unix", s.proxySock)
-	if err != nil {
-		return nil, fmt.Errorf("proxy listener: %w", err)
-	}
-	cleanup = append(cleanup, func() { pln.Close() })
-	dln, err := net.Listen("unix", s.dnsSock)
-	if err != nil {
-		return undo, fmt.Errorf("dns proxy listener: %w", err)
-	}
-	cleanup = append(cleanup, func() { dln.Close() })
-	s.pln, s.dln = pln, dln
-	if s.secret = randomSecret(); s.secret == "" {
-		return undo, errors.New("proxy credentials: no randomness")
-	}
-	pp := s.live.Current().proxy
-	s.upc = make(chan proxies, 1)
-	go func() {
-		px, err := proxy.New(proxy.Config{SandboxID: s.id, Policy: pp, User: s.id, Secret: s.secret,
-			DNSUpstream: s.opts.DNSUpstream, Audit: s.log, Credentials: s.cred.proxyCredentials(), CA: s.cred.proxyCA()})
-		if err != nil {
-			s.upc <- proxies{err: fmt.Errorf("proxy: %w", err)}
-			return
-		}
-		dnsSrv, err := proxy.NewDNS(proxy.DNSConfig{SandboxID: s.id, Policy: pp, Upstream: s.opts.DNSUpstream, Audit: s.log})
-		if err != nil {
-			px.Close()
-			s.upc <- proxies{err: fmt.Errorf("dns proxy: %w", err)}
-			return
-		}
-		go px.Serve(pln)
-		if s.pass != nil {
-			go px.Serve(s.pass)
-		}
-		go dnsSrv.ServeTCP(dln)
-		s.upc <- proxies{px: px, dns: dnsSrv}
-	}()
-	cleanup = append(cleanup, s.closeProxies)
-	return undo, nil
-}
-
-// closeProxies stops the proxies once they are up (once: wait and the
-// cleanup both call it). Their last lines are on the audit when it returns.
-func (s *session) closeProxies() {
-	if s.proxiesClosed {
-		return
-	}
-	s.proxiesClosed = true
-	s.awaitProxies()
-	if s.up.px != nil {
-		s.up.px.Close()
-		s.up.dns.Close()
-	}
-}
-
-// awaitProxies waits for the proxies to be up (once) and says whether they
-// are. It is called only from Run's goroutine and the ones it waits for in
-// turn (ready, the apply loop).
-func (s *session) awaitProxies() error {
-	if !s.upDone {
-		s.up, s.upDone = <-s.upc, true
-	}
-	return s.up.err
-}
-
-// jailSpec gathers what the jail is given: the environment, the forwards,
-// the read-only paths, the hook ruling server (with a policy file) and the
-// filesystem plan.
-func (s *session) jailSpec() (func(), error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("own executable: %w", err)
-	}
-	env := sandboxEnv(s.hostEnv, s.id, s.secret, self)
-	proxyForward := procjail.Forward{InsidePort: ProxyInsidePort, Network: "tcp", Target: s.proxySock, Attribute: "http"}
-	if s.pass != nil {
-		proxyForward = procjail.Forward{InsidePort: ProxyInsidePort, Network: "pass"}
-	}
-	s.forwards = []procjail.Forward{
-		proxyForward,
-		{InsidePort: 53, Network: "udp", Target: s.dnsSock, Attribute: "dns"},
-		{InsidePort: 53, Network: "tcp", Target: s.dnsSock, Attribute: "dns"},
-	}
-	if runtime.GOOS == "linux" {
-		// Programs that ignore the proxy variables: each of their TCP
-		// connections goes to the proxy by the name it carries.
-		s.forwards = append(s.forwards, procjail.Forward{InsidePort: CaptureInsidePort, Network: "capture",
-			Target: s.proxySock, Authorization: procjail.BasicProxyAuth(s.id, s.secret)})
-	}
-	// The runtime directory and the policy file's directory are read-only
-	// inside: an agent cannot grant itself a domain by editing them.
-	s.readOnly = []string{s.dir}
-	if s.launched != nil {
-		// The session's configuration in a launched harness's private
-		// home, whose rest is the harness's writable state.
-		s.readOnly = append(s.readOnly, s.launched.homeFiles...)
-		s.readOnly = append(s.readOnly, s.launched.projectDirs...)
-	}
-	// The proxy's resolver runs out here and reads the host's /etc/hosts
-	// and nsswitch.conf: a sandbox started by root could otherwise add
-	// "ADDR allowed.name" and have the proxy take an allowed name to any
-	// address, or turn its DNS off. (A file bind is detached when the host
-	// renames a new file over it, and a missing /etc/hosts cannot be bound;
-	// a filesystem policy is what closes that for good.)
-	for _, f := range resolverFiles {
-		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
-			s.readOnly = append(s.readOnly, f)
-		}
-	}
-	// With a session policy, hookgate inside the sandbox asks sandboxd for
-	// rulings (a policy edit applies to the next call); a host socket named
-	// by an outer BARRY_HOOK_SOCKET is out of reach inside and is dropped.
-	s.env = s.launched.env(withoutEnv(env, "BARRY_HOOK_SOCKET"))
-	if s.launched != nil {
-		s.forwards = append(s.forwards, s.launched.forwards...)
-	}
-	var cleanup func()
-	if s.opts.PolicyFile != "" {
-		if cleanup, err = s.startHookServer(); err != nil {
-			return cleanup, err
-		}
-	}
-	s.fsPlan, err = planFilesystem(s.setupCtx, &s.opts, s.live.Current(), s.readOnly)
-	if err != nil {
-		return cleanup, err
-	}
-	if s.launched != nil {
-		// The harness reads its session configuration inside (read-only:
-		// the runtime directory is); a private /tmp would cover it.
-		s.fsPlan.Reveal(s.launched.dir)
-	}
-	if err := s.placeholders(); err != nil {
-		return cleanup, err
-	}
-	if err := s.sealCredentials(); err != nil {
-		return cleanup, err
-	}
-	if s.fsPlan.AllWritable {
-		fmt.Fprintln(s.stderr, "sandboxd: write root /: the whole host filesystem is writable inside this sandbox")
-	}
-	s.landlockABI = procjail.LandlockABI()
-	return cleanup, nil
-}
-
-// startHookServer binds the policy's directory read-only and starts the
-// hook ruling server, forwarded inside.
-func (s *session) startHookServer() (func(), error) {
-	// The policy's directory is bound read-only inside. Binding only the
-	// file would not hold: when an editor on the host renames a new
-	// version over it, the kernel detaches mounts on the replaced
-	// dentry in every namespace, and the sandbox could then edit the
-	// new file. The watcher holds the directory open, so moving it away
-	// and putting another in its place substitutes nothing. A policy
-	// directory that holds the working directory would make the
-	// workspace read-only, so it is refused with a clear reason.
-	roPolicy := filepath.Dir(s.live.Path())
-	if real, err := filepath.EvalSymlinks(roPolicy); err == nil {
-		roPolicy = real
-	}
-	cwd := s.opts.Dir
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	if real, err := filepath.EvalSymlinks(cwd); err == nil {
-		cwd = real
-	}
-	if cwd == roPolicy || strings.HasPrefix(cwd, strings.TrimSuffix(roPolicy, "/")+"/") {
-		return nil, fmt.Errorf("the policy file's directory %s holds the working directory %s; the sandbox makes the policy's directory read-only, so keep the policy in a directory of its own", roPolicy, cwd)
-	}
-	s.readOnly = append(s.readOnly, roPolicy)
-	hookSock := filepath.Join(s.dir, "hooks.sock")
-	hln, err := hooks.ListenUnix(hookSock)
-	if err != nil {
-		return nil, fmt.Errorf("hook ruling server: %w", err)
-	}
-	cur := s.live.Current()
-	if cur.rulings, err = cur.engine(); err != nil {
-		return func() { hln.Close() }, fmt.Errorf("hook ruling server: %w", err)
-	}
-	s.hsrv = hooks.NewServer(cur.rulings, s.log)
-	hctx, hcancel := context.WithCancel(context.Background())
-	go s.hsrv.Serve(hctx, hln)
-	s.forwards = append(s.forwards, procjail.Forward{InsidePort: HookInsidePort, Network: "tcp", Target: hookSock})
-	s.env = append(s.env, fmt.Sprintf("BARRY_HOOK_SOCKET=tcp:127.0.0.1:%d", HookInsidePort))
-	return func() { hcancel(); hln.Close() }, nil
-}
-
-// firstStatus writes the status file before the sandbox starts: a sandbox
-// that "sandboxd status" cannot show (and PruneStale cannot find) does not
-// start.
-func (s *session) firstStatus() (func(), error) {
-	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile, Proc: string(s.proc), SandboxMode: s.sandboxMode()}
-	if s.launched != nil {
-		s.status.Harness, s.status.Mode = s.launched.harness, s.launched.mode
-	}
-	if s.live.Path() != "" {
-		s.status.PolicyFile = s.live.Path()
-	}
-	if err := s.writeStatus(); err != nil {
-		return nil, fmt.Errorf("status file: %w", err)
-	}
-	return nil, nil
-}
-
-func (s *session) writeStatus() error {
-	st := s.status
-	st.Fingerprint = s.live.Current().fingerprint
-	st.Counters, st.Updated = s.stream.Counts(), time.Now().UTC()
-	return writeStatus(s.dir, st)
-}
-
-// saveStatus refreshes the status file; a refresh that fails is reported
-// once on stderr.
-func (s *session) saveStatus() {
-	if err := s.writeStatus(); err != nil && !s.statusFailed {
-		s.statusFailed = true
-		fmt.Fprintf(s.stderr, "sandboxd: status file: %s; sandboxd status shows a stale state\n", policy.OneLine(err.Error()))
-	}
 }
 
 // start starts the jail, unless a signal aborted the setup (s.sig, from
@@ -750,75 +275,6 @@ func (s *session) ready() error {
 	return s.sig.Commit()
 }
 
-// livePolicy applies policy changes and refreshes the status until the
-// command exits. Every change that resolves is applied to the proxy, the
-// DNS proxy and the ruling server at once, and to the audit stream's policy
-// label; one that does not keeps the last good policy. Both are audited.
-func (s *session) livePolicy() (func(), error) {
-	l := s.live
-	l.Log = s.log
-	l.Enforcers = []func(*sessionPolicy) error{
-		func(next *sessionPolicy) error {
-			if err := s.awaitProxies(); err != nil {
-				return err
-			}
-			if err := s.up.px.SetPolicy(next.proxy); err != nil {
-				return err
-			}
-			return s.up.dns.SetPolicy(next.proxy)
-		},
-		func(next *sessionPolicy) error { s.hsrv.SetPolicy(next.rulings); return nil },
-		func(next *sessionPolicy) error {
-			if s.fsPlan == nil {
-				return nil // no filesystem layer (Sidecar)
-			}
-			if note := s.fsPlan.reloadNote(next); note != "" {
-				audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgFileLayerFixed,
-					slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
-				fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
-			}
-			return nil
-		},
-		func(next *sessionPolicy) error {
-			if slices.Equal(s.opts.unsetPatterns(next.resolved), s.envPatterns) {
-				return nil
-			}
-			note := "environment.unset changed: the command keeps the environment it started with (restart the sandbox to change it)"
-			audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgEnvFixed,
-				slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
-			fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
-			return nil
-		},
-		s.credentialsFixed,
-		func(next *sessionPolicy) error { s.stream.SetPolicy(next.fingerprint); return nil },
-	}
-	l.Refused = func(err error) {
-		fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s; keeping the last good policy\n", s.status.PolicyFile, policy.OneLine(err.Error()))
-	}
-	l.Applied = func(_, _ *sessionPolicy) { s.saveStatus() }
-
-	loopDone := make(chan struct{})
-	stopLoop := make(chan struct{})
-	go func() {
-		defer close(loopDone)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case c := <-l.Changes():
-				l.Apply(c)
-			case <-tick.C:
-				s.saveStatus()
-			case <-stopLoop:
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	s.stopLive = func() { once.Do(func() { close(stopLoop); <-loopDone }) }
-	return s.stopLive, nil
-}
-
 // wait waits for the command, stops the live policy, and writes the
 // session's last lines. It returns the command's status.
 func (s *session) wait() int {
@@ -844,24 +300,4 @@ func (s *session) wait() int {
 		fmt.Fprintf(s.stderr, "sandboxd: %s: %s\n", s.id, s.stream.Summary())
 	}
 	return code
-}
-
-// withoutEnv drops every NAME=... entry from env.
-func withoutEnv(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// randomSecret returns 32 random bytes in hex ("" if randomness fails).
-func randomSecret() string {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(b[:])
 }

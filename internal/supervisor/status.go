@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/barry-rocks/sandbox/policy"
 )
 
 // StatusFile is the name of the status file in a sandbox's runtime
@@ -121,6 +123,7 @@ func ListStatuses(base string) ([]Status, error) {
 	return out, nil
 }
 
+// ownedBySelf says whether fi is owned by sandboxd's effective uid.
 func ownedBySelf(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Geteuid()
@@ -164,5 +167,62 @@ func PruneStale(base string) {
 		}
 		os.RemoveAll(filepath.Join(base, s.ID))
 		os.RemoveAll(filepath.Join(base, s.ID+privateHomeSuffix))
+	}
+}
+
+// runtimeDir makes the session's runtime directory (its id) and opens the
+// audit stream.
+func (s *session) runtimeDir() (func(), error) {
+	// Nothing before this step outlives a signal's default action (the
+	// init dies with sandboxd); the runtime directory would.
+	s.sig.Subscribed()
+	PruneStale(RuntimeBase())
+	dir, err := os.MkdirTemp(RuntimeBase(), runtimePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("runtime directory: %w", err)
+	}
+	s.dir, s.id = dir, filepath.Base(dir)
+	stream, err := OpenAudit(s.opts.AuditPath, s.id)
+	if err != nil {
+		return func() { os.RemoveAll(dir) }, err
+	}
+	s.stream = stream
+	stream.SetPolicy(s.live.Current().fingerprint)
+	s.log = stream.Logger()
+	return func() { stream.Close(); os.RemoveAll(dir) }, nil
+}
+
+// firstStatus writes the status file before the sandbox starts: a sandbox
+// that "sandboxd status" cannot show (and PruneStale cannot find) does not
+// start.
+func (s *session) firstStatus() (func(), error) {
+	s.status = Status{ID: s.id, PID: os.Getpid(), Command: s.opts.Command, Started: time.Now().UTC(), PolicyFile: s.opts.PolicyFile, Proc: string(s.proc), SandboxMode: s.sandboxMode()}
+	if s.launched != nil {
+		s.status.Harness, s.status.Mode = s.launched.harness, s.launched.mode
+	}
+	if s.live.Path() != "" {
+		s.status.PolicyFile = s.live.Path()
+	}
+	if err := s.writeStatus(); err != nil {
+		return nil, fmt.Errorf("status file: %w", err)
+	}
+	return nil, nil
+}
+
+// writeStatus writes the session's status with the current policy's
+// fingerprint and the audit stream's counts.
+func (s *session) writeStatus() error {
+	st := s.status
+	st.Fingerprint = s.live.Current().fingerprint
+	st.Counters, st.Updated = s.stream.Counts(), time.Now().UTC()
+	return writeStatus(s.dir, st)
+}
+
+// saveStatus refreshes the status file; a refresh that fails is reported
+// once on stderr.
+func (s *session) saveStatus() {
+	if err := s.writeStatus(); err != nil && !s.statusFailed {
+		s.statusFailed = true
+		fmt.Fprintf(s.stderr, "sandboxd: status file: %s; sandboxd status shows a stale state\n", policy.OneLine(err.Error()))
 	}
 }
