@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -414,23 +413,14 @@ type claudeResult struct {
 // with permission prompts bypassed, within claudeRunTimeout.
 func (b *claudeBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string) claudeResult {
 	t.Helper()
-	var mu sync.Mutex
-	done := false
-	srv, err := fakemodel.AnthropicWith(calls, fakemodel.AnthropicOptions{Logf: func(f string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			t.Logf(f, a...)
-		}
-	}})
+	log := newTestLog(t)
+	srv, err := fakemodel.AnthropicWith(calls, fakemodel.AnthropicOptions{Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		srv.Close()
-		mu.Lock()
-		done = true
-		mu.Unlock()
+		log.Stop()
 	}()
 
 	debugLog := filepath.Join(b.root, "claude-debug.txt")

@@ -773,23 +773,14 @@ func (r copilotResult) output(i int) string {
 // fresh fake model asking for calls.
 func (w *copilotWorld) run(t *testing.T, copilot string, calls []fakemodel.ToolCall, o copilotRunOpts) copilotResult {
 	t.Helper()
-	var mu sync.Mutex
-	done := false
-	srv, err := fakemodel.OpenAIChatWith(calls, fakemodel.OpenAIChatOptions{Logf: func(f string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			t.Logf(f, a...)
-		}
-	}})
+	log := newTestLog(t)
+	srv, err := fakemodel.OpenAIChatWith(calls, fakemodel.OpenAIChatOptions{Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		srv.Close()
-		mu.Lock()
-		done = true
-		mu.Unlock()
+		log.Stop()
 	}()
 	env := map[string]string{"TERM": "dumb", "NO_COLOR": "1"}
 	for _, kv := range append(w.env(), srv.CopilotEnv(copilotModel)...) {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -579,23 +578,14 @@ type piResult struct {
 // offline, within piRunTimeout.
 func (b *piBox) run(t *testing.T, calls []fakemodel.ToolCall, args ...string) piResult {
 	t.Helper()
-	var mu sync.Mutex
-	done := false
-	srv, err := fakemodel.AnthropicWith(calls, fakemodel.AnthropicOptions{Logf: func(f string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			t.Logf(f, a...)
-		}
-	}})
+	log := newTestLog(t)
+	srv, err := fakemodel.AnthropicWith(calls, fakemodel.AnthropicOptions{Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		srv.Close()
-		mu.Lock()
-		done = true
-		mu.Unlock()
+		log.Stop()
 	}()
 	models, _ := json.Marshal(map[string]any{"providers": map[string]any{piFakeProvider: map[string]any{
 		"baseUrl": srv.URL, "api": "anthropic-messages", "apiKey": "fakemodel-key",

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
@@ -63,3 +64,29 @@ func mainWithBuild(m *testing.M) int {
 // shareRootPrefix names each test binary's shareRoot, with its pid:
 // barry-integration-PID-RANDOM.
 const shareRootPrefix = "barry-integration-"
+
+// testLog is the Logf of a server that may log after its test has ended
+// (a late request): lines go to t until Stop.
+type testLog struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func newTestLog(t testing.TB) *testLog { return &testLog{t: t} }
+
+// Logf logs to the test unless Stop was called.
+func (l *testLog) Logf(f string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Logf(f, a...)
+	}
+}
+
+// Stop ends the logging.
+func (l *testLog) Stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}

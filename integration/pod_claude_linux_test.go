@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/barry-rocks/sandbox/internal/fakemodel"
@@ -46,26 +45,17 @@ func TestPodClaude(t *testing.T) {
 		return fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "fakemodel"}}
 	}
 	in := "/workspace/"
-	var mu sync.Mutex
-	done := false
+	log := newTestLog(t)
 	srv, err := fakemodel.AnthropicWith([]fakemodel.ToolCall{
 		bash("touch " + in + "allowed-marker"),
 		bash("touch " + in + "denied-marker && git push origin main"),
-	}, fakemodel.AnthropicOptions{Logf: func(f string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			t.Logf(f, a...)
-		}
-	}})
+	}, fakemodel.AnthropicOptions{Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		srv.Close()
-		mu.Lock()
-		done = true
-		mu.Unlock()
+		log.Stop()
 	})
 	model := &launchModel{}
 	model.set(srv, nil)

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -647,10 +646,7 @@ func (s *session) credentialsFixed(next *sessionPolicy) error {
 	if jsonString(nonNilSpecs(specs)) == jsonString(nonNilSpecs(started)) {
 		return nil
 	}
-	note := "credentials changed: the sandbox keeps the credentials it started with (restart the sandbox to change them)"
-	audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgEnvFixed,
-		slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
-	fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
+	s.keptAtStart(audit.MsgEnvFixed, "credentials changed: the sandbox keeps the credentials it started with (restart the sandbox to change them)")
 	return nil
 }
 

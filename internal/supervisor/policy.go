@@ -180,9 +180,7 @@ func (s *session) livePolicy() (func(), error) {
 				return nil // no filesystem layer (Sidecar)
 			}
 			if note := s.fsPlan.reloadNote(next); note != "" {
-				audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgFileLayerFixed,
-					slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
-				fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
+				s.keptAtStart(audit.MsgFileLayerFixed, note)
 			}
 			return nil
 		},
@@ -190,10 +188,7 @@ func (s *session) livePolicy() (func(), error) {
 			if slices.Equal(s.opts.unsetPatterns(next.resolved), s.envPatterns) {
 				return nil
 			}
-			note := "environment.unset changed: the command keeps the environment it started with (restart the sandbox to change it)"
-			audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgEnvFixed,
-				slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
-			fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
+			s.keptAtStart(audit.MsgEnvFixed, "environment.unset changed: the command keeps the environment it started with (restart the sandbox to change it)")
 			return nil
 		},
 		s.credentialsFixed,
@@ -224,4 +219,12 @@ func (s *session) livePolicy() (func(), error) {
 	var once sync.Once
 	s.stopLive = func() { once.Do(func() { close(stopLoop); <-loopDone }) }
 	return s.stopLive, nil
+}
+
+// keptAtStart audits and says on stderr, as msg, a reload's change that
+// the session keeps as it was at start (note says which and why).
+func (s *session) keptAtStart(msg, note string) {
+	audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, msg,
+		slog.String(audit.AttrReason, note), slog.String(audit.AttrPolicyFile, s.status.PolicyFile))
+	fmt.Fprintf(s.stderr, "sandboxd: policy %s: %s\n", s.status.PolicyFile, note)
 }

@@ -19,8 +19,8 @@ func builtinPrograms() map[string]*program {
 	mapfile := &program{run: assignBuiltinRun}
 	completes := &program{run: completeRun}
 	return map[string]*program{
-		"command": {run: commandRun}, "hash": {run: hashRun}, "alias": {run: aliasRun}, "enable": {run: enableRun},
-		"eval": {run: evalRun}, "source": source, ".": source, "fc": {run: fcRun}, "zmodload": zsh, "emulate": zsh,
+		"command": {run: commandRun}, "hash": {run: failOnOption("p", "hash -p rebinds a command name to another file")}, "alias": {run: aliasRun}, "enable": {run: enableRun},
+		"eval": {run: evalRun}, "source": source, ".": source, "fc": {run: failOnOption("es", "fc re-runs commands from the shell's history")}, "zmodload": zsh, "emulate": zsh,
 		"printf": assigns, "read": assigns, "getopts": assigns, "mapfile": mapfile, "readarray": mapfile,
 		"trap": {run: trapRun}, "complete": completes, "compgen": completes,
 	}
@@ -41,14 +41,18 @@ func commandRun(a *analyzer, inv invocation, in stdin, depth int) {
 	a.rest(args, o.next, in, depth)
 }
 
-// hashRun fails the line on hash -p, which binds a command name to another
-// file.
-func hashRun(a *analyzer, inv invocation, _ stdin, _ int) {
-	a.record(inv)
-	for _, w := range inv.args[1:] {
-		if w.mayBeOption() && (w.dyn || strings.Contains(w.val, "p")) {
-			a.fail("hash -p rebinds a command name to another file")
-			return
+// failOnOption is the run of a builtin that fails the line, with reason,
+// on an option word that holds one of chars or is not static (hash -p
+// binds a command name to another file; fc -e and -s re-run commands from
+// the shell's history).
+func failOnOption(chars, reason string) func(a *analyzer, inv invocation, _ stdin, _ int) {
+	return func(a *analyzer, inv invocation, _ stdin, _ int) {
+		a.record(inv)
+		for _, w := range inv.args[1:] {
+			if w.mayBeOption() && (w.dyn || strings.ContainsAny(w.val, chars)) {
+				a.fail(reason)
+				return
+			}
 		}
 	}
 }
@@ -108,18 +112,6 @@ func sourceRun(a *analyzer, inv invocation, in stdin, depth int) {
 		a.stdinScript(prog, in, syntax.LangBash, depth)
 	default:
 		a.opaque(prog)
-	}
-}
-
-// fcRun fails the line on fc -e and -s, which re-run commands from the
-// shell's history.
-func fcRun(a *analyzer, inv invocation, _ stdin, _ int) {
-	a.record(inv)
-	for _, w := range inv.args[1:] {
-		if w.mayBeOption() && (w.dyn || strings.ContainsAny(w.val, "es")) {
-			a.fail("fc re-runs commands from the shell's history")
-			return
-		}
 	}
 }
 
