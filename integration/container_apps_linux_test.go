@@ -432,8 +432,7 @@ func TestContainerNestedLaunchClaude(t *testing.T) {
 			testenv.SkipOrFail(t, "/usr/bin/"+c+" is not installed")
 		}
 	}
-	// claude is DIR/node_modules/.bin/claude, a link into DIR.
-	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
+	harnesses := harnessesDir(claude)
 	containerImage(t)
 	for _, u := range nestedUsers {
 		t.Run(u.name, func(t *testing.T) {
@@ -578,8 +577,7 @@ func TestContainerModeLaunchClaude(t *testing.T) {
 	requireDocker(t)
 	testenv.NeedRoot(t)
 	claude := claudeCLI(t)
-	// claude is DIR/node_modules/.bin/claude, a link into DIR.
-	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
+	harnesses := harnessesDir(claude)
 	containerImage(t)
 	c, w := startContainerMode(t, "-v", harnesses+":"+harnesses+":ro")
 	// sandboxd runs as root, the container's user; the box is laid out as

@@ -333,6 +333,12 @@ type claudeBox struct {
 	runTimeout time.Duration
 }
 
+// harnessesDir is the npm prefix the harness CLIs are installed in:
+// claude is DIR/node_modules/.bin/claude, a link into DIR.
+func harnessesDir(claude string) string {
+	return filepath.Dir(filepath.Dir(filepath.Dir(claude)))
+}
+
 func newClaudeBox(t *testing.T, claude string) *claudeBox {
 	t.Helper()
 	root := t.TempDir()

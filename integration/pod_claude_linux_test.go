@@ -29,8 +29,7 @@ func TestPodClaude(t *testing.T) {
 	requireDocker(t)
 	testenv.NeedRoot(t)
 	claude := claudeCLI(t)
-	// claude is DIR/node_modules/.bin/claude, a link into DIR.
-	harnesses := filepath.Dir(filepath.Dir(filepath.Dir(claude)))
+	harnesses := harnessesDir(claude)
 	containerImage(t)
 
 	pol := "version: 1\nharness: claude-code\nsession:\n  bound:\n" +
