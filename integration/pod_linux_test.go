@@ -430,6 +430,28 @@ func TestPodSidecar(t *testing.T) {
 				t.Errorf("a decision line without the pod: %s", l)
 			}
 		}
+		// sandboxd status in the sidecar's container (kubectl exec -c
+		// barry-proxy -- sandboxd status) lists the pod's session, with
+		// the decisions counted so far.
+		r := p.sidecar.exec(t, 30*time.Second, nil, containerSandboxd, "status", "--json")
+		var list []struct {
+			Running    bool                `json:"running"`
+			PolicyFile string              `json:"policyFile"`
+			Counters   map[string][2]int64 `json:"counters"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != 0 {
+			t.Fatalf("sandboxd status in the sidecar: %s (%v)", r, err)
+		}
+		if len(list) != 1 || !list[0].Running || list[0].PolicyFile != kube.PolicyDir+"/"+kube.PolicyKey {
+			t.Fatalf("sandboxd status in the sidecar lists %+v, want the pod's one running session on %s/%s", list, kube.PolicyDir, kube.PolicyKey)
+		}
+		var allowed, denied int64
+		for _, c := range list[0].Counters {
+			allowed, denied = allowed+c[0], denied+c[1]
+		}
+		if allowed == 0 || denied == 0 {
+			t.Errorf("sandboxd status in the sidecar counts %v, want the allowed and denied connections so far", list[0].Counters)
+		}
 	})
 
 	t.Run("reload", func(t *testing.T) {
