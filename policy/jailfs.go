@@ -24,6 +24,22 @@ type FilesystemSection struct {
 	// directory) or paths relative to the working directory. "/" makes the
 	// whole host writable (an explicit choice, audited).
 	Write []string `json:"write,omitempty"`
+	// AllowCreate are entries of ProtectedInRoot (PlantNames) the command
+	// may create in the write roots: the sandbox refuses creating every
+	// other one (see CreateGuard). An entry that exists at start stays
+	// read-only.
+	AllowCreate []string `json:"allowCreate,omitempty"`
+}
+
+// allowCreate decodes filesystem.allowCreate: entries of PlantNames.
+func (d *decoder) allowCreate(n *yaml.Node, p string) []string {
+	l := d.strList(n, p)
+	for i, w := range l {
+		if err := ValidateAllowCreate(w); err != nil {
+			d.errf(n, index(p, i), "%v", err)
+		}
+	}
+	return l
 }
 
 // writeRoots decodes filesystem.write: exact paths, never globs.
@@ -97,6 +113,16 @@ var ProtectedInRoot = []string{
 	".github/hooks", ".github/copilot",
 	// Pi's project settings and extensions.
 	".pi/settings.json", ".pi/extensions",
+	// Editors' and harnesses' files that run or load when the project is
+	// opened next, outside the session: VS Code's tasks (runOn:
+	// folderOpen), launch configurations (run on F5), settings (a
+	// terminal profile, an interpreter's or git's path are programs it
+	// runs) and MCP servers (started by the editor); Cursor's MCP
+	// servers; direnv's .envrc (evaluated on cd, once allowed); Claude
+	// Code's project commands, agents and skills (prompts a later
+	// session follows with the user's permissions).
+	".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json", ".vscode/mcp.json",
+	".cursor/mcp.json", ".envrc", ".claude/commands", ".claude/agents", ".claude/skills",
 }
 
 // DecideProtectedWrite decides a write the hooks see (a harness's write
@@ -158,6 +184,9 @@ type FSInput struct {
 	// ScanLimit bounds the entries the deny-pattern scan may look at
 	// (0: DefaultScanLimit); past it the plan is refused.
 	ScanLimit int
+	// AllowCreate are the protected names the command may create in the
+	// write roots (filesystem.allowCreate; see CreateGuard).
+	AllowCreate []string
 }
 
 // HarnessConfigDirs are the harnesses' configuration directories that
@@ -226,6 +255,8 @@ type FSPlan struct {
 	matcher   FileMatcher
 	files     *FileRules
 	hide      []string // FSInput.Hide, canonical
+	// allowCreate is FSInput.AllowCreate (CreateGuard).
+	allowCreate []string
 }
 
 // PlanFilesystem decides the sandbox's filesystem: the write roots (the
@@ -247,7 +278,12 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 		home = Canonicalize(in.Home, "/")
 	}
 	m := FileMatcher{Home: home, Cwd: ws, DenyAnywhere: true}
-	p := &FSPlan{Workspace: ws, Home: home, matcher: m, files: in.Files, denyWrite: map[string]string{}}
+	p := &FSPlan{Workspace: ws, Home: home, matcher: m, files: in.Files, denyWrite: map[string]string{}, allowCreate: in.AllowCreate}
+	for _, a := range in.AllowCreate {
+		if err := ValidateAllowCreate(a); err != nil {
+			return nil, fmt.Errorf("filesystem.allowCreate: %w", err)
+		}
+	}
 	var deny []string
 	var allowOnly []string
 	restricted := false
@@ -917,6 +953,12 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 	for _, pr := range p.Protected {
 		if under(c, pr) {
 			return Denied(Because(ReasonReadOnly, "%s is under protected %s", c, pr), RuleAt(RuleFilesystemProtected, pr))
+		}
+	}
+	if _, err := os.Lstat(c); err != nil && best >= 0 && places[best].d.Rule == RuleAt(RuleFilesystemWrite, places[best].root) {
+		// Not there yet: creating it is decided by the create gate.
+		if d := p.CreateGuard().DecideCreate(c); !d.Allowed() {
+			return d
 		}
 	}
 	if best >= 0 {

@@ -1,0 +1,86 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecideCreate(t *testing.T) {
+	g := CreateGuard{Roots: []string{"/ws", "/extra"}, Cwd: "/ws", Home: "/home/u", Deny: []string{"**/.env", "secrets/*.key"}}
+	allowVS := g
+	allowVS.AllowCreate = []string{".vscode/settings.json"}
+	for _, c := range []struct {
+		g    CreateGuard
+		path string
+		rule string // "" allowed
+	}{
+		{g, "/ws/a.txt", ""},
+		{g, "/ws/.envrc", "filesystem.protected:.envrc"},
+		{g, "/ws/sub/dir/.envrc", "filesystem.protected:.envrc"},
+		{g, "/extra/.vscode/tasks.json", "filesystem.protected:.vscode/tasks.json"},
+		{g, "/ws/.vscode", ""},
+		{g, "/ws/.vscode/extensions.json", ""},
+		{g, "/ws/.vscode/settings.json", "filesystem.protected:.vscode/settings.json"},
+		{allowVS, "/ws/.vscode/settings.json", ""},
+		{allowVS, "/ws/.vscode/tasks.json", "filesystem.protected:.vscode/tasks.json"},
+		{g, "/ws/.claude/commands", "filesystem.protected:.claude/commands"},
+		{g, "/ws/.claude/commands/x.md", "filesystem.protected:.claude/commands"},
+		{g, "/ws/.claude", ""},
+		{g, "/ws/.mcp.json", "filesystem.protected:.mcp.json"},
+		{g, "/ws/.git/hooks", ""},
+		{g, "/ws/.git/hooks/pre-commit.sample", ""},
+		{g, "/ws/.git/hooks/pre-commit", "filesystem.protected:.git/hooks"},
+		{g, "/ws/sub/.git/hooks/post-checkout", "filesystem.protected:.git/hooks"},
+		{g, "/ws/.git/hooks/x.sample/run", "filesystem.protected:.git/hooks"},
+		{g, "/ws/.git/config", ""}, // git init makes it: reported at exit
+		{g, "/ws/.gitmodules", ""},
+		{g, "/ws/.env", "files.deny:**/.env"},
+		{g, "/ws/config/.env", "files.deny:**/.env"},
+		{g, "/ws/secrets/a.key", "files.deny:secrets/*.key"},
+		{g, "/ws/.env.example", ""},
+		{g, "/tmp/.envrc", ""}, // not a write root: discarded
+		{g, "/home/u/.envrc", ""},
+		{g, "/wsx/.envrc", ""},
+	} {
+		d := c.g.DecideCreate(c.path)
+		if c.rule == "" {
+			if !d.Allowed() {
+				t.Errorf("%s (allow %v): refused (%s, %s), want allowed", c.path, c.g.AllowCreate, d.Rule, d.Reason)
+			}
+			continue
+		}
+		if d.Allowed() || d.Rule != c.rule {
+			t.Errorf("%s (allow %v): %v %q, want refused by %q", c.path, c.g.AllowCreate, d.Verdict, d.Rule, c.rule)
+		}
+		if !strings.Contains(d.Reason, c.path) {
+			t.Errorf("%s: reason %q does not name the path", c.path, d.Reason)
+		}
+	}
+}
+
+func TestValidateAllowCreate(t *testing.T) {
+	for _, n := range PlantNames() {
+		if err := ValidateAllowCreate(n); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	for _, n := range []string{"", ".git/config", ".vscode", "x", ".envrc/", "/ws/.envrc"} {
+		if err := ValidateAllowCreate(n); err == nil {
+			t.Errorf("%q accepted", n)
+		}
+	}
+}
+
+func TestDecodeAllowCreate(t *testing.T) {
+	pf, err := DecodePolicyFile([]byte("version: 1\nharness: claude-code\nfilesystem:\n  allowCreate: [.vscode/settings.json, .envrc]\n"), FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pf.Filesystem.AllowCreate; len(got) != 2 || got[0] != ".vscode/settings.json" {
+		t.Errorf("allowCreate: %v", got)
+	}
+	_, err = DecodePolicyFile([]byte("version: 1\nharness: claude-code\nfilesystem:\n  allowCreate: [.envrc, .git/config]\n"), FormatYAML)
+	if err == nil || !strings.Contains(err.Error(), "filesystem.allowCreate[1]") {
+		t.Errorf("bad entry: %v, want an error at filesystem.allowCreate[1]", err)
+	}
+}
