@@ -47,7 +47,14 @@ import "fmt"
 //     uses clone3 only and gets ENOSYS;
 // 11. when Unix sockets are allowed by path, connect goes to the init's
 //     Unix socket gate (SECCOMP_RET_USER_NOTIF; see unixgate_linux.go);
-// 12. everything else is allowed.
+// 12. with the create gate (creategate_linux.go), what creates a name goes
+//     to the init, which decides and performs it: open and openat with
+//     O_CREAT in their flags (a register: opens without it stay in the
+//     kernel), creat, mkdir, mkdirat, mknod, mknodat, rename, renameat,
+//     renameat2, link, linkat, symlink and symlinkat. openat2 fails with
+//     ENOSYS: its flags are in memory, and callers (glibc never uses it)
+//     fall back to openat, which this check sees (as clone3 in check 10);
+// 13. everything else is allowed.
 
 // Classic BPF opcodes used by the filter.
 const (
@@ -140,6 +147,24 @@ type seccompArch struct {
 	Clone3       uint32
 	MountSetattr uint32
 	OpenTreeAttr uint32
+	// The create gate's syscalls (check 12); 0: not on this architecture.
+	Open, Creat, Openat, Openat2, Mkdir, Mkdirat, Mknod, Mknodat  uint32
+	Rename, Renameat, Renameat2, Link, Linkat, Symlink, Symlinkat uint32
+}
+
+// oCreat is O_CREAT (the same on amd64 and arm64).
+const oCreat = 0o100
+
+// createSyscalls are the syscalls of check 12 that always go to the gate
+// (open and openat only with O_CREAT).
+func (a seccompArch) createSyscalls() []uint32 {
+	var nrs []uint32
+	for _, nr := range []uint32{a.Creat, a.Mkdir, a.Mkdirat, a.Mknod, a.Mknodat, a.Rename, a.Renameat, a.Renameat2, a.Link, a.Linkat, a.Symlink, a.Symlinkat} {
+		if nr != 0 {
+			nrs = append(nrs, nr)
+		}
+	}
+	return nrs
 }
 
 // mountSyscalls are the syscalls of check 7.
@@ -155,10 +180,13 @@ func (a seccompArch) mountSyscalls() []uint32 {
 var seccompArches = map[string]seccompArch{
 	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, AddKey: 248, IoUringBase: 425,
 		Mount: 165, Umount2: 166, PivotRoot: 155, Setns: 308, Unshare: 272, Clone: 56,
-		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467},
+		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467,
+		Open: 2, Creat: 85, Openat: 257, Openat2: 437, Mkdir: 83, Mkdirat: 258, Mknod: 133, Mknodat: 259,
+		Rename: 82, Renameat: 264, Renameat2: 316, Link: 86, Linkat: 265, Symlink: 88, Symlinkat: 266},
 	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, AddKey: 217, IoUringBase: 425,
 		Mount: 40, Umount2: 39, PivotRoot: 41, Setns: 268, Unshare: 97, Clone: 220,
-		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467},
+		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467,
+		Openat: 56, Openat2: 437, Mkdirat: 34, Mknodat: 33, Renameat: 38, Renameat2: 276, Linkat: 37, Symlinkat: 36},
 }
 
 // sockFilter is one classic BPF instruction.
@@ -238,6 +266,9 @@ type seccompOptions struct {
 	// (needed only when host sockets are allowed by path; see
 	// unixgate_linux.go).
 	AllowUnix bool
+	// CreateGate sends what creates a name to the init's create gate
+	// (check 12; see creategate_linux.go).
+	CreateGate bool
 }
 
 // buildSeccompProgram returns the filter for arch (see the list of checks at
@@ -267,6 +298,16 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.jeq(arch.Clone3, "enosys", "")
 	if o.AllowUnix {
 		a.jeq(arch.Connect, "notify", "")
+	}
+	if o.CreateGate {
+		if arch.Open != 0 {
+			a.jeq(arch.Open, "open", "")
+		}
+		a.jeq(arch.Openat, "openat", "")
+		a.jeq(arch.Openat2, "enosys", "")
+		for _, nr := range arch.createSyscalls() {
+			a.jeq(nr, "notify", "")
+		}
 	}
 	a.jge(arch.IoUringBase, "", "allow")
 	a.jge(arch.IoUringBase+3, "allow", "deny")
@@ -316,6 +357,18 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.ld(offArg(0))
 	a.jset(cloneNamespaceFlags, "deny", "allow")
 
+	if o.CreateGate {
+		// 12. open(path, flags) and openat(dirfd, path, flags).
+		if arch.Open != 0 {
+			a.label("open")
+			a.ld(offArg(1))
+			a.jset(oCreat, "notify", "allow")
+		}
+		a.label("openat")
+		a.ld(offArg(2))
+		a.jset(oCreat, "notify", "allow")
+	}
+
 	a.label("allow")
 	a.ret(seccompRetAllow)
 	a.label("deny")
@@ -325,7 +378,7 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	// 10. clone3.
 	a.label("enosys")
 	a.ret(seccompRetErrno | errnoENOSYS)
-	if o.AllowUnix {
+	if o.AllowUnix || o.CreateGate {
 		a.label("notify")
 		a.ret(seccompRetUserNotif)
 	}

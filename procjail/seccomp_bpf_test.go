@@ -209,8 +209,9 @@ func TestSeccompProgram(t *testing.T) {
 		seen[c.name] = true
 	}
 	for _, arch := range seccompArches {
-		for _, allowUnix := range []bool{false, true} {
-			prog, err := buildSeccompProgram(arch, seccompOptions{AllowUnix: allowUnix})
+		for _, o := range []seccompOptions{{}, {AllowUnix: true}, {CreateGate: true}, {AllowUnix: true, CreateGate: true}} {
+			allowUnix := o.AllowUnix
+			prog, err := buildSeccompProgram(arch, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +219,7 @@ func TestSeccompProgram(t *testing.T) {
 				if c.allowUnix && !allowUnix {
 					continue
 				}
-				name := fmt.Sprintf("%s/unix=%v/%s", arch.Name, allowUnix, c.name)
+				name := fmt.Sprintf("%s/%+v/%s", arch.Name, o, c.name)
 				want := c.want
 				if !c.allowUnix && allowUnix && c.nr(arch) == arch.Socket && len(c.args) > 0 && c.args[0] == afUnix && c.args[1]&sockTypeMask == sockStream {
 					want = allow
@@ -240,5 +241,83 @@ func TestSeccompProgram(t *testing.T) {
 	prog, _ := buildSeccompProgram(amd, seccompOptions{})
 	if got := runBPF(t, prog, seccompData(amd.AuditArch, amd.X32Bit|41, afInet, 1, 0)); got != kill {
 		t.Errorf("x32 socket: got %#x, want kill", got)
+	}
+}
+
+// TestSeccompCreateGate: with the create gate, what creates a name goes to
+// the init (SECCOMP_RET_USER_NOTIF), opens without O_CREAT stay in the
+// kernel, openat2 gets ENOSYS; without it, all of them are allowed.
+func TestSeccompCreateGate(t *testing.T) {
+	const (
+		oRdonly  = 0
+		oWronly  = 1
+		oRdwr    = 2
+		oTrunc   = 0o1000
+		oAppend  = 0o2000
+		oExcl    = 0o200
+		oTmpfile = 0o20200000
+		cloexec  = 0o2000000
+		atFDCWD  = 0xffffff9c
+	)
+	notify := uint32(seccompRetUserNotif)
+	type call struct {
+		name   string
+		amd64  uint32 // syscall number, from arch/x86/entry/syscalls/syscall_64.tbl
+		arm64  uint32 // from include/uapi/asm-generic/unistd.h; 0: none
+		args   []uint64
+		want   uint32
+		wantNo uint32 // without the gate
+	}
+	table := []call{
+		{"openat read", 257, 56, []uint64{atFDCWD, 0, oRdonly | cloexec}, allow, allow},
+		{"openat write", 257, 56, []uint64{atFDCWD, 0, oWronly | oTrunc}, allow, allow},
+		{"openat rdwr append", 257, 56, []uint64{3, 0, oRdwr | oAppend}, allow, allow},
+		{"openat O_TMPFILE (no name until linkat)", 257, 56, []uint64{3, 0, oTmpfile | oRdwr}, allow, allow},
+		{"openat O_CREAT", 257, 56, []uint64{atFDCWD, 0, oWronly | oCreat | oTrunc}, notify, allow},
+		{"openat O_CREAT|O_EXCL", 257, 56, []uint64{3, 0, oRdwr | oCreat | oExcl | cloexec}, notify, allow},
+		{"openat O_CREAT with garbage upper bits", 257, 56, []uint64{3, 0, 0xffff_0000_0000_0000 | oCreat}, notify, allow},
+		{"openat garbage upper bits without O_CREAT", 257, 56, []uint64{3, 0, 0x0000_0040_0000_0000}, allow, allow},
+		{"open read", 2, 0, []uint64{0, oRdonly}, allow, allow},
+		{"open O_CREAT", 2, 0, []uint64{0, oWronly | oCreat}, notify, allow},
+		{"creat", 85, 0, []uint64{0, 0o644}, notify, allow},
+		{"openat2", 437, 437, []uint64{atFDCWD, 0, 0, 24}, enosys, allow},
+		{"mkdir", 83, 0, nil, notify, allow},
+		{"mkdirat", 258, 34, nil, notify, allow},
+		{"mknod", 133, 0, nil, notify, allow},
+		{"mknodat", 259, 33, nil, notify, allow},
+		{"rename", 82, 0, nil, notify, allow},
+		{"renameat", 264, 38, nil, notify, allow},
+		{"renameat2", 316, 276, nil, notify, allow},
+		{"link", 86, 0, nil, notify, allow},
+		{"linkat", 265, 37, nil, notify, allow},
+		{"symlink", 88, 0, nil, notify, allow},
+		{"symlinkat", 266, 36, nil, notify, allow},
+		{"unlinkat", 263, 35, nil, allow, allow},
+		{"fchmodat", 268, 53, nil, allow, allow},
+		{"read", 0, 63, nil, allow, allow},
+	}
+	for _, arch := range seccompArches {
+		for _, gate := range []bool{false, true} {
+			prog, err := buildSeccompProgram(arch, seccompOptions{CreateGate: gate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range table {
+				nr := c.amd64
+				if arch.Name == "arm64" {
+					if c.arm64 == 0 {
+						continue
+					}
+					nr = c.arm64
+				}
+				want := c.wantNo
+				if gate {
+					want = c.want
+				}
+				if got := runBPF(t, prog, seccompData(arch.AuditArch, nr, c.args...)); got != want {
+					t.Errorf("%s/gate=%v/%s: got %#x, want %#x", arch.Name, gate, c.name, got, want)
+				}
+			}
+		}
 	}
 }
