@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -137,4 +138,18 @@ func gitHookName(c string) bool {
 	}
 	rest := c[i+len("/.git/hooks/"):]
 	return !(strings.HasSuffix(rest, ".sample") && !strings.Contains(rest, "/"))
+}
+
+// CreateDeciderFor decodes a CreateGuard (JSON, as FSPlan.CreateGuard
+// gives it to the sandbox's init) and returns its decision in the form
+// procjail.CreateDecider takes.
+func CreateDeciderFor(guard []byte) (func(path string) (refused bool, rule, reason string), error) {
+	var g CreateGuard
+	if err := json.Unmarshal(guard, &g); err != nil {
+		return nil, fmt.Errorf("create guard: %w", err)
+	}
+	return func(path string) (bool, string, string) {
+		d := g.DecideCreate(path)
+		return !d.Allowed(), d.Rule, d.Reason
+	}, nil
 }

@@ -1,6 +1,7 @@
 package procjail
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,6 +61,31 @@ type FileSystem struct {
 	// file with a hook of its own). Each must lie below HomeOverlay and
 	// in no write root, and be in Protected.
 	Placeholders []string `json:"placeholders,omitempty"`
+	// CreateGuard, when set, turns the create gate on (Linux): every
+	// creation of a name (open with O_CREAT, mkdir, mknod, rename, link,
+	// symlink) is decided by CreateDecider(CreateGuard) and made by the
+	// init on the caller's behalf; a refused one fails with EACCES and
+	// is reported to Spec.OnCreateRefused. Opaque here: the rules are
+	// policy's.
+	CreateGuard json.RawMessage `json:"createGuard,omitempty"`
+}
+
+// CreateDecider builds, from FileSystem.CreateGuard, the function that
+// decides one creation at path (clean, absolute, its parent resolved):
+// refused, with the rule and the reason. The binary that runs the init
+// sets it before RunInit (sandboxd: policy's CreateGuard.DecideCreate);
+// with a guard and no decider the sandbox does not start.
+var CreateDecider func(guard []byte) (func(path string) (refused bool, rule, reason string), error)
+
+// CreateRefusal is one creation the create gate refused (or could not
+// decide: Rule "create gate").
+type CreateRefusal struct {
+	Op     string `json:"op"`   // open, mkdir, mknod, rename, link, symlink
+	Path   string `json:"path"` // the name refused, as the sandbox sees it
+	Pid    int    `json:"pid"`  // the caller's process, as the sandbox numbers it
+	Comm   string `json:"comm,omitempty"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
 }
 
 // Validate reports the first path that is not absolute and clean.

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +38,9 @@ func RunInit() int {
 		return 125
 	}
 	var spec initSpec
+	// The supervision loop and the create gate both write to the parent.
+	ctlw := &lockedWriter{w: ctl}
+	spec.reportRefusal = func(r CreateRefusal) { io.WriteString(ctlw, refusedLine(r)) }
 	go warmSpecCodec()
 	raw, err := readSpec(ctl)
 	if err != nil {
@@ -100,11 +104,12 @@ func RunInit() int {
 	if gate != nil {
 		go gate.serve()
 	}
-	fmt.Fprintf(ctl, "ok %d\n", pid)
+	fmt.Fprintf(ctlw, "ok %d\n", pid)
 	// The control socket stays open: the init tells the parent when the
-	// command stops (job control), until it exits.
+	// command stops (job control) and what the create gate refused, until
+	// it exits.
 	defer ctl.Close()
-	return superviseInit(pid, sigs, ctl, spec.Container)
+	return superviseInit(pid, sigs, ctlw, spec.Container)
 }
 
 // superviseInit reaps every child on SIGCHLD, forwards other signals to the
@@ -276,7 +281,7 @@ func startInboundAndGate(s *initSpec) (*unixGate, error) {
 			return nil, stepErr("inbound", err)
 		}
 	}
-	gate, err := startUnixGate(s)
+	gate, err := startUnixGate(s, s.reportRefusal)
 	if err != nil {
 		return nil, stepErr("unix socket gate", err)
 	}
@@ -579,7 +584,8 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 	// Not the main thread: a Landlock domain there would put the init
 	// itself in the command's domain (see offMainThread).
 	go offMainThread(func() {
-		if err := hardenThread(seccompOptions{AllowUnix: gate != nil}, gate, landlockFor(&s.FileSystem), s.Container); err != nil {
+		o := seccompOptions{AllowUnix: gate != nil && gate.unixOn, CreateGate: gate != nil && gate.create != nil}
+		if err := hardenThread(o, gate, landlockFor(&s.FileSystem), s.Container); err != nil {
 			resc <- result{err: err}
 			return
 		}
@@ -652,6 +658,18 @@ func executable(p string) error {
 		return fmt.Errorf("%q: permission denied", p)
 	}
 	return nil
+}
+
+// lockedWriter serializes whole writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "\r", " ") }

@@ -422,6 +422,13 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 			if err != nil {
 				return
 			}
+			if j, ok := strings.CutPrefix(strings.TrimSpace(line), "refused "); ok {
+				var r CreateRefusal
+				if json.Unmarshal([]byte(j), &r) == nil && spec.OnCreateRefused != nil {
+					spec.OnCreateRefused(r)
+				}
+				continue
+			}
 			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "stopped "); ok {
 				sig, _ := strconv.Atoi(n)
 				sb.jobStopped(syscall.Signal(sig))

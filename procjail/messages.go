@@ -61,6 +61,8 @@ type initSpec struct {
 	Container        *ContainerMode `json:"container,omitempty"`      // container mode: no namespaces
 
 	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
+	// reportRefusal tells the parent what the create gate refused.
+	reportRefusal func(CreateRefusal)
 }
 
 // warmSpecCodec builds encoding/json's reflection caches for initSpec and

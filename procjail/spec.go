@@ -71,6 +71,10 @@ type Spec struct {
 	// and keeps its Landlock domain, to show that Landlock alone holds
 	// the writes.
 	skipMountLayer bool
+	// OnCreateRefused, when set, is called (on a goroutine of its own,
+	// one call at a time) for each creation the create gate refused
+	// (FileSystem.CreateGuard). Linux.
+	OnCreateRefused func(CreateRefusal) `json:"-"`
 	// InitPath is the binary re-executed as the sandbox's init; it must
 	// dispatch InitCommand to RunInit before parsing flags. Empty means
 	// /proc/self/exe.

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -66,20 +67,33 @@ type seccompNotifResp struct {
 }
 
 // unixGate decides the command's connect calls when AllowUnixSockets is set.
+// The same listener serves the create gate (creategate_linux.go): one
+// seccomp filter, one notification descriptor.
 type unixGate struct {
-	allowed  map[string]int // clean absolute path -> O_PATH fd
-	listener int
-	proc     ProcMode // which /proc names the callers (procDirOf)
-	shared   bool     // container mode: the network namespace is the container's
+	allowed   map[string]int // clean absolute path -> O_PATH fd
+	unixOn    bool           // connect goes to the gate (AllowUnixSockets)
+	create    *createGate    // the create gate, or nil
+	listener  int
+	proc      ProcMode // which /proc names the callers (procDirOf)
+	shared    bool     // container mode: the network namespace is the container's
+	connectNr uint32   // connect's number
 }
 
 // startUnixGate opens the allowed sockets (each must exist and be a
-// socket); it returns nil when none is allowed.
-func startUnixGate(s *initSpec) (*unixGate, error) {
-	if len(s.AllowUnixSockets) == 0 {
+// socket) and makes the create gate (FileSystem.CreateGuard); it returns
+// nil when there is neither.
+func startUnixGate(s *initSpec, report func(CreateRefusal)) (*unixGate, error) {
+	create, err := newCreateGate(s, report)
+	if err != nil {
+		return nil, fmt.Errorf("create gate: %w", err)
+	}
+	if len(s.AllowUnixSockets) == 0 && create == nil {
 		return nil, nil
 	}
-	g := &unixGate{allowed: map[string]int{}, listener: -1, proc: s.Proc, shared: s.Container != nil}
+	g := &unixGate{allowed: map[string]int{}, unixOn: len(s.AllowUnixSockets) > 0, create: create, listener: -1, proc: s.Proc, shared: s.Container != nil}
+	if arch, ok := seccompArches[runtime.GOARCH]; ok {
+		g.connectNr = arch.Connect
+	}
 	for _, p := range s.AllowUnixSockets {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -106,8 +120,21 @@ func (g *unixGate) serve() {
 			}
 			return
 		}
-		go g.answer(req)
+		switch {
+		case g.unixOn && req.Nr >= 0 && uint32(req.Nr) == g.connectNr:
+			go g.answer(req)
+		case g.create != nil && g.create.handles(req.Nr):
+			go g.answerCreate(req)
+		default:
+			go g.refuse(req)
+		}
 	}
+}
+
+// refuse answers a call no gate serves (none is sent here) with EPERM.
+func (g *unixGate) refuse(req seccompNotif) {
+	resp := seccompNotifResp{ID: req.ID, Error: -int32(unix.EPERM)}
+	unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifSend, uintptr(unsafe.Pointer(&resp)))
 }
 
 func (g *unixGate) answer(req seccompNotif) {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
@@ -25,6 +26,8 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case procjail.InitCommand:
+			// The create gate decides by policy (procjail does not import it).
+			procjail.CreateDecider = policy.CreateDeciderFor
 			os.Exit(procjail.RunInit())
 		case procjail.ConnectCommand:
 			os.Exit(procjail.RunConnect(os.Args[2:]))

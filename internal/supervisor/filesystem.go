@@ -76,7 +76,8 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 		Workspace: ws, Home: home, Write: append(o.writeRoots(sp.resolved), o.launchWriteRoots()...), Files: files, AlwaysProtected: alwaysProtected,
 		HarnessConfig: policy.HarnessConfigFromEnv(os.Getenv),
 		// The credentials' files: only the proxy, outside, reads them.
-		Hide: o.credentialFiles(sp.resolved),
+		Hide:        o.credentialFiles(sp.resolved),
+		AllowCreate: allowCreate(sp),
 	})
 	if err != nil {
 		return nil, err
@@ -208,13 +209,32 @@ func jsonString(v any) string {
 	return string(b)
 }
 
-// jail is the plan in procjail's terms.
+// allowCreate is the policy file's filesystem.allowCreate.
+func allowCreate(sp *sessionPolicy) []string {
+	if f := filesystemSection(sp); f != nil {
+		return f.AllowCreate
+	}
+	return nil
+}
+
+// jail is the plan in procjail's terms. The create gate decides by the
+// plan's CreateGuard (policy.CreateDeciderFor in the init).
 func (f *fsState) jail() procjail.FileSystem {
+	guard, _ := json.Marshal(f.CreateGuard())
 	return procjail.FileSystem{
 		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
 		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay, Pinned: f.Pinned, Identity: f.identity,
-		Placeholders: f.placeholders,
+		Placeholders: f.placeholders, CreateGuard: guard,
 	}
+}
+
+// createRefused writes the audit line of one creation the create gate
+// refused.
+func (s *session) createRefused(r procjail.CreateRefusal) {
+	audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgCreateRefused,
+		slog.String(audit.AttrDecision, "deny"), slog.String(audit.AttrPath, r.Path), slog.String(audit.AttrOp, r.Op),
+		slog.Int(audit.AttrPID, r.Pid), slog.String(audit.AttrComm, r.Comm),
+		slog.String(audit.AttrRule, r.Rule), slog.String(audit.AttrReason, policy.OneLine(r.Reason)))
 }
 
 // auditAttrs describe the filesystem layer in the session start line.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
@@ -12,6 +13,8 @@ import (
 // before anything else.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == procjail.InitCommand {
+		// The create gate decides by policy (procjail does not import it).
+		procjail.CreateDecider = policy.CreateDeciderFor
 		os.Exit(procjail.RunInit())
 	}
 	os.Exit(m.Run())

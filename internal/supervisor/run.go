@@ -219,6 +219,7 @@ func (s *session) start() (func(), error) {
 		Proc:             s.jailProc(),
 		Container:        s.container,
 		Ready:            s.ready,
+		OnCreateRefused:  s.createRefused,
 	})
 	if err != nil {
 		var se *procjail.SetupError

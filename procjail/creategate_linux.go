@@ -1,0 +1,1054 @@
+//go:build linux
+
+package procjail
+
+// The create gate. A file created in a write root lands on the host, and
+// some names run or load there later (a .vscode/tasks.json, an .envrc, a
+// git hook: a plant), or would be hidden from the command only by a scan
+// at start (a .env that the command creates and the host fills later).
+// The mount layer can hold only what exists at start, so creation itself
+// is decided, at the time, by policy (FileSystem.CreateGuard, decided by
+// CreateDecider), and refused with EACCES and one line to the parent.
+//
+// The mechanism mirrors the Unix socket gate (unixgate_linux.go): the
+// seccomp filter sends every syscall that creates a name (open and openat
+// only with O_CREAT, whose flags are a register; creat, mkdir(at),
+// mknod(at), rename(at,at2), link(at), symlink(at)) to the init as a user
+// notification. The init never lets the kernel carry on with the call
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE would read the path again after the
+// check: another thread could rewrite it). It reads the path once, copies
+// the caller's directory descriptor (pidfd_getfd) or opens its cwd and
+// root through /proc, and resolves the path itself, one component at a
+// time without following symlinks (a symlink's target is walked in turn,
+// at most 40, as the kernel does; "/proc/self" and "/proc/thread-self"
+// name the caller, not the init; /proc/PID's magic links are followed by
+// the init, and one of the init's own is refused). The parent directory
+// is held as a descriptor, the decision is on its path and the final
+// name, and the call is made on that descriptor with the final name not
+// followed (O_NOFOLLOW, O_EXCL): nothing can move between the check and
+// the use. An open installs the new descriptor in the caller
+// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND, O_CLOEXEC as
+// asked) and answers with it.
+//
+// The calls are made on worker threads of the init that are the
+// command's, as far as the kernel checks it: their own fs_struct
+// (unshare(CLONE_FS)) with the caller's umask, no capabilities, the
+// command's uid and gid (container mode), no_new_privs and the command's
+// Landlock rules, in the same mount namespace. The owner, mode, default
+// ACLs, the mount layer's read-only binds and Landlock's refusals are
+// therefore what the kernel would give the caller. A caller whose fs ids
+// differ from the workers' is refused (EPERM), and so is any failure of the
+// gate itself: it fails closed.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// seccompNotifAddfd is struct seccomp_notif_addfd.
+type seccompNotifAddfd struct {
+	ID         uint64
+	Flags      uint32
+	Srcfd      uint32
+	Newfd      uint32
+	NewfdFlags uint32
+}
+
+const (
+	ioctlNotifAddfd = 0x40182103
+	addfdFlagSend   = 0x2
+	atFDCWD         = -100
+	maxSymlinks     = 40 // the kernel's MAXSYMLINKS
+	pathMax         = 4096
+	// renameWalkLimit bounds the entries of a directory renamed into a
+	// write root that the gate decides one by one; past it the rename is
+	// refused.
+	renameWalkLimit = 100000
+	// maxCreateWorkers bounds the worker threads (a worker blocks in the
+	// open of a FIFO with no reader, as the caller would).
+	maxCreateWorkers = 64
+)
+
+// createGate decides and performs the command's creations.
+type createGate struct {
+	decide   func(path string) (refused bool, rule, reason string)
+	arch     seccompArch
+	proc     ProcMode
+	fs       *FileSystem
+	as       *ContainerMode
+	uid, gid int // the workers' (the command's) ids
+	report   func(CreateRefusal)
+	jobs     chan func(ready bool)
+	workers  atomic.Int32
+}
+
+// newCreateGate returns the gate for s, or nil when s has no create guard.
+func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error) {
+	if len(s.FileSystem.CreateGuard) == 0 {
+		return nil, nil
+	}
+	if CreateDecider == nil {
+		return nil, fmt.Errorf("no create decider in this binary")
+	}
+	decide, err := CreateDecider(s.FileSystem.CreateGuard)
+	if err != nil {
+		return nil, err
+	}
+	arch, ok := seccompArches[runtime.GOARCH]
+	if !ok {
+		return nil, fmt.Errorf("no filter for architecture %s", runtime.GOARCH)
+	}
+	c := &createGate{decide: decide, arch: arch, proc: s.Proc, fs: &s.FileSystem, as: s.Container,
+		uid: os.Getuid(), gid: os.Getgid(), report: report, jobs: make(chan func(bool))}
+	if s.Container != nil {
+		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
+	}
+	return c, nil
+}
+
+// handles says whether nr is one of the gate's syscalls.
+func (c *createGate) handles(nr int32) bool {
+	if nr <= 0 {
+		return false
+	}
+	n := uint32(nr)
+	return n == c.arch.Open || n == c.arch.Openat || containsNr(c.arch.createSyscalls(), n)
+}
+
+func containsNr(l []uint32, n uint32) bool {
+	for _, x := range l {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// onWorker runs f on a worker thread and waits for it; false when no
+// worker could be made the command's (f did not run).
+func (c *createGate) onWorker(f func()) bool {
+	done := make(chan bool, 1)
+	job := func(ready bool) {
+		if ready {
+			f()
+		}
+		done <- ready
+	}
+	select {
+	case c.jobs <- job:
+	default:
+		if c.workers.Add(1) <= maxCreateWorkers {
+			c.startWorker()
+		} else {
+			c.workers.Add(-1)
+		}
+		c.jobs <- job
+	}
+	return <-done
+}
+
+// startWorker starts one worker thread, never the main thread (whose
+// credentials and Landlock domain are the init's; see offMainThread).
+func (c *createGate) startWorker() {
+	started := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			c.work(started)
+			return
+		}
+		go c.work(started)
+		<-started
+		runtime.UnlockOSThread()
+	}()
+	<-started
+}
+
+// work makes the calling thread the command's and runs jobs on it for
+// the init's life. The thread stays locked: Go never reuses it for
+// anything else, and threads the runtime starts meanwhile are cloned from
+// its template thread, not from this one.
+func (c *createGate) work(started chan struct{}) {
+	runtime.LockOSThread()
+	err := c.prepareThread()
+	close(started)
+	if err != nil {
+		c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine(err.Error())})
+	}
+	for job := range c.jobs {
+		job(err == nil)
+	}
+}
+
+// prepareThread gives the calling thread the command's view of the
+// kernel's checks (see the top of this file).
+func (c *createGate) prepareThread() error {
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("unshare CLONE_FS: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no new privileges: %w", err)
+	}
+	if c.as != nil {
+		if err := setThreadIDs(c.as.UID, c.as.GID); err != nil {
+			return err
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	if ll := landlockFor(c.fs); ll != nil {
+		if _, err := restrictLandlock(*ll); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
+	}
+	return nil
+}
+
+// caller is the thread that made the call, as the gate needs it.
+type caller struct {
+	req       *seccompNotif
+	pidfd     int
+	procDir   string // /proc/TID in the sandbox's /proc
+	tgid, tid string // as the sandbox's /proc numbers them
+	comm      string
+	umask     int
+	cwd, root int // O_PATH, opened on demand (-1)
+}
+
+func (cl *caller) close() {
+	for _, fd := range []int{cl.pidfd, cl.cwd, cl.root} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// gateErr is a failure of the gate itself: the call fails with EPERM and
+// the parent is told.
+type gateErr struct{ err error }
+
+func (e gateErr) Error() string { return e.err.Error() }
+
+// answerCreate decides and performs one notified call, and answers it.
+func (g *unixGate) answerCreate(req seccompNotif) {
+	c := g.create
+	fd, errno := c.handle(g.listener, &req)
+	if fd >= 0 {
+		add := seccompNotifAddfd{ID: req.ID, Flags: addfdFlagSend, Srcfd: uint32(fd)}
+		if c.openFlags(&req)&unix.O_CLOEXEC != 0 {
+			add.NewfdFlags = unix.O_CLOEXEC
+		}
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
+		unix.Close(fd)
+		if e == 0 || e == unix.ENOENT {
+			return // answered with the descriptor, or the caller is gone
+		}
+		errno = e
+	}
+	resp := seccompNotifResp{ID: req.ID, Error: -int32(errno)}
+	unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifSend, uintptr(unsafe.Pointer(&resp)))
+}
+
+// op is one notified call in the *at form.
+type op struct {
+	kind       string // open, mkdir, mknod, rename, link, symlink
+	dir1, dir2 int    // directory descriptors (in the caller), or atFDCWD
+	path1      uintptr
+	path2      uintptr
+	target     uintptr // symlink's target
+	flags      int     // open's flags, renameat2's, linkat's
+	mode       uint32
+	dev        uint64
+}
+
+func fdArg(a uint64) int { return int(int32(uint32(a))) }
+
+// decode puts the call in the *at form.
+func (c *createGate) decode(req *seccompNotif) (op, bool) {
+	a, nr := req.Args, uint32(req.Nr)
+	ar := c.arch
+	switch {
+	case ar.Open != 0 && nr == ar.Open:
+		return op{kind: "open", dir1: atFDCWD, path1: uintptr(a[0]), flags: int(int32(a[1])), mode: uint32(a[2])}, true
+	case nr == ar.Openat:
+		return op{kind: "open", dir1: fdArg(a[0]), path1: uintptr(a[1]), flags: int(int32(a[2])), mode: uint32(a[3])}, true
+	case ar.Creat != 0 && nr == ar.Creat:
+		return op{kind: "open", dir1: atFDCWD, path1: uintptr(a[0]), flags: unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, mode: uint32(a[1])}, true
+	case ar.Mkdir != 0 && nr == ar.Mkdir:
+		return op{kind: "mkdir", dir1: atFDCWD, path1: uintptr(a[0]), mode: uint32(a[1])}, true
+	case nr == ar.Mkdirat:
+		return op{kind: "mkdir", dir1: fdArg(a[0]), path1: uintptr(a[1]), mode: uint32(a[2])}, true
+	case ar.Mknod != 0 && nr == ar.Mknod:
+		return op{kind: "mknod", dir1: atFDCWD, path1: uintptr(a[0]), mode: uint32(a[1]), dev: a[2]}, true
+	case nr == ar.Mknodat:
+		return op{kind: "mknod", dir1: fdArg(a[0]), path1: uintptr(a[1]), mode: uint32(a[2]), dev: a[3]}, true
+	case ar.Rename != 0 && nr == ar.Rename:
+		return op{kind: "rename", dir1: atFDCWD, path1: uintptr(a[0]), dir2: atFDCWD, path2: uintptr(a[1])}, true
+	case ar.Renameat != 0 && nr == ar.Renameat:
+		return op{kind: "rename", dir1: fdArg(a[0]), path1: uintptr(a[1]), dir2: fdArg(a[2]), path2: uintptr(a[3])}, true
+	case nr == ar.Renameat2:
+		return op{kind: "rename", dir1: fdArg(a[0]), path1: uintptr(a[1]), dir2: fdArg(a[2]), path2: uintptr(a[3]), flags: int(uint32(a[4]))}, true
+	case ar.Link != 0 && nr == ar.Link:
+		return op{kind: "link", dir1: atFDCWD, path1: uintptr(a[0]), dir2: atFDCWD, path2: uintptr(a[1])}, true
+	case nr == ar.Linkat:
+		return op{kind: "link", dir1: fdArg(a[0]), path1: uintptr(a[1]), dir2: fdArg(a[2]), path2: uintptr(a[3]), flags: int(uint32(a[4]))}, true
+	case ar.Symlink != 0 && nr == ar.Symlink:
+		return op{kind: "symlink", target: uintptr(a[0]), dir2: atFDCWD, path2: uintptr(a[1])}, true
+	case nr == ar.Symlinkat:
+		return op{kind: "symlink", target: uintptr(a[0]), dir2: fdArg(a[1]), path2: uintptr(a[2])}, true
+	}
+	return op{}, false
+}
+
+// openFlags are an open's flags (0 for the other calls).
+func (c *createGate) openFlags(req *seccompNotif) int {
+	if o, ok := c.decode(req); ok && o.kind == "open" {
+		return o.flags
+	}
+	return 0
+}
+
+// handle decides and performs one call: a descriptor to install (open),
+// or the errno to answer (0: done).
+func (c *createGate) handle(listener int, req *seccompNotif) (int, unix.Errno) {
+	o, ok := c.decode(req)
+	if !ok {
+		return -1, unix.ENOSYS
+	}
+	cl, err := c.caller(req)
+	if err != nil {
+		return -1, c.fail(req, o.kind, "", err)
+	}
+	defer cl.close()
+	p1, p2, target := "", "", ""
+	for _, s := range []struct {
+		addr uintptr
+		dst  *string
+		want bool
+	}{{o.path1, &p1, o.kind != "symlink"}, {o.path2, &p2, o.kind == "rename" || o.kind == "link" || o.kind == "symlink"}, {o.target, &target, o.kind == "symlink"}} {
+		if !s.want {
+			continue
+		}
+		v, errno := cl.readString(s.addr)
+		if errno != 0 {
+			return -1, errno
+		}
+		*s.dst = v
+	}
+	// Descriptors the walk starts from, copied now: the caller's table
+	// may change once it runs again.
+	d1, d2 := -1, -1
+	defer func() {
+		for _, fd := range []int{d1, d2} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
+	if o.kind != "symlink" {
+		if d1, err = cl.dirFD(o.dir1, p1, o.kind == "link" && o.flags&unix.AT_EMPTY_PATH != 0); err != nil {
+			return -1, errnoOf(err, c, req, o.kind, p1)
+		}
+	}
+	if o.kind != "open" && o.kind != "mkdir" && o.kind != "mknod" {
+		if d2, err = cl.dirFD(o.dir2, p2, false); err != nil {
+			return -1, errnoOf(err, c, req, o.kind, p2)
+		}
+	}
+	if err := cl.rootFD(p1, p2); err != nil {
+		return -1, c.fail(req, o.kind, p1+p2, err)
+	}
+	// Still the caller: its pid was not reused while it was read.
+	id := req.ID
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); e != 0 {
+		return -1, unix.EPERM
+	}
+	fd, errno := -1, unix.Errno(0)
+	var refusal *CreateRefusal
+	ran := c.onWorker(func() {
+		unix.Umask(cl.umask)
+		w := &walker{c: c, cl: cl}
+		fd, errno, refusal = w.perform(o, d1, p1, d2, p2, target)
+	})
+	if !ran {
+		return -1, c.fail(req, o.kind, p1+p2, fmt.Errorf("no worker thread"))
+	}
+	if refusal != nil {
+		refusal.Pid, refusal.Comm = atoiOr(cl.tgid), cl.comm
+		c.report(*refusal)
+	}
+	return fd, errno
+}
+
+func atoiOr(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// errnoOf maps a descriptor copy's failure: a bad descriptor is the
+// caller's (EBADF), anything else the gate's.
+func errnoOf(err error, c *createGate, req *seccompNotif, kind, path string) unix.Errno {
+	if errno, ok := err.(unix.Errno); ok {
+		return errno
+	}
+	return c.fail(req, kind, path, err)
+}
+
+// fail reports a failure of the gate and returns EPERM.
+func (c *createGate) fail(req *seccompNotif, kind, path string, err error) unix.Errno {
+	c.report(CreateRefusal{Op: kind, Path: path, Pid: int(req.Pid), Rule: "create gate", Reason: oneLine(err.Error())})
+	return unix.EPERM
+}
+
+// caller opens what the gate needs of req's thread: a pidfd, its /proc
+// entry's ids, umask and name.
+func (c *createGate) caller(req *seccompNotif) (*caller, error) {
+	cl := &caller{req: req, pidfd: -1, cwd: -1, root: -1}
+	var err error
+	// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a thread.
+	if cl.pidfd, err = unix.PidfdOpen(int(req.Pid), unix.O_EXCL); err != nil {
+		if cl.pidfd, err = unix.PidfdOpen(int(req.Pid), 0); err != nil {
+			return nil, fmt.Errorf("pidfd of %d: %w", req.Pid, err)
+		}
+	}
+	var status []byte
+	if rerr := asCommandReal(func() {
+		if cl.procDir, err = procDirOf(c.proc, int(req.Pid)); err != nil {
+			return
+		}
+		if status, err = os.ReadFile(cl.procDir + "/status"); err != nil {
+			return
+		}
+		b, _ := os.ReadFile(cl.procDir + "/comm")
+		cl.comm = strings.TrimSpace(string(b))
+	}); rerr != nil {
+		err = rerr
+	}
+	if err != nil {
+		cl.close()
+		return nil, err
+	}
+	fields := map[string][]string{}
+	for _, line := range strings.Split(string(status), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = strings.Fields(v)
+		}
+	}
+	um, err1 := strconv.ParseInt(firstField(fields["Umask"]), 8, 32)
+	if err1 != nil || len(fields["Uid"]) != 4 || len(fields["Gid"]) != 4 || firstField(fields["Tgid"]) == "" || firstField(fields["Pid"]) == "" {
+		cl.close()
+		return nil, fmt.Errorf("%s/status: no Umask, Uid, Gid, Tgid or Pid", cl.procDir)
+	}
+	if fields["Uid"][3] != strconv.Itoa(c.uid) || fields["Gid"][3] != strconv.Itoa(c.gid) {
+		cl.close()
+		return nil, fmt.Errorf("%s's fs ids are %s:%s, not the command's %d:%d", cl.procDir, fields["Uid"][3], fields["Gid"][3], c.uid, c.gid)
+	}
+	cl.umask, cl.tgid, cl.tid = int(um), fields["Tgid"][0], fields["Pid"][0]
+	return cl, nil
+}
+
+func firstField(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return l[0]
+}
+
+// readString reads a NUL-terminated path from the caller's memory, once
+// (page by page: a string may end just before an unmapped page).
+func (cl *caller) readString(addr uintptr) (string, unix.Errno) {
+	if addr == 0 {
+		return "", unix.EFAULT
+	}
+	var out []byte
+	for len(out) < pathMax {
+		n := pathMax - len(out)
+		if room := 4096 - int(addr%4096); room < n {
+			n = room
+		}
+		buf := make([]byte, n)
+		var got int
+		var err error
+		if rerr := asCommandReal(func() {
+			got, err = unix.ProcessVMReadv(int(cl.req.Pid), []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
+				[]unix.RemoteIovec{{Base: addr, Len: n}}, 0)
+		}); rerr != nil || err != nil || got <= 0 {
+			return "", unix.EFAULT
+		}
+		if i := strings.IndexByte(string(buf[:got]), 0); i >= 0 {
+			return string(append(out, buf[:i]...)), 0
+		}
+		out = append(out, buf[:got]...)
+		addr += uintptr(got)
+	}
+	return "", unix.ENAMETOOLONG
+}
+
+// dirFD returns an O_PATH descriptor of where path starts: the caller's
+// cwd (AT_FDCWD) or a copy of its descriptor dir; -1 for an absolute path
+// (the walk starts at the caller's root). empty: AT_EMPTY_PATH with an
+// empty path (dir is the object itself).
+func (cl *caller) dirFD(dir int, path string, empty bool) (int, error) {
+	if filepath.IsAbs(path) {
+		return -1, nil
+	}
+	if dir == atFDCWD {
+		var fd int
+		var err error
+		if rerr := asCommandReal(func() {
+			fd, err = unix.Open(cl.procDir+"/cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}); rerr != nil {
+			return -1, rerr
+		}
+		if err != nil {
+			return -1, fmt.Errorf("cwd: %w", err)
+		}
+		return fd, nil
+	}
+	if path == "" && !empty {
+		return -1, unix.ENOENT
+	}
+	var fd int
+	var err error
+	if rerr := asCommandReal(func() { fd, err = unix.PidfdGetfd(cl.pidfd, dir, 0) }); rerr != nil {
+		return -1, rerr
+	}
+	if err != nil {
+		return -1, unix.EBADF
+	}
+	return fd, nil
+}
+
+// rootFD opens the caller's root when a path is absolute or may reach
+// it through a symlink (always: any relative walk may meet an absolute
+// link).
+func (cl *caller) rootFD(paths ...string) error {
+	var err error
+	if rerr := asCommandReal(func() {
+		cl.root, err = unix.Open(cl.procDir+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}); rerr != nil {
+		return rerr
+	}
+	if err != nil {
+		return fmt.Errorf("root: %w", err)
+	}
+	return nil
+}
+
+// walker resolves the caller's paths on a worker thread.
+type walker struct {
+	c     *createGate
+	cl    *caller
+	links int
+}
+
+// resolved is where a path leads: the directory holding its last
+// component and that component, or (obj >= 0) the object itself (a
+// directory reached by following, or a magic link's target).
+type resolved struct {
+	parent int
+	name   string
+	obj    int
+}
+
+func (r resolved) close() {
+	if r.parent >= 0 {
+		unix.Close(r.parent)
+	}
+	if r.obj >= 0 {
+		unix.Close(r.obj)
+	}
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// walk resolves path from start (a descriptor of the caller's, or -1 for
+// the caller's root) as the kernel would for the caller; follow: a final
+// symlink is followed.
+func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno) {
+	if path == "" {
+		return resolved{}, unix.ENOENT
+	}
+	from := start
+	if filepath.IsAbs(path) || start < 0 {
+		from = w.cl.root
+	}
+	cur, err := unix.Dup(from)
+	if err != nil {
+		return resolved{}, unix.EMFILE
+	}
+	unix.CloseOnExec(cur)
+	queue := splitPath(path)
+	if len(queue) == 0 {
+		// "/": the root itself.
+		return resolved{parent: -1, obj: cur}, 0
+	}
+	for len(queue) > 0 {
+		comp := queue[0]
+		queue = queue[1:]
+		last := len(queue) == 0
+		if last && (!follow || comp == "." || comp == "..") {
+			return resolved{parent: cur, name: comp, obj: -1}, 0
+		}
+		if comp == "." {
+			continue
+		}
+		next, st, errno := w.step(cur, comp)
+		if errno != 0 {
+			if errno == unix.ENOENT && last {
+				return resolved{parent: cur, name: comp, obj: -1}, 0
+			}
+			unix.Close(cur)
+			return resolved{}, errno
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			unix.Close(cur)
+			cur = next
+			if errno := w.notInit(cur); errno != 0 {
+				unix.Close(cur)
+				return resolved{}, errno
+			}
+		case unix.S_IFLNK:
+			unix.Close(next)
+			if w.links++; w.links > maxSymlinks {
+				unix.Close(cur)
+				return resolved{}, unix.ELOOP
+			}
+			kind, self := w.procKind(cur)
+			if kind == procRoot && (comp == "self" || comp == "thread-self") {
+				// The caller's, not the init's.
+				sub := []string{w.cl.tgid}
+				if comp == "thread-self" {
+					sub = append(sub, "task", w.cl.tid)
+				}
+				queue = append(sub, queue...)
+				continue
+			}
+			if kind == procPID {
+				if self {
+					unix.Close(cur)
+					return resolved{}, unix.EACCES
+				}
+				obj, errno := w.magic(cur, comp)
+				unix.Close(cur)
+				if errno != 0 {
+					return resolved{}, errno
+				}
+				if last {
+					return resolved{parent: -1, obj: obj}, 0
+				}
+				cur = obj
+				continue
+			}
+			target, errno := readlinkAt(cur, comp)
+			if errno != 0 {
+				unix.Close(cur)
+				return resolved{}, errno
+			}
+			if target == "" {
+				unix.Close(cur)
+				return resolved{}, unix.ENOENT
+			}
+			if filepath.IsAbs(target) {
+				unix.Close(cur)
+				if cur, err = unix.Dup(w.cl.root); err != nil {
+					return resolved{}, unix.EMFILE
+				}
+				unix.CloseOnExec(cur)
+			}
+			queue = append(splitPath(target), queue...)
+			if len(queue) == 0 {
+				// A link to "/".
+				return resolved{parent: -1, obj: cur}, 0
+			}
+		default:
+			unix.Close(next)
+			if last {
+				return resolved{parent: cur, name: comp, obj: -1}, 0
+			}
+			unix.Close(cur)
+			return resolved{}, unix.ENOTDIR
+		}
+	}
+	// The last component was a directory, followed.
+	return resolved{parent: -1, obj: cur}, 0
+}
+
+// step opens comp in dir without following it (O_PATH) and stats it.
+func (w *walker) step(dir int, comp string) (int, unix.Stat_t, unix.Errno) {
+	var st unix.Stat_t
+	fd, err := unix.Openat(dir, comp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, st, err.(unix.Errno)
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, err.(unix.Errno)
+	}
+	return fd, st, 0
+}
+
+const (
+	procNone = iota
+	procRoot // the root of a procfs mount
+	procPID  // inside a procfs mount, below its root
+)
+
+// procKind says whether dir is in a procfs mount, and for one below a
+// /proc/PID, whether PID is one of the init's own threads (self).
+func (w *walker) procKind(dir int) (kind int, self bool) {
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(dir, &sfs) != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+		return procNone, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(dir, &st) == nil && st.Ino == 1 {
+		return procRoot, false
+	}
+	return procPID, w.initProcDir(dir)
+}
+
+// initProcDir says whether dir lies below /proc/PID where PID is a thread
+// of the init, or cannot be placed (fail closed).
+func (w *walker) initProcDir(dir int) bool {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(dir))
+	if err != nil {
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return true
+	}
+	pid, _, _ := strings.Cut(rest, "/")
+	if _, err := strconv.Atoi(pid); err != nil {
+		// Below /proc but in no process's directory (/proc/sys, ...).
+		return false
+	}
+	_, err = os.Lstat("/proc/self/task/" + pid)
+	return err == nil
+}
+
+// notInit refuses a procfs directory of the init's own (its memory,
+// descriptors and the like are the init's, and the workers are in its
+// thread group, which the kernel lets through).
+func (w *walker) notInit(dir int) unix.Errno {
+	if kind, self := w.procKind(dir); kind == procPID && self {
+		return unix.EACCES
+	}
+	return 0
+}
+
+// magic follows the magic link comp in the /proc/PID directory dir (a
+// descriptor, a cwd, a root): the init opens it (a worker's Landlock
+// domain is not the command's, and the kernel checks ptrace access
+// against it).
+func (w *walker) magic(dir int, comp string) (int, unix.Errno) {
+	var fd int
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if rerr := asCommandReal(func() { fd, err = unix.Openat(dir, comp, unix.O_PATH|unix.O_CLOEXEC, 0) }); rerr != nil {
+			err = unix.EPERM
+		}
+	}()
+	<-done
+	if err != nil {
+		if errno, ok := err.(unix.Errno); ok {
+			return -1, errno
+		}
+		return -1, unix.EPERM
+	}
+	if errno := w.notInit(fd); errno != 0 {
+		unix.Close(fd)
+		return -1, errno
+	}
+	return fd, 0
+}
+
+func readlinkAt(dir int, name string) (string, unix.Errno) {
+	buf := make([]byte, pathMax)
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err != nil {
+		return "", err.(unix.Errno)
+	}
+	if n >= len(buf) {
+		return "", unix.ENAMETOOLONG
+	}
+	return string(buf[:n]), 0
+}
+
+// pathOf is where a descriptor is, in the sandbox's mount namespace.
+func pathOf(fd int) (string, error) {
+	return os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+}
+
+// decideAt decides creating name in dir; nil when allowed.
+func (w *walker) decideAt(kind string, dir int, name string) (*CreateRefusal, unix.Errno) {
+	if name == "." || name == ".." {
+		return nil, 0 // the kernel refuses creating these (EEXIST, ...)
+	}
+	d, err := pathOf(dir)
+	if err != nil {
+		return &CreateRefusal{Op: kind, Path: name, Rule: "create gate", Reason: oneLine(err.Error())}, unix.EPERM
+	}
+	return w.decidePath(kind, filepath.Join(d, name))
+}
+
+func (w *walker) decidePath(kind, p string) (*CreateRefusal, unix.Errno) {
+	if refused, rule, reason := w.c.decide(p); refused {
+		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: reason}, unix.EACCES
+	}
+	return nil, 0
+}
+
+// perform decides and makes the call o (on a worker thread): the new
+// descriptor of an open, or the errno (0: done), and the refusal to
+// report.
+func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (int, unix.Errno, *CreateRefusal) {
+	switch o.kind {
+	case "open":
+		return w.open(d1, p1, o.flags, o.mode&0o7777)
+	case "mkdir", "mknod":
+		r, errno := w.walk(d1, p1, false)
+		if errno != 0 {
+			return -1, errno, nil
+		}
+		defer r.close()
+		if r.obj >= 0 {
+			return -1, unix.EEXIST, nil
+		}
+		if ref, errno := w.decideAt(o.kind, r.parent, r.name); errno != 0 {
+			return -1, errno, ref
+		}
+		var err error
+		if o.kind == "mkdir" {
+			err = unix.Mkdirat(r.parent, r.name, o.mode&0o7777)
+		} else {
+			err = unix.Mknodat(r.parent, r.name, o.mode, int(o.dev))
+		}
+		return -1, errnoOr(err), nil
+	case "symlink":
+		r, errno := w.walk(d2, p2, false)
+		if errno != 0 {
+			return -1, errno, nil
+		}
+		defer r.close()
+		if r.obj >= 0 {
+			return -1, unix.EEXIST, nil
+		}
+		if target == "" {
+			return -1, unix.ENOENT, nil
+		}
+		if ref, errno := w.decideAt(o.kind, r.parent, r.name); errno != 0 {
+			return -1, errno, ref
+		}
+		return -1, errnoOr(unix.Symlinkat(target, r.parent, r.name)), nil
+	case "link":
+		if o.flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
+			return -1, unix.EINVAL, nil
+		}
+		var old resolved
+		if p1 == "" && o.flags&unix.AT_EMPTY_PATH != 0 {
+			fd, err := unix.Dup(d1)
+			if err != nil {
+				return -1, unix.EMFILE, nil
+			}
+			unix.CloseOnExec(fd)
+			old = resolved{parent: -1, obj: fd}
+		} else {
+			var errno unix.Errno
+			if old, errno = w.walk(d1, p1, o.flags&unix.AT_SYMLINK_FOLLOW != 0); errno != 0 {
+				return -1, errno, nil
+			}
+		}
+		defer old.close()
+		nw, errno := w.walk(d2, p2, false)
+		if errno != 0 {
+			return -1, errno, nil
+		}
+		defer nw.close()
+		if nw.obj >= 0 {
+			return -1, unix.EEXIST, nil
+		}
+		if ref, errno := w.decideAt(o.kind, nw.parent, nw.name); errno != 0 {
+			return -1, errno, ref
+		}
+		if old.obj >= 0 {
+			return -1, errnoOr(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(old.obj), nw.parent, nw.name, unix.AT_SYMLINK_FOLLOW)), nil
+		}
+		return -1, errnoOr(unix.Linkat(old.parent, old.name, nw.parent, nw.name, 0)), nil
+	case "rename":
+		old, errno := w.walk(d1, p1, false)
+		if errno != 0 {
+			return -1, errno, nil
+		}
+		defer old.close()
+		nw, errno := w.walk(d2, p2, false)
+		if errno != 0 {
+			return -1, errno, nil
+		}
+		defer nw.close()
+		if old.obj >= 0 || nw.obj >= 0 {
+			return -1, unix.EBUSY, nil // "/" itself
+		}
+		if ref, errno := w.decideMove(old.parent, old.name, nw.parent, nw.name); errno != 0 {
+			return -1, errno, ref
+		}
+		if o.flags&unix.RENAME_EXCHANGE != 0 {
+			if ref, errno := w.decideMove(nw.parent, nw.name, old.parent, old.name); errno != 0 {
+				return -1, errno, ref
+			}
+		}
+		return -1, errnoOr(unix.Renameat2(old.parent, old.name, nw.parent, nw.name, uint(o.flags))), nil
+	}
+	return -1, unix.ENOSYS, nil
+}
+
+// decideMove decides moving the entry name of dir to newName in newDir:
+// the new name, and when it is a directory, every name below it as it
+// would be there (a directory that holds a protected name, moved into
+// place). A move out of the caller's sight (a missing source) is left to
+// the kernel.
+func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*CreateRefusal, unix.Errno) {
+	if ref, errno := w.decideAt("rename", newDir, newName); errno != 0 {
+		return ref, errno
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || name == "." || name == ".." {
+		return nil, 0
+	}
+	from, err1 := pathOf(dir)
+	to, err2 := pathOf(newDir)
+	if err1 != nil || err2 != nil {
+		return &CreateRefusal{Op: "rename", Path: newName, Rule: "create gate", Reason: "cannot place the directories"}, unix.EPERM
+	}
+	src, dst := filepath.Join(from, name), filepath.Join(to, newName)
+	n := 0
+	var refusal *CreateRefusal
+	err := filepath.WalkDir(src, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n++; n > renameWalkLimit {
+			return fmt.Errorf("more than %d entries below %s to decide", renameWalkLimit, src)
+		}
+		if p == src {
+			return nil
+		}
+		if ref, errno := w.decidePath("rename", dst+strings.TrimPrefix(p, src)); errno != 0 {
+			refusal = ref
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if refusal != nil {
+		refusal.Reason = fmt.Sprintf("moving %s to %s: %s", src, dst, refusal.Reason)
+		return refusal, unix.EACCES
+	}
+	if err != nil {
+		return &CreateRefusal{Op: "rename", Path: dst, Rule: "create gate", Reason: oneLine(err.Error())}, unix.EPERM
+	}
+	return nil, 0
+}
+
+// open performs open(path, flags, mode) with O_CREAT: an existing file is
+// opened, a new one created when policy allows it.
+func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.Errno, *CreateRefusal) {
+	const oTmpfile = 0o20000000 // __O_TMPFILE
+	switch {
+	case flags&oTmpfile != 0 || flags&unix.O_DIRECTORY != 0:
+		return -1, unix.EINVAL, nil // O_CREAT with O_TMPFILE or O_DIRECTORY
+	case strings.HasSuffix(path, "/"):
+		return -1, unix.EISDIR, nil
+	}
+	follow := flags&(unix.O_NOFOLLOW|unix.O_EXCL) == 0
+	if flags&unix.O_PATH != 0 {
+		// O_PATH ignores O_CREAT.
+		flags &^= unix.O_CREAT | unix.O_EXCL
+	}
+	plain := flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC) | unix.O_NOCTTY | unix.O_CLOEXEC
+	for try := 0; try < 8; try++ {
+		r, errno := w.walk(dir, path, follow)
+		if errno != 0 {
+			return -1, errno, nil
+		}
+		if r.obj >= 0 {
+			// A directory, or a magic link's target: opened again
+			// through the init's descriptor, which is in this thread's
+			// own process.
+			fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.obj), plain, 0)
+			r.close()
+			return fd, errnoOr(err), nil
+		}
+		fd, err := unix.Openat(r.parent, r.name, plain|unix.O_NOFOLLOW, 0)
+		if err == nil {
+			if flags&unix.O_EXCL != 0 {
+				unix.Close(fd)
+				fd, err = -1, unix.EEXIST
+			}
+			r.close()
+			return fd, errnoOr(err), nil
+		}
+		if err == unix.ELOOP {
+			// A symlink at the last component.
+			r.close()
+			switch {
+			case flags&unix.O_EXCL != 0:
+				return -1, unix.EEXIST, nil
+			case !follow:
+				return -1, unix.ELOOP, nil
+			}
+			continue // replaced since the walk: again
+		}
+		if err != unix.ENOENT || flags&unix.O_CREAT == 0 {
+			r.close()
+			return -1, errnoOr(err), nil
+		}
+		if ref, errno := w.decideAt("open", r.parent, r.name); errno != 0 {
+			r.close()
+			return -1, errno, ref
+		}
+		fd, err = unix.Openat(r.parent, r.name, plain|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
+		r.close()
+		if err == unix.EEXIST && flags&unix.O_EXCL == 0 {
+			continue // created meanwhile: open it
+		}
+		return fd, errnoOr(err), nil
+	}
+	return -1, unix.ELOOP, nil
+}
+
+func errnoOr(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	if errno, ok := err.(unix.Errno); ok {
+		return errno
+	}
+	return unix.EPERM
+}
+
+// refusedLine is the control socket line that reports a refusal.
+func refusedLine(r CreateRefusal) string {
+	b, _ := json.Marshal(r)
+	return "refused " + string(b) + "\n"
+}
