@@ -69,8 +69,8 @@ func DecodePolicyFile(data []byte, format Format) (*PolicyFile, error) {
 		"filesystem": func(v *yaml.Node, p string) {
 			pf.Filesystem = &FilesystemSection{}
 			d.fields(v, p, map[string]func(*yaml.Node, string){
-				"write":       func(v *yaml.Node, p string) { pf.Filesystem.Write = d.writeRoots(v, p) },
-				"allowCreate": func(v *yaml.Node, p string) { pf.Filesystem.AllowCreate = d.allowCreate(v, p) },
+				"write":     func(v *yaml.Node, p string) { pf.Filesystem.Write = d.writeRoots(v, p) },
+				"allowEdit": func(v *yaml.Node, p string) { pf.Filesystem.AllowEdit = d.allowEdit(v, p) },
 			})
 		},
 	})

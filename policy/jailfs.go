@@ -24,18 +24,18 @@ type FilesystemSection struct {
 	// directory) or paths relative to the working directory. "/" makes the
 	// whole host writable (an explicit choice, audited).
 	Write []string `json:"write,omitempty"`
-	// AllowCreate are entries of ProtectedInRoot (PlantNames) the command
-	// may create in the write roots: the sandbox refuses creating every
-	// other one (see CreateGuard). An entry that exists at start stays
-	// read-only.
-	AllowCreate []string `json:"allowCreate,omitempty"`
+	// AllowEdit are entries of ProtectedInRoot (PlantNames) the command
+	// may edit and create in the write roots, for teams that want the
+	// agent to change them (.vscode/settings.json): they are neither
+	// bound read-only at start nor refused at creation (see CreateGuard).
+	AllowEdit []string `json:"allowEdit,omitempty"`
 }
 
-// allowCreate decodes filesystem.allowCreate: entries of PlantNames.
-func (d *decoder) allowCreate(n *yaml.Node, p string) []string {
+// allowEdit decodes filesystem.allowEdit: entries of PlantNames.
+func (d *decoder) allowEdit(n *yaml.Node, p string) []string {
 	l := d.strList(n, p)
 	for i, w := range l {
-		if err := ValidateAllowCreate(w); err != nil {
+		if err := ValidateAllowEdit(w); err != nil {
 			d.errf(n, index(p, i), "%v", err)
 		}
 	}
@@ -184,9 +184,9 @@ type FSInput struct {
 	// ScanLimit bounds the entries the deny-pattern scan may look at
 	// (0: DefaultScanLimit); past it the plan is refused.
 	ScanLimit int
-	// AllowCreate are the protected names the command may create in the
-	// write roots (filesystem.allowCreate; see CreateGuard).
-	AllowCreate []string
+	// AllowEdit are the protected names the command may edit and create
+	// in the write roots (filesystem.allowEdit; see CreateGuard).
+	AllowEdit []string
 }
 
 // HarnessConfigDirs are the harnesses' configuration directories that
@@ -255,8 +255,8 @@ type FSPlan struct {
 	matcher   FileMatcher
 	files     *FileRules
 	hide      []string // FSInput.Hide, canonical
-	// allowCreate is FSInput.AllowCreate (CreateGuard).
-	allowCreate []string
+	// allowEdit is FSInput.AllowEdit (CreateGuard).
+	allowEdit []string
 }
 
 // PlanFilesystem decides the sandbox's filesystem: the write roots (the
@@ -278,10 +278,10 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 		home = Canonicalize(in.Home, "/")
 	}
 	m := FileMatcher{Home: home, Cwd: ws, DenyAnywhere: true}
-	p := &FSPlan{Workspace: ws, Home: home, matcher: m, files: in.Files, denyWrite: map[string]string{}, allowCreate: in.AllowCreate}
-	for _, a := range in.AllowCreate {
-		if err := ValidateAllowCreate(a); err != nil {
-			return nil, fmt.Errorf("filesystem.allowCreate: %w", err)
+	p := &FSPlan{Workspace: ws, Home: home, matcher: m, files: in.Files, denyWrite: map[string]string{}, allowEdit: in.AllowEdit}
+	for _, a := range in.AllowEdit {
+		if err := ValidateAllowEdit(a); err != nil {
+			return nil, fmt.Errorf("filesystem.allowEdit: %w", err)
 		}
 	}
 	var deny []string
@@ -336,7 +336,9 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 	}
 	for _, r := range append([]string{ws}, p.WriteRoots...) {
 		for _, f := range ProtectedInRoot {
-			prot = append(prot, strings.TrimSuffix(r, "/")+"/"+f)
+			if !slices.Contains(in.AllowEdit, f) {
+				prot = append(prot, strings.TrimSuffix(r, "/")+"/"+f)
+			}
 		}
 	}
 	for _, a := range in.AlwaysProtected {
@@ -950,16 +952,28 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 		}
 		return AllowedBy(Because(ReasonReadable, "%s", c), "")
 	}
+	// A protected path that does not exist is not bound: in a write
+	// root, the create gate decides making it.
+	_, missing := os.Lstat(c)
+	creatable := missing != nil && best >= 0 && places[best].d.Rule == RuleAt(RuleFilesystemWrite, places[best].root)
+	unbound := ""
 	for _, pr := range p.Protected {
 		if under(c, pr) {
+			if _, err := os.Lstat(pr); err != nil && creatable {
+				unbound = pr
+				continue
+			}
 			return Denied(Because(ReasonReadOnly, "%s is under protected %s", c, pr), RuleAt(RuleFilesystemProtected, pr))
 		}
 	}
-	if _, err := os.Lstat(c); err != nil && best >= 0 && places[best].d.Rule == RuleAt(RuleFilesystemWrite, places[best].root) {
-		// Not there yet: creating it is decided by the create gate.
+	if creatable {
 		if d := p.CreateGuard().DecideCreate(c); !d.Allowed() {
 			return d
 		}
+	}
+	if unbound != "" {
+		// git makes it: reported at exit if it appears.
+		return AllowedBy(Because(ReasonWritable, "%s does not exist: protected %s is not bound, creating it is allowed and reported at exit", c, unbound), RuleAt(RuleFilesystemProtected, unbound))
 	}
 	if best >= 0 {
 		return places[best].d

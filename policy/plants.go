@@ -15,9 +15,9 @@ import (
 // procjail's create gate). A file that exists at start is held by the mount
 // layer instead (protected: read-only; denied: masked).
 
-// RuleFilesystemAllowCreate is the policy field that lets the command
-// create listed protected names.
-const RuleFilesystemAllowCreate = "filesystem.allowCreate"
+// RuleFilesystemAllowEdit is the policy field that lets the command edit
+// and create listed protected names.
+const RuleFilesystemAllowEdit = "filesystem.allowEdit"
 
 // ReasonPlant is why the sandbox refuses creating a protected name.
 const ReasonPlant = "creating a protected name (it runs or loads outside the session)"
@@ -46,9 +46,9 @@ func PlantNames() []string {
 	return out
 }
 
-// ValidateAllowCreate checks one filesystem.allowCreate entry: one of
+// ValidateAllowEdit checks one filesystem.allowEdit entry: one of
 // PlantNames.
-func ValidateAllowCreate(name string) error {
+func ValidateAllowEdit(name string) error {
 	if !slices.Contains(PlantNames(), name) {
 		return fmt.Errorf("%q is not a protected name the sandbox refuses creating (one of %s)", name, strings.Join(PlantNames(), ", "))
 	}
@@ -69,14 +69,15 @@ type CreateGuard struct {
 	Deny []string `json:"deny,omitempty"`
 	Home string   `json:"home,omitempty"`
 	Cwd  string   `json:"cwd"`
-	// AllowCreate are the PlantNames the policy lets the command create.
-	AllowCreate []string `json:"allowCreate,omitempty"`
+	// AllowEdit are the PlantNames the policy lets the command edit and
+	// create.
+	AllowEdit []string `json:"allowEdit,omitempty"`
 }
 
 // CreateGuard returns what the sandbox's init needs to decide creations
 // under this plan.
 func (p *FSPlan) CreateGuard() CreateGuard {
-	g := CreateGuard{Roots: p.WriteRoots, Home: p.Home, Cwd: p.Workspace, AllowCreate: p.allowCreate}
+	g := CreateGuard{Roots: p.WriteRoots, Home: p.Home, Cwd: p.Workspace, AllowEdit: p.allowEdit}
 	if p.files != nil {
 		g.Deny = p.files.Deny
 	}
@@ -86,7 +87,7 @@ func (p *FSPlan) CreateGuard() CreateGuard {
 // DecideCreate decides creating (or renaming or linking to) path, whose
 // parent directory is canonical (the init resolved it): inside a write
 // root, a name files.deny matches is refused, and so is a protected name
-// (PlantNames) at any depth unless AllowCreate lists it. Below .git/hooks,
+// (PlantNames) at any depth unless AllowEdit lists it. Below .git/hooks,
 // git's sample hooks (*.sample, never run) and the directory itself are
 // allowed: git init makes them.
 func (g CreateGuard) DecideCreate(path string) Decision {
@@ -105,7 +106,7 @@ func (g CreateGuard) DecideCreate(path string) Decision {
 	if pat := m.Denied(c, g.Deny); pat != "" {
 		return Denied(Because(ReasonFileDenied, "creating %s, which files.deny %q would hide", c, pat), RuleAt(RuleFilesDeny, pat))
 	}
-	if e := plantName(c); e != "" && !slices.Contains(g.AllowCreate, e) {
+	if e := plantName(c); e != "" && !slices.Contains(g.AllowEdit, e) {
 		return Denied(Because(ReasonPlant, "%s is a %s", c, e), RuleAt(RuleFilesystemProtected, e))
 	}
 	return AllowedBy(Because(ReasonWritable, "%s is not a protected name", c), "")

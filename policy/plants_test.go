@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -8,7 +11,7 @@ import (
 func TestDecideCreate(t *testing.T) {
 	g := CreateGuard{Roots: []string{"/ws", "/extra"}, Cwd: "/ws", Home: "/home/u", Deny: []string{"**/.env", "secrets/*.key"}}
 	allowVS := g
-	allowVS.AllowCreate = []string{".vscode/settings.json"}
+	allowVS.AllowEdit = []string{".vscode/settings.json"}
 	for _, c := range []struct {
 		g    CreateGuard
 		path string
@@ -45,12 +48,12 @@ func TestDecideCreate(t *testing.T) {
 		d := c.g.DecideCreate(c.path)
 		if c.rule == "" {
 			if !d.Allowed() {
-				t.Errorf("%s (allow %v): refused (%s, %s), want allowed", c.path, c.g.AllowCreate, d.Rule, d.Reason)
+				t.Errorf("%s (allow %v): refused (%s, %s), want allowed", c.path, c.g.AllowEdit, d.Rule, d.Reason)
 			}
 			continue
 		}
 		if d.Allowed() || d.Rule != c.rule {
-			t.Errorf("%s (allow %v): %v %q, want refused by %q", c.path, c.g.AllowCreate, d.Verdict, d.Rule, c.rule)
+			t.Errorf("%s (allow %v): %v %q, want refused by %q", c.path, c.g.AllowEdit, d.Verdict, d.Rule, c.rule)
 		}
 		if !strings.Contains(d.Reason, c.path) {
 			t.Errorf("%s: reason %q does not name the path", c.path, d.Reason)
@@ -58,29 +61,65 @@ func TestDecideCreate(t *testing.T) {
 	}
 }
 
-func TestValidateAllowCreate(t *testing.T) {
+func TestValidateAllowEdit(t *testing.T) {
 	for _, n := range PlantNames() {
-		if err := ValidateAllowCreate(n); err != nil {
+		if err := ValidateAllowEdit(n); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
 	for _, n := range []string{"", ".git/config", ".vscode", "x", ".envrc/", "/ws/.envrc"} {
-		if err := ValidateAllowCreate(n); err == nil {
+		if err := ValidateAllowEdit(n); err == nil {
 			t.Errorf("%q accepted", n)
 		}
 	}
 }
 
-func TestDecodeAllowCreate(t *testing.T) {
-	pf, err := DecodePolicyFile([]byte("version: 1\nharness: claude-code\nfilesystem:\n  allowCreate: [.vscode/settings.json, .envrc]\n"), FormatYAML)
+func TestDecodeAllowEdit(t *testing.T) {
+	pf, err := DecodePolicyFile([]byte("version: 1\nharness: claude-code\nfilesystem:\n  allowEdit: [.vscode/settings.json, .envrc]\n"), FormatYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pf.Filesystem.AllowCreate; len(got) != 2 || got[0] != ".vscode/settings.json" {
-		t.Errorf("allowCreate: %v", got)
+	if got := pf.Filesystem.AllowEdit; len(got) != 2 || got[0] != ".vscode/settings.json" {
+		t.Errorf("allowEdit: %v", got)
 	}
-	_, err = DecodePolicyFile([]byte("version: 1\nharness: claude-code\nfilesystem:\n  allowCreate: [.envrc, .git/config]\n"), FormatYAML)
-	if err == nil || !strings.Contains(err.Error(), "filesystem.allowCreate[1]") {
-		t.Errorf("bad entry: %v, want an error at filesystem.allowCreate[1]", err)
+	_, err = DecodePolicyFile([]byte("version: 1\nharness: claude-code\nfilesystem:\n  allowEdit: [.envrc, .git/config]\n"), FormatYAML)
+	if err == nil || !strings.Contains(err.Error(), "filesystem.allowEdit[1]") {
+		t.Errorf("bad entry: %v, want an error at filesystem.allowEdit[1]", err)
+	}
+}
+
+// TestExplainCreate: explain --path --for-write on a name that does not
+// exist says whether the create gate refuses creating it, and by which
+// rule; one that exists is the mount layer's (protected: read-only).
+func TestExplainCreate(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, ".mcp.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := &FileRules{Deny: []string{"**/.env"}}
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Files: files, AllowEdit: []string{".vscode/settings.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, rule string
+		allowed    bool
+	}{
+		{".envrc", "filesystem.protected:.envrc", false},
+		{"sub/.claude/commands/x.md", "filesystem.protected:.claude/commands", false},
+		{".vscode/settings.json", "filesystem.write:" + p.Workspace, true},
+		{".git/config", "filesystem.protected:" + filepath.Join(p.Workspace, ".git/config"), true}, // git init makes it: reported at exit
+		{".vscode/tasks.json", "filesystem.protected:.vscode/tasks.json", false},
+		{"config/.env", "files.deny:**/.env", false},
+		{".mcp.json", "filesystem.protected:" + filepath.Join(p.Workspace, ".mcp.json"), false},
+		{"main.go", "filesystem.write:" + p.Workspace, true},
+	} {
+		d := p.Explain(filepath.Join(ws, c.path), true)
+		if d.Allowed() != c.allowed || d.Rule != c.rule {
+			t.Errorf("%s: %v %q (%s), want allowed=%v by %q", c.path, d.Verdict, d.Rule, d.Reason, c.allowed, c.rule)
+		}
+	}
+	if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, AllowEdit: []string{".git/config"}}); err == nil || !strings.Contains(err.Error(), "filesystem.allowEdit") {
+		t.Errorf("allowEdit .git/config: %v, want refused", err)
 	}
 }

@@ -268,6 +268,8 @@ func FuzzDecodePolicyFile(f *testing.F) {
 	f.Add("version: 1\nharness: pi\ncredentials: [{env: A, hosts: [a.test], headers: [x-amz-meta-k, X-AMZ-META-K, Host, 'a b', te, 1]}, {env: B, hosts: [b.test], headers: [private-token]}]\n")
 	f.Add("version: 1\nharness: claude-code\nsandbox: {proc: fresh}\n")
 	f.Add("version: 1\nharness: codex\nsandbox: {proc: [any], x: 1}\n")
+	f.Add("version: 1\nharness: claude-code\nfilesystem: {write: [out], allowEdit: [.vscode/settings.json, .envrc]}\n")
+	f.Add("version: 1\nharness: claude-code\nfilesystem: {allowEdit: [.git/config, 3, [x], '']}\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		pf, err := DecodePolicyFile([]byte(doc), FormatYAML)
 		if err != nil {
@@ -277,6 +279,13 @@ func FuzzDecodePolicyFile(f *testing.F) {
 			return
 		}
 		checkCredentialsDecoded(t, pf.Credentials)
+		if pf.Filesystem != nil {
+			for _, e := range pf.Filesystem.AllowEdit {
+				if ValidateAllowEdit(e) != nil {
+					t.Fatalf("allowEdit %q decoded, though not a protected name", e)
+				}
+			}
+		}
 		r, err := ResolveSession(pf)
 		if err != nil {
 			return

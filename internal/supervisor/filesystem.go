@@ -76,8 +76,8 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 		Workspace: ws, Home: home, Write: append(o.writeRoots(sp.resolved), o.launchWriteRoots()...), Files: files, AlwaysProtected: alwaysProtected,
 		HarnessConfig: policy.HarnessConfigFromEnv(os.Getenv),
 		// The credentials' files: only the proxy, outside, reads them.
-		Hide:        o.credentialFiles(sp.resolved),
-		AllowCreate: allowCreate(sp),
+		Hide:      o.credentialFiles(sp.resolved),
+		AllowEdit: allowEdit(sp),
 	})
 	if err != nil {
 		return nil, err
@@ -209,10 +209,10 @@ func jsonString(v any) string {
 	return string(b)
 }
 
-// allowCreate is the policy file's filesystem.allowCreate.
-func allowCreate(sp *sessionPolicy) []string {
+// allowEdit is the policy file's filesystem.allowEdit.
+func allowEdit(sp *sessionPolicy) []string {
 	if f := filesystemSection(sp); f != nil {
-		return f.AllowCreate
+		return f.AllowEdit
 	}
 	return nil
 }
