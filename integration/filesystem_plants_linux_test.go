@@ -31,7 +31,7 @@ except OSError as e:
 // of a directory that holds one), as root and as 65534. On the host the
 // name does not exist afterwards and one audit line names the path and
 // the process; the file the same script creates beside it does exist (the
-// gate refuses by name, not everything). A name filesystem.allowCreate
+// gate refuses by name, not everything). A name filesystem.allowEdit
 // lists is created.
 func TestFSPlantsRefused(t *testing.T) {
 	testenv.NeedCommand(t, "python3")
@@ -43,7 +43,7 @@ func TestFSPlantsRefused(t *testing.T) {
 		path   string // the refused name, relative to the workspace
 		comm   string // the process the audit line names
 		rule   string
-		policy string // "deny": files.deny **/.env; "allow": allowCreate .vscode/settings.json
+		policy string // "deny": files.deny **/.env; "allow": allowEdit .vscode/settings.json
 		allow  bool   // the name is created
 	}
 	sh := func(action string) string {
@@ -67,7 +67,10 @@ func TestFSPlantsRefused(t *testing.T) {
 		}, script: sh(`mv old/.vscode .vscode`), path: ".vscode/tasks.json", comm: "mv", rule: "filesystem.protected:.vscode/tasks.json"},
 		{name: "files.deny .env", policy: "deny", script: sh(`echo KEY=1 > .env`), path: ".env", comm: "sh", rule: "files.deny:**/.env"},
 		{name: "files.deny nested .env by python", policy: "deny", script: `mkdir -p config && ` + py(`config/.env`), path: "config/.env", comm: "python3", rule: "files.deny:**/.env"},
-		{name: "allowCreate", policy: "allow", script: sh(`mkdir -p .vscode && echo '{}' > .vscode/settings.json`), path: ".vscode/settings.json", allow: true},
+		{name: "allowEdit existing", policy: "allow", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, ".vscode", "settings.json"), "old\n", 0o644)
+		}, script: sh(`echo '{}' > .vscode/settings.json`), path: ".vscode/settings.json", allow: true},
+		{name: "allowEdit", policy: "allow", script: sh(`mkdir -p .vscode && echo '{}' > .vscode/settings.json`), path: ".vscode/settings.json", allow: true},
 	}
 	for _, u := range users {
 		for _, c := range plants {
@@ -81,7 +84,7 @@ func TestFSPlantsRefused(t *testing.T) {
 				case "deny":
 					flags = []string{"--policy", b.policy(t, `{files: {deny: ["**/.env"]}}`)}
 				case "allow":
-					flags = []string{"--policy", plantsPolicy(t, b, "filesystem:\n  allowCreate: [.vscode/settings.json]\n")}
+					flags = []string{"--policy", plantsPolicy(t, b, "filesystem:\n  allowEdit: [.vscode/settings.json]\n")}
 				}
 				script := c.script + "\necho beside > beside.txt && echo beside-ok"
 				r := b.run(t, fsRun{flags: flags, env: []string{"GIT_CONFIG_NOSYSTEM=1"}, argv: []string{"sh", "-c", script}})
