@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
@@ -20,6 +21,7 @@ import (
 // does, so that Diagnose's trial can start a real sandbox.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == procjail.InitCommand {
+		procjail.CreateDecider = policy.CreateDeciderFor
 		os.Exit(procjail.RunInit())
 	}
 	if os.Getenv(maskedEnv) != "" {
