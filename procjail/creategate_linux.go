@@ -48,6 +48,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -87,8 +88,16 @@ type createGate struct {
 	as       *ContainerMode
 	uid, gid int // the workers' (the command's) ids
 	report   func(CreateRefusal)
-	jobs     chan func(ready bool)
+	wake     int // eventfd (semaphore): one count per queued job
+	mu       sync.Mutex
+	queue    []func(ready bool)
+	idle     int // workers waiting for a job, less the jobs queued for them
 	workers  atomic.Int32
+	procOnce sync.Once
+	procDev  uint64
+	rootOnce sync.Once
+	root     int
+	rootErr  error
 }
 
 // newCreateGate returns the gate for s, or nil when s has no create guard.
@@ -108,9 +117,12 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 		return nil, fmt.Errorf("no filter for architecture %s", runtime.GOARCH)
 	}
 	c := &createGate{decide: decide, arch: arch, proc: s.Proc, fs: &s.FileSystem, as: s.Container,
-		uid: os.Getuid(), gid: os.Getgid(), report: report, jobs: make(chan func(bool))}
+		uid: os.Getuid(), gid: os.Getgid(), report: report}
 	if s.Container != nil {
 		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
+	}
+	if c.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_SEMAPHORE); err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
 	}
 	return c, nil
 }
@@ -133,27 +145,48 @@ func containsNr(l []uint32, n uint32) bool {
 	return false
 }
 
-// onWorker runs f on a worker thread and waits for it; false when no
-// worker could be made the command's (f did not run).
-func (c *createGate) onWorker(f func()) bool {
-	done := make(chan bool, 1)
-	job := func(ready bool) {
-		if ready {
-			f()
-		}
-		done <- ready
+// submit runs job on a worker thread (ready: the thread is the
+// command's; otherwise job must fail the call), starting one when none is
+// idle (at most maxCreateWorkers; past that the job waits for one). The
+// workers wait in read(2) on an eventfd, not on a channel: the kernel
+// wakes one thread directly, where a goroutine locked to its thread
+// costs the scheduler a hand-off of its own (about 60 µs a call here).
+func (c *createGate) submit(job func(ready bool)) {
+	c.mu.Lock()
+	c.queue = append(c.queue, job)
+	start := c.idle == 0 && c.workers.Load() < maxCreateWorkers
+	if c.idle > 0 {
+		c.idle--
 	}
-	select {
-	case c.jobs <- job:
-	default:
-		if c.workers.Add(1) <= maxCreateWorkers {
-			c.startWorker()
-		} else {
-			c.workers.Add(-1)
-		}
-		c.jobs <- job
+	c.mu.Unlock()
+	if start {
+		c.workers.Add(1)
+		c.startWorker()
 	}
-	return <-done
+	var one [8]byte
+	one[0] = 1 // native endian 1 (amd64, arm64)
+	unix.Write(c.wake, one[:])
+}
+
+// next waits for a job (on a worker thread).
+func (c *createGate) next() func(bool) {
+	var buf [8]byte
+	for {
+		if _, err := unix.Read(c.wake, buf[:]); err != nil && err != unix.EINTR {
+			return nil
+		} else if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.mu.Unlock()
+			continue
+		}
+		job := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		return job
+	}
 }
 
 // startWorker starts one worker thread, never the main thread (whose
@@ -184,8 +217,15 @@ func (c *createGate) work(started chan struct{}) {
 	if err != nil {
 		c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine(err.Error())})
 	}
-	for job := range c.jobs {
+	for {
+		job := c.next()
+		if job == nil {
+			return
+		}
 		job(err == nil)
+		c.mu.Lock()
+		c.idle++
+		c.mu.Unlock()
 	}
 }
 
@@ -228,26 +268,49 @@ type caller struct {
 }
 
 func (cl *caller) close() {
-	for _, fd := range []int{cl.pidfd, cl.cwd, cl.root} {
+	for _, fd := range []int{cl.pidfd, cl.cwd} { // root is the gate's
 		if fd >= 0 {
 			unix.Close(fd)
 		}
 	}
 }
 
-// gateErr is a failure of the gate itself: the call fails with EPERM and
-// the parent is told.
-type gateErr struct{ err error }
-
-func (e gateErr) Error() string { return e.err.Error() }
-
-// answerCreate decides and performs one notified call, and answers it.
+// answerCreate takes one notified call: what needs the init's own view
+// of the caller (its /proc entry, its memory, its descriptors) is read
+// here, on the gate's goroutine (quick, never blocking on the caller);
+// the decision, the call and the answer are a worker's.
 func (g *unixGate) answerCreate(req seccompNotif) {
 	c := g.create
-	fd, errno := c.handle(g.listener, &req)
+	job, errno := c.prepare(g.listener, &req)
+	if job == nil {
+		g.respond(&req, -1, errno, 0)
+		return
+	}
+	c.submit(func(ready bool) {
+		defer job.close()
+		if !ready {
+			g.respond(&req, -1, c.fail(&req, job.o.kind, job.p1+job.p2, fmt.Errorf("no worker thread")), 0)
+			return
+		}
+		unix.Umask(job.cl.umask)
+		w := &walker{c: c, cl: job.cl}
+		fd, errno, refusal := w.perform(job.o, job.d1, job.p1, job.d2, job.p2, job.target)
+		if refusal != nil {
+			refusal.Pid = atoiOr(job.cl.tgid)
+			b, _ := os.ReadFile(job.cl.procDir + "/comm")
+			refusal.Comm = strings.TrimSpace(string(b))
+			c.report(*refusal)
+		}
+		g.respond(&req, fd, errno, job.o.flags)
+	})
+}
+
+// respond answers req: with fd installed in the caller (an open's result;
+// O_CLOEXEC as flags ask), or with errno (0: success).
+func (g *unixGate) respond(req *seccompNotif, fd int, errno unix.Errno, flags int) {
 	if fd >= 0 {
 		add := seccompNotifAddfd{ID: req.ID, Flags: addfdFlagSend, Srcfd: uint32(fd)}
-		if c.openFlags(&req)&unix.O_CLOEXEC != 0 {
+		if flags&unix.O_CLOEXEC != 0 {
 			add.NewfdFlags = unix.O_CLOEXEC
 		}
 		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
@@ -312,84 +375,74 @@ func (c *createGate) decode(req *seccompNotif) (op, bool) {
 	return op{}, false
 }
 
-// openFlags are an open's flags (0 for the other calls).
-func (c *createGate) openFlags(req *seccompNotif) int {
-	if o, ok := c.decode(req); ok && o.kind == "open" {
-		return o.flags
-	}
-	return 0
+// createJob is one call, read and ready for a worker.
+type createJob struct {
+	o              op
+	cl             *caller
+	p1, p2, target string
+	d1, d2         int // descriptors the walks start from (-1: the root)
 }
 
-// handle decides and performs one call: a descriptor to install (open),
-// or the errno to answer (0: done).
-func (c *createGate) handle(listener int, req *seccompNotif) (int, unix.Errno) {
+func (j *createJob) close() {
+	for _, fd := range []int{j.d1, j.d2} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	j.cl.close()
+}
+
+// prepare reads what one call needs of its caller: the paths (once), the
+// descriptors the walks start from (copied now: the caller's table may
+// change once it runs again). A nil job: answer with the errno.
+func (c *createGate) prepare(listener int, req *seccompNotif) (*createJob, unix.Errno) {
 	o, ok := c.decode(req)
 	if !ok {
-		return -1, unix.ENOSYS
+		return nil, unix.ENOSYS
 	}
 	cl, err := c.caller(req)
 	if err != nil {
-		return -1, c.fail(req, o.kind, "", err)
+		return nil, c.fail(req, o.kind, "", err)
 	}
-	defer cl.close()
-	p1, p2, target := "", "", ""
+	j := &createJob{o: o, cl: cl, d1: -1, d2: -1}
 	for _, s := range []struct {
 		addr uintptr
 		dst  *string
 		want bool
-	}{{o.path1, &p1, o.kind != "symlink"}, {o.path2, &p2, o.kind == "rename" || o.kind == "link" || o.kind == "symlink"}, {o.target, &target, o.kind == "symlink"}} {
+	}{{o.path1, &j.p1, o.kind != "symlink"}, {o.path2, &j.p2, o.kind == "rename" || o.kind == "link" || o.kind == "symlink"}, {o.target, &j.target, o.kind == "symlink"}} {
 		if !s.want {
 			continue
 		}
 		v, errno := cl.readString(s.addr)
 		if errno != 0 {
-			return -1, errno
+			j.close()
+			return nil, errno
 		}
 		*s.dst = v
 	}
-	// Descriptors the walk starts from, copied now: the caller's table
-	// may change once it runs again.
-	d1, d2 := -1, -1
-	defer func() {
-		for _, fd := range []int{d1, d2} {
-			if fd >= 0 {
-				unix.Close(fd)
-			}
-		}
-	}()
 	if o.kind != "symlink" {
-		if d1, err = cl.dirFD(o.dir1, p1, o.kind == "link" && o.flags&unix.AT_EMPTY_PATH != 0); err != nil {
-			return -1, errnoOf(err, c, req, o.kind, p1)
+		if j.d1, err = cl.dirFD(o.dir1, j.p1, o.kind == "link" && o.flags&unix.AT_EMPTY_PATH != 0); err != nil {
+			j.close()
+			return nil, errnoOf(err, c, req, o.kind, j.p1)
 		}
 	}
-	if o.kind != "open" && o.kind != "mkdir" && o.kind != "mknod" {
-		if d2, err = cl.dirFD(o.dir2, p2, false); err != nil {
-			return -1, errnoOf(err, c, req, o.kind, p2)
+	if o.kind == "rename" || o.kind == "link" || o.kind == "symlink" {
+		if j.d2, err = cl.dirFD(o.dir2, j.p2, false); err != nil {
+			j.close()
+			return nil, errnoOf(err, c, req, o.kind, j.p2)
 		}
 	}
-	if err := cl.rootFD(p1, p2); err != nil {
-		return -1, c.fail(req, o.kind, p1+p2, err)
+	if cl.root, err = c.rootFD(); err != nil {
+		j.close()
+		return nil, c.fail(req, o.kind, j.p1+j.p2, err)
 	}
 	// Still the caller: its pid was not reused while it was read.
 	id := req.ID
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); e != 0 {
-		return -1, unix.EPERM
+		j.close()
+		return nil, unix.EPERM
 	}
-	fd, errno := -1, unix.Errno(0)
-	var refusal *CreateRefusal
-	ran := c.onWorker(func() {
-		unix.Umask(cl.umask)
-		w := &walker{c: c, cl: cl}
-		fd, errno, refusal = w.perform(o, d1, p1, d2, p2, target)
-	})
-	if !ran {
-		return -1, c.fail(req, o.kind, p1+p2, fmt.Errorf("no worker thread"))
-	}
-	if refusal != nil {
-		refusal.Pid, refusal.Comm = atoiOr(cl.tgid), cl.comm
-		c.report(*refusal)
-	}
-	return fd, errno
+	return j, 0
 }
 
 func atoiOr(s string) int { n, _ := strconv.Atoi(s); return n }
@@ -409,32 +462,21 @@ func (c *createGate) fail(req *seccompNotif, kind, path string, err error) unix.
 	return unix.EPERM
 }
 
-// caller opens what the gate needs of req's thread: a pidfd, its /proc
-// entry's ids, umask and name.
+// caller reads what the gate needs of req's thread: its /proc entry's
+// ids and umask.
 func (c *createGate) caller(req *seccompNotif) (*caller, error) {
 	cl := &caller{req: req, pidfd: -1, cwd: -1, root: -1}
-	var err error
-	// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a thread.
-	if cl.pidfd, err = unix.PidfdOpen(int(req.Pid), unix.O_EXCL); err != nil {
-		if cl.pidfd, err = unix.PidfdOpen(int(req.Pid), 0); err != nil {
-			return nil, fmt.Errorf("pidfd of %d: %w", req.Pid, err)
-		}
-	}
 	var status []byte
+	var err error
 	if rerr := asCommandReal(func() {
 		if cl.procDir, err = procDirOf(c.proc, int(req.Pid)); err != nil {
 			return
 		}
-		if status, err = os.ReadFile(cl.procDir + "/status"); err != nil {
-			return
-		}
-		b, _ := os.ReadFile(cl.procDir + "/comm")
-		cl.comm = strings.TrimSpace(string(b))
+		status, err = readSmall(cl.procDir + "/status")
 	}); rerr != nil {
 		err = rerr
 	}
 	if err != nil {
-		cl.close()
 		return nil, err
 	}
 	fields := map[string][]string{}
@@ -445,11 +487,9 @@ func (c *createGate) caller(req *seccompNotif) (*caller, error) {
 	}
 	um, err1 := strconv.ParseInt(firstField(fields["Umask"]), 8, 32)
 	if err1 != nil || len(fields["Uid"]) != 4 || len(fields["Gid"]) != 4 || firstField(fields["Tgid"]) == "" || firstField(fields["Pid"]) == "" {
-		cl.close()
 		return nil, fmt.Errorf("%s/status: no Umask, Uid, Gid, Tgid or Pid", cl.procDir)
 	}
 	if fields["Uid"][3] != strconv.Itoa(c.uid) || fields["Gid"][3] != strconv.Itoa(c.gid) {
-		cl.close()
 		return nil, fmt.Errorf("%s's fs ids are %s:%s, not the command's %d:%d", cl.procDir, fields["Uid"][3], fields["Gid"][3], c.uid, c.gid)
 	}
 	cl.umask, cl.tgid, cl.tid = int(um), fields["Tgid"][0], fields["Pid"][0]
@@ -517,6 +557,16 @@ func (cl *caller) dirFD(dir int, path string, empty bool) (int, error) {
 	if path == "" && !empty {
 		return -1, unix.ENOENT
 	}
+	if cl.pidfd < 0 {
+		// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a
+		// thread.
+		var err error
+		if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), unix.O_EXCL); err != nil {
+			if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), 0); err != nil {
+				return -1, fmt.Errorf("pidfd of %d: %w", cl.req.Pid, err)
+			}
+		}
+	}
 	var fd int
 	var err error
 	if rerr := asCommandReal(func() { fd, err = unix.PidfdGetfd(cl.pidfd, dir, 0) }); rerr != nil {
@@ -528,20 +578,32 @@ func (cl *caller) dirFD(dir int, path string, empty bool) (int, error) {
 	return fd, nil
 }
 
-// rootFD opens the caller's root when a path is absolute or may reach
-// it through a symlink (always: any relative walk may meet an absolute
-// link).
-func (cl *caller) rootFD(paths ...string) error {
-	var err error
-	if rerr := asCommandReal(func() {
-		cl.root, err = unix.Open(cl.procDir+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}); rerr != nil {
-		return rerr
+// rootFD returns the sandbox's root, opened once (after the mount layer:
+// at the first call). The command cannot change its root (chroot needs a
+// capability it does not have), so every caller's root is the init's.
+func (c *createGate) rootFD() (int, error) {
+	c.rootOnce.Do(func() {
+		c.root, c.rootErr = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if c.rootErr != nil {
+		return -1, fmt.Errorf("root: %w", c.rootErr)
 	}
+	return c.root, nil
+}
+
+// readSmall reads a small /proc file with one read.
+func readSmall(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("root: %w", err)
+		return nil, err
 	}
-	return nil
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
 }
 
 // walker resolves the caller's paths on a worker thread.
@@ -622,9 +684,10 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 		case unix.S_IFDIR:
 			unix.Close(cur)
 			cur = next
-			if errno := w.notInit(cur); errno != 0 {
+			if kind, self := w.procKindOf(cur, &st); kind == procPID && self {
+				// One of the init's own /proc directories.
 				unix.Close(cur)
-				return resolved{}, errno
+				return resolved{}, unix.EACCES
 			}
 		case unix.S_IFLNK:
 			unix.Close(next)
@@ -715,15 +778,42 @@ const (
 // procKind says whether dir is in a procfs mount, and for one below a
 // /proc/PID, whether PID is one of the init's own threads (self).
 func (w *walker) procKind(dir int) (kind int, self bool) {
-	var sfs unix.Statfs_t
-	if unix.Fstatfs(dir, &sfs) != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
-		return procNone, false
-	}
 	var st unix.Stat_t
-	if unix.Fstat(dir, &st) == nil && st.Ino == 1 {
+	if unix.Fstat(dir, &st) != nil {
+		return procPID, true // cannot be placed: fail closed
+	}
+	return w.procKindOf(dir, &st)
+}
+
+// procKindOf is procKind for dir, whose stat is st: a procfs mount is
+// told by its device (every mount of the sandbox's procfs, /proc and the
+// read-only binds below it, is one superblock).
+func (w *walker) procKindOf(dir int, st *unix.Stat_t) (kind int, self bool) {
+	if uint64(st.Dev) != w.c.procDevice() {
+		var sfs unix.Statfs_t
+		if unix.Fstatfs(dir, &sfs) != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+			return procNone, false
+		}
+		// Another procfs than the sandbox's /proc: placed like it.
+	}
+	if st.Ino == 1 {
 		return procRoot, false
 	}
 	return procPID, w.initProcDir(dir)
+}
+
+// procDevice is the device of the sandbox's /proc, read once (after the
+// init mounted it: at the first call); 0 when /proc is not a procfs, and
+// then every directory is asked its filesystem type.
+func (c *createGate) procDevice() uint64 {
+	c.procOnce.Do(func() {
+		var sfs unix.Statfs_t
+		var st unix.Stat_t
+		if unix.Statfs("/proc", &sfs) == nil && sfs.Type == unix.PROC_SUPER_MAGIC && unix.Stat("/proc", &st) == nil {
+			c.procDev = uint64(st.Dev)
+		}
+	})
+	return c.procDev
 }
 
 // initProcDir says whether dir lies below /proc/PID where PID is a thread

@@ -75,9 +75,20 @@ func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *Conta
 	}
 	if gate != nil {
 		gate.listener = fd
+		// Wake the gate on the caller's CPU and switch to it at once
+		// (Linux 6.6; older kernels refuse the ioctl and wake it the
+		// usual way): each notified call costs one round trip less of
+		// the scheduler.
+		unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ioctlNotifSetFlags, notifFDSyncWakeUp)
 	}
 	return nil
 }
+
+// SECCOMP_IOCTL_NOTIF_SET_FLAGS and SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP.
+const (
+	ioctlNotifSetFlags = 0x40082104
+	notifFDSyncWakeUp  = 1
+)
 
 // loadSeccomp installs prog on the calling thread; with
 // SECCOMP_FILTER_FLAG_NEW_LISTENER it returns the notification fd.

@@ -124,7 +124,7 @@ func (g *unixGate) serve() {
 		case g.unixOn && req.Nr >= 0 && uint32(req.Nr) == g.connectNr:
 			go g.answer(req)
 		case g.create != nil && g.create.handles(req.Nr):
-			go g.answerCreate(req)
+			g.answerCreate(req) // hands the call to a worker
 		default:
 			go g.refuse(req)
 		}
