@@ -93,6 +93,7 @@ type createGate struct {
 	queue    []func(ready bool)
 	idle     int // workers waiting for a job, less the jobs queued for them
 	workers  atomic.Int32
+	sharedFS atomic.Bool // unshare(CLONE_FS) was refused (prepareThread)
 	procOnce sync.Once
 	procDev  uint64
 	rootOnce sync.Once
@@ -233,7 +234,14 @@ func (c *createGate) work(started chan struct{}) {
 // kernel's checks (see the top of this file).
 func (c *createGate) prepareThread() error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
-		return fmt.Errorf("unshare CLONE_FS: %w", err)
+		// A container's seccomp profile may refuse unshare (Docker's
+		// allows it with CAP_SYS_ADMIN only): the workers then share the
+		// init's umask, set to 0, and apply the caller's to the mode
+		// themselves, which differs from the kernel only under a
+		// directory with a default ACL (where the kernel ignores the
+		// umask; docs/limits.md).
+		c.sharedFS.Store(true)
+		unix.Umask(0)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no new privileges: %w", err)
@@ -292,8 +300,12 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 			g.respond(&req, -1, c.fail(&req, job.o.kind, job.p1+job.p2, fmt.Errorf("no worker thread")), 0)
 			return
 		}
-		unix.Umask(job.cl.umask)
 		w := &walker{c: c, cl: job.cl}
+		if c.sharedFS.Load() {
+			w.umask = uint32(job.cl.umask)
+		} else {
+			unix.Umask(job.cl.umask)
+		}
 		fd, errno, refusal := w.perform(job.o, job.d1, job.p1, job.d2, job.p2, job.target)
 		if refusal != nil {
 			refusal.Pid = atoiOr(job.cl.tgid)
@@ -414,6 +426,10 @@ func (c *createGate) prepare(listener int, req *seccompNotif) (*createJob, unix.
 			continue
 		}
 		v, errno := cl.readString(s.addr)
+		if errno == unix.ENOTRECOVERABLE {
+			j.close()
+			return nil, c.fail(req, o.kind, "", fmt.Errorf("cannot read the caller's memory"))
+		}
 		if errno != 0 {
 			j.close()
 			return nil, errno
@@ -521,7 +537,10 @@ func (cl *caller) readString(addr uintptr) (string, unix.Errno) {
 		if rerr := asCommandReal(func() {
 			got, err = unix.ProcessVMReadv(int(cl.req.Pid), []unix.Iovec{{Base: &buf[0], Len: uint64(n)}},
 				[]unix.RemoteIovec{{Base: addr, Len: n}}, 0)
-		}); rerr != nil || err != nil || got <= 0 {
+		}); rerr != nil || (err != nil && err != unix.EFAULT) {
+			// Not the caller's address: the gate could not read it.
+			return "", unix.ENOTRECOVERABLE
+		} else if err != nil || got <= 0 {
 			return "", unix.EFAULT
 		}
 		if i := strings.IndexByte(string(buf[:got]), 0); i >= 0 {
@@ -611,6 +630,7 @@ type walker struct {
 	c     *createGate
 	cl    *caller
 	links int
+	umask uint32 // applied to modes here (the workers share the init's umask, 0); 0 otherwise
 }
 
 // resolved is where a path leads: the directory holding its last
@@ -916,7 +936,7 @@ func (w *walker) decidePath(kind, p string) (*CreateRefusal, unix.Errno) {
 func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (int, unix.Errno, *CreateRefusal) {
 	switch o.kind {
 	case "open":
-		return w.open(d1, p1, o.flags, o.mode&0o7777)
+		return w.open(d1, p1, o.flags, o.mode&0o7777&^w.umask)
 	case "mkdir", "mknod":
 		r, errno := w.walk(d1, p1, false)
 		if errno != 0 {
@@ -931,9 +951,9 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		}
 		var err error
 		if o.kind == "mkdir" {
-			err = unix.Mkdirat(r.parent, r.name, o.mode&0o7777)
+			err = unix.Mkdirat(r.parent, r.name, o.mode&0o7777&^w.umask)
 		} else {
-			err = unix.Mknodat(r.parent, r.name, o.mode, int(o.dev))
+			err = unix.Mknodat(r.parent, r.name, o.mode&^w.umask, int(o.dev))
 		}
 		return -1, errnoOr(err), nil
 	case "symlink":

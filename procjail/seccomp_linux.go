@@ -67,9 +67,21 @@ func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *Conta
 	}
 	var flags uintptr
 	if gate != nil {
-		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+		// Once the gate has taken a call, the caller waits for it
+		// ignoring signals but fatal ones (Linux 5.19): the gate
+		// performs the call on its behalf, and a call interrupted and
+		// restarted then would run twice (a rename done, then ENOENT;
+		// an O_EXCL file made, then EEXIST; a connect made, then
+		// EISCONN). Go's runtime preempts with signals all the time.
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 	}
 	fd, err := loadSeccomp(prog, flags)
+	if err == unix.EINVAL && gate != nil {
+		// An older kernel: the gate still works, and a call a signal
+		// interrupts after the gate made it may fail when restarted
+		// (docs/limits.md).
+		fd, err = loadSeccomp(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
 	if err != nil {
 		return stepErr("seccomp filter", err)
 	}
