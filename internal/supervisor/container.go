@@ -312,6 +312,19 @@ func (s *session) containerChecks() error {
 				Fix:    "run the container with --cap-add SYS_PTRACE (Docker's default seccomp profile then allows pidfd_getfd), drop --allow-unix-socket, or use nested mode: " + procjail.SeccompProfileFix}
 		}
 	}
+	// The create gate reads the command's memory and copies its
+	// descriptors as the command's uid, like the Unix socket gate: where
+	// the container refuses it, or Landlock cannot keep the command from
+	// signalling that thread, creations are not decided at the time
+	// (protected paths that appear are still reported at exit).
+	if abi := procjail.LandlockABI(); abi < 6 {
+		p.noCreateGate = fmt.Sprintf("Landlock ABI %d (the gate needs its signal scope, ABI 6)", abi)
+	} else if err := procjail.CheckDescriptorCopy(); err != nil {
+		p.noCreateGate = fmt.Sprintf("the container refuses reading the command's memory (%v; --cap-add SYS_PTRACE allows it)", err)
+	}
+	if p.noCreateGate != "" {
+		p.NotCovered = append(p.NotCovered, "container mode: creating a protected name or a files.deny match in the workspace is not refused at the time, only reported at exit: "+p.noCreateGate)
+	}
 	var inRoots []string
 	for _, pr := range p.Protected {
 		if p.InWriteRoot(pr) {

@@ -26,6 +26,10 @@ type fsState struct {
 	// placeholders are protected files the jail makes, read-only, in the
 	// home overlay (session.placeholders).
 	placeholders []string
+	// noCreateGate, when set, says why the create gate is off (container
+	// mode without what it needs); creations are then only reported at
+	// exit.
+	noCreateGate string
 }
 
 // writeRoots are the operator's write roots: --write, then the policy
@@ -220,7 +224,10 @@ func allowEdit(sp *sessionPolicy) []string {
 // jail is the plan in procjail's terms. The create gate decides by the
 // plan's CreateGuard (policy.CreateDeciderFor in the init).
 func (f *fsState) jail() procjail.FileSystem {
-	guard, _ := json.Marshal(f.CreateGuard())
+	var guard []byte
+	if f.noCreateGate == "" {
+		guard, _ = json.Marshal(f.CreateGuard())
+	}
 	return procjail.FileSystem{
 		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
 		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay, Pinned: f.Pinned, Identity: f.identity,
