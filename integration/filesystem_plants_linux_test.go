@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
@@ -170,4 +171,134 @@ func createRefusedLines(t *testing.T, audit string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// TestFSCreateGateSemantics: what the create gate makes on the caller's
+// behalf is what the kernel would have made for it, checked on the host:
+// the owner (the box's uid), the caller's umask on files, directories and
+// FIFOs, O_EXCL on an existing name (EEXIST), a new file through a
+// dangling symlink (the link's target is created), O_NOFOLLOW on a
+// symlink (ELOOP), /dev/stdout opened with O_CREAT as without (the
+// caller's own descriptor, reopened), a rename and a hard link of the caller's, relative to a
+// directory descriptor, and a Go program (preempted by signals while
+// the gate works) making and renaming 300 files.
+func TestFSCreateGateSemantics(t *testing.T) {
+	testenv.NeedCommand(t, "python3")
+	const script = `import os, errno
+os.umask(0o027)
+fd = os.open("f", os.O_CREAT | os.O_WRONLY, 0o666); os.write(fd, b"f\n"); os.close(fd)
+os.mkdir("d", 0o777)
+os.mkfifo("p", 0o666)
+try:
+    os.open("f", os.O_CREAT | os.O_EXCL | os.O_WRONLY); print("EXCL-OPENED")
+except OSError as e:
+    print("excl", errno.errorcode[e.errno])
+os.symlink("target", "dangling")
+fd = os.open("dangling", os.O_CREAT | os.O_WRONLY, 0o600); os.write(fd, b"t\n"); os.close(fd)
+try:
+    os.open("dangling", os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW); print("NOFOLLOW-OPENED")
+except OSError as e:
+    print("nofollow", errno.errorcode[e.errno])
+got = []
+for flags in (os.O_WRONLY, os.O_CREAT | os.O_WRONLY):  # the kernel's answer, then the gate's
+    try:
+        fd = os.open("/dev/stdout", flags); os.write(fd, b"via-dev-stdout\n"); os.close(fd); got.append("opened")
+    except OSError as e:
+        got.append(errno.errorcode[e.errno])
+print("dev-stdout", "same" if got[0] == got[1] else "differ %s" % got)
+dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+fd = os.open("in-d", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=dfd); os.close(fd)
+os.rename("in-d", "moved", src_dir_fd=dfd, dst_dir_fd=dfd)
+os.link("f", "f-link")
+print("done")
+`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			r := b.run(t, fsRun{argv: []string{"python3", "-c", script}})
+			for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "done\n"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("inside: missing %q", want)
+				}
+			}
+			for p, want := range map[string]os.FileMode{"f": 0o640, "d": os.ModeDir | 0o750, "p": os.ModeNamedPipe | 0o640, "target": 0o600, "d/moved": 0o640 &^ 0o027} {
+				fi, err := os.Lstat(filepath.Join(b.ws, p))
+				if err != nil {
+					t.Errorf("host %s: %v", p, err)
+					continue
+				}
+				if fi.Mode() != want {
+					t.Errorf("host %s: mode %v, want %v (the caller's umask 027)", p, fi.Mode(), want)
+				}
+				if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid || int(st.Gid) != u.uid {
+					t.Errorf("host %s: owner %d:%d, want %d:%d", p, st.Uid, st.Gid, u.uid, u.uid)
+				}
+			}
+			if fi, err := os.Stat(filepath.Join(b.ws, "f-link")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 2 {
+				t.Errorf("host f-link: %v %v, want a second name of f", fi, err)
+			}
+			if lines := createRefusedLines(t, r.audit); len(lines) != 0 {
+				t.Errorf("refusals: %v", lines)
+			}
+			if t.Failed() {
+				t.Logf("%s", r)
+			}
+		})
+	}
+	t.Run("go program", func(t *testing.T) {
+		testenv.NeedCommand(t, "go")
+		b := newFSBox(t, 0, false)
+		b.write(t, filepath.Join(b.ws, "go.mod"), "module m\n\ngo 1.22\n", 0o644)
+		b.write(t, filepath.Join(b.ws, "main.go"), `package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+)
+
+func main() {
+	done := make(chan bool)
+	for g := 0; g < 4; g++ {
+		go func() { // keep the scheduler preempting (SIGURG)
+			for x := 0; ; x++ {
+				select {
+				case <-done:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	for i := 0; i < 300; i++ {
+		f, err := os.CreateTemp(".", "tmp")
+		if err != nil {
+			fmt.Println("create:", err)
+			os.Exit(1)
+		}
+		f.Close()
+		if err := os.Rename(f.Name(), fmt.Sprintf("file%d", i)); err != nil {
+			fmt.Println("rename:", err)
+			os.Exit(1)
+		}
+		if err := os.Mkdir(fmt.Sprintf("dir%d", i), 0o755); err != nil {
+			fmt.Println("mkdir:", err)
+			os.Exit(1)
+		}
+	}
+	close(done)
+	fmt.Println("go-ok")
+}
+`, 0o644)
+		r := b.run(t, fsRun{env: []string{"GOFLAGS=-buildvcs=false", "GOTOOLCHAIN=local"}, argv: []string{"sh", "-c", "go build -o prog . && ./prog"}})
+		if !strings.Contains(r.stdout, "go-ok\n") {
+			t.Errorf("the Go program failed\n%s", r)
+		}
+		for _, p := range []string{"file299", "dir299"} {
+			if _, err := os.Lstat(filepath.Join(b.ws, p)); err != nil {
+				t.Errorf("host %s: %v", p, err)
+			}
+		}
+	})
 }
