@@ -81,7 +81,7 @@ func NewEngine(s *Session, shell ShellRuler) (*Ruler, error) {
 		}
 		home = h
 	}
-	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS, HeldBelow: s.FilesHeld},
+	r := &Ruler{s: *s, shell: shell, files: policy.FileMatcher{Home: home, DenyAnywhere: true, FoldCase: caseInsensitiveFS, HeldBelow: s.FilesHeld, AllowEdit: slices.Clone(s.AllowEdit)},
 		mcp: map[string]bool{}, native: map[string]bool{}, denied: map[string]bool{}}
 	r.s.Bound = s.Bound.Clone()
 	var nr *policy.NetworkRules

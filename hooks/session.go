@@ -27,6 +27,9 @@ type Session struct {
 	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
 	// Home expands "~/" in file patterns; empty means the current user's.
 	Home string `json:"home,omitempty"`
+	// AllowEdit are the protected workspace names the policy file's
+	// filesystem.allowEdit lets the agent write (policy.FileMatcher).
+	AllowEdit []string `json:"allowEdit,omitempty"`
 	// Sandboxed says the session's calls run inside sandboxd's egress
 	// sandbox (InSandbox, InEgressSandbox), and FilesHeld that its
 	// filesystem layer holds files.deny too (InSandbox): never read from a
@@ -86,12 +89,17 @@ func SessionFromResolved(r *policy.Resolved) (*Session, error) {
 	if err := r.CheckLaunchable(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoPolicy, err)
 	}
+	var allowEdit []string
+	if r.Filesystem != nil {
+		allowEdit = slices.Clone(r.Filesystem.AllowEdit)
+	}
 	return &Session{
-		Harness:  h,
-		Mode:     r.Mode,
-		Bound:    r.Bound.Clone(),
-		Native:   NativePolicy{Allowed: slices.Clone(r.Native.Allowed), Denied: slices.Clone(r.Native.Denied), Reasons: maps.Clone(r.Native.Reasons)},
-		MCPTools: r.AllowedToolIDs(),
+		Harness:   h,
+		Mode:      r.Mode,
+		Bound:     r.Bound.Clone(),
+		Native:    NativePolicy{Allowed: slices.Clone(r.Native.Allowed), Denied: slices.Clone(r.Native.Denied), Reasons: maps.Clone(r.Native.Reasons)},
+		MCPTools:  r.AllowedToolIDs(),
+		AllowEdit: allowEdit,
 	}, nil
 }
 

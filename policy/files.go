@@ -74,6 +74,10 @@ type FileMatcher struct {
 	// its start: reaching below a directory where a denied file could be
 	// is allowed (DecideBelow); naming one is still denied.
 	HeldBelow bool
+	// AllowEdit are ProtectedInRoot entries the policy file's
+	// filesystem.allowEdit lets the agent write: DecideProtectedWrite
+	// allows them, as the sandbox does.
+	AllowEdit []string
 
 	memo *linkMemo
 }

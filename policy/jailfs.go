@@ -142,6 +142,9 @@ func (m FileMatcher) DecideProtectedWrite(path string) Decision {
 		}
 	}
 	for _, e := range ProtectedInRoot {
+		if slices.Contains(m.AllowEdit, e) {
+			continue // filesystem.allowEdit
+		}
 		if c == "/"+e || strings.HasSuffix(c, "/"+e) || strings.Contains(c, "/"+e+"/") {
 			return Denied(Because(ReasonProtectedWrite, "%s is under a %s", c, e), RuleAt(RuleFilesystemProtected, e))
 		}

@@ -123,3 +123,30 @@ func TestExplainCreate(t *testing.T) {
 		t.Errorf("allowEdit .git/config: %v, want refused", err)
 	}
 }
+
+// TestDecideProtectedWriteNewNames: the hooks refuse writing the editors'
+// and harnesses' auto-run files as the sandbox does, and allow those
+// filesystem.allowEdit lists.
+func TestDecideProtectedWriteNewNames(t *testing.T) {
+	m := FileMatcher{Home: "/home/u", Cwd: "/ws"}
+	allow := m
+	allow.AllowEdit = []string{".vscode/settings.json"}
+	for _, c := range []struct {
+		m     FileMatcher
+		path  string
+		allow bool
+	}{
+		{m, "/ws/.vscode/tasks.json", false},
+		{m, "/ws/.vscode/settings.json", false},
+		{allow, "/ws/.vscode/settings.json", true},
+		{allow, "/ws/.vscode/launch.json", false},
+		{m, "/ws/sub/.envrc", false},
+		{m, "/ws/.claude/commands/x.md", false},
+		{m, "/ws/.vscode/extensions.json", true},
+		{m, "/ws/src/main.go", true},
+	} {
+		if d := c.m.DecideProtectedWrite(c.path); d.Allowed() != c.allow {
+			t.Errorf("%s (allowEdit %v): %v %s, want allowed=%v", c.path, c.m.AllowEdit, d.Verdict, d.Rule, c.allow)
+		}
+	}
+}
