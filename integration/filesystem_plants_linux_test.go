@@ -180,7 +180,8 @@ func createRefusedLines(t *testing.T, audit string) []map[string]any {
 // dangling symlink (the link's target is created), O_NOFOLLOW on a
 // symlink (ELOOP), /dev/stdout opened with O_CREAT as without (the
 // caller's own descriptor, reopened), a rename and a hard link of the caller's, relative to a
-// directory descriptor, and a Go program (preempted by signals while
+// directory descriptor, the init's own /proc entries refused (EACCES),
+// and a Go program (preempted by signals while
 // the gate works) making and renaming 300 files.
 func TestFSCreateGateSemantics(t *testing.T) {
 	testenv.NeedCommand(t, "python3")
@@ -210,12 +211,20 @@ dfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
 fd = os.open("in-d", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=dfd); os.close(fd)
 os.rename("in-d", "moved", src_dir_fd=dfd, dst_dir_fd=dfd)
 os.link("f", "f-link")
+for p in ("/proc/1/cwd/gate-probe", "/proc/1/root/tmp/gate-probe", "/proc/1/task/1/cwd/gate-probe"):  # the init's own
+    try:
+        os.close(os.open(p, os.O_CREAT | os.O_WRONLY)); print("INIT-OPENED", p)
+    except OSError as e:
+        print("init", errno.errorcode[e.errno])
 print("done")
 `
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
 			b := newFSBox(t, u.uid, false)
 			r := b.run(t, fsRun{argv: []string{"python3", "-c", script}})
+			if n := strings.Count(r.stdout, "init EACCES\n"); n != 3 {
+				t.Errorf("inside: the init's /proc entries: %d EACCES, want 3", n)
+			}
 			for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "done\n"} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("inside: missing %q", want)
