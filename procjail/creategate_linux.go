@@ -270,16 +270,13 @@ type caller struct {
 	pidfd     int
 	procDir   string // /proc/TID in the sandbox's /proc
 	tgid, tid string // as the sandbox's /proc numbers them
-	comm      string
 	umask     int
-	cwd, root int // O_PATH, opened on demand (-1)
+	root      int // the sandbox's root (the gate's: not closed here)
 }
 
 func (cl *caller) close() {
-	for _, fd := range []int{cl.pidfd, cl.cwd} { // root is the gate's
-		if fd >= 0 {
-			unix.Close(fd)
-		}
+	if cl.pidfd >= 0 {
+		unix.Close(cl.pidfd)
 	}
 }
 
@@ -481,7 +478,7 @@ func (c *createGate) fail(req *seccompNotif, kind, path string, err error) unix.
 // caller reads what the gate needs of req's thread: its /proc entry's
 // ids and umask.
 func (c *createGate) caller(req *seccompNotif) (*caller, error) {
-	cl := &caller{req: req, pidfd: -1, cwd: -1, root: -1}
+	cl := &caller{req: req, pidfd: -1, root: -1}
 	var status []byte
 	var err error
 	if rerr := asCommandReal(func() {
