@@ -353,3 +353,19 @@ func nobodyCopy(t *testing.T) (dir, exe, tmp string) {
 	}
 	return dir, exe, tmp
 }
+
+// TestCreateGateWithoutDecider: a sandbox asked for the create gate by a
+// binary that has no decider (procjail's own test binary sets none) does
+// not start: the gate fails closed, it is never silently off.
+func TestCreateGateWithoutDecider(t *testing.T) {
+	if CreateDecider != nil {
+		t.Skip("this test binary has a create decider")
+	}
+	spec := sh("echo ran")
+	spec.FileSystem.CreateGuard = []byte(`{"roots":["/nonexistent"]}`)
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "unix socket gate" || !strings.Contains(err.Error(), "no create decider") {
+		t.Fatalf("got %v, want a SetupError at step unix socket gate: no create decider", err)
+	}
+}
