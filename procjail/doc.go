@@ -11,7 +11,9 @@
 // bind-mounts a generated /etc/resolv.conf, and starts the command with no
 // new privileges, no capabilities and a seccomp filter (seccomp_bpf.go).
 // Host Unix sockets are unreachable unless allowed by path, through the
-// init's seccomp user-notification gate (unixgate_linux.go). See
+// init's seccomp user-notification gate (unixgate_linux.go), and with
+// FileSystem.CreateGuard the same init decides (CreateDecider) and makes
+// every creation of a name on the command's behalf (creategate_linux.go). See
 // jail_linux.go (parent side), init_linux.go (child side) and messages.go
 // (the numbered parent/child message sequence). The command starts only
 // after the caller's own setup has succeeded too (Spec.Ready); every

@@ -18,7 +18,8 @@ import (
 //     "read spec", "init not dumpable", "hostname", "private mounts",
 //     "mount /proc" (or "container /proc"), "private /dev" (and "mount /dev", "mount /dev/pts", ...,
 //     "check /dev"), "mount /etc/resolv.conf", "loopback up", "check
-//     interfaces", "working directory", "forward <net>/<port>", "unix socket gate".
+//     interfaces", "working directory", "forward <net>/<port>", "unix socket gate"
+//     (which also makes the create gate).
 //  3. child → parent: "ready\n", or "error <step>: <reason>\n" after which
 //     the child exits 125.
 //  4. parent → child: "go\n" once everything outside is ready too
@@ -28,6 +29,9 @@ import (
 //  5. child: "close descriptors", "no new privileges", "drop capabilities",
 //     "seccomp filter", "start command"; then child → parent: "ok <pid>\n"
 //     (pid as seen inside) or "error <step>: <reason>\n" (exit 125).
+//     After "ok", the child sends "stopped <signal>\n" (job control),
+//     "refused <JSON CreateRefusal>\n" (the create gate) and, last,
+//     "exit <code>\n".
 //
 // EOF where a reply is due means the child died. After "ok" the child's exit
 // status is the command's: its exit code, or 128+N when signal N killed it.
