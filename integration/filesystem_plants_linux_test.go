@@ -46,6 +46,7 @@ func TestFSPlantsRefused(t *testing.T) {
 		rule   string
 		policy string // "deny": files.deny **/.env; "allow": allowEdit .vscode/settings.json
 		allow  bool   // the name is created
+		keep   string // the name existed with this content and keeps it
 	}
 	sh := func(action string) string {
 		return `if ( ` + action + ` ) 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi; rm -f err.txt`
@@ -65,7 +66,42 @@ func TestFSPlantsRefused(t *testing.T) {
 		{name: "python /proc/self/root", script: py(`/proc/self/root/"$PWD"/.envrc`), path: ".envrc", comm: "python3", rule: "filesystem.protected:.envrc"},
 		{name: "rename a directory holding one", setup: func(t *testing.T, b *fsBox) {
 			b.write(t, filepath.Join(b.ws, "old", ".vscode", "tasks.json"), `{"tasks":[]}`, 0o644)
-		}, script: sh(`mv old/.vscode .vscode`), path: ".vscode/tasks.json", comm: "mv", rule: "filesystem.protected:.vscode/tasks.json"},
+		}, script: sh(`mv old new`), path: "new/.vscode/tasks.json", comm: "mv", rule: "filesystem.protected:.vscode/tasks.json"},
+		// A protected name's directory as a symlink, a renamed directory
+		// or symlink, or a hard link (to a symlink): what it holds would
+		// come under the name without being created there.
+		{name: "symlink as .vscode", script: `mkdir real && echo '{}' > real/tasks.json && ` + sh(`ln -s real .vscode`),
+			path: ".vscode", comm: "ln", rule: "filesystem.protected:.vscode/settings.json"},
+		{name: "mv a directory to .vscode", script: `mkdir x && echo '{}' > x/tasks.json && ` + sh(`mv x .vscode`),
+			path: ".vscode", comm: "mv", rule: "filesystem.protected:.vscode/settings.json"},
+		{name: "mv a symlink to .vscode", script: `mkdir real && ln -s real x && ` + sh(`mv x .vscode`),
+			path: ".vscode", comm: "mv", rule: "filesystem.protected:.vscode/settings.json"},
+		{name: "nested symlink as .claude", script: `mkdir -p sub c/commands && ` + sh(`ln -s ../c sub/.claude`),
+			path: "sub/.claude", comm: "ln", rule: "filesystem.protected:.claude/settings.json"},
+		{name: "hard link to a symlink as .github", script: `ln -s gh y && ` + sh(`ln -P y .github`),
+			path: ".github", comm: "ln", rule: "filesystem.protected:.github/hooks"},
+		{name: "symlink as .git/hooks", script: `git init -q --template= . && mkdir h && ` + sh(`ln -s ../h .git/hooks`),
+			path: ".git/hooks", comm: "ln", rule: "filesystem.protected:.git/hooks"},
+		{name: "python rename into .cursor", script: `mkdir x && python3 -c 'import os
+try:
+    os.rename("x", ".cursor"); print("CREATED")
+except OSError as e:
+    print("REFUSED errno=%d" % e.errno)'`, path: ".cursor", comm: "python3", rule: "filesystem.protected:.cursor/hooks.json"},
+		// Atomic saves: over an existing nested protected file, as writing
+		// it in place; over a missing one refused; over a top-level one
+		// (a read-only bind) refused as before.
+		{name: "sed -i an existing nested .envrc", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".envrc"), "old\n", 0o644)
+		}, script: sh(`sed -i 's/old/{}/' sub/.envrc`), path: "sub/.envrc", allow: true},
+		{name: "os.replace over an existing nested settings.json", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
+		}, script: `python3 -c 'import os
+open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.vscode/settings.json"); print("CREATED")'`, path: "sub/.vscode/settings.json", allow: true},
+		{name: "mv over a missing nested .envrc", script: `mkdir sub && echo x > x && ` + sh(`mv x sub/.envrc`),
+			path: "sub/.envrc", comm: "mv", rule: "filesystem.protected:.envrc"},
+		{name: "sed -i the top .envrc", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, ".envrc"), "old\n", 0o644)
+		}, script: sh(`sed -i 's/old/new/' .envrc`), path: ".envrc", keep: "old\n", comm: "sed", rule: "filesystem.protected:.envrc"},
 		{name: "files.deny .env", policy: "deny", script: sh(`echo KEY=1 > .env`), path: ".env", comm: "sh", rule: "files.deny:**/.env"},
 		{name: "files.deny nested .env by python", policy: "deny", script: `mkdir -p config && ` + py(`config/.env`), path: "config/.env", comm: "python3", rule: "files.deny:**/.env"},
 		{name: "allowEdit existing", policy: "allow", setup: func(t *testing.T, b *fsBox) {
@@ -121,7 +157,13 @@ func TestFSPlantsRefused(t *testing.T) {
 				if !strings.Contains(r.stdout, "Permission denied") && !strings.Contains(r.stdout, "errno=13") {
 					t.Errorf("inside: the refusal is not EACCES")
 				}
-				mustNotExist(t, target)
+				if c.keep != "" {
+					if data, err := os.ReadFile(target); err != nil || string(data) != c.keep {
+						t.Errorf("host %s: %q %v, want it unchanged (%q)", target, data, err, c.keep)
+					}
+				} else {
+					mustNotExist(t, target)
+				}
 				found := 0
 				for _, l := range lines {
 					if l["path"] == target && l["comm"] == c.comm && l["rule"] == c.rule && l["decision"] == "deny" {

@@ -92,14 +92,7 @@ func (p *FSPlan) CreateGuard() CreateGuard {
 // allowed: git init makes them.
 func (g CreateGuard) DecideCreate(path string) Decision {
 	c := filepath.Clean(path)
-	in := false
-	for _, r := range g.Roots {
-		if under(c, r) {
-			in = true
-			break
-		}
-	}
-	if !in {
+	if !g.inRoots(c) {
 		return AllowedBy(Because(ReasonWritable, "%s is not in a write root", c), "")
 	}
 	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}
@@ -110,6 +103,100 @@ func (g CreateGuard) DecideCreate(path string) Decision {
 		return Denied(Because(ReasonPlant, "%s is a %s", c, e), RuleAt(RuleFilesystemProtected, e))
 	}
 	return AllowedBy(Because(ReasonWritable, "%s is not a protected name", c), "")
+}
+
+// Ops a creation is made by, as DecidePlace takes them.
+const (
+	OpOpen    = "open"
+	OpMkdir   = "mkdir"
+	OpMknod   = "mknod"
+	OpSymlink = "symlink"
+	OpLink    = "link"
+	OpRename  = "rename"
+	// OpReplace is a rename over an existing regular file that the
+	// command can write in place (an atomic save): the gate checked both.
+	OpReplace = "replace"
+)
+
+// ReasonPlantAncestor is why the sandbox refuses a symlink, a rename or a
+// hard link named as a protected name's directory.
+const ReasonPlantAncestor = "placing a symlink, a renamed entry or a link at a protected name's directory (what it holds would not be decided by name)"
+
+// DecidePlace decides placing an entry at path by op (OpOpen ... OpRename;
+// path's parent directory is canonical): DecideCreate, and for a symlink,
+// a rename or a hard link, also the name of a directory that holds
+// protected names (PlantAncestors: .vscode, .claude, .git, .git/hooks,
+// ...) at any depth in a write root. mkdir of such a name is allowed: what
+// is then created inside is decided by its name. A symlink or a directory
+// renamed into place would bring what it holds (or leads to) under the
+// protected names without any of it being created there.
+//
+// OpReplace (an atomic save over an existing regular file the command can
+// write in place) is allowed over a protected name, as writing it in place
+// is (only creation is decided); a files.deny match stays refused.
+func (g CreateGuard) DecidePlace(op, path string) Decision {
+	d := g.DecideCreate(path)
+	if op == OpReplace && !d.Allowed() && strings.HasPrefix(d.Rule, RuleFilesystemProtected+":") {
+		return AllowedBy(Because(ReasonWritable, "%s exists and is writable: replacing it is editing it", filepath.Clean(path)), "")
+	}
+	if !d.Allowed() || (op != OpSymlink && op != OpLink && op != OpRename) {
+		return d
+	}
+	c := filepath.Clean(path)
+	if !g.inRoots(c) {
+		return d
+	}
+	for _, a := range PlantAncestors(g.AllowEdit) {
+		if strings.HasSuffix(c, "/"+a.Name) {
+			return Denied(Because(ReasonPlantAncestor, "%s (%s) is the directory of %s", c, op, a.Entry), RuleAt(RuleFilesystemProtected, a.Entry))
+		}
+	}
+	return d
+}
+
+// PlantAncestor is a directory name that holds a protected name: Entry
+// (the first PlantNames entry below it) is Name/...
+type PlantAncestor struct {
+	Name, Entry string
+}
+
+// PlantAncestors are, derived from PlantNames less allowEdit, the
+// directories that hold a protected name: every proper prefix of an
+// entry (.vscode of .vscode/tasks.json, .git of .git/hooks), and
+// .git/hooks itself (decided entry by entry, so a directory of its own
+// must not be brought there whole). An entry that is itself a directory
+// (.claude/commands) is refused as a name already.
+func PlantAncestors(allowEdit []string) []PlantAncestor {
+	var out []PlantAncestor
+	seen := map[string]bool{}
+	add := func(name, entry string) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, PlantAncestor{Name: name, Entry: entry})
+		}
+	}
+	for _, e := range PlantNames() {
+		if slices.Contains(allowEdit, e) {
+			continue
+		}
+		parts := strings.Split(e, "/")
+		for i := 1; i < len(parts); i++ {
+			add(strings.Join(parts[:i], "/"), e)
+		}
+		if e == ".git/hooks" {
+			add(e, e)
+		}
+	}
+	return out
+}
+
+func (g CreateGuard) inRoots(c string) bool {
+	for _, r := range g.Roots {
+		if under(c, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // plantName returns the entry of PlantNames that path is, or is below, or
@@ -144,13 +231,13 @@ func gitHookName(c string) bool {
 // CreateDeciderFor decodes a CreateGuard (JSON, as FSPlan.CreateGuard
 // gives it to the sandbox's init) and returns its decision in the form
 // procjail.CreateDecider takes.
-func CreateDeciderFor(guard []byte) (func(path string) (refused bool, rule, reason string), error) {
+func CreateDeciderFor(guard []byte) (func(op, path string) (refused bool, rule, reason string), error) {
 	var g CreateGuard
 	if err := json.Unmarshal(guard, &g); err != nil {
 		return nil, fmt.Errorf("create guard: %w", err)
 	}
-	return func(path string) (bool, string, string) {
-		d := g.DecideCreate(path)
+	return func(op, path string) (bool, string, string) {
+		d := g.DecidePlace(op, path)
 		return !d.Allowed(), d.Rule, d.Reason
 	}, nil
 }

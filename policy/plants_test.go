@@ -150,3 +150,70 @@ func TestDecideProtectedWriteNewNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidePlace: a symlink, a rename or a hard link named as a
+// protected name's directory (derived from PlantNames) is refused at any
+// depth in a write root, mkdir of it is not; a replacement of an existing
+// protected file (an atomic save) is allowed, of a files.deny match not.
+func TestDecidePlace(t *testing.T) {
+	g := CreateGuard{Roots: []string{"/ws"}, Cwd: "/ws", Deny: []string{"**/.env"}}
+	allowVS := g
+	allowVS.AllowEdit = []string{".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json", ".vscode/mcp.json"}
+	for _, c := range []struct {
+		g        CreateGuard
+		op, path string
+		rule     string // "" allowed
+	}{
+		{g, OpSymlink, "/ws/.vscode", "filesystem.protected:.vscode/settings.json"},
+		{g, OpRename, "/ws/.vscode", "filesystem.protected:.vscode/settings.json"},
+		{g, OpLink, "/ws/.vscode", "filesystem.protected:.vscode/settings.json"},
+		{g, OpMkdir, "/ws/.vscode", ""},
+		{g, OpOpen, "/ws/.vscode", ""},
+		{g, OpSymlink, "/ws/sub/deep/.vscode", "filesystem.protected:.vscode/settings.json"},
+		{g, OpSymlink, "/ws/.claude", "filesystem.protected:.claude/settings.json"},
+		{g, OpRename, "/ws/a/.github", "filesystem.protected:.github/hooks"},
+		{g, OpSymlink, "/ws/.git/hooks", "filesystem.protected:.git/hooks"},
+		{g, OpRename, "/ws/.git", "filesystem.protected:.git/hooks"},
+		{g, OpMkdir, "/ws/.git/hooks", ""},
+		{g, OpSymlink, "/ws/.cursor", "filesystem.protected:.cursor/hooks.json"},
+		{g, OpSymlink, "/ws/.pi", "filesystem.protected:.pi/settings.json"},
+		{g, OpSymlink, "/ws/.gemini", "filesystem.protected:.gemini/settings.json"},
+		{g, OpSymlink, "/ws/.vscodex", ""},
+		{g, OpSymlink, "/ws/x.vscode", ""},
+		{g, OpRename, "/ws/.vscode/extensions.json", ""},
+		{g, OpSymlink, "/tmp/.vscode", ""}, // not a write root
+		{allowVS, OpSymlink, "/ws/.vscode", ""},
+		{allowVS, OpSymlink, "/ws/.cursor", "filesystem.protected:.cursor/hooks.json"},
+		{g, OpReplace, "/ws/sub/.envrc", ""},
+		{g, OpRename, "/ws/sub/.envrc", "filesystem.protected:.envrc"},
+		{g, OpReplace, "/ws/sub/.vscode/settings.json", ""},
+		{g, OpReplace, "/ws/.env", "files.deny:**/.env"},
+	} {
+		d := c.g.DecidePlace(c.op, c.path)
+		if c.rule == "" {
+			if !d.Allowed() {
+				t.Errorf("%s %s (allow %v): refused (%s, %s), want allowed", c.op, c.path, c.g.AllowEdit, d.Rule, d.Reason)
+			}
+			continue
+		}
+		if d.Allowed() || d.Rule != c.rule {
+			t.Errorf("%s %s (allow %v): %v %q, want refused by %q", c.op, c.path, c.g.AllowEdit, d.Verdict, d.Rule, c.rule)
+		}
+		if !strings.Contains(d.Reason, c.path) {
+			t.Errorf("%s: reason %q does not name the path", c.path, d.Reason)
+		}
+	}
+	// Derived from the list: every proper prefix of a plant name.
+	names := map[string]bool{}
+	for _, a := range PlantAncestors(nil) {
+		names[a.Name] = true
+	}
+	for _, e := range PlantNames() {
+		parts := strings.Split(e, "/")
+		for i := 1; i < len(parts); i++ {
+			if p := strings.Join(parts[:i], "/"); !names[p] {
+				t.Errorf("%s: its directory %s is not a PlantAncestor", e, p)
+			}
+		}
+	}
+}

@@ -81,7 +81,7 @@ const (
 
 // createGate decides and performs the command's creations.
 type createGate struct {
-	decide   func(path string) (refused bool, rule, reason string)
+	decide   func(op, path string) (refused bool, rule, reason string)
 	arch     seccompArch
 	proc     ProcMode
 	fs       *FileSystem
@@ -921,7 +921,12 @@ func (w *walker) decideAt(kind string, dir int, name string) (*CreateRefusal, un
 }
 
 func (w *walker) decidePath(kind, p string) (*CreateRefusal, unix.Errno) {
-	if refused, rule, reason := w.c.decide(p); refused {
+	return w.decidePathAs(kind, kind, p)
+}
+
+// decidePathAs decides p by op (policy's DecidePlace), reported as kind.
+func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
+	if refused, rule, reason := w.c.decide(op, p); refused {
 		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: reason}, unix.EACCES
 	}
 	return nil, 0
@@ -1017,6 +1022,11 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		if old.obj >= 0 || nw.obj >= 0 {
 			return -1, unix.EBUSY, nil // "/" itself
 		}
+		if o.flags == 0 {
+			if done, errno, ref := w.replace(old.parent, old.name, nw.parent, nw.name); done {
+				return -1, errno, ref
+			}
+		}
 		if ref, errno := w.decideMove(old.parent, old.name, nw.parent, nw.name); errno != 0 {
 			return -1, errno, ref
 		}
@@ -1028,6 +1038,66 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		return -1, errnoOr(unix.Renameat2(old.parent, old.name, nw.parent, nw.name, uint(o.flags))), nil
 	}
 	return -1, unix.ENOSYS, nil
+}
+
+// replace makes an atomic save (rename(tmp, name)) over an existing
+// regular file name that the caller could write in place: policy decides
+// it as a replacement ("replace": a protected name that exists and is
+// writable, below a write root's top, may be edited; the top ones are
+// read-only binds, which fail the open here). done: answered (errno, the
+// refusal); otherwise the rename is decided as a creation. The new name
+// must not be removed between the check and the rename (the rename would
+// then create it): the entries are exchanged (RENAME_EXCHANGE needs both),
+// the file now at the old name checked to be the one opened, and only
+// then removed; anything else is exchanged back and refused.
+func (w *walker) replace(dir int, name string, newDir int, newName string) (bool, unix.Errno, *CreateRefusal) {
+	var sst, dst unix.Stat_t
+	if name == "." || name == ".." || newName == "." || newName == ".." ||
+		unix.Fstatat(dir, name, &sst, unix.AT_SYMLINK_NOFOLLOW) != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG ||
+		unix.Fstatat(newDir, newName, &dst, unix.AT_SYMLINK_NOFOLLOW) != nil || dst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false, 0, nil
+	}
+	if refused, _, _ := w.c.decide("open", w.pathIn(newDir, newName)); !refused {
+		return false, 0, nil // not a protected name: the plain rename
+	}
+	fd, err := unix.Openat(newDir, newName, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, 0, nil // not writable in place: decided as a creation
+	}
+	defer unix.Close(fd)
+	var fst unix.Stat_t
+	if unix.Fstat(fd, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false, 0, nil
+	}
+	d, err := pathOf(newDir)
+	if err != nil {
+		return false, 0, nil
+	}
+	if ref, errno := w.decidePathAs("rename", "replace", filepath.Join(d, newName)); errno != 0 {
+		return true, errno, ref
+	}
+	if err := unix.Renameat2(dir, name, newDir, newName, unix.RENAME_EXCHANGE); err != nil {
+		if err == unix.EINVAL || err == unix.ENOENT {
+			return false, 0, nil // no exchange here, or gone: decided as a creation
+		}
+		return true, errnoOr(err), nil
+	}
+	var now, back unix.Stat_t
+	if unix.Fstatat(newDir, newName, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Mode&unix.S_IFMT == unix.S_IFREG &&
+		unix.Fstatat(dir, name, &back, unix.AT_SYMLINK_NOFOLLOW) == nil && back.Dev == fst.Dev && back.Ino == fst.Ino {
+		return true, errnoOr(unix.Unlinkat(dir, name, 0)), nil
+	}
+	unix.Renameat2(dir, name, newDir, newName, unix.RENAME_EXCHANGE)
+	return true, unix.EACCES, &CreateRefusal{Op: "rename", Path: filepath.Join(d, newName), Rule: "create gate", Reason: "the replaced file changed while it was replaced"}
+}
+
+// pathIn is dir/name, "" when dir cannot be placed.
+func (w *walker) pathIn(dir int, name string) string {
+	d, err := pathOf(dir)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, name)
 }
 
 // decideMove decides moving the entry name of dir to newName in newDir:
@@ -1051,7 +1121,7 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 	src, dst := filepath.Join(from, name), filepath.Join(to, newName)
 	n := 0
 	var refusal *CreateRefusal
-	err := filepath.WalkDir(src, func(p string, _ os.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -1061,7 +1131,14 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 		if p == src {
 			return nil
 		}
-		if ref, errno := w.decidePath("rename", dst+strings.TrimPrefix(p, src)); errno != 0 {
+		// A name below is decided as created there (a directory named
+		// .git moves with its repository), a symlink as one: it would
+		// bring what it leads to under a protected name's directory.
+		op := "open"
+		if d.Type()&os.ModeSymlink != 0 {
+			op = "symlink"
+		}
+		if ref, errno := w.decidePathAs("rename", op, dst+strings.TrimPrefix(p, src)); errno != 0 {
 			refusal = ref
 			return filepath.SkipAll
 		}

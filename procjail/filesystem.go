@@ -71,11 +71,13 @@ type FileSystem struct {
 }
 
 // CreateDecider builds, from FileSystem.CreateGuard, the function that
-// decides one creation at path (clean, absolute, its parent resolved):
-// refused, with the rule and the reason. The binary that runs the init
-// sets it before RunInit (sandboxd: policy's CreateGuard.DecideCreate);
-// with a guard and no decider the sandbox does not start.
-var CreateDecider func(guard []byte) (func(path string) (refused bool, rule, reason string), error)
+// decides one creation at path (clean, absolute, its parent resolved) by
+// op (open, mkdir, mknod, symlink, link, rename: the entry a link or a
+// rename places there is not made by name): refused, with the rule and
+// the reason. The binary that runs the init sets it before RunInit
+// (sandboxd: policy's CreateGuard.DecidePlace); with a guard and no
+// decider the sandbox does not start.
+var CreateDecider func(guard []byte) (func(op, path string) (refused bool, rule, reason string), error)
 
 // CreateRefusal is one creation the create gate refused (or could not
 // decide: Rule "create gate").
