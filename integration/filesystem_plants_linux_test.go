@@ -4,11 +4,13 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
 )
@@ -290,6 +292,41 @@ print("done")
 			}
 			if lines := createRefusedLines(t, r.audit); len(lines) != 0 {
 				t.Errorf("refusals: %v", lines)
+			}
+			if t.Failed() {
+				t.Logf("%s", r)
+			}
+		})
+	}
+	// Opens of a FIFO with no peer block, as the caller's would, but on
+	// threads outside the gate's pool, released once their caller is
+	// gone: 70 of them (more than the pool's 64 workers), killed after a
+	// second, leave later creations working and no thread behind; an
+	// open with a peer goes through.
+	for _, u := range users {
+		t.Run(u.name+"/fifo", func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			script := `mkfifo f
+for i in $(seq 70); do timeout 1 sh -c ": >> f" & done; wait
+timeout 5 touch y && echo touch-ok
+cat f > out & sleep 0.2; echo through-fifo >> f; wait; cat out
+for i in $(seq 70); do timeout 1 sh -c ": > f" & done; wait
+timeout 5 touch z && echo touch2-ok
+echo "init-threads $(ls /proc/1/task | wc -l)"`
+			r := b.run(t, fsRun{timeout: 30 * time.Second, argv: []string{"sh", "-c", script}})
+			for _, want := range []string{"touch-ok\n", "through-fifo\n", "touch2-ok\n"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("inside: missing %q", want)
+				}
+			}
+			for _, p := range []string{"y", "z"} {
+				if _, err := os.Lstat(filepath.Join(b.ws, p)); err != nil {
+					t.Errorf("host %s: %v", p, err)
+				}
+			}
+			var n int
+			if _, err := fmt.Sscanf(r.stdout[strings.Index(r.stdout, "init-threads ")+len("init-threads "):], "%d", &n); err != nil || n > 100 {
+				t.Errorf("the init's threads after 140 killed FIFO opens: %d (%v), want them ended", n, err)
 			}
 			if t.Failed() {
 				t.Logf("%s", r)

@@ -50,6 +50,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -74,9 +75,12 @@ const (
 	// write root that the gate decides one by one; past it the rename is
 	// refused.
 	renameWalkLimit = 100000
-	// maxCreateWorkers bounds the worker threads (a worker blocks in the
-	// open of a FIFO with no reader, as the caller would).
+	// maxCreateWorkers bounds the worker threads.
 	maxCreateWorkers = 64
+	// maxAsideOpens bounds the threads that open a FIFO outside the
+	// pool (openAside); past it such opens wait for one, other calls do
+	// not.
+	maxAsideOpens = 1024
 )
 
 // createGate decides and performs the command's creations.
@@ -93,7 +97,8 @@ type createGate struct {
 	queue    []func(ready bool)
 	idle     int // workers waiting for a job, less the jobs queued for them
 	workers  atomic.Int32
-	sharedFS atomic.Bool // unshare(CLONE_FS) was refused (prepareThread)
+	sharedFS atomic.Bool   // unshare(CLONE_FS) was refused (prepareThread)
+	aside    chan struct{} // a semaphore of maxAsideOpens
 	procOnce sync.Once
 	procDev  uint64
 	rootOnce sync.Once
@@ -118,7 +123,7 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 		return nil, fmt.Errorf("no filter for architecture %s", runtime.GOARCH)
 	}
 	c := &createGate{decide: decide, arch: arch, proc: s.Proc, fs: &s.FileSystem, as: s.Container,
-		uid: os.Getuid(), gid: os.Getgid(), report: report}
+		uid: os.Getuid(), gid: os.Getgid(), report: report, aside: make(chan struct{}, maxAsideOpens)}
 	if s.Container != nil {
 		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
 	}
@@ -264,6 +269,80 @@ func (c *createGate) prepareThread() error {
 	return nil
 }
 
+// asideOpen is an open that may block for good (a FIFO with no peer),
+// made outside the pool: obj is the FIFO (O_PATH), flags the open's.
+type asideOpen struct {
+	obj   int
+	flags int
+}
+
+// openAside opens a FIFO on a thread of its own, prepared as a worker and
+// ended after the call, so that opens with no peer (which block, as the
+// caller's would) never hold the pool's workers: at most maxAsideOpens at
+// once, later ones wait on their own goroutine. While it blocks, valid is
+// asked every aside tick; once the caller is gone (killed, or its call
+// interrupted) the gate opens the FIFO itself for reading and writing
+// without blocking, which releases the blocked open, and closes it again
+// (the open's descriptor is then dropped: the caller is gone). done
+// answers the call.
+func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, unix.Errno)) {
+	go func() {
+		c.aside <- struct{}{}
+		defer func() { <-c.aside }()
+		defer unix.Close(a.obj)
+		path := "/proc/self/fd/" + strconv.Itoa(a.obj)
+		var fd int
+		var errno unix.Errno
+		finished := make(chan struct{})
+		c.onFreshThread(func(ready bool) {
+			defer close(finished)
+			if !ready {
+				fd, errno = -1, unix.EPERM
+				return
+			}
+			var err error
+			fd, err = unix.Open(path, a.flags, 0)
+			errno = errnoOr(err)
+		})
+		tick := time.NewTicker(asideTick)
+		defer tick.Stop()
+		released := false
+		for {
+			select {
+			case <-finished:
+				done(fd, errno)
+				return
+			case <-tick.C:
+				if !released && !valid() {
+					released = true
+					if rw, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
+						unix.Close(rw)
+					}
+				}
+			}
+		}
+	}()
+}
+
+// asideTick is how often a blocked aside open asks whether its caller is
+// still there.
+const asideTick = 200 * time.Millisecond
+
+// onFreshThread runs fn on a new thread made the command's (ready: the
+// preparation held), never the main thread; the thread ends with fn (it
+// stays locked, so Go does not reuse it).
+func (c *createGate) onFreshThread(fn func(ready bool)) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			c.onFreshThread(fn)
+			runtime.UnlockOSThread()
+			return
+		}
+		fn(c.prepareThread() == nil)
+	}()
+}
+
 // caller is the thread that made the call, as the gate needs it.
 type caller struct {
 	req       *seccompNotif
@@ -304,6 +383,14 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 			unix.Umask(job.cl.umask)
 		}
 		fd, errno, refusal := w.perform(job.o, job.d1, job.p1, job.d2, job.p2, job.target)
+		if w.aside != nil {
+			id := req.ID
+			c.openAside(*w.aside, func() bool {
+				_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
+				return e == 0
+			}, func(fd int, errno unix.Errno) { g.respond(&req, fd, errno, job.o.flags) })
+			return
+		}
 		if refusal != nil {
 			refusal.Pid = atoiOr(job.cl.tgid)
 			b, _ := os.ReadFile(job.cl.procDir + "/comm")
@@ -627,7 +714,19 @@ type walker struct {
 	c     *createGate
 	cl    *caller
 	links int
-	umask uint32 // applied to modes here (the workers share the init's umask, 0); 0 otherwise
+	umask uint32     // applied to modes here (the workers share the init's umask, 0); 0 otherwise
+	aside *asideOpen // an open to make outside the pool (a FIFO), set by open
+}
+
+// fifoAside hands the open of the FIFO obj (O_PATH, now the walker's) to
+// openAside, unless it cannot block.
+func (w *walker) fifoAside(obj int, flags int) bool {
+	var st unix.Stat_t
+	if flags&unix.O_NONBLOCK != 0 || unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return false
+	}
+	w.aside = &asideOpen{obj: obj, flags: flags}
+	return true
 }
 
 // resolved is where a path leads: the directory holding its last
@@ -1179,11 +1278,66 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			// A directory, or a magic link's target: opened again
 			// through the init's descriptor, which is in this thread's
 			// own process.
+			if w.fifoAside(r.obj, plain) {
+				return -1, 0, nil // r.obj is the aside open's now
+			}
 			fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.obj), plain, 0)
 			r.close()
 			return fd, errnoOr(err), nil
 		}
-		fd, err := unix.Openat(r.parent, r.name, plain|unix.O_NOFOLLOW, 0)
+		// An existing FIFO is opened outside the pool (its open blocks
+		// until a peer opens it). A regular file or a missing name is
+		// opened here with O_NONBLOCK, which no such open waits on,
+		// so that a FIFO put there since cannot block the worker: it
+		// is seen and the open made again.
+		var pre unix.Stat_t
+		exists := unix.Fstatat(r.parent, r.name, &pre, unix.AT_SYMLINK_NOFOLLOW) == nil
+		if exists && flags&unix.O_EXCL != 0 {
+			r.close()
+			return -1, unix.EEXIST, nil
+		}
+		if exists && pre.Mode&unix.S_IFMT == unix.S_IFIFO && flags&(unix.O_NONBLOCK|unix.O_EXCL) == 0 {
+			obj, err := unix.Openat(r.parent, r.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			r.close()
+			if err == nil && w.fifoAside(obj, plain) {
+				return -1, 0, nil
+			}
+			if err == nil {
+				unix.Close(obj)
+			}
+			continue // changed since: again
+		}
+		guard := 0
+		if (!exists || pre.Mode&unix.S_IFMT == unix.S_IFREG) && flags&unix.O_NONBLOCK == 0 {
+			guard = unix.O_NONBLOCK
+		}
+		fd, err := unix.Openat(r.parent, r.name, plain|guard|unix.O_NOFOLLOW, 0)
+		if err == nil && guard != 0 {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				unix.Close(fd)
+				r.close()
+				continue // not the regular file seen: again
+			}
+			fl, err2 := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+			if err2 == nil {
+				_, err2 = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+			}
+			if err2 != nil {
+				unix.Close(fd)
+				r.close()
+				return -1, errnoOr(err2), nil
+			}
+		}
+		if err == unix.EAGAIN && guard != 0 {
+			// A lease on the file: O_NONBLOCK would not wait for its
+			// break, the caller's open does.
+			fd, err = unix.Openat(r.parent, r.name, plain|unix.O_NOFOLLOW, 0)
+		}
+		if err == unix.ENXIO && guard != 0 {
+			r.close()
+			continue // a FIFO with no reader put there since: again
+		}
 		if err == nil {
 			if flags&unix.O_EXCL != 0 {
 				unix.Close(fd)
