@@ -27,8 +27,8 @@ package procjail
 // name, and the call is made on that descriptor with the final name not
 // followed (O_NOFOLLOW, O_EXCL): nothing can move between the check and
 // the use. An open installs the new descriptor in the caller
-// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND, O_CLOEXEC as
-// asked) and answers with it.
+// (SECCOMP_IOCTL_NOTIF_ADDFD, O_CLOEXEC as asked), then answers with its
+// number (see respond).
 //
 // The calls are made on worker threads of the init that are the
 // command's, as far as the kernel checks it: their own fs_struct
@@ -67,7 +67,6 @@ type seccompNotifAddfd struct {
 
 const (
 	ioctlNotifAddfd = 0x40182103
-	addfdFlagSend   = 0x2
 	atFDCWD         = -100
 	maxSymlinks     = 40 // the kernel's MAXSYMLINKS
 	pathMax         = 4096
@@ -403,20 +402,38 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 
 // respond answers req: with fd installed in the caller (an open's result;
 // O_CLOEXEC as flags ask), or with errno (0: success).
+//
+// The descriptor is added (SECCOMP_IOCTL_NOTIF_ADDFD) and the answer sent
+// with its number in two steps, not with SECCOMP_ADDFD_FLAG_SEND: an
+// ADDFD|SEND marks the call answered before the caller has taken the
+// descriptor, and when a signal interrupts the gate's wait for that (any
+// signal the init's thread takes: a SIGCHLD of an orphan, the runtime's
+// preemption) the request is withdrawn, the restarted ioctl fails
+// (EINPROGRESS), and the caller's open returns 0, a descriptor it did not
+// open, with no error: a write to it fails with EBADF (the one go build
+// seen failing so, "write go_asm.h: bad file descriptor", fits this; it
+// was not reproduced). A plain ADDFD interrupted before the caller took
+// the descriptor is withdrawn whole and made again on restart. The cost
+// of the two steps: the descriptor is in the caller's table just before
+// its call returns (a caller killed between them takes it along).
 func (g *unixGate) respond(req *seccompNotif, fd int, errno unix.Errno, flags int) {
+	resp := seccompNotifResp{ID: req.ID, Error: -int32(errno)}
 	if fd >= 0 {
-		add := seccompNotifAddfd{ID: req.ID, Flags: addfdFlagSend, Srcfd: uint32(fd)}
+		add := seccompNotifAddfd{ID: req.ID, Srcfd: uint32(fd)}
 		if flags&unix.O_CLOEXEC != 0 {
 			add.NewfdFlags = unix.O_CLOEXEC
 		}
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
+		r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
 		unix.Close(fd)
-		if e == 0 || e == unix.ENOENT {
-			return // answered with the descriptor, or the caller is gone
+		switch {
+		case e == unix.ENOENT:
+			return // the caller is gone
+		case e != 0:
+			resp.Error = -int32(e)
+		default:
+			resp.Val, resp.Error = int64(r), 0
 		}
-		errno = e
 	}
-	resp := seccompNotifResp{ID: req.ID, Error: -int32(errno)}
 	unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifSend, uintptr(unsafe.Pointer(&resp)))
 }
 
