@@ -90,6 +90,18 @@ try:
     os.rename("x", ".cursor"); print("CREATED")
 except OSError as e:
     print("REFUSED errno=%d" % e.errno)'`, path: ".cursor", comm: "python3", rule: "filesystem.protected:.cursor/hooks.json"},
+		{name: "rename a directory holding a .vscode symlink", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "real", "tasks.json"), `{"tasks":[]}`, 0o644)
+			if err := os.MkdirAll(filepath.Join(b.ws, "old"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../real", filepath.Join(b.ws, "old", ".vscode")); err != nil {
+				t.Fatal(err)
+			}
+		}, script: sh(`mv old new`), path: "new/.vscode", comm: "mv", rule: "filesystem.protected:.vscode/settings.json"},
+		{name: "rename a repository (a nested .git directory)", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "repo", ".git", "HEAD"), "{}\n", 0o644)
+		}, script: sh(`mv repo repo.old`), path: "repo.old/.git/HEAD", allow: true},
 		// Atomic saves: over an existing nested protected file, as writing
 		// it in place; over a missing one refused; over a top-level one
 		// (a read-only bind) refused as before.
