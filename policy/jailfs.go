@@ -979,7 +979,13 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 		return AllowedBy(Because(ReasonWritable, "%s does not exist: protected %s is not bound, creating it is allowed and reported at exit", c, unbound), RuleAt(RuleFilesystemProtected, unbound))
 	}
 	if best >= 0 {
-		return places[best].d
+		d := places[best].d
+		if creatable && d.Allowed() {
+			if a := p.CreateGuard().DecidePlace(OpSymlink, c); !a.Allowed() {
+				d.Reason += "; only by mkdir: a symlink, a rename or a hard link named so is refused (" + a.Reason + ")"
+			}
+		}
+		return d
 	}
 	for r, pat := range p.denyWrite {
 		if under(c, r) {

@@ -119,6 +119,9 @@ func TestExplainCreate(t *testing.T) {
 			t.Errorf("%s: %v %q (%s), want allowed=%v by %q", c.path, d.Verdict, d.Rule, d.Reason, c.allowed, c.rule)
 		}
 	}
+	if d := p.Explain(filepath.Join(ws, "sub", ".vscode"), true); !d.Allowed() || !strings.Contains(d.Reason, "only by mkdir") {
+		t.Errorf("sub/.vscode: %v %q, want allowed only by mkdir", d.Verdict, d.Reason)
+	}
 	if _, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, AllowEdit: []string{".git/config"}}); err == nil || !strings.Contains(err.Error(), "filesystem.allowEdit") {
 		t.Errorf("allowEdit .git/config: %v, want refused", err)
 	}
