@@ -736,10 +736,10 @@ type walker struct {
 }
 
 // fifoAside hands the open of the FIFO obj (O_PATH, now the walker's) to
-// openAside, unless it cannot block.
+// openAside, unless it cannot block (O_NONBLOCK, O_RDWR).
 func (w *walker) fifoAside(obj int, flags int) bool {
 	var st unix.Stat_t
-	if flags&unix.O_NONBLOCK != 0 || unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+	if flags&unix.O_NONBLOCK != 0 || flags&unix.O_ACCMODE == unix.O_RDWR || unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
 		return false
 	}
 	w.aside = &asideOpen{obj: obj, flags: flags}
@@ -1313,7 +1313,7 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			r.close()
 			return -1, unix.EEXIST, nil
 		}
-		if exists && pre.Mode&unix.S_IFMT == unix.S_IFIFO && flags&(unix.O_NONBLOCK|unix.O_EXCL) == 0 {
+		if exists && pre.Mode&unix.S_IFMT == unix.S_IFIFO && flags&(unix.O_NONBLOCK|unix.O_EXCL) == 0 && flags&unix.O_ACCMODE != unix.O_RDWR {
 			obj, err := unix.Openat(r.parent, r.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			r.close()
 			if err == nil && w.fifoAside(obj, plain) {
