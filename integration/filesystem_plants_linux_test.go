@@ -112,6 +112,9 @@ except OSError as e:
 			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
 		}, script: `python3 -c 'import os
 open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.vscode/settings.json"); print("CREATED")'`, path: "sub/.vscode/settings.json", allow: true},
+		{name: "rename a hard link over its other name, a nested .envrc", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".envrc"), "{}\n", 0o644)
+		}, script: sh(`ln sub/.envrc sub/other && python3 -c 'import os; os.rename("sub/other", "sub/.envrc")' && test -e sub/other`), path: "sub/.envrc", allow: true},
 		{name: "mv over a missing nested .envrc", script: `mkdir sub && echo x > x && ` + sh(`mv x sub/.envrc`),
 			path: "sub/.envrc", comm: "mv", rule: "filesystem.protected:.envrc"},
 		{name: "sed -i the top .envrc", setup: func(t *testing.T, b *fsBox) {

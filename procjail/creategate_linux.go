@@ -1176,6 +1176,9 @@ func (w *walker) replace(dir int, name string, newDir int, newName string) (bool
 	if refused, _, _ := w.c.decide("open", w.pathIn(newDir, newName)); !refused {
 		return false, 0, nil // not a protected name: the plain rename
 	}
+	if sst.Dev == dst.Dev && sst.Ino == dst.Ino {
+		return true, 0, nil // two names of one file: rename does nothing
+	}
 	fd, err := unix.Openat(newDir, newName, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, 0, nil // not writable in place: decided as a creation
@@ -1200,6 +1203,7 @@ func (w *walker) replace(dir int, name string, newDir int, newName string) (bool
 	}
 	var now, back unix.Stat_t
 	if unix.Fstatat(newDir, newName, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Mode&unix.S_IFMT == unix.S_IFREG &&
+		now.Dev == sst.Dev && now.Ino == sst.Ino && now.Ino != fst.Ino &&
 		unix.Fstatat(dir, name, &back, unix.AT_SYMLINK_NOFOLLOW) == nil && back.Dev == fst.Dev && back.Ino == fst.Ino {
 		return true, errnoOr(unix.Unlinkat(dir, name, 0)), nil
 	}
