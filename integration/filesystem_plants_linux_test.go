@@ -349,6 +349,38 @@ echo "init-threads $(ls /proc/1/task | wc -l)"`
 			}
 		})
 	}
+	// The race the review won on iteration 86: one thread creates
+	// x/tasks.json while another renames x to .vscode. Every such rename
+	// is refused now (a protected name's directory), whatever x holds.
+	for _, u := range users {
+		t.Run(u.name+"/rename race", func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			const race = `import os, threading
+os.mkdir("x")
+stop = False
+renamed = 0
+def create():
+    while not stop:
+        try:
+            os.close(os.open("x/tasks.json", os.O_CREAT | os.O_WRONLY, 0o644)); os.unlink("x/tasks.json")
+        except OSError:
+            pass
+th = threading.Thread(target=create); th.start()
+for i in range(500):
+    try:
+        os.rename("x", ".vscode"); renamed += 1; os.rename(".vscode", "x")
+    except OSError:
+        pass
+stop = True; th.join()
+print("renamed", renamed)
+`
+			r := b.run(t, fsRun{timeout: 60 * time.Second, argv: []string{"python3", "-c", race}})
+			if !strings.Contains(r.stdout, "renamed 0\n") {
+				t.Errorf("inside: want every rename to .vscode refused\n%s", r)
+			}
+			mustNotExist(t, filepath.Join(b.ws, ".vscode"))
+		})
+	}
 	// Create-and-write from many goroutines at once, each file written
 	// through the descriptor the gate installed and read back, while
 	// orphans end (each a SIGCHLD to the init, which any of its threads
