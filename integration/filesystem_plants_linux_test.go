@@ -381,6 +381,80 @@ print("renamed", renamed)
 			mustNotExist(t, filepath.Join(b.ws, ".vscode"))
 		})
 	}
+	// The second hunt's atomic-save race: one loop makes s1 a regular
+	// file and then a symlink to /etc/passwd (mv -T over it), another
+	// saves s1 over an existing nested .vscode/tasks.json. The host polls
+	// the protected name meanwhile: it must never be a symlink nor hold
+	// anything but the original or a saved "r" (missing is fail-closed).
+	for _, u := range users {
+		t.Run(u.name+"/atomic save race", func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			const orig = "{\"tasks\":[]}\n"
+			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "tasks.json"), orig, 0o644)
+			target := filepath.Join(b.ws, "sub", ".vscode", "tasks.json")
+			stop := make(chan struct{})
+			bad := make(chan string, 1)
+			polled := make(chan int)
+			go func() {
+				n := 0
+				defer func() { polled <- n }()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					n++
+					fi, err := os.Lstat(target)
+					if err != nil {
+						continue
+					}
+					if fi.Mode()&os.ModeSymlink != 0 {
+						l, _ := os.Readlink(target)
+						select {
+						case bad <- "a symlink to " + l:
+						default:
+						}
+						return
+					}
+					if data, err := os.ReadFile(target); err == nil && string(data) != orig && string(data) != "r\n" && len(data) > 0 {
+						select {
+						case bad <- fmt.Sprintf("content %q", data):
+						default:
+						}
+						return
+					}
+				}
+			}()
+			// The hunt's loops in sh, and the same two loops in Python
+			// threads (no fork per step: many more tries a second).
+			script := `end=$(( $(date +%s) + 8 ))
+( while [ "$(date +%s)" -lt $end ]; do echo r > s1; ln -sfn /etc/passwd s1l; mv -T s1l s1; done ) 2>/dev/null &
+( while [ "$(date +%s)" -lt $end ]; do mv -T s1 sub/.vscode/tasks.json; done ) 2>/dev/null &
+python3 -c '` + pySaveRace + `' &
+wait; echo race-done`
+			r := b.run(t, fsRun{timeout: 60 * time.Second, argv: []string{"sh", "-c", script}})
+			close(stop)
+			n := <-polled
+			if !strings.Contains(r.stdout, "race-done\n") {
+				t.Errorf("inside: the loops did not finish\n%s", r)
+			}
+			select {
+			case what := <-bad:
+				t.Errorf("host %s was %s during the race (%d polls)", target, what, n)
+			default:
+			}
+			if fi, err := os.Lstat(target); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				l, _ := os.Readlink(target)
+				t.Errorf("host %s is a symlink to %s after the race", target, l)
+			}
+			if left, _ := filepath.Glob(filepath.Join(b.ws, ".*.save-*")); len(left) != 0 {
+				t.Errorf("host: the gate's second names left behind: %v", left)
+			}
+			fi, err := os.Lstat(target)
+			t.Logf("%d host polls; %d refusals; at the end %v %v", n, len(createRefusedLines(t, r.audit)), fi, err)
+		})
+	}
 	// Create-and-write from many goroutines at once, each file written
 	// through the descriptor the gate installed and read back, while
 	// orphans end (each a SIGCHLD to the init, which any of its threads
@@ -481,6 +555,29 @@ func main() {
 		}
 	})
 }
+
+// pySaveRace runs the atomic-save race's two loops for 8 seconds in two
+// threads: p1 a regular file then a symlink to /etc/passwd, and p1 renamed
+// over sub/.vscode/tasks.json.
+const pySaveRace = `import os, threading, time
+end = time.time() + 8
+def swap():
+    while time.time() < end:
+        for p in ("p1", "p1l"):
+            try: os.unlink(p)
+            except OSError: pass
+        try:
+            with open("p1", "w") as f: f.write("r\n")
+            os.symlink("/etc/passwd", "p1l"); os.rename("p1l", "p1")
+        except OSError:
+            pass
+def save():
+    while time.time() < end:
+        try: os.rename("p1", "sub/.vscode/tasks.json")
+        except OSError: pass
+ts = [threading.Thread(target=swap), threading.Thread(target=save), threading.Thread(target=save)]
+[t.start() for t in ts]; [t.join() for t in ts]
+`
 
 // stressProgram creates 200 files from each of 32 goroutines, writes each
 // one's name through the descriptor it got, reads it back, and prints

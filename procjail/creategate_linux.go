@@ -1161,15 +1161,33 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 // it as a replacement ("replace": a protected name that exists and is
 // writable, below a write root's top, may be edited; the top ones are
 // read-only binds, which fail the open here). done: answered (errno, the
-// refusal); otherwise the rename is decided as a creation. The new name
-// must not be removed between the check and the rename (the rename would
-// then create it): the entries are exchanged (RENAME_EXCHANGE needs both),
-// the file now at the old name checked to be the one opened, and only
-// then removed; anything else is exchanged back and refused.
+// refusal); otherwise the rename is decided as a creation.
+//
+// Nothing the command can change is ever moved into the protected name:
+// the temporary file is held open (O_PATH, checked to be a regular file)
+// and given a second name beside the temporary one (so that it stays
+// linkable), the old name is removed, and the held file is linked at the
+// name (/proc/self/fd: the file itself, whatever the temporary name holds
+// by then); then the temporary and the second name are removed if they
+// still hold that file.
+// While the name is missing nothing else can be put there (every way of
+// making a name comes to this gate, which refuses creating a protected
+// name), so the link cannot meet another entry. An earlier version
+// exchanged the two names (RENAME_EXCHANGE) and exchanged them back when
+// the result was not the checked file: the command could put a symlink
+// at the temporary name in between, and the exchange back placed it
+// (the second hunt's /etc/passwd symlink).
 func (w *walker) replace(dir int, name string, newDir int, newName string) (bool, unix.Errno, *CreateRefusal) {
+	if name == "." || name == ".." || newName == "." || newName == ".." {
+		return false, 0, nil
+	}
+	src, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, 0, nil
+	}
+	defer unix.Close(src)
 	var sst, dst unix.Stat_t
-	if name == "." || name == ".." || newName == "." || newName == ".." ||
-		unix.Fstatat(dir, name, &sst, unix.AT_SYMLINK_NOFOLLOW) != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG ||
+	if unix.Fstat(src, &sst) != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG ||
 		unix.Fstatat(newDir, newName, &dst, unix.AT_SYMLINK_NOFOLLOW) != nil || dst.Mode&unix.S_IFMT != unix.S_IFREG {
 		return false, 0, nil
 	}
@@ -1185,30 +1203,58 @@ func (w *walker) replace(dir int, name string, newDir int, newName string) (bool
 	}
 	defer unix.Close(fd)
 	var fst unix.Stat_t
-	if unix.Fstat(fd, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG {
+	if unix.Fstat(fd, &fst) != nil || fst.Mode&unix.S_IFMT != unix.S_IFREG || fst.Dev != sst.Dev {
 		return false, 0, nil
 	}
 	d, err := pathOf(newDir)
 	if err != nil {
 		return false, 0, nil
 	}
-	if ref, errno := w.decidePathAs("rename", "replace", filepath.Join(d, newName)); errno != 0 {
+	p := filepath.Join(d, newName)
+	if ref, errno := w.decidePathAs("rename", "replace", p); errno != 0 {
 		return true, errno, ref
 	}
-	if err := unix.Renameat2(dir, name, newDir, newName, unix.RENAME_EXCHANGE); err != nil {
-		if err == unix.EINVAL || err == unix.ENOENT {
-			return false, 0, nil // no exchange here, or gone: decided as a creation
+	if sst.Uid != uint32(w.c.uid) {
+		// Linking another's file may be refused (fs.protected_hardlinks)
+		// once the name is gone: decided as a creation instead.
+		return false, 0, nil
+	}
+	// A second name beside the temporary one keeps the file linkable
+	// whatever the command does to the temporary name meanwhile (a file
+	// with no name left cannot be linked again); only the descriptor is
+	// linked from, never this name.
+	srcPath := "/proc/self/fd/" + strconv.Itoa(src)
+	stage := fmt.Sprintf(".%s.save-%d-%d", name, unix.Gettid(), time.Now().UnixNano())
+	if len(stage) > 255 {
+		stage = fmt.Sprintf(".save-%d-%d", unix.Gettid(), time.Now().UnixNano())
+	}
+	if err := unix.Linkat(unix.AT_FDCWD, srcPath, dir, stage, unix.AT_SYMLINK_FOLLOW); err != nil {
+		if err == unix.ENOENT {
+			return true, unix.ENOENT, nil // the temporary file is gone: as rename
+		}
+		return false, 0, nil // decided as a creation
+	}
+	defer func() {
+		var st unix.Stat_t
+		if unix.Fstatat(dir, stage, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Dev == sst.Dev && st.Ino == sst.Ino {
+			unix.Unlinkat(dir, stage, 0)
+		}
+	}()
+	if err := unix.Unlinkat(newDir, newName, 0); err != nil {
+		if err == unix.ENOENT {
+			return false, 0, nil // gone meanwhile: decided as a creation
 		}
 		return true, errnoOr(err), nil
 	}
-	var now, back unix.Stat_t
-	if unix.Fstatat(newDir, newName, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Mode&unix.S_IFMT == unix.S_IFREG &&
-		now.Dev == sst.Dev && now.Ino == sst.Ino && now.Ino != fst.Ino &&
-		unix.Fstatat(dir, name, &back, unix.AT_SYMLINK_NOFOLLOW) == nil && back.Dev == fst.Dev && back.Ino == fst.Ino {
-		return true, errnoOr(unix.Unlinkat(dir, name, 0)), nil
+	if err := unix.Linkat(unix.AT_FDCWD, srcPath, newDir, newName, unix.AT_SYMLINK_FOLLOW); err != nil {
+		// The name stays missing (fail closed).
+		return true, errnoOr(err), &CreateRefusal{Op: "rename", Path: p, Rule: "create gate", Reason: oneLine("the replacement could not be linked: " + err.Error())}
 	}
-	unix.Renameat2(dir, name, newDir, newName, unix.RENAME_EXCHANGE)
-	return true, unix.EACCES, &CreateRefusal{Op: "rename", Path: filepath.Join(d, newName), Rule: "create gate", Reason: "the replaced file changed while it was replaced"}
+	var now unix.Stat_t
+	if unix.Fstatat(dir, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Dev == sst.Dev && now.Ino == sst.Ino {
+		unix.Unlinkat(dir, name, 0) // a rename leaves no temporary name
+	}
+	return true, 0, nil
 }
 
 // pathIn is dir/name, "" when dir cannot be placed.
