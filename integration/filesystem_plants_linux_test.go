@@ -122,6 +122,12 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 		}, script: sh(`sed -i 's/old/new/' .envrc`), path: ".envrc", keep: "old\n", comm: "sed", rule: "filesystem.protected:.envrc"},
 		{name: "files.deny .env", policy: "deny", script: sh(`echo KEY=1 > .env`), path: ".env", comm: "sh", rule: "files.deny:**/.env"},
 		{name: "files.deny nested .env by python", policy: "deny", script: `mkdir -p config && ` + py(`config/.env`), path: "config/.env", comm: "python3", rule: "files.deny:**/.env"},
+		// A directory files.deny needs, made by a symlink after its
+		// files (the other order is refused by name).
+		{name: "files.deny directory as a symlink", policy: "denykey", script: `mkdir real && echo x > real/a.key && ` + sh(`ln -s real secrets`),
+			path: "secrets", comm: "ln", rule: "files.deny:secrets/*.key"},
+		{name: "files.deny directory by mv", policy: "denykey", script: `mkdir real && echo x > real/a.key && ` + sh(`mv real secrets`),
+			path: "secrets", comm: "mv", rule: "files.deny:secrets/*.key"},
 		{name: "allowEdit existing", policy: "allow", setup: func(t *testing.T, b *fsBox) {
 			b.write(t, filepath.Join(b.ws, ".vscode", "settings.json"), "old\n", 0o644)
 		}, script: sh(`echo '{}' > .vscode/settings.json`), path: ".vscode/settings.json", allow: true},
@@ -138,6 +144,8 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 				switch c.policy {
 				case "deny":
 					flags = []string{"--policy", b.policy(t, `{files: {deny: ["**/.env"]}}`)}
+				case "denykey":
+					flags = []string{"--policy", b.policy(t, `{files: {deny: ["secrets/*.key"]}}`)}
 				case "allow":
 					flags = []string{"--policy", plantsPolicy(t, b, "filesystem:\n  allowEdit: [.vscode/settings.json]\n")}
 				}

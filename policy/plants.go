@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -126,7 +127,8 @@ const ReasonPlantAncestor = "placing a symlink, a renamed entry or a link at a p
 // path's parent directory is canonical): DecideCreate, and for a symlink,
 // a rename or a hard link, also the name of a directory that holds
 // protected names (PlantAncestors: .vscode, .claude, .git, .git/hooks,
-// ...) at any depth in a write root. mkdir of such a name is allowed: what
+// ...) at any depth in a write root, then the name of a directory that a
+// files.deny pattern needs (secrets of secrets/*.key; denyAncestor). mkdir of such a name is allowed: what
 // is then created inside is decided by its name. A symlink or a directory
 // renamed into place would bring what it holds (or leads to) under the
 // protected names without any of it being created there.
@@ -151,7 +153,65 @@ func (g CreateGuard) DecidePlace(op, path string) Decision {
 			return Denied(Because(ReasonPlantAncestor, "%s (%s) is the directory of %s", c, op, a.Entry), RuleAt(RuleFilesystemProtected, a.Entry))
 		}
 	}
+	if pat := g.denyAncestor(c); pat != "" {
+		return Denied(Because(ReasonDenyAncestor, "%s (%s) is a directory files.deny %q needs", c, op, pat), RuleAt(RuleFilesDeny, pat))
+	}
 	return d
+}
+
+// ReasonDenyAncestor is why the sandbox refuses a symlink, a rename or a
+// hard link named as a directory that a files.deny pattern needs.
+const ReasonDenyAncestor = "placing a symlink, a renamed entry or a link at a files.deny pattern's directory (what it holds would not be decided by name)"
+
+// denyAncestor returns the files.deny pattern for which c is a directory
+// it needs: c matches the pattern's leading segments, short of the last,
+// the last of them not "**" ("secrets" of secrets/*.key, "a/*" of
+// a/*/id.key; "**/.env" needs none). Both the pattern as written
+// (anchored) and with its directories resolved are tried.
+func (g CreateGuard) denyAncestor(c string) string {
+	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}
+	segs := splitPath(c)
+	for _, pat := range g.Deny {
+		p := pat
+		if strings.HasPrefix(p, "**/") {
+			p = "/" + p
+		}
+		if !strings.Contains(p, "/") || ValidateFileGlob(pat) != nil {
+			continue // a name pattern: c itself is decided by DecideCreate
+		}
+		a := m.anchor(p)
+		for _, ps := range [][]string{splitPath(a), m.patternSegments(a)} {
+			for k := len(ps) - 1; k >= 1; k-- {
+				if ps[k-1] != "**" && matchWhole(ps[:k], segs) {
+					return pat
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// matchWhole reports whether the pattern segments match segs exactly (no
+// trailing segments left over).
+func matchWhole(pat, segs []string) bool {
+	if len(pat) == 0 {
+		return len(segs) == 0
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(segs); i++ {
+			if matchWhole(pat[1:], segs[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	if ok, _ := path.Match(pat[0], segs[0]); !ok {
+		return false
+	}
+	return matchWhole(pat[1:], segs[1:])
 }
 
 // PlantAncestor is a directory name that holds a protected name: Entry

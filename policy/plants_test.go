@@ -10,6 +10,8 @@ import (
 
 func TestDecideCreate(t *testing.T) {
 	g := CreateGuard{Roots: []string{"/ws", "/extra"}, Cwd: "/ws", Home: "/home/u", Deny: []string{"**/.env", "secrets/*.key"}}
+	gd := g
+	gd.Deny = []string{"secrets/*.key", "**/.env", "**/private/**"}
 	allowVS := g
 	allowVS.AllowEdit = []string{".vscode/settings.json"}
 	for _, c := range []struct {
@@ -160,6 +162,8 @@ func TestDecideProtectedWriteNewNames(t *testing.T) {
 // protected file (an atomic save) is allowed, of a files.deny match not.
 func TestDecidePlace(t *testing.T) {
 	g := CreateGuard{Roots: []string{"/ws"}, Cwd: "/ws", Deny: []string{"**/.env"}}
+	gd := g
+	gd.Deny = []string{"secrets/*.key", "**/.env", "**/private/**"}
 	allowVS := g
 	allowVS.AllowEdit = []string{".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json", ".vscode/mcp.json"}
 	for _, c := range []struct {
@@ -191,6 +195,18 @@ func TestDecidePlace(t *testing.T) {
 		{g, OpRename, "/ws/sub/.envrc", "filesystem.protected:.envrc"},
 		{g, OpReplace, "/ws/sub/.vscode/settings.json", ""},
 		{g, OpReplace, "/ws/.env", "files.deny:**/.env"},
+		// A directory a files.deny pattern needs (its literal and glob
+		// segments, not **), placed whole: what it holds or leads to
+		// would match without being created there.
+		{gd, OpSymlink, "/ws/secrets", "files.deny:secrets/*.key"},
+		{gd, OpRename, "/ws/secrets", "files.deny:secrets/*.key"},
+		{gd, OpLink, "/ws/secrets", "files.deny:secrets/*.key"},
+		{gd, OpMkdir, "/ws/secrets", ""},
+		{gd, OpSymlink, "/ws/sub/secrets", ""},
+		{gd, OpSymlink, "/ws/a/b/private", "files.deny:**/private/**"},
+		{gd, OpRename, "/ws/private", "files.deny:**/private/**"},
+		{gd, OpSymlink, "/ws/x", ""},
+		{gd, OpSymlink, "/ws/sub/.envx", ""},
 	} {
 		d := c.g.DecidePlace(c.op, c.path)
 		if c.rule == "" {
