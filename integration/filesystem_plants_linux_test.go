@@ -50,6 +50,10 @@ func TestFSPlantsRefused(t *testing.T) {
 		policy string // "deny": files.deny **/.env; "allow": allowEdit .vscode/settings.json
 		allow  bool   // the name is created
 		keep   string // the name existed with this content and keeps it
+		absent string // a name that must not exist afterwards (besides path)
+		// during runs on the host while the sandbox runs (a file that
+		// appears after the start is not masked).
+		during func(t *testing.T, b *fsBox)
 	}
 	sh := func(action string) string {
 		return `if ( ` + action + ` ) 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi; rm -f err.txt`
@@ -112,9 +116,14 @@ except OSError as e:
 			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
 		}, script: `python3 -c 'import os
 open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.vscode/settings.json"); print("CREATED")'`, path: "sub/.vscode/settings.json", allow: true},
+		// (The second name is the host's: a hard link from a protected
+		// name is refused inside.)
 		{name: "rename a hard link over its other name, a nested .envrc", setup: func(t *testing.T, b *fsBox) {
 			b.write(t, filepath.Join(b.ws, "sub", ".envrc"), "{}\n", 0o644)
-		}, script: sh(`ln sub/.envrc sub/other && python3 -c 'import os; os.rename("sub/other", "sub/.envrc")' && test -e sub/other`), path: "sub/.envrc", allow: true},
+			if err := os.Link(filepath.Join(b.ws, "sub", ".envrc"), filepath.Join(b.ws, "sub", "other")); err != nil {
+				t.Fatal(err)
+			}
+		}, script: sh(`python3 -c 'import os; os.rename("sub/other", "sub/.envrc")' && test -e sub/other`), path: "sub/.envrc", allow: true},
 		{name: "mv over a missing nested .envrc", script: `mkdir sub && echo x > x && ` + sh(`mv x sub/.envrc`),
 			path: "sub/.envrc", comm: "mv", rule: "filesystem.protected:.envrc"},
 		{name: "sed -i the top .envrc", setup: func(t *testing.T, b *fsBox) {
@@ -128,6 +137,15 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 			path: "secrets", comm: "ln", rule: "files.deny:secrets/*.key"},
 		{name: "files.deny directory by mv", policy: "denykey", script: `mkdir real && echo x > real/a.key && ` + sh(`mv real secrets`),
 			path: "secrets", comm: "mv", rule: "files.deny:secrets/*.key"},
+		// A hard link whose source is a protected name or a denied file
+		// (one the host made after the start: not masked).
+		{name: "hard link from a nested .envrc", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".envrc"), "x\n", 0o644)
+		}, script: sh(`ln sub/.envrc alias`), path: "sub/.envrc", keep: "x\n", absent: "alias", comm: "ln", rule: "filesystem.protected:.envrc"},
+		{name: "hard link from a late .env", policy: "deny", during: lateFile("late/.env"),
+			script: `mkdir late && touch ready && ` + waitHostFile("late/.env") + sh(`ln late/.env alias`), path: "late/.env", keep: "late\n", absent: "alias", comm: "ln", rule: "files.deny:**/.env"},
+		{name: "hard link from a late secrets/a.key", policy: "denykey", during: lateFile("secrets/a.key"),
+			script: `mkdir secrets && touch ready && ` + waitHostFile("secrets/a.key") + sh(`ln secrets/a.key x`), path: "secrets/a.key", keep: "late\n", absent: "x", comm: "ln", rule: "files.deny:secrets/*.key"},
 		{name: "allowEdit existing", policy: "allow", setup: func(t *testing.T, b *fsBox) {
 			b.write(t, filepath.Join(b.ws, ".vscode", "settings.json"), "old\n", 0o644)
 		}, script: sh(`echo '{}' > .vscode/settings.json`), path: ".vscode/settings.json", allow: true},
@@ -150,7 +168,18 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 					flags = []string{"--policy", plantsPolicy(t, b, "filesystem:\n  allowEdit: [.vscode/settings.json]\n")}
 				}
 				script := c.script + "\necho beside > beside.txt && echo beside-ok"
+				var during chan struct{}
+				if c.during != nil {
+					during = make(chan struct{})
+					go func() { defer close(during); c.during(t, b) }()
+				}
 				r := b.run(t, fsRun{flags: flags, env: []string{"GIT_CONFIG_NOSYSTEM=1"}, argv: []string{"sh", "-c", script}})
+				if during != nil {
+					<-during
+				}
+				if c.absent != "" {
+					mustNotExist(t, filepath.Join(b.ws, c.absent))
+				}
 				target := filepath.Join(b.ws, c.path)
 				if !strings.Contains(r.stdout, "beside-ok\n") {
 					t.Errorf("the script did not run to its end")
@@ -205,6 +234,30 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 			})
 		}
 	}
+}
+
+// lateFile returns a during function that writes name (content "late\n",
+// the box's uid's) in the workspace once the script made "ready".
+func lateFile(name string) func(t *testing.T, b *fsBox) {
+	return func(t *testing.T, b *fsBox) {
+		for i := 0; i < 400; i++ {
+			if _, err := os.Lstat(filepath.Join(b.ws, "ready")); err == nil {
+				p := filepath.Join(b.ws, name)
+				if err := os.WriteFile(p, []byte("late\n"), 0o644); err != nil {
+					t.Errorf("host %s: %v", p, err)
+				}
+				os.Lchown(p, b.uid, b.uid)
+				return
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		t.Errorf("the script never made ready")
+	}
+}
+
+// waitHostFile is shell that waits (at most 10 s) for a file the host makes.
+func waitHostFile(name string) string {
+	return `i=0; while [ ! -e ` + name + ` ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; `
 }
 
 // plantsPolicy writes a policy file with an open session bound and the

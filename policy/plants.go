@@ -117,7 +117,14 @@ const (
 	// OpReplace is a rename over an existing regular file that the
 	// command can write in place (an atomic save): the gate checked both.
 	OpReplace = "replace"
+	// OpLinkSource is the existing file a hard link would give another
+	// name (the new name is decided as OpLink).
+	OpLinkSource = "link-source"
 )
+
+// ReasonLinkSource is why the sandbox refuses a hard link to a denied
+// file or a protected name.
+const ReasonLinkSource = "linking a denied or protected file under another name (the other name would not be decided by its rules)"
 
 // ReasonPlantAncestor is why the sandbox refuses a symlink, a rename or a
 // hard link named as a protected name's directory.
@@ -136,7 +143,11 @@ const ReasonPlantAncestor = "placing a symlink, a renamed entry or a link at a p
 // OpReplace (an atomic save over an existing regular file the command can
 // write in place) is allowed over a protected name, as writing it in place
 // is (only creation is decided); a files.deny match stays refused.
+// OpLinkSource decides a hard link's existing file (decideLinkSource).
 func (g CreateGuard) DecidePlace(op, path string) Decision {
+	if op == OpLinkSource {
+		return g.decideLinkSource(path)
+	}
 	d := g.DecideCreate(path)
 	if op == OpReplace && !d.Allowed() && strings.HasPrefix(d.Rule, RuleFilesystemProtected+":") {
 		return AllowedBy(Because(ReasonWritable, "%s exists and is writable: replacing it is editing it", filepath.Clean(path)), "")
@@ -157,6 +168,25 @@ func (g CreateGuard) DecidePlace(op, path string) Decision {
 		return Denied(Because(ReasonDenyAncestor, "%s (%s) is a directory files.deny %q needs", c, op, pat), RuleAt(RuleFilesDeny, pat))
 	}
 	return d
+}
+
+// decideLinkSource decides giving the existing file path (canonical)
+// another name by a hard link: refused when files.deny matches it
+// (anywhere: a denied file that appeared after the start is not masked)
+// or when it is a protected name in a write root that AllowEdit does not
+// list.
+func (g CreateGuard) decideLinkSource(path string) Decision {
+	c := filepath.Clean(path)
+	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}
+	if pat := m.Denied(c, g.Deny); pat != "" {
+		return Denied(Because(ReasonLinkSource, "linking %s, which files.deny %q hides, under another name", c, pat), RuleAt(RuleFilesDeny, pat))
+	}
+	if g.inRoots(c) {
+		if e := plantName(c); e != "" && !slices.Contains(g.AllowEdit, e) {
+			return Denied(Because(ReasonLinkSource, "linking %s, a %s, under another name", c, e), RuleAt(RuleFilesystemProtected, e))
+		}
+	}
+	return AllowedBy(Because(ReasonWritable, "%s is neither denied nor a protected name", c), "")
 }
 
 // ReasonDenyAncestor is why the sandbox refuses a symlink, a rename or a

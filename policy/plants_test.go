@@ -207,6 +207,16 @@ func TestDecidePlace(t *testing.T) {
 		{gd, OpRename, "/ws/private", "files.deny:**/private/**"},
 		{gd, OpSymlink, "/ws/x", ""},
 		{gd, OpSymlink, "/ws/sub/.envx", ""},
+		// A hard link's source: a denied file or a protected name is not
+		// given another name.
+		{gd, OpLinkSource, "/ws/late/.env", "files.deny:**/.env"},
+		{gd, OpLinkSource, "/ws/secrets/a.key", "files.deny:secrets/*.key"},
+		{gd, OpLinkSource, "/home/u/x/.env", "files.deny:**/.env"},
+		{g, OpLinkSource, "/ws/sub/.envrc", "filesystem.protected:.envrc"},
+		{g, OpLinkSource, "/ws/.git/hooks/pre-commit", "filesystem.protected:.git/hooks"},
+		{g, OpLinkSource, "/ws/x", ""},
+		{g, OpLinkSource, "/ws/.vscode", ""},
+		{allowVS, OpLinkSource, "/ws/.vscode/settings.json", ""},
 	} {
 		d := c.g.DecidePlace(c.op, c.path)
 		if c.rule == "" {

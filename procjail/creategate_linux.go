@@ -1120,6 +1120,18 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		if ref, errno := w.decideAt(o.kind, nw.parent, nw.name); errno != 0 {
 			return -1, errno, ref
 		}
+		// The file linked: a denied file or a protected name is not
+		// given another name (policy's OpLinkSource).
+		src := w.pathIn(old.parent, old.name)
+		if old.obj >= 0 {
+			src, _ = pathOf(old.obj)
+		}
+		if src == "" {
+			return -1, unix.EPERM, &CreateRefusal{Op: o.kind, Path: p1, Rule: "create gate", Reason: "cannot place the linked file"}
+		}
+		if ref, errno := w.decidePathAs(o.kind, "link-source", src); errno != 0 {
+			return -1, errno, ref
+		}
 		if old.obj >= 0 {
 			return -1, errnoOr(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(old.obj), nw.parent, nw.name, unix.AT_SYMLINK_FOLLOW)), nil
 		}
