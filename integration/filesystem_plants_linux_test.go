@@ -89,6 +89,11 @@ func TestFSPlantsRefused(t *testing.T) {
 			path: ".github", comm: "ln", rule: "filesystem.protected:.github/hooks"},
 		{name: "symlink as .git/hooks", script: `git init -q --template= . && mkdir h && ` + sh(`ln -s ../h .git/hooks`),
 			path: ".git/hooks", comm: "ln", rule: "filesystem.protected:.git/hooks"},
+		// ASCII case variants (a host reading the workspace without
+		// regard to case).
+		{name: "symlink as .VSCODE", script: `mkdir real && echo '{}' > real/tasks.json && ` + sh(`ln -s real .VSCODE`),
+			path: ".VSCODE", comm: "ln", rule: "filesystem.protected:.vscode/settings.json"},
+		{name: "create .EnvRC", script: sh(`echo x > .EnvRC`), path: ".EnvRC", comm: "sh", rule: "filesystem.protected:.envrc"},
 		{name: "python rename into .cursor", script: `mkdir x && python3 -c 'import os
 try:
     os.rename("x", ".cursor"); print("CREATED")

@@ -88,7 +88,8 @@ func (p *FSPlan) CreateGuard() CreateGuard {
 // DecideCreate decides creating (or renaming or linking to) path, whose
 // parent directory is canonical (the init resolved it): inside a write
 // root, a name files.deny matches is refused, and so is a protected name
-// (PlantNames) at any depth unless AllowEdit lists it. Below .git/hooks,
+// (PlantNames, without regard to ASCII case) at any depth unless AllowEdit
+// lists it. Below .git/hooks,
 // git's sample hooks (*.sample, never run) and the directory itself are
 // allowed: git init makes them.
 func (g CreateGuard) DecideCreate(path string) Decision {
@@ -134,7 +135,8 @@ const ReasonPlantAncestor = "placing a symlink, a renamed entry or a link at a p
 // path's parent directory is canonical): DecideCreate, and for a symlink,
 // a rename or a hard link, also the name of a directory that holds
 // protected names (PlantAncestors: .vscode, .claude, .git, .git/hooks,
-// ...) at any depth in a write root, then the name of a directory that a
+// ..., without regard to ASCII case, as protected names themselves) at
+// any depth in a write root, then the name of a directory that a
 // files.deny pattern needs (secrets of secrets/*.key; denyAncestor). mkdir of such a name is allowed: what
 // is then created inside is decided by its name. A symlink or a directory
 // renamed into place would bring what it holds (or leads to) under the
@@ -159,8 +161,9 @@ func (g CreateGuard) DecidePlace(op, path string) Decision {
 	if !g.inRoots(c) {
 		return d
 	}
+	lc := asciiLower(c)
 	for _, a := range PlantAncestors(g.AllowEdit) {
-		if strings.HasSuffix(c, "/"+a.Name) {
+		if strings.HasSuffix(lc, "/"+a.Name) {
 			return Denied(Because(ReasonPlantAncestor, "%s (%s) is the directory of %s", c, op, a.Entry), RuleAt(RuleFilesystemProtected, a.Entry))
 		}
 	}
@@ -290,8 +293,11 @@ func (g CreateGuard) inRoots(c string) bool {
 }
 
 // plantName returns the entry of PlantNames that path is, or is below, or
-// "".
+// "", without regard to ASCII case (.VSCODE/tasks.json is .vscode's on a
+// host that reads the workspace case-insensitively; the entries are
+// lower case).
 func plantName(c string) string {
+	c = asciiLower(c)
 	for _, e := range PlantNames() {
 		if e == ".git/hooks" {
 			if gitHookName(c) {
@@ -304,6 +310,18 @@ func plantName(c string) string {
 		}
 	}
 	return ""
+}
+
+// asciiLower lowers ASCII letters only (a byte-for-byte fold: no
+// Unicode case mapping changes a name's length or meaning).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // gitHookName says whether c is an entry below a .git/hooks directory that

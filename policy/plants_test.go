@@ -10,8 +10,6 @@ import (
 
 func TestDecideCreate(t *testing.T) {
 	g := CreateGuard{Roots: []string{"/ws", "/extra"}, Cwd: "/ws", Home: "/home/u", Deny: []string{"**/.env", "secrets/*.key"}}
-	gd := g
-	gd.Deny = []string{"secrets/*.key", "**/.env", "**/private/**"}
 	allowVS := g
 	allowVS.AllowEdit = []string{".vscode/settings.json"}
 	for _, c := range []struct {
@@ -46,6 +44,13 @@ func TestDecideCreate(t *testing.T) {
 		{g, "/tmp/.envrc", ""}, // not a write root: discarded
 		{g, "/home/u/.envrc", ""},
 		{g, "/wsx/.envrc", ""},
+		// ASCII case variants (a host that reads the workspace without
+		// regard to case).
+		{g, "/ws/.EnvRC", "filesystem.protected:.envrc"},
+		{g, "/ws/.VSCODE/Tasks.json", "filesystem.protected:.vscode/tasks.json"},
+		{g, "/ws/.Git/Hooks/pre-commit", "filesystem.protected:.git/hooks"},
+		{g, "/ws/.git/hooks/pre-commit.SAMPLE", ""},
+		{allowVS, "/ws/.VSCode/Settings.JSON", ""},
 	} {
 		d := c.g.DecideCreate(c.path)
 		if c.rule == "" {
@@ -198,6 +203,11 @@ func TestDecidePlace(t *testing.T) {
 		// A directory a files.deny pattern needs (its literal and glob
 		// segments, not **), placed whole: what it holds or leads to
 		// would match without being created there.
+		{g, OpSymlink, "/ws/.VSCODE", "filesystem.protected:.vscode/settings.json"},
+		{g, OpRename, "/ws/sub/.Claude", "filesystem.protected:.claude/settings.json"},
+		{g, OpLink, "/ws/.GIT", "filesystem.protected:.git/hooks"},
+		{g, OpSymlink, "/ws/.git/HOOKS", "filesystem.protected:.git/hooks"},
+		{g, OpMkdir, "/ws/.VSCODE", ""},
 		{gd, OpSymlink, "/ws/secrets", "files.deny:secrets/*.key"},
 		{gd, OpRename, "/ws/secrets", "files.deny:secrets/*.key"},
 		{gd, OpLink, "/ws/secrets", "files.deny:secrets/*.key"},
