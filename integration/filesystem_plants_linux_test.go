@@ -5,6 +5,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,7 @@ func TestFSPlantsRefused(t *testing.T) {
 		// during runs on the host while the sandbox runs (a file that
 		// appears after the start is not masked).
 		during func(t *testing.T, b *fsBox)
+		unix   bool // --allow-unix-socket (a host socket of the box's): AF_UNIX sockets may be made
 	}
 	sh := func(action string) string {
 		return `if ( ` + action + ` ) 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi; rm -f err.txt`
@@ -151,6 +153,12 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 			script: `mkdir late && touch ready && ` + waitHostFile("late/.env") + sh(`ln late/.env alias`), path: "late/.env", keep: "late\n", absent: "alias", comm: "ln", rule: "files.deny:**/.env"},
 		{name: "hard link from a late secrets/a.key", policy: "denykey", during: lateFile("secrets/a.key"),
 			script: `mkdir secrets && touch ready && ` + waitHostFile("secrets/a.key") + sh(`ln secrets/a.key x`), path: "secrets/a.key", keep: "late\n", absent: "x", comm: "ln", rule: "files.deny:secrets/*.key"},
+		// A Unix socket bound at a path is a name created (with
+		// --allow-unix-socket, when the command may make such sockets).
+		{name: "bind .envrc", unix: true, script: `python3 -c '` + pyBind + `' .envrc`, path: ".envrc", comm: "python3", rule: "filesystem.protected:.envrc"},
+		{name: "bind a nested .vscode/tasks.json", unix: true, script: `mkdir -p sub/.vscode && python3 -c '` + pyBind + `' sub/.vscode/tasks.json`,
+			path: "sub/.vscode/tasks.json", comm: "python3", rule: "filesystem.protected:.vscode/tasks.json"},
+		{name: "bind .env", unix: true, policy: "deny", script: `python3 -c '` + pyBind + `' /proc/self/cwd/.env`, path: ".env", comm: "python3", rule: "files.deny:**/.env"},
 		{name: "allowEdit existing", policy: "allow", setup: func(t *testing.T, b *fsBox) {
 			b.write(t, filepath.Join(b.ws, ".vscode", "settings.json"), "old\n", 0o644)
 		}, script: sh(`echo '{}' > .vscode/settings.json`), path: ".vscode/settings.json", allow: true},
@@ -171,6 +179,9 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 					flags = []string{"--policy", b.policy(t, `{files: {deny: ["secrets/*.key"]}}`)}
 				case "allow":
 					flags = []string{"--policy", plantsPolicy(t, b, "filesystem:\n  allowEdit: [.vscode/settings.json]\n")}
+				}
+				if c.unix {
+					flags = append(flags, "--allow-unix-socket", hostSocket(t, b))
 				}
 				script := c.script + "\necho beside > beside.txt && echo beside-ok"
 				var during chan struct{}
@@ -239,6 +250,29 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 			})
 		}
 	}
+}
+
+// pyBind binds an AF_UNIX stream socket at argv[1] and prints CREATED, or
+// REFUSED with the errno.
+const pyBind = `import socket, sys
+try:
+    socket.socket(socket.AF_UNIX).bind(sys.argv[1]); print("CREATED")
+except OSError as e:
+    print("REFUSED errno=%d" % e.errno)
+`
+
+// hostSocket listens on a Unix socket in the box's base (every uid may
+// connect) for --allow-unix-socket, until the test ends.
+func hostSocket(t *testing.T, b *fsBox) string {
+	t.Helper()
+	p := filepath.Join(b.base, "host.sock")
+	ln, err := net.Listen("unix", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	os.Chmod(p, 0o777)
+	return p
 }
 
 // lateFile returns a during function that writes name (content "late\n",
@@ -445,6 +479,55 @@ print("renamed", renamed)
 				t.Errorf("inside: want every rename to .vscode refused\n%s", r)
 			}
 			mustNotExist(t, filepath.Join(b.ws, ".vscode"))
+		})
+	}
+	// bind(2) with --allow-unix-socket: a path socket is made by the
+	// gate (the caller's umask, owner, relative to the cwd, EADDRINUSE
+	// on an existing name); abstract, autobind and AF_INET binds are as
+	// the kernel's.
+	for _, u := range users {
+		t.Run(u.name+"/bind", func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			const script = `import socket, os, errno
+os.umask(0o027)
+os.mkdir("d")
+s = socket.socket(socket.AF_UNIX); s.bind("d/srv.sock"); s.listen(1)
+os.chdir("d"); r = socket.socket(socket.AF_UNIX); r.bind("rel.sock"); os.chdir("..")
+try:
+    socket.socket(socket.AF_UNIX).bind("d/srv.sock"); print("REBOUND")
+except OSError as e:
+    print("again", errno.errorcode[e.errno])
+a = socket.socket(socket.AF_UNIX); a.bind("\0barry-gate-abstract"); a.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect("\0barry-gate-abstract"); print("abstract ok")
+n = socket.socket(socket.AF_UNIX); n.bind(""); print("autobind", n.getsockname()[:1] in ("\0", b"\0"))
+i = socket.socket(socket.AF_INET); i.bind(("127.0.0.1", 0)); print("inet", i.getsockname()[1] > 0)
+print("done")
+`
+			r := b.run(t, fsRun{flags: []string{"--allow-unix-socket", hostSocket(t, b)}, argv: []string{"python3", "-c", script}})
+			for _, want := range []string{"again EADDRINUSE\n", "abstract ok\n", "autobind True\n", "inet True\n", "done\n"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("inside: missing %q", want)
+				}
+			}
+			for _, p := range []string{"d/srv.sock", "d/rel.sock"} {
+				fi, err := os.Lstat(filepath.Join(b.ws, p))
+				if err != nil {
+					t.Errorf("host %s: %v", p, err)
+					continue
+				}
+				if want := os.ModeSocket | 0o750; fi.Mode() != want {
+					t.Errorf("host %s: mode %v, want %v", p, fi.Mode(), want)
+				}
+				if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid {
+					t.Errorf("host %s: owner %d, want %d", p, st.Uid, u.uid)
+				}
+			}
+			if lines := createRefusedLines(t, r.audit); len(lines) != 0 {
+				t.Errorf("refusals: %v", lines)
+			}
+			if t.Failed() {
+				t.Logf("%s", r)
+			}
 		})
 	}
 	// The second hunt's atomic-save race: one loop makes s1 a regular

@@ -118,6 +118,8 @@ const (
 	// OpReplace is a rename over an existing regular file that the
 	// command can write in place (an atomic save): the gate checked both.
 	OpReplace = "replace"
+	// OpBind is a Unix socket bound at a path (decided as a creation).
+	OpBind = "bind"
 	// OpLinkSource is the existing file a hard link would give another
 	// name (the new name is decided as OpLink).
 	OpLinkSource = "link-source"

@@ -13,8 +13,9 @@ package procjail
 // The mechanism mirrors the Unix socket gate (unixgate_linux.go): the
 // seccomp filter sends every syscall that creates a name (open and openat
 // only with O_CREAT, whose flags are a register; creat, mkdir(at),
-// mknod(at), rename(at,at2), link(at), symlink(at)) to the init as a user
-// notification. The init never lets the kernel carry on with the call
+// mknod(at), rename(at,at2), link(at), symlink(at), and bind when the
+// command may make Unix sockets: a socket bound at a path is a name) to
+// the init as a user notification. The init never lets the kernel carry on with the call
 // (SECCOMP_USER_NOTIF_FLAG_CONTINUE would read the path again after the
 // check: another thread could rewrite it). It reads the path once, copies
 // the caller's directory descriptor (pidfd_getfd) or opens its cwd and
@@ -41,6 +42,8 @@ package procjail
 // gate itself: it fails closed.
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -138,7 +141,7 @@ func (c *createGate) handles(nr int32) bool {
 		return false
 	}
 	n := uint32(nr)
-	return n == c.arch.Open || n == c.arch.Openat || containsNr(c.arch.createSyscalls(), n)
+	return n == c.arch.Open || n == c.arch.Openat || n == c.arch.Bind || containsNr(c.arch.createSyscalls(), n)
 }
 
 func containsNr(l []uint32, n uint32) bool {
@@ -381,7 +384,13 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 		} else {
 			unix.Umask(job.cl.umask)
 		}
-		fd, errno, refusal := w.perform(job.o, job.d1, job.p1, job.d2, job.p2, job.target)
+		fd, errno, refusal := -1, unix.Errno(0), (*CreateRefusal)(nil)
+		if job.o.kind == "bind" {
+			errno = errnoOr(w.bind(job.sock, job.addr, job.d1, job.p1))
+			refusal = w.refusal
+		} else {
+			fd, errno, refusal = w.perform(job.o, job.d1, job.p1, job.d2, job.p2, job.target)
+		}
 		if w.aside != nil {
 			id := req.ID
 			c.openAside(*w.aside, func() bool {
@@ -447,6 +456,10 @@ type op struct {
 	flags      int     // open's flags, renameat2's, linkat's
 	mode       uint32
 	dev        uint64
+	// bind: the caller's socket (path1 is the address, addrLen its
+	// length).
+	sock    int
+	addrLen int
 }
 
 func fdArg(a uint64) int { return int(int32(uint32(a))) }
@@ -484,6 +497,8 @@ func (c *createGate) decode(req *seccompNotif) (op, bool) {
 		return op{kind: "symlink", target: uintptr(a[0]), dir2: atFDCWD, path2: uintptr(a[1])}, true
 	case nr == ar.Symlinkat:
 		return op{kind: "symlink", target: uintptr(a[0]), dir2: fdArg(a[1]), path2: uintptr(a[2])}, true
+	case ar.Bind != 0 && nr == ar.Bind:
+		return op{kind: "bind", sock: fdArg(a[0]), path1: uintptr(a[1]), addrLen: int(int32(uint32(a[2])))}, true
 	}
 	return op{}, false
 }
@@ -493,11 +508,13 @@ type createJob struct {
 	o              op
 	cl             *caller
 	p1, p2, target string
-	d1, d2         int // descriptors the walks start from (-1: the root)
+	d1, d2         int    // descriptors the walks start from (-1: the root)
+	sock           int    // bind: the init's copy of the socket, or -1
+	addr           []byte // bind: the address, as read
 }
 
 func (j *createJob) close() {
-	for _, fd := range []int{j.d1, j.d2} {
+	for _, fd := range []int{j.d1, j.d2, j.sock} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -517,7 +534,10 @@ func (c *createGate) prepare(listener int, req *seccompNotif) (*createJob, unix.
 	if err != nil {
 		return nil, c.fail(req, o.kind, "", err)
 	}
-	j := &createJob{o: o, cl: cl, d1: -1, d2: -1}
+	j := &createJob{o: o, cl: cl, d1: -1, d2: -1, sock: -1}
+	if o.kind == "bind" {
+		return c.prepareBind(listener, req, j)
+	}
 	for _, s := range []struct {
 		addr uintptr
 		dst  *string
@@ -560,6 +580,89 @@ func (c *createGate) prepare(listener int, req *seccompNotif) (*createJob, unix.
 		return nil, unix.EPERM
 	}
 	return j, 0
+}
+
+// prepareBind reads a bind(sock, addr, len): a copy of the socket
+// (pidfd_getfd) and the address, once. A Unix socket's path is the job's
+// p1 (walked from the caller's cwd or root); any other address is bound
+// as it is, on the copy.
+func (c *createGate) prepareBind(listener int, req *seccompNotif, j *createJob) (*createJob, unix.Errno) {
+	fail := func(errno unix.Errno) (*createJob, unix.Errno) {
+		j.close()
+		return nil, errno
+	}
+	cl, o := j.cl, &j.o
+	if o.addrLen < 0 || o.addrLen > int(unsafe.Sizeof(unix.RawSockaddrAny{})) {
+		return fail(unix.EINVAL)
+	}
+	if err := cl.openPidfd(); err != nil {
+		return fail(c.fail(req, o.kind, "", err))
+	}
+	var err error
+	sock := -1
+	if rerr := asCommandReal(func() { sock, err = unix.PidfdGetfd(cl.pidfd, o.sock, 0) }); rerr != nil {
+		return fail(c.fail(req, o.kind, "", rerr))
+	}
+	if err != nil {
+		return fail(unix.EBADF)
+	}
+	j.sock = sock
+	domain, err := unix.GetsockoptInt(j.sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return fail(unix.ENOTSOCK)
+	}
+	j.addr = make([]byte, o.addrLen)
+	if o.addrLen > 0 {
+		var n int
+		if rerr := asCommandReal(func() {
+			n, err = unix.ProcessVMReadv(int(req.Pid), []unix.Iovec{{Base: &j.addr[0], Len: uint64(o.addrLen)}},
+				[]unix.RemoteIovec{{Base: o.path1, Len: o.addrLen}}, 0)
+		}); rerr != nil {
+			return fail(c.fail(req, o.kind, "", fmt.Errorf("cannot read the caller's memory")))
+		}
+		if err != nil || n != o.addrLen {
+			return fail(unix.EFAULT)
+		}
+	}
+	const sunPath = 2 // offsetof(struct sockaddr_un, sun_path)
+	if domain == unix.AF_UNIX && o.addrLen > sunPath && j.addr[sunPath] != 0 {
+		// A path (not the abstract namespace, not an autobind).
+		if binary.NativeEndian.Uint16(j.addr) != unix.AF_UNIX || o.addrLen > int(unsafe.Sizeof(unix.RawSockaddrUnix{})) {
+			return fail(unix.EINVAL)
+		}
+		p := j.addr[sunPath:]
+		if i := bytes.IndexByte(p, 0); i >= 0 {
+			p = p[:i]
+		}
+		j.p1 = string(p)
+		if j.d1, err = cl.dirFD(atFDCWD, j.p1, false); err != nil {
+			return fail(errnoOf(err, c, req, o.kind, j.p1))
+		}
+	}
+	if cl.root, err = c.rootFD(); err != nil {
+		return fail(c.fail(req, o.kind, j.p1, err))
+	}
+	id := req.ID
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); e != 0 {
+		return fail(unix.EPERM)
+	}
+	return j, 0
+}
+
+// openPidfd opens the caller's pidfd once.
+func (cl *caller) openPidfd() error {
+	if cl.pidfd >= 0 {
+		return nil
+	}
+	// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a thread.
+	var err error
+	if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), unix.O_EXCL); err != nil {
+		if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), 0); err != nil {
+			cl.pidfd = -1
+			return fmt.Errorf("pidfd of %d: %w", cl.req.Pid, err)
+		}
+	}
+	return nil
 }
 
 func atoiOr(s string) int { n, _ := strconv.Atoi(s); return n }
@@ -677,15 +780,8 @@ func (cl *caller) dirFD(dir int, path string, empty bool) (int, error) {
 	if path == "" && !empty {
 		return -1, unix.ENOENT
 	}
-	if cl.pidfd < 0 {
-		// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a
-		// thread.
-		var err error
-		if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), unix.O_EXCL); err != nil {
-			if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), 0); err != nil {
-				return -1, fmt.Errorf("pidfd of %d: %w", cl.req.Pid, err)
-			}
-		}
+	if err := cl.openPidfd(); err != nil {
+		return -1, err
 	}
 	var fd int
 	var err error
@@ -733,6 +829,8 @@ type walker struct {
 	links int
 	umask uint32     // applied to modes here (the workers share the init's umask, 0); 0 otherwise
 	aside *asideOpen // an open to make outside the pool (a FIFO), set by open
+	// refusal is bind's (bind returns an error, as the kernel's).
+	refusal *CreateRefusal
 }
 
 // fifoAside hands the open of the FIFO obj (O_PATH, now the walker's) to
@@ -1166,6 +1264,66 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		return -1, errnoOr(unix.Renameat2(old.parent, old.name, nw.parent, nw.name, uint(o.flags))), nil
 	}
 	return -1, unix.ENOSYS, nil
+}
+
+// bind binds sock, the init's copy of the caller's socket: a Unix socket's path
+// p1 is resolved from d1 as the other calls' are, decided ("bind": a name
+// created), and bound relative to the held parent directory (this
+// worker's own cwd, set to it: unshare(CLONE_FS)), so the name bound is
+// the one decided; any other address is bound as the caller gave it. The
+// socket file gets the caller's umask, as the kernel's bind would. What
+// getsockname returns for a path socket is the last component only.
+func (w *walker) bind(sock int, given []byte, d1 int, p1 string) error {
+	if p1 == "" {
+		return rawBind(sock, given)
+	}
+	r, errno := w.walk(d1, p1, false)
+	if errno != 0 {
+		return errno
+	}
+	defer r.close()
+	var st unix.Stat_t
+	if r.obj >= 0 || r.name == "." || r.name == ".." || unix.Fstatat(r.parent, r.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		return unix.EADDRINUSE
+	}
+	if ref, errno := w.decideAt("bind", r.parent, r.name); errno != 0 {
+		w.refusal = ref
+		return errno
+	}
+	name := r.name
+	if w.c.sharedFS.Load() {
+		// No cwd of this worker's own: the parent by its /proc name,
+		// and the caller's umask applied after.
+		name = "/proc/self/fd/" + strconv.Itoa(r.parent) + "/" + r.name
+	} else if err := unix.Fchdir(r.parent); err != nil {
+		return err
+	}
+	defer unix.Fchdir(w.cl.root)
+	addr := make([]byte, 2, 2+len(name)+1)
+	binary.NativeEndian.PutUint16(addr, unix.AF_UNIX)
+	addr = append(append(addr, name...), 0)
+	if len(addr) > int(unsafe.Sizeof(unix.RawSockaddrUnix{})) {
+		return unix.ENAMETOOLONG
+	}
+	if err := rawBind(sock, addr); err != nil {
+		return err
+	}
+	if w.c.sharedFS.Load() {
+		unix.Fchmodat(r.parent, r.name, 0o777&^w.umask, 0)
+	}
+	return nil
+}
+
+// rawBind is bind(2) with the address as bytes.
+func rawBind(fd int, addr []byte) error {
+	var p unsafe.Pointer
+	if len(addr) > 0 {
+		p = unsafe.Pointer(&addr[0])
+	}
+	if _, _, e := unix.Syscall(unix.SYS_BIND, uintptr(fd), uintptr(p), uintptr(len(addr))); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // replace makes an atomic save (rename(tmp, name)) over an existing

@@ -82,7 +82,7 @@ var CreateDecider func(guard []byte) (func(op, path string) (refused bool, rule,
 // CreateRefusal is one creation the create gate refused (or could not
 // decide: Rule "create gate").
 type CreateRefusal struct {
-	Op     string `json:"op"`   // open, mkdir, mknod, rename, link, symlink
+	Op     string `json:"op"`   // open, mkdir, mknod, rename, link, symlink, bind
 	Path   string `json:"path"` // the name refused, as the sandbox sees it
 	Pid    int    `json:"pid"`  // the caller's process, as the sandbox numbers it
 	Comm   string `json:"comm,omitempty"`

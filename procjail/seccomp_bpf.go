@@ -46,7 +46,9 @@ import "fmt"
 //     SysProcAttr.UseCgroupFD or a CLONE_NEWTIME clone flag, where it
 //     uses clone3 only and gets ENOSYS;
 // 11. when Unix sockets are allowed by path, connect goes to the init's
-//     Unix socket gate (SECCOMP_RET_USER_NOTIF; see unixgate_linux.go);
+//     Unix socket gate (SECCOMP_RET_USER_NOTIF; see unixgate_linux.go),
+//     and with the create gate too, so does bind (a socket bound at a
+//     path is a name created: the create gate decides and makes it);
 // 12. with the create gate (creategate_linux.go), what creates a name goes
 //     to the init, which decides and performs it: open and openat with
 //     O_CREAT in their flags (a register: opens without it stay in the
@@ -134,6 +136,7 @@ type seccompArch struct {
 	Socketpair  uint32
 	Ioctl       uint32
 	Connect     uint32
+	Bind        uint32
 	AddKey      uint32 // add_key; request_key and keyctl follow
 	IoUringBase uint32 // io_uring_setup; enter and register follow
 	Mount       uint32
@@ -178,12 +181,12 @@ func (a seccompArch) mountSyscalls() []uint32 {
 
 // seccompArches are the supported architectures, by GOARCH.
 var seccompArches = map[string]seccompArch{
-	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, AddKey: 248, IoUringBase: 425,
+	"amd64": {Name: "amd64", AuditArch: 0xc000003e, X32Bit: 0x40000000, Socket: 41, Socketpair: 53, Ioctl: 16, Connect: 42, Bind: 49, AddKey: 248, IoUringBase: 425,
 		Mount: 165, Umount2: 166, PivotRoot: 155, Setns: 308, Unshare: 272, Clone: 56,
 		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467,
 		Open: 2, Creat: 85, Openat: 257, Openat2: 437, Mkdir: 83, Mkdirat: 258, Mknod: 133, Mknodat: 259,
 		Rename: 82, Renameat: 264, Renameat2: 316, Link: 86, Linkat: 265, Symlink: 88, Symlinkat: 266},
-	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, AddKey: 217, IoUringBase: 425,
+	"arm64": {Name: "arm64", AuditArch: 0xc00000b7, Socket: 198, Socketpair: 199, Ioctl: 29, Connect: 203, Bind: 200, AddKey: 217, IoUringBase: 425,
 		Mount: 40, Umount2: 39, PivotRoot: 41, Setns: 268, Unshare: 97, Clone: 220,
 		OpenTree: 428, Clone3: 435, MountSetattr: 442, OpenTreeAttr: 467,
 		Openat: 56, Openat2: 437, Mkdirat: 34, Mknodat: 33, Renameat: 38, Renameat2: 276, Linkat: 37, Symlinkat: 36},
@@ -298,6 +301,9 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.jeq(arch.Clone3, "enosys", "")
 	if o.AllowUnix {
 		a.jeq(arch.Connect, "notify", "")
+		if o.CreateGate {
+			a.jeq(arch.Bind, "notify", "")
+		}
 	}
 	if o.CreateGate {
 		if arch.Open != 0 {

@@ -296,6 +296,26 @@ func TestSeccompCreateGate(t *testing.T) {
 		{"fchmodat", 268, 53, nil, allow, allow},
 		{"read", 0, 63, nil, allow, allow},
 	}
+	// bind goes to the create gate only when Unix sockets may be made
+	// (AllowUnix): a path bind creates a name.
+	for _, arch := range seccompArches {
+		for _, o := range []seccompOptions{{}, {CreateGate: true}, {AllowUnix: true}, {AllowUnix: true, CreateGate: true}} {
+			prog, err := buildSeccompProgram(arch, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := uint32(allow)
+			if o.AllowUnix && o.CreateGate {
+				want = notify
+			}
+			if got := runBPF(t, prog, seccompData(arch.AuditArch, arch.Bind, 3, 0, 110)); got != want {
+				t.Errorf("%s/%+v/bind: got %#x, want %#x", arch.Name, o, got, want)
+			}
+		}
+	}
+	if seccompArches["amd64"].Bind != 49 || seccompArches["arm64"].Bind != 200 {
+		t.Errorf("bind's numbers: %d, %d", seccompArches["amd64"].Bind, seccompArches["arm64"].Bind)
+	}
 	for _, arch := range seccompArches {
 		for _, gate := range []bool{false, true} {
 			prog, err := buildSeccompProgram(arch, seccompOptions{CreateGate: gate})
