@@ -778,3 +778,71 @@ func main() {
 	fmt.Println("stress-ok", good.Load())
 }
 `
+
+// TestFSNestedGitConfigReported: a nested repository's config that the
+// session makes or changes and that names a program git runs (made by git
+// init inside, or one that existed at start) is named at exit, on stderr
+// and in the audit, with its keys; an unchanged one, a benign change and
+// a benign new repository are not. As root and 65534, checked on the host.
+func TestFSNestedGitConfigReported(t *testing.T) {
+	testenv.NeedCommand(t, "git")
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			for _, d := range []string{"old", "quiet", "benign"} {
+				if out, err := exec.Command("git", "init", "-q", filepath.Join(b.ws, d)).CombinedOutput(); err != nil {
+					t.Fatalf("git init %s: %v %s", d, err, out)
+				}
+			}
+			if out, err := exec.Command("git", "-C", filepath.Join(b.ws, "quiet"), "config", "core.fsmonitor", "true").CombinedOutput(); err != nil {
+				t.Fatalf("git config: %v %s", err, out)
+			}
+			script := `git init -q nest && git -C nest config core.fsmonitor "touch /tmp/pwned" &&
+git -C old config core.hooksPath ../evil &&
+git -C benign config user.name someone &&
+git init -q plain &&
+mkdir -p sub && echo "gitdir: ../gd" > sub/.git && mkdir gd && printf '[core]\n\tsshCommand = evil\n' > gd/config &&
+echo script-ok`
+			r := b.run(t, fsRun{env: []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + b.home}, argv: []string{"sh", "-c", script}})
+			if !strings.Contains(r.stdout, "script-ok\n") {
+				t.Fatalf("inside: the script failed\n%s", r)
+			}
+			want := map[string]string{
+				filepath.Join(b.ws, "nest", ".git", "config"): "appeared during the session and sets core.fsmonitor",
+				filepath.Join(b.ws, "old", ".git", "config"):  "changed during the session and sets core.hookspath",
+				filepath.Join(b.ws, "gd", "config"):           "appeared during the session and sets core.sshcommand",
+			}
+			var lines []string
+			for _, l := range strings.Split(r.audit, "\n") {
+				if strings.Contains(l, `"git config changed"`) {
+					lines = append(lines, l)
+				}
+			}
+			for p, what := range want {
+				if !strings.Contains(r.stderr, "sandboxd: "+p+" "+what) {
+					t.Errorf("stderr does not say %s %s", p, what)
+				}
+				n := 0
+				for _, l := range lines {
+					if strings.Contains(l, p+" "+what) {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("%d audit lines for %s, want 1", n, p)
+				}
+			}
+			for _, d := range []string{"quiet", "benign", "plain"} {
+				if strings.Contains(r.stderr, filepath.Join(b.ws, d, ".git")) {
+					t.Errorf("stderr names %s (unchanged, benign or naming no program)", d)
+				}
+			}
+			if len(lines) != len(want) {
+				t.Errorf("%d git config lines, want %d", len(lines), len(want))
+			}
+			if t.Failed() {
+				t.Logf("%s", r)
+			}
+		})
+	}
+}

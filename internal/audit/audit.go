@@ -48,6 +48,7 @@ const (
 	MsgEnvFixed         = "environment fixed"      // a reload changed environment.unset or the credentials: the command keeps the environment it started with
 	MsgProtectedCreated = "protected path created" // a protected path appeared during the session
 	MsgCreateRefused    = "create refused"         // the create gate refused creating a name (a plant, a files.deny match) at the time
+	MsgGitConfigChanged = "git config changed"     // a repository's config in a write root appeared or changed during the session and names programs git runs
 )
 
 // Attribute keys. Every line has AttrKind, AttrSandbox and AttrPolicy; every

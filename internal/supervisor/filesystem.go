@@ -30,6 +30,9 @@ type fsState struct {
 	// mode without what it needs); creations are then only reported at
 	// exit.
 	noCreateGate string
+	// gitConfigs are the write roots' repositories' configs at start
+	// (policy.GitConfigs), to report those that appear or change.
+	gitConfigs map[string][32]byte
 }
 
 // writeRoots are the operator's write roots: --write, then the policy
@@ -124,6 +127,7 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 			st.missing[p] = true
 		}
 	}
+	st.gitConfigs, _ = policy.GitConfigs(ctx, plan.WriteRoots, policy.DefaultScanLimit)
 	return st, nil
 }
 
@@ -297,6 +301,25 @@ func (f *fsState) createdProtected() []string {
 		if _, err := os.Lstat(p); err == nil {
 			out = append(out, p)
 		}
+	}
+	return out
+}
+
+// changedGitConfigs says, for each repository config in the write roots
+// (nested ones included) that appeared or changed during the session and
+// names a program git runs (policy.GitConfigReport), what to report; and
+// that the walk stopped, when it did (bounded as the files.deny scan).
+func (f *fsState) changedGitConfigs(ctx context.Context) []string {
+	after, complete := policy.GitConfigs(ctx, f.WriteRoots, policy.DefaultScanLimit)
+	var out []string
+	for p := range after {
+		if msg := policy.GitConfigReport(p, f.gitConfigs, after); msg != "" {
+			out = append(out, msg)
+		}
+	}
+	slices.Sort(out)
+	if !complete {
+		out = append(out, fmt.Sprintf("the check of the write roots' repositories' configs stopped (more than %d entries, or 10 s): a config further on that names a program git runs is not reported", policy.DefaultScanLimit))
 	}
 	return out
 }

@@ -295,6 +295,11 @@ func (s *session) wait() int {
 			slog.String(audit.AttrReason, msg))
 		fmt.Fprintf(s.stderr, "sandboxd: %s\n", msg)
 	}
+	for _, msg := range s.fsPlan.changedGitConfigs(context.Background()) {
+		audit.Event(context.Background(), s.log, slog.LevelWarn, audit.KindSession, audit.MsgGitConfigChanged,
+			slog.String(audit.AttrReason, msg))
+		fmt.Fprintf(s.stderr, "sandboxd: %s\n", msg)
+	}
 	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
 		slog.Int(audit.AttrExitStatus, code))
 	if s.opts.AuditPath != "" {

@@ -1,0 +1,193 @@
+package policy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// A git repository's config can name programs git runs (core.fsmonitor on
+// every git status, core.hooksPath's hooks, core.sshCommand on a fetch).
+// The sandbox holds the write roots' own .git/config read-only when it
+// exists and reports it when it appears; a nested repository's config
+// (one the command made with git init, or one that existed) is neither
+// held nor refused (git writes it). What the session leaves there is
+// reported at exit instead: GitConfigs at start, again at exit, and
+// GitConfigRunKeys of each one that appeared or changed.
+
+// gitRunKeys are the git config keys whose value git runs as a program
+// (or that bring in another file), lower case; "*" is a subsection.
+// alias.* and submodule.*.update run a program only when the value
+// starts with "!" (gitRunBang).
+var gitRunKeys = []string{
+	"core.fsmonitor", "core.hookspath", "core.sshcommand", "core.editor", "core.pager", "core.askpass", "core.gitproxy",
+	"credential.helper", "credential.*.helper", "diff.external", "diff.*.textconv", "diff.*.command",
+	"filter.*.clean", "filter.*.smudge", "filter.*.process", "merge.*.driver", "gpg.program", "gpg.*.program",
+	"sequence.editor", "include.path", "includeif.*.path", "remote.*.uploadpack", "remote.*.receivepack",
+	"pager.*", "difftool.*.cmd", "mergetool.*.cmd", "web.browser", "browser.*.cmd", "man.*.cmd",
+	"uploadpack.packobjectshook", "alias.*", "submodule.*.update",
+}
+
+var gitRunBang = map[string]bool{"alias.*": true, "submodule.*.update": true}
+
+// GitConfigRunKeys returns the keys of a git config file (its text) that
+// run a program or include another file (gitRunKeys), each once, as
+// section.[subsection.]name with section and name in lower case.
+func GitConfigRunKeys(data []byte) []string {
+	var out []string
+	seen := map[string]bool{}
+	section, sub := "", ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			end := strings.Index(line, "]")
+			if end < 0 {
+				continue
+			}
+			head := strings.TrimSpace(line[1:end])
+			sub = ""
+			if i := strings.IndexAny(head, " \t"); i >= 0 {
+				sub = strings.Trim(strings.TrimSpace(head[i:]), `"`)
+				head = head[:i]
+			} else if i := strings.Index(head, "."); i >= 0 {
+				// The old [section.subsection] form.
+				head, sub = head[:i], head[i+1:]
+			}
+			section = strings.ToLower(head)
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" {
+				continue
+			}
+		}
+		if line == "" || line[0] == '#' || line[0] == ';' || section == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(line, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		value = strings.Trim(strings.TrimSpace(value), `"`)
+		for _, k := range gitRunKeys {
+			ks, kn := k[:strings.Index(k, ".")], k[strings.LastIndex(k, ".")+1:]
+			withSub := strings.Count(k, ".") == 2
+			if ks != section || (withSub != (sub != "")) || (kn != "*" && kn != name) {
+				continue
+			}
+			if gitRunBang[k] && !strings.HasPrefix(value, "!") {
+				continue
+			}
+			full := section + "." + name
+			if sub != "" {
+				full = section + "." + sub + "." + name
+			}
+			if !seen[full] {
+				seen[full] = true
+				out = append(out, full)
+			}
+		}
+	}
+	return out
+}
+
+// GitConfigs finds the git repositories' configs below roots: each
+// .git/config (and .git/config.worktree) of a .git directory, and the
+// config of the directory a .git file names (gitdir: ...), with a digest
+// of its content; at most limit entries looked at in all, and not inside
+// .git or node_modules directories. complete is false when the walk
+// stopped at the limit, at 10 seconds, or at ctx's end.
+func GitConfigs(ctx context.Context, roots []string, limit int) (configs map[string][32]byte, complete bool) {
+	configs = map[string][32]byte{}
+	add := func(p string) {
+		if data, err := os.ReadFile(p); err == nil {
+			configs[p] = sha256.Sum256(data)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	n := 0
+	stop := errors.New("stop")
+	complete = true
+	for _, r := range roots {
+		err := filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if n++; n > limit || (n%256 == 0 && (ctx.Err() != nil || time.Now().After(deadline))) {
+				return stop
+			}
+			switch {
+			case d.Name() == ".git" && d.IsDir():
+				add(filepath.Join(p, "config"))
+				add(filepath.Join(p, "config.worktree"))
+				return fs.SkipDir
+			case d.Name() == ".git" && d.Type().IsRegular():
+				if dir := gitdirOf(p); dir != "" {
+					add(filepath.Join(dir, "config"))
+					add(filepath.Join(dir, "config.worktree"))
+				}
+			case d.IsDir() && p != r && d.Name() == "node_modules":
+				return fs.SkipDir
+			}
+			return nil
+		})
+		if err == stop {
+			complete = false
+			break
+		}
+	}
+	return configs, complete
+}
+
+// gitdirOf reads a .git file's "gitdir: DIR" (relative to the file's
+// directory), or "".
+func gitdirOf(p string) string {
+	data, err := os.ReadFile(p)
+	if err != nil || len(data) > 4096 {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	dir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return ""
+	}
+	dir = strings.TrimSpace(dir)
+	if !path.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(p), dir)
+	}
+	return filepath.Clean(dir)
+}
+
+// GitConfigReport says, for one config that appeared or changed during
+// the session (after differs from before) and names programs, what the
+// exit report says; "" when it names none or did not change.
+func GitConfigReport(p string, before map[string][32]byte, after map[string][32]byte) string {
+	sum, ok := after[p]
+	if !ok {
+		return ""
+	}
+	old, existed := before[p]
+	if existed && old == sum {
+		return ""
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	keys := GitConfigRunKeys(data)
+	if len(keys) == 0 {
+		return ""
+	}
+	how := "changed"
+	if !existed {
+		how = "appeared"
+	}
+	return fmt.Sprintf("%s %s during the session and sets %s (git runs these as programs, or includes other files, on the host); review it before running git there outside the sandbox", p, how, strings.Join(keys, ", "))
+}

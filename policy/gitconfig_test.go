@@ -1,0 +1,83 @@
+package policy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestGitConfigRunKeys(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range []struct {
+		config string
+		want   []string
+	}{
+		{"[core]\n\trepositoryformatversion = 0\n\tbare = false\n", nil},
+		{"[core]\n\tfsmonitor = touch /tmp/x\n", []string{"core.fsmonitor"}},
+		{"[CORE]\n\tHooksPath = ../evil\n", []string{"core.hookspath"}},
+		{"[core] sshCommand = ssh -oProxyCommand=x\n", []string{"core.sshcommand"}},
+		{"[filter \"lfs\"]\n\tclean = git-lfs clean\n\tsmudge = x\n\trequired = true\n", []string{"filter.lfs.clean", "filter.lfs.smudge"}},
+		{"[diff \"bin\"]\n\ttextconv = hexdump\n", []string{"diff.bin.textconv"}},
+		{"[alias]\n\tst = status\n\tx = !sh -c 'id'\n", []string{"alias.x"}},
+		{"[includeIf \"gitdir:/\"]\n\tpath = /tmp/evil\n", []string{"includeif.gitdir:/.path"}},
+		{"[include]\n\tpath = other\n", []string{"include.path"}},
+		{"[user]\n\tname = x\n# core.fsmonitor = y\n", nil},
+		{"[core.fsmonitor]\n", nil},
+		{"[remote \"origin\"]\n\turl = x\n\tuploadpack = evil\n", []string{"remote.origin.uploadpack"}},
+		{"[credential]\n\thelper = store\n", []string{"credential.helper"}},
+		{"[core]\n\tfsmonitor = a\n\tfsmonitor = b\n", []string{"core.fsmonitor"}},
+	} {
+		if seen[c.config] {
+			t.Fatalf("duplicate case %q", c.config)
+		}
+		seen[c.config] = true
+		if got := GitConfigRunKeys([]byte(c.config)); !slices.Equal(got, c.want) {
+			t.Errorf("%q: %v, want %v", c.config, got, c.want)
+		}
+	}
+}
+
+func TestGitConfigs(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, s string) {
+		p = filepath.Join(root, p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a/.git/config", "[core]\n\tbare = false\n")
+	write("b/.git/config", "[core]\n\tfsmonitor = x\n")
+	write("node_modules/c/.git/config", "[core]\n\tfsmonitor = x\n")
+	before, complete := GitConfigs(context.Background(), []string{root}, 1000)
+	if !complete || len(before) != 2 {
+		t.Fatalf("before: %v %v", before, complete)
+	}
+	write("a/.git/config", "[core]\n\tbare = false\n\thooksPath = ../h\n")
+	write("d/.git/config", "[core]\n\tfsmonitor = y\n")
+	write("e/.git", "gitdir: ../gd\n")
+	write("gd/config", "[core]\n\tsshCommand = z\n")
+	write("f/.git/config", "[user]\n\tname = x\n")
+	after, _ := GitConfigs(context.Background(), []string{root}, 1000)
+	var reports []string
+	for p := range after {
+		if r := GitConfigReport(p, before, after); r != "" {
+			reports = append(reports, r)
+		}
+	}
+	all := strings.Join(reports, "\n")
+	for _, want := range []string{"a/.git/config changed during the session and sets core.hookspath", "d/.git/config appeared during the session and sets core.fsmonitor", "gd/config appeared during the session and sets core.sshcommand"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %q in\n%s", want, all)
+		}
+	}
+	if len(reports) != 3 {
+		t.Errorf("%d reports, want 3 (b unchanged, f names no program, node_modules not walked):\n%s", len(reports), all)
+	}
+	if _, complete := GitConfigs(context.Background(), []string{root}, 3); complete {
+		t.Errorf("a walk past its limit says it is complete")
+	}
+}
