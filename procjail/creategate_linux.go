@@ -1295,10 +1295,14 @@ func (w *walker) bind(sock int, given []byte, d1 int, p1 string) error {
 		// No cwd of this worker's own: the parent by its /proc name,
 		// and the caller's umask applied after.
 		name = "/proc/self/fd/" + strconv.Itoa(r.parent) + "/" + r.name
-	} else if err := unix.Fchdir(r.parent); err != nil {
-		return err
+	} else {
+		if err := unix.Fchdir(r.parent); err != nil {
+			return err
+		}
+		// This worker's own cwd: back to the root, holding no
+		// directory of the command's.
+		defer unix.Fchdir(w.cl.root)
 	}
-	defer unix.Fchdir(w.cl.root)
 	addr := make([]byte, 2, 2+len(name)+1)
 	binary.NativeEndian.PutUint16(addr, unix.AF_UNIX)
 	addr = append(append(addr, name...), 0)
