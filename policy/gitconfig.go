@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -45,49 +43,24 @@ var gitRunBang = map[string]bool{"alias.*": true, "submodule.*.update": true}
 func GitConfigRunKeys(data []byte) []string {
 	var out []string
 	seen := map[string]bool{}
-	section, sub := "", ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			end := strings.Index(line, "]")
-			if end < 0 {
-				continue
-			}
-			head := strings.TrimSpace(line[1:end])
-			sub = ""
-			if i := strings.IndexAny(head, " \t"); i >= 0 {
-				sub = strings.Trim(strings.TrimSpace(head[i:]), `"`)
-				head = head[:i]
-			} else if i := strings.Index(head, "."); i >= 0 {
-				// The old [section.subsection] form.
-				head, sub = head[:i], head[i+1:]
-			}
-			section = strings.ToLower(head)
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
+	for _, e := range gitConfigEntries(data) {
+		section, sub := e.section, e.sub
+		if i := strings.Index(section, "."); i >= 0 && sub == "" {
+			// The old [section.subsection] form.
+			section, sub = section[:i], section[i+1:]
 		}
-		if line == "" || line[0] == '#' || line[0] == ';' || section == "" {
-			continue
-		}
-		name, value, _ := strings.Cut(line, "=")
-		name = strings.ToLower(strings.TrimSpace(name))
-		value = strings.Trim(strings.TrimSpace(value), `"`)
 		for _, k := range gitRunKeys {
 			ks, kn := k[:strings.Index(k, ".")], k[strings.LastIndex(k, ".")+1:]
 			withSub := strings.Count(k, ".") == 2
-			if ks != section || (withSub != (sub != "")) || (kn != "*" && kn != name) {
+			if ks != section || withSub != (sub != "") || (kn != "*" && kn != e.name) {
 				continue
 			}
-			if gitRunBang[k] && !strings.HasPrefix(value, "!") {
+			if gitRunBang[k] && !strings.HasPrefix(e.value, "!") {
 				continue
 			}
-			full := section + "." + name
+			full := section + "." + e.name
 			if sub != "" {
-				full = section + "." + sub + "." + name
+				full = section + "." + sub + "." + e.name
 			}
 			if !seen[full] {
 				seen[full] = true

@@ -9,27 +9,31 @@ import (
 	"testing"
 )
 
+// gitRunKeyCases are GitConfigRunKeys's specification (and the fuzz
+// target's seeds).
+var gitRunKeyCases = []struct {
+	config string
+	want   []string
+}{
+	{"[core]\n\trepositoryformatversion = 0\n\tbare = false\n", nil},
+	{"[core]\n\tfsmonitor = touch /tmp/x\n", []string{"core.fsmonitor"}},
+	{"[CORE]\n\tHooksPath = ../evil\n", []string{"core.hookspath"}},
+	{"[core] sshCommand = ssh -oProxyCommand=x\n", []string{"core.sshcommand"}},
+	{"[filter \"lfs\"]\n\tclean = git-lfs clean\n\tsmudge = x\n\trequired = true\n", []string{"filter.lfs.clean", "filter.lfs.smudge"}},
+	{"[diff \"bin\"]\n\ttextconv = hexdump\n", []string{"diff.bin.textconv"}},
+	{"[alias]\n\tst = status\n\tx = !sh -c 'id'\n", []string{"alias.x"}},
+	{"[includeIf \"gitdir:/\"]\n\tpath = /tmp/evil\n", []string{"includeif.gitdir:/.path"}},
+	{"[include]\n\tpath = other\n", []string{"include.path"}},
+	{"[user]\n\tname = x\n# core.fsmonitor = y\n", nil},
+	{"[core.fsmonitor]\n", nil},
+	{"[remote \"origin\"]\n\turl = x\n\tuploadpack = evil\n", []string{"remote.origin.uploadpack"}},
+	{"[credential]\n\thelper = store\n", []string{"credential.helper"}},
+	{"[core]\n\tfsmonitor = a\n\tfsmonitor = b\n", []string{"core.fsmonitor"}},
+}
+
 func TestGitConfigRunKeys(t *testing.T) {
 	seen := map[string]bool{}
-	for _, c := range []struct {
-		config string
-		want   []string
-	}{
-		{"[core]\n\trepositoryformatversion = 0\n\tbare = false\n", nil},
-		{"[core]\n\tfsmonitor = touch /tmp/x\n", []string{"core.fsmonitor"}},
-		{"[CORE]\n\tHooksPath = ../evil\n", []string{"core.hookspath"}},
-		{"[core] sshCommand = ssh -oProxyCommand=x\n", []string{"core.sshcommand"}},
-		{"[filter \"lfs\"]\n\tclean = git-lfs clean\n\tsmudge = x\n\trequired = true\n", []string{"filter.lfs.clean", "filter.lfs.smudge"}},
-		{"[diff \"bin\"]\n\ttextconv = hexdump\n", []string{"diff.bin.textconv"}},
-		{"[alias]\n\tst = status\n\tx = !sh -c 'id'\n", []string{"alias.x"}},
-		{"[includeIf \"gitdir:/\"]\n\tpath = /tmp/evil\n", []string{"includeif.gitdir:/.path"}},
-		{"[include]\n\tpath = other\n", []string{"include.path"}},
-		{"[user]\n\tname = x\n# core.fsmonitor = y\n", nil},
-		{"[core.fsmonitor]\n", nil},
-		{"[remote \"origin\"]\n\turl = x\n\tuploadpack = evil\n", []string{"remote.origin.uploadpack"}},
-		{"[credential]\n\thelper = store\n", []string{"credential.helper"}},
-		{"[core]\n\tfsmonitor = a\n\tfsmonitor = b\n", []string{"core.fsmonitor"}},
-	} {
+	for _, c := range gitRunKeyCases {
 		if seen[c.config] {
 			t.Fatalf("duplicate case %q", c.config)
 		}
@@ -38,6 +42,28 @@ func TestGitConfigRunKeys(t *testing.T) {
 			t.Errorf("%q: %v, want %v", c.config, got, c.want)
 		}
 	}
+}
+
+// FuzzGitConfigRunKeys: every key found is in a section gitRunKeys names,
+// once.
+func FuzzGitConfigRunKeys(f *testing.F) {
+	for _, c := range gitRunKeyCases {
+		f.Add(c.config)
+	}
+	sections := map[string]bool{}
+	for _, k := range gitRunKeys {
+		sections[k[:strings.Index(k, ".")]] = true
+	}
+	f.Fuzz(func(t *testing.T, config string) {
+		seen := map[string]bool{}
+		for _, k := range GitConfigRunKeys([]byte(config)) {
+			s, _, _ := strings.Cut(k, ".")
+			if !sections[s] || seen[k] {
+				t.Fatalf("%q: key %q (section %q known %v, seen %v)", config, k, s, sections[s], seen[k])
+			}
+			seen[k] = true
+		}
+	})
 }
 
 func TestGitConfigs(t *testing.T) {

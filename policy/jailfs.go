@@ -609,25 +609,48 @@ func inRoot(root, home, v string) string {
 
 // parseGitConfig reads the "section.key" values of a git config file
 // (keys lowercased; "[section "sub"]" counts as section; "key = v" and
-// "[section] key = v" on one line; comments after # or ; dropped).
+// "[section] key = v" on one line; comments after # or ; dropped; see
+// gitConfigEntries).
 func parseGitConfig(path string) map[string][]string {
 	out := map[string][]string{}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return out
 	}
-	section := ""
+	for _, e := range gitConfigEntries(b) {
+		key := e.section + "." + e.name
+		out[key] = append(out[key], e.value)
+	}
+	return out
+}
+
+// gitConfigEntry is one "name = value" line of a git config file.
+type gitConfigEntry struct {
+	section string // the header's first word, lower case ("core"; "core.x" in the old [core.x] form)
+	sub     string // the header's quoted subsection ([filter "lfs"]: lfs), as written
+	name    string // lower case
+	value   string // trimmed, without surrounding quotes
+}
+
+// gitConfigEntries reads the "name = value" lines of a git config file,
+// each with its section: "[section "sub"]" headers, "[section] name = v"
+// on one line, comments after # or ; dropped. Lines without "=" (boolean
+// keys) are left out.
+func gitConfigEntries(b []byte) []gitConfigEntry {
+	var out []gitConfigEntry
+	section, sub := "", ""
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "[") {
 			end := strings.IndexByte(line, ']')
 			if end < 0 {
-				section = ""
+				section, sub = "", ""
 				continue
 			}
-			section = ""
+			section, sub = "", ""
 			if f := strings.Fields(line[1:end]); len(f) > 0 {
 				section = strings.ToLower(f[0])
+				sub = strings.Trim(strings.Join(f[1:], " "), `"`)
 			}
 			line = strings.TrimSpace(line[end+1:])
 		}
@@ -638,8 +661,7 @@ func parseGitConfig(path string) map[string][]string {
 		if !ok || section == "" {
 			continue
 		}
-		key := section + "." + strings.ToLower(strings.TrimSpace(k))
-		out[key] = append(out[key], strings.Trim(strings.TrimSpace(v), `"`))
+		out = append(out, gitConfigEntry{section: section, sub: sub, name: strings.ToLower(strings.TrimSpace(k)), value: strings.Trim(strings.TrimSpace(v), `"`)})
 	}
 	return out
 }
