@@ -782,8 +782,10 @@ func main() {
 // TestFSNestedGitConfigReported: a nested repository's config that the
 // session makes or changes and that names a program git runs (made by git
 // init inside, or one that existed at start) is named at exit, on stderr
-// and in the audit, with its keys; an unchanged one, a benign change and
-// a benign new repository are not. As root and 65534, checked on the host.
+// and in the audit, with its keys, and so is one that cannot be read (a
+// FIFO, which must not hang the exit); an unchanged one, a benign change
+// and a benign new repository are not. As root and 65534, checked on the
+// host.
 func TestFSNestedGitConfigReported(t *testing.T) {
 	testenv.NeedCommand(t, "git")
 	for _, u := range users {
@@ -802,6 +804,7 @@ git -C old config core.hooksPath ../evil &&
 git -C benign config user.name someone &&
 git init -q plain &&
 mkdir -p sub && echo "gitdir: ../gd" > sub/.git && mkdir gd && printf '[core]\n\tsshCommand = evil\n' > gd/config &&
+mkdir -p ff/.git && mkfifo ff/.git/config &&
 echo script-ok`
 			r := b.run(t, fsRun{env: []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + b.home}, argv: []string{"sh", "-c", script}})
 			if !strings.Contains(r.stdout, "script-ok\n") {
@@ -811,6 +814,8 @@ echo script-ok`
 				filepath.Join(b.ws, "nest", ".git", "config"): "appeared during the session and sets core.fsmonitor",
 				filepath.Join(b.ws, "old", ".git", "config"):  "changed during the session and sets core.hookspath",
 				filepath.Join(b.ws, "gd", "config"):           "appeared during the session and sets core.sshcommand",
+				// A FIFO neither hangs the exit nor goes unnamed.
+				filepath.Join(b.ws, "ff", ".git", "config"): "appeared during the session and was not checked (it is not a regular file)",
 			}
 			var lines []string
 			for _, l := range strings.Split(r.audit, "\n") {

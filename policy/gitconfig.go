@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -71,17 +73,37 @@ func GitConfigRunKeys(data []byte) []string {
 	return out
 }
 
+// GitConfig is what GitConfigs keeps of one config file: a digest of its
+// content and the keys that run a program (GitConfigRunKeys), or that it
+// could not be read (not a regular file, larger than maxGitConfig).
+type GitConfig struct {
+	Sum      [32]byte
+	Keys     []string
+	Unread   string // why it was not read; "" when it was
+	existing bool
+}
+
+// maxGitConfig bounds the config files read (git's own are a few KiB).
+const maxGitConfig = 1 << 20
+
 // GitConfigs finds the git repositories' configs below roots: each
 // .git/config (and .git/config.worktree) of a .git directory, and the
-// config of the directory a .git file names (gitdir: ...), with a digest
-// of its content; at most limit entries looked at in all, and not inside
-// .git or node_modules directories. complete is false when the walk
-// stopped at the limit, at 10 seconds, or at ctx's end.
-func GitConfigs(ctx context.Context, roots []string, limit int) (configs map[string][32]byte, complete bool) {
-	configs = map[string][32]byte{}
+// config of the directory a .git file names (gitdir: ...); at most limit
+// entries looked at in all, and not inside .git or node_modules
+// directories. complete is false when the walk stopped at the limit, at
+// 10 seconds, or at ctx's end. Files are opened without blocking (a FIFO
+// there cannot hang the walk) and read only when regular and at most
+// maxGitConfig bytes.
+func GitConfigs(ctx context.Context, roots []string, limit int) (configs map[string]GitConfig, complete bool) {
+	configs = map[string]GitConfig{}
 	add := func(p string) {
-		if data, err := os.ReadFile(p); err == nil {
-			configs[p] = sha256.Sum256(data)
+		data, why := readRegular(p, maxGitConfig)
+		switch {
+		case why == "missing":
+		case why != "":
+			configs[p] = GitConfig{Sum: sha256.Sum256([]byte(why)), Unread: why, existing: true}
+		default:
+			configs[p] = GitConfig{Sum: sha256.Sum256(data), Keys: GitConfigRunKeys(data), existing: true}
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -119,11 +141,37 @@ func GitConfigs(ctx context.Context, roots []string, limit int) (configs map[str
 	return configs, complete
 }
 
+// readRegular reads p (following symlinks, as git does) when it is a
+// regular file of at most max bytes, opened without blocking; otherwise
+// it says why not ("missing" when there is nothing there).
+func readRegular(p string, max int64) ([]byte, string) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "missing"
+		}
+		return nil, "it cannot be opened"
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, "it is not a regular file"
+	}
+	if fi.Size() > max {
+		return nil, fmt.Sprintf("it is larger than %d bytes", max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil || int64(len(data)) > max {
+		return nil, "it cannot be read whole"
+	}
+	return data, ""
+}
+
 // gitdirOf reads a .git file's "gitdir: DIR" (relative to the file's
 // directory), or "".
 func gitdirOf(p string) string {
-	data, err := os.ReadFile(p)
-	if err != nil || len(data) > 4096 {
+	data, why := readRegular(p, 4096)
+	if why != "" {
 		return ""
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
@@ -138,29 +186,27 @@ func gitdirOf(p string) string {
 	return filepath.Clean(dir)
 }
 
-// GitConfigReport says, for one config that appeared or changed during
-// the session (after differs from before) and names programs, what the
-// exit report says; "" when it names none or did not change.
-func GitConfigReport(p string, before map[string][32]byte, after map[string][32]byte) string {
-	sum, ok := after[p]
+// GitConfigReport says, for the config p that appeared or changed during
+// the session (after[p] differs from before[p]) and names programs git
+// runs, or could not be read, what the exit report says; "" otherwise.
+func GitConfigReport(p string, before, after map[string]GitConfig) string {
+	now, ok := after[p]
 	if !ok {
 		return ""
 	}
-	old, existed := before[p]
-	if existed && old == sum {
-		return ""
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return ""
-	}
-	keys := GitConfigRunKeys(data)
-	if len(keys) == 0 {
+	old := before[p]
+	if old.existing && old.Sum == now.Sum {
 		return ""
 	}
 	how := "changed"
-	if !existed {
+	if !old.existing {
 		how = "appeared"
 	}
-	return fmt.Sprintf("%s %s during the session and sets %s (git runs these as programs, or includes other files, on the host); review it before running git there outside the sandbox", p, how, strings.Join(keys, ", "))
+	switch {
+	case now.Unread != "":
+		return fmt.Sprintf("%s %s during the session and was not checked (%s); review it before running git there outside the sandbox", p, how, now.Unread)
+	case len(now.Keys) > 0:
+		return fmt.Sprintf("%s %s during the session and sets %s (git runs these as programs, or includes other files, on the host); review it before running git there outside the sandbox", p, how, strings.Join(now.Keys, ", "))
+	}
+	return ""
 }

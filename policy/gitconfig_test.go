@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -87,6 +88,15 @@ func TestGitConfigs(t *testing.T) {
 	write("e/.git", "gitdir: ../gd\n")
 	write("gd/config", "[core]\n\tsshCommand = z\n")
 	write("f/.git/config", "[user]\n\tname = x\n")
+	// Neither a FIFO nor an endless device hangs the walk: named, not read.
+	os.MkdirAll(filepath.Join(root, "g", ".git"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(root, "g", ".git", "config"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "h", ".git"), 0o755)
+	if err := os.Symlink("/dev/zero", filepath.Join(root, "h", ".git", "config")); err != nil {
+		t.Fatal(err)
+	}
 	after, _ := GitConfigs(context.Background(), []string{root}, 1000)
 	var reports []string
 	for p := range after {
@@ -95,13 +105,15 @@ func TestGitConfigs(t *testing.T) {
 		}
 	}
 	all := strings.Join(reports, "\n")
-	for _, want := range []string{"a/.git/config changed during the session and sets core.hookspath", "d/.git/config appeared during the session and sets core.fsmonitor", "gd/config appeared during the session and sets core.sshcommand"} {
+	for _, want := range []string{"a/.git/config changed during the session and sets core.hookspath", "d/.git/config appeared during the session and sets core.fsmonitor", "gd/config appeared during the session and sets core.sshcommand",
+		"g/.git/config appeared during the session and was not checked (it is not a regular file)",
+		"h/.git/config appeared during the session and was not checked (it is not a regular file)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("missing %q in\n%s", want, all)
 		}
 	}
-	if len(reports) != 3 {
-		t.Errorf("%d reports, want 3 (b unchanged, f names no program, node_modules not walked):\n%s", len(reports), all)
+	if len(reports) != 5 {
+		t.Errorf("%d reports, want 5 (b unchanged, f names no program, node_modules not walked):\n%s", len(reports), all)
 	}
 	if _, complete := GitConfigs(context.Background(), []string{root}, 3); complete {
 		t.Errorf("a walk past its limit says it is complete")

@@ -32,7 +32,7 @@ type fsState struct {
 	noCreateGate string
 	// gitConfigs are the write roots' repositories' configs at start
 	// (policy.GitConfigs), to report those that appear or change.
-	gitConfigs map[string][32]byte
+	gitConfigs map[string]policy.GitConfig
 }
 
 // writeRoots are the operator's write roots: --write, then the policy
