@@ -29,6 +29,7 @@ r build cat config/.env
 r rename cat sub/.env
 r alias cat alias
 r homealias cat "$HOME/keyalias"
+r homebefore cat "$HOME/before"
 r dotdot cat late/../late/.env
 ln -s late/.env lnk
 r symlink cat lnk
@@ -45,7 +46,8 @@ r neighbour2 cat late/ok.txt
 // open gate as root: a file created in a new directory (late/.env), a
 // build's output (config/.env), a host rename into .env, a host hard link
 // to a file hidden at start (the workspace's .env, a key under a denied
-// ~/.ssh, seen through the home overlay), reached through "..", a symlink
+// ~/.ssh, seen through the home overlay; one made before the start
+// beside the workspace, where the plan does not look), reached through "..", a symlink
 // made inside, /proc/self/root, /proc/PID/root, and by exec; a file read
 // (and so cached by an ignore mark) before the host writes a secret into
 // it and renames it to .env is refused too. Checked on the host: the
@@ -64,6 +66,13 @@ func TestFSDeniedLater(t *testing.T) {
 			b.write(t, filepath.Join(b.ws, ".env"), secret("alias")+"\n", 0o644)
 			b.write(t, filepath.Join(b.home, ".ssh", "id_x"), secret("homealias")+"\n", 0o600)
 			b.write(t, filepath.Join(b.home, "notes"), "notes\n", 0o644)
+			// A name of the key beside the workspace, made before the
+			// start, where the plan does not look for other names: the
+			// mount layer leaves it readable (not_covered says so), the
+			// open gate refuses it by identity.
+			if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "before")); err != nil {
+				t.Fatal(err)
+			}
 			b.write(t, filepath.Join(b.ws, "cfg", "settings"), "PLAIN\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "script.sh"), lateScript, 0o644)
 			pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
@@ -132,6 +141,7 @@ func TestFSDeniedLater(t *testing.T) {
 				{"rename", b.ws + "/sub/.env", "cat"},
 				{"alias", b.ws + "/alias", "cat"},
 				{"homealias", b.home + "/keyalias", "cat"},
+				{"homebefore", b.home + "/before", "cat"},
 				{"dotdot", b.ws + "/late/.env", "cat"},
 				{"symlink", b.ws + "/late/.env", "cat"},
 				{"procself", b.ws + "/late/.env", "cat"},
