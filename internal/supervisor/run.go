@@ -283,6 +283,13 @@ func (s *session) ready() error {
 // session's last lines. It returns the command's status.
 func (s *session) wait() int {
 	code, err := s.sb.Wait()
+	if s.openGateOn != nil {
+		// Nothing inside opens any more. Closing the group waits for the
+		// kernel to reap its marks (an SRCU grace period: 6-24 ms here),
+		// which runs beside the rest of the teardown; the step's cleanup
+		// waits for it.
+		go s.openGateOn.Close()
+	}
 	s.stopLive()
 	// Nothing inside runs any more: the proxies write their last lines
 	// (a request the command read whole just before it exited) before the
