@@ -127,7 +127,7 @@ func (g *OpenGate) Mark(initPID int) error {
 		}
 		targets[at] = true
 		for _, m := range mounts {
-			if under(m, r) {
+			if under(m, r) && !kernelMount(m) {
 				targets[m] = true
 			}
 		}
@@ -149,6 +149,14 @@ func (g *OpenGate) Mark(initPID int) error {
 	g.started = true
 	go g.serve()
 	return nil
+}
+
+// kernelMount says whether a mount point is the sandbox's /proc, /sys or
+// /dev, or below them (a write root "/" holds them): no host file
+// appears there, and the event's descriptor of a device or a /proc file,
+// opened by sandboxd, could act on sandboxd itself.
+func kernelMount(m string) bool {
+	return under(m, "/proc") || under(m, "/sys") || under(m, "/dev")
 }
 
 // Close stops deciding and closes the group. Call it once nothing runs
