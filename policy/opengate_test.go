@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -68,6 +69,18 @@ func TestDecideOpen(t *testing.T) {
 			t.Errorf("DecideOpen(%s) = %v %q %q; want rule %q reason %q", c.path, d.Verdict, d.Rule, d.Reason, c.rule, c.reason)
 		}
 	}
+	// The open gate may decide on more than one goroutine (go test -race).
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				if g.DecideOpen(ws+"/a/.env", other).Allowed() || !g.DecideOpen(ws+"/a/b", other).Allowed() {
+					t.Error("concurrent DecideOpen decided otherwise")
+				}
+			}
+		})
+	}
+	wg.Wait()
 	if got, want := strings.Join(plan.OpenGateRoots(), " "), home+" "+ws; got != want {
 		t.Errorf("OpenGateRoots = %s; want %s", got, want)
 	}
@@ -95,5 +108,30 @@ func TestOpenGateRootsNone(t *testing.T) {
 	}
 	if r := plan.OpenGateRoots(); r != nil {
 		t.Errorf("OpenGateRoots = %v; want none", r)
+	}
+}
+
+// BenchmarkDecideOpen: the decision's own share of a decided open (the
+// open gate's per-event cost is measured in docs/benchmarks.md).
+func BenchmarkDecideOpen(b *testing.B) {
+	dir := b.TempDir()
+	ws, home := filepath.Join(dir, "ws"), filepath.Join(dir, "home")
+	for _, d := range []string{ws + "/pkg", home + "/.ssh"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	plan, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home,
+		Files: &FileRules{Deny: []string{"**/.env", "secrets/*.key", "~/.ssh/**"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := plan.OpenGuard()
+	p := Canonicalize(ws, "/") + "/pkg/f1.go"
+	b.ResetTimer()
+	for b.Loop() {
+		if d := g.DecideOpen(p, FileID{Dev: 1, Ino: 2}); !d.Allowed() {
+			b.Fatal(d.Reason)
+		}
 	}
 }
