@@ -17,22 +17,20 @@ import (
 const ReasonOpenRefused = "opening a file files.deny hides"
 
 // FileID is a file's identity: its device and inode numbers.
-type FileID struct {
-	Dev uint64 `json:"dev"`
-	Ino uint64 `json:"ino"`
-}
+type FileID struct{ Dev, Ino uint64 }
 
 // OpenGuard is what the open gate needs to decide an open: files.deny's
 // patterns (Home and Cwd, what they are anchored to) and the identity of
-// every regular file hidden at start. It is plain data, so that the
-// decision stays here. DecideOpen is safe for concurrent use.
+// every regular file hidden at start. Unlike CreateGuard it never leaves
+// sandboxd (the gate runs there, outside the sandbox), so it is not
+// serialized. DecideOpen is safe for concurrent use.
 type OpenGuard struct {
-	Deny []string `json:"deny,omitempty"`
-	Home string   `json:"home,omitempty"`
-	Cwd  string   `json:"cwd"`
+	Deny []string
+	Home string
+	Cwd  string
 	// Hidden maps the regular files hidden at start (FileID) to the
 	// path the plan hides each by.
-	Hidden map[FileID]string `json:"-"`
+	Hidden map[FileID]string
 	// rule names the rule that hides a hidden path (FSPlan.ruleCode).
 	rule func(path string) string
 	// matcher has the patterns' literal prefixes resolved once, when
