@@ -57,6 +57,7 @@ func (l *linkedFile) missing() uint64 {
 // It returns the names to hide. Once ctx is done it stops with its error.
 func (p *FSPlan) hideLinks(ctx context.Context, hidden []string, limit int) ([]string, error) {
 	linked := map[fileKey]*linkedFile{}
+	p.hiddenIDs = map[fileKey]string{}
 	stop := errors.New("stop")
 	inHidden := map[string]bool{}
 	walked := 0
@@ -85,7 +86,15 @@ func (p *FSPlan) hideLinks(ctx context.Context, hidden []string, limit int) ([]s
 				return stop
 			}
 			id, nlink, ok := regularIdentity(d)
-			if !ok || nlink < 2 {
+			if !ok {
+				return nil
+			}
+			// Every hidden regular file, for the open gate: a hard link
+			// the host makes during the session is refused by identity.
+			if _, seen := p.hiddenIDs[id]; !seen {
+				p.hiddenIDs[id] = path
+			}
+			if nlink < 2 {
 				return nil
 			}
 			l := linked[id]

@@ -255,6 +255,11 @@ type FSPlan struct {
 	denyWrite map[string]string // write root refused -> the deny pattern
 	links     map[string]string // a hidden other name (hard link) -> the hidden file it names
 	linked    map[fileKey]*linkedFile
+	// hiddenIDs are the hidden regular files hideLinks walked, each with
+	// the path it was found at (OpenGuard).
+	hiddenIDs map[fileKey]string
+	// openGated: the open gate decides opens (GateOpens).
+	openGated bool
 	matcher   FileMatcher
 	files     *FileRules
 	hide      []string // FSInput.Hide, canonical
@@ -968,6 +973,21 @@ func (p *FSPlan) Explain(path string, write bool) Decision {
 		if best >= 0 && places[best].d.Rule == RuleFilesystemTmp {
 			if _, err := os.Lstat(c); err == nil {
 				return Denied(Because(ReasonNotVisible, "%s is in the host's %s, which the sandbox replaces with its own", c, places[best].root), RuleFilesystemTmp)
+			}
+		}
+		if p.files != nil {
+			if pat := p.matcher.Denied(c, p.files.Deny); pat != "" {
+				gated := false
+				for _, r := range p.OpenGateRoots() {
+					gated = gated || under(c, r)
+				}
+				switch {
+				case gated && p.openGated:
+					return Denied(Because(ReasonOpenRefused, "%s matches files.deny %q; it was not hidden at start, and an open of it is refused at open time (the open gate)", c, pat), RuleAt(RuleFilesDeny, pat))
+				case gated:
+					return AllowedBy(Because(ReasonReadable, "%s matches files.deny %q but was not hidden at start; if the host creates it later it is readable (the open gate needs sandboxd as root)", c, pat), RuleAt(RuleFilesDeny, pat))
+				}
+				return AllowedBy(Because(ReasonReadable, "%s matches files.deny %q but is outside what the start's scan and the open gate cover", c, pat), RuleAt(RuleFilesDeny, pat))
 			}
 		}
 		if of, _ := p.linkOf(c); of != "" {

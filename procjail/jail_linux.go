@@ -385,13 +385,28 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 			return nil, cleanup, stepErr("ready", err) // the child reads EOF: exits 125
 		}
 	}
+	br := bufio.NewReader(parentCtl)
+	readyRead := false
+	if spec.OpenGate != nil {
+		// The open gate marks the sandbox's mounts as the init made
+		// them: it waits for "ready", and the command starts (message 4)
+		// only once the marks are placed and decided.
+		if _, err := await(func() (int, error) { return readReply(br, "ready") }); err != nil {
+			return nil, cleanup, childFailed(err)
+		}
+		readyRead = true
+		if err := spec.OpenGate.Mark(cmd.pid); err != nil {
+			return nil, cleanup, stepErr("open gate", err) // the child reads EOF: exits 125
+		}
+	}
 	// A child that already failed has closed its end; its reason is still
 	// waiting in the socket, so a failed write here is only read past.
 	io.WriteString(parentCtl, "go\n")
-	br := bufio.NewReader(parentCtl)
 	pid, err := await(func() (int, error) {
-		if _, err := readReply(br, "ready"); err != nil {
-			return 0, err
+		if !readyRead {
+			if _, err := readReply(br, "ready"); err != nil {
+				return 0, err
+			}
 		}
 		return readReply(br, "ok")
 	})

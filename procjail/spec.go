@@ -75,6 +75,12 @@ type Spec struct {
 	// one call at a time) for each creation the create gate refused
 	// (FileSystem.CreateGuard). Linux.
 	OnCreateRefused func(CreateRefusal) `json:"-"`
+	// OpenGate, when set (Linux, nested mode), marks the sandbox's mounts
+	// once the init has set them up ("ready") and decides every open
+	// there from then on; the command starts only after the marks are
+	// placed, and a mark that fails aborts the start (step "open gate").
+	// The caller closes it once the sandbox has ended.
+	OpenGate *OpenGate `json:"-"`
 	// InitPath is the binary re-executed as the sandbox's init; it must
 	// dispatch InitCommand to RunInit before parsing flags. Empty means
 	// /proc/self/exe.

@@ -49,6 +49,7 @@ const (
 	MsgProtectedCreated = "protected path created" // a protected path appeared during the session
 	MsgCreateRefused    = "create refused"         // the create gate refused creating a name (a plant, a files.deny match) at the time
 	MsgGitConfigChanged = "git config changed"     // a repository's config in a write root appeared or changed during the session and names programs git runs
+	MsgOpenRefused      = "open refused"           // the open gate refused opening a files.deny match that appeared after the start, or another name of a hidden file
 )
 
 // Attribute keys. Every line has AttrKind, AttrSandbox and AttrPolicy; every
@@ -104,9 +105,9 @@ const (
 	AttrSandboxMode = "sandbox_mode" // session start: "nested" (namespaces of its own) or "container" (supervisor.ModeContainer)
 	AttrAgentUID    = "agent_uid"    // session start, container mode: the command's uid
 	AttrNotCovered  = "not_covered"
-	AttrPath        = "path"         // create refused: the name refused
+	AttrPath        = "path"         // create refused, open refused: the name refused
 	AttrOp          = "op"           // create refused: open, mkdir, mknod, rename, link or symlink
-	AttrComm        = "comm"         // create refused: the process's name (/proc/PID/comm)
+	AttrComm        = "comm"         // create refused, open refused: the process's name (/proc/PID/comm)
 	AttrEnvRemoved  = "env_removed"  // session start: the variables --unset-env and environment.unset left out (names only)
 	AttrCredentials = "credentials"  // session start: the credentials the proxy injects (variable names only); proxy: those put into this connection's requests
 	AttrPlaceholder = "placeholders" // proxy: credentials whose placeholder was seen and passed as it is (another host, a URL, a body)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/barry-rocks/sandbox/hooks"
 	"github.com/barry-rocks/sandbox/policy"
+	"github.com/barry-rocks/sandbox/procjail"
 	"github.com/barry-rocks/sandbox/proxy"
 )
 
@@ -75,6 +76,11 @@ func ExplainPath(opts Options, path string, write bool) (*PathExplanation, error
 	fs, err := planFilesystem(context.Background(), &opts, sp, append(always, resolverFiles...))
 	if err != nil {
 		return nil, err
+	}
+	if procjail.OpenGateAvailable() == nil && fs.OpenGateRoots() != nil {
+		// As "sandboxd run" would have it (openGate): a match that
+		// appears later is refused at open time.
+		fs.GateOpens()
 	}
 	d := fs.Explain(path, write)
 	return &PathExplanation{Path: path, Write: write, Decision: d, Verdict: d.Verdict.String(), Reason: d.Reason, Rule: d.Rule, Plan: fs.FSPlan}, nil

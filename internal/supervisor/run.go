@@ -115,6 +115,7 @@ func Run(opts Options) (int, error) {
 		s.startProxies,   // the egress and DNS proxies (network.go)
 		s.jailSpec,       // environment, forwards, read-only paths, ruling server, file plan (jail.go, hooks.go)
 		s.containerSetup, // container mode: its home and checks in the spec (container.go)
+		s.openGate,       // the open gate: opens of files.deny matches that appear later refused, as root (opengate.go)
 		s.firstStatus,    // the status file, before the sandbox starts (status.go)
 		s.start,          // the jail, and the command once ready (below)
 		s.servePublished, // the published ports' connections handed inside (publish.go)
@@ -191,6 +192,7 @@ type session struct {
 	abortSetup  context.CancelFunc
 	startLogged bool // set by ready, read after Start returns
 	sb          *procjail.Sandbox
+	openGateOn  *procjail.OpenGate // the open gate, nil when off (openGate)
 
 	stopLive func()
 
@@ -220,6 +222,7 @@ func (s *session) start() (func(), error) {
 		Container:        s.container,
 		Ready:            s.ready,
 		OnCreateRefused:  s.createRefused,
+		OpenGate:         s.openGateOn,
 	})
 	if err != nil {
 		var se *procjail.SetupError
@@ -280,6 +283,13 @@ func (s *session) ready() error {
 // session's last lines. It returns the command's status.
 func (s *session) wait() int {
 	code, err := s.sb.Wait()
+	if s.openGateOn != nil {
+		// Nothing inside opens any more. Closing the group waits for the
+		// kernel to reap its marks (an SRCU grace period: 6-24 ms here),
+		// which runs beside the rest of the teardown; the step's cleanup
+		// waits for it.
+		go s.openGateOn.Close()
+	}
 	s.stopLive()
 	// Nothing inside runs any more: the proxies write their last lines
 	// (a request the command read whole just before it exited) before the

@@ -1,0 +1,206 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lateScript runs in the workspace. It reads the allowed cfg/settings
+// twice (the second open is the ignore mark's), says phase1, waits for
+// the host's go, then tries every read, each into out/<row>.txt with its
+// exit status: what the command got, for the host to check.
+const lateScript = `set -u
+mkdir -p out
+cat cfg/settings > out/cached1.txt 2>&1; echo "rc=$?" >> out/cached1.txt
+cat cfg/settings > out/cached2.txt 2>&1; echo "rc=$?" >> out/cached2.txt
+touch phase1
+i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
+r() { row=$1; shift; "$@" > out/$row.txt 2>&1; echo "rc=$?" >> out/$row.txt; }
+r late cat late/.env
+r build cat config/.env
+r rename cat sub/.env
+r alias cat alias
+r homealias cat "$HOME/keyalias"
+r homebefore cat "$HOME/before"
+r dotdot cat late/../late/.env
+ln -s late/.env lnk
+r symlink cat lnk
+r procself cat /proc/self/root"$PWD"/late/.env
+r procpid cat /proc/$$/root"$PWD"/late/.env
+r exec ./bin/.env
+r cachedrenamed cat cfg/.env
+r neighbour cat late/ok.txt
+r neighbour2 cat late/ok.txt
+`
+
+// TestFSDeniedLater: a files.deny match the HOST makes during the
+// session, which no mount hid at start, is refused at open time by the
+// open gate as root: a file created in a new directory (late/.env), a
+// build's output (config/.env), a host rename into .env, a host hard link
+// to a file hidden at start (the workspace's .env, a key under a denied
+// ~/.ssh, seen through the home overlay; one made before the start
+// beside the workspace, where the plan does not look), reached through "..", a symlink
+// made inside, /proc/self/root, /proc/PID/root, and by exec; a file read
+// (and so cached by an ignore mark) before the host writes a secret into
+// it and renames it to .env is refused too. Checked on the host: the
+// secret never appears in what the command wrote, each read failed with
+// EPERM, one "open refused" audit line names the path and the process;
+// the neighbour the host made beside them is read (no false refusal),
+// twice. As 65534 the gate cannot be had (fanotify permission events need
+// CAP_SYS_ADMIN in the initial user namespace): the start line's
+// not_covered says so, and the late file is then readable (not asserted:
+// the not_covered line is the promise).
+func TestFSDeniedLater(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprintf("uid%d", uid), func(t *testing.T) {
+			b := newFSBox(t, uid, false)
+			secret := func(row string) string { return "SECRET-" + strings.ToUpper(row) + "-7f3a" }
+			b.write(t, filepath.Join(b.ws, ".env"), secret("alias")+"\n", 0o644)
+			b.write(t, filepath.Join(b.home, ".ssh", "id_x"), secret("homealias")+"\n", 0o600)
+			b.write(t, filepath.Join(b.home, "notes"), "notes\n", 0o644)
+			// A name of the key beside the workspace, made before the
+			// start, where the plan does not look for other names: the
+			// mount layer leaves it readable (not_covered says so), the
+			// open gate refuses it by identity.
+			if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "before")); err != nil {
+				t.Fatal(err)
+			}
+			b.write(t, filepath.Join(b.ws, "cfg", "settings"), "PLAIN\n", 0o644)
+			b.write(t, filepath.Join(b.ws, "script.sh"), lateScript, 0o644)
+			pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
+			res := make(chan runResult, 1)
+			go func() {
+				res <- b.run(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}})
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if _, err := os.Stat(filepath.Join(b.ws, "phase1")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the command never reached phase1\n%s", <-res)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// The host's doings during the session.
+			host := func(argv ...string) {
+				t.Helper()
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Dir = b.ws
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("host %v: %v\n%s", argv, err, out)
+				}
+			}
+			b.write(t, filepath.Join(b.ws, "late", ".env"), secret("late")+"\n", 0o644)
+			host("sh", "-c", "mkdir -p config && printf '"+secret("build")+"\\n' > config/.env.tmp && mv config/.env.tmp config/.env")
+			b.write(t, filepath.Join(b.ws, "sub", "written"), secret("rename")+"\n", 0o644)
+			host("mv", "sub/written", "sub/.env")
+			host("ln", ".env", "alias")
+			host("ln", filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "keyalias"))
+			b.write(t, filepath.Join(b.ws, "bin", ".env"), "#!/bin/sh\necho "+secret("exec")+"\n", 0o755)
+			host("sh", "-c", "printf '"+secret("cachedrenamed")+"\\n' >> cfg/settings && mv cfg/settings cfg/.env")
+			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
+			b.chown(t)
+			if err := os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := <-res
+			if r.code != 0 {
+				t.Fatalf("sandboxd: %s", r)
+			}
+			read := func(row string) string {
+				out, err := os.ReadFile(filepath.Join(b.ws, "out", row+".txt"))
+				if err != nil {
+					t.Fatalf("row %s: %v\n%s", row, err, r)
+				}
+				return string(out)
+			}
+			start := startLine(t, r.audit)
+			if uid != 0 {
+				nc, _ := json.Marshal(start["not_covered"])
+				if !strings.Contains(string(nc), "open gate off: a files.deny match the host creates during the session, or a host hard link to a file hidden at start, is readable inside") ||
+					!strings.Contains(string(nc), "fanotify permission events need CAP_SYS_ADMIN in the initial user namespace, and sandboxd runs as uid 65534") {
+					t.Errorf("not_covered does not say the open gate is off and why: %s", nc)
+				}
+				if strings.Contains(r.audit, `"open refused"`) {
+					t.Errorf("an open refused line without an open gate:\n%s", r.audit)
+				}
+				return
+			}
+			for _, c := range []struct{ row, path, comm string }{
+				{"late", b.ws + "/late/.env", "cat"},
+				{"build", b.ws + "/config/.env", "cat"},
+				{"rename", b.ws + "/sub/.env", "cat"},
+				{"alias", b.ws + "/alias", "cat"},
+				{"homealias", b.home + "/keyalias", "cat"},
+				{"homebefore", b.home + "/before", "cat"},
+				{"dotdot", b.ws + "/late/.env", "cat"},
+				{"symlink", b.ws + "/late/.env", "cat"},
+				{"procself", b.ws + "/late/.env", "cat"},
+				{"procpid", b.ws + "/late/.env", "cat"},
+				{"exec", b.ws + "/bin/.env", "sh"},
+				{"cachedrenamed", b.ws + "/cfg/.env", "cat"},
+			} {
+				out := read(c.row)
+				if strings.Contains(out, "SECRET-") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+					t.Errorf("row %s: the command got %q; want EPERM and no secret", c.row, out)
+				}
+				if !hasOpenRefused(t, r.audit, c.path, c.comm) {
+					t.Errorf("row %s: no open refused line for %s by %s\n%s", c.row, c.path, c.comm, r.audit)
+				}
+			}
+			for _, row := range []string{"cached1", "cached2"} {
+				if out := read(row); out != "PLAIN\nrc=0\n" {
+					t.Errorf("row %s (an allowed file, twice): %q", row, out)
+				}
+			}
+			for _, row := range []string{"neighbour", "neighbour2"} {
+				if out := read(row); out != "NEIGHBOUR\nrc=0\n" {
+					t.Errorf("row %s (the host's allowed file beside them): %q", row, out)
+				}
+			}
+			nc, _ := json.Marshal(start["not_covered"])
+			if strings.Contains(string(nc), "open gate off") || !strings.Contains(string(nc), "refused at open time (the open gate)") {
+				t.Errorf("not_covered as root: %s", nc)
+			}
+		})
+	}
+}
+
+// startLine is the audit's session start line.
+func startLine(t *testing.T, audit string) map[string]any {
+	t.Helper()
+	for _, l := range strings.Split(audit, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "session start" {
+			return m
+		}
+	}
+	t.Fatalf("no session start line:\n%s", audit)
+	return nil
+}
+
+// hasOpenRefused says whether the audit has an open refused line for
+// path by comm, with a pid and a rule.
+func hasOpenRefused(t *testing.T, audit, path, comm string) bool {
+	t.Helper()
+	for _, l := range strings.Split(audit, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "open refused" {
+			continue
+		}
+		pid, _ := m["pid"].(float64)
+		if m["path"] == path && m["comm"] == comm && m["decision"] == "deny" && pid > 0 && m["rule"] != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,29 @@
+package procjail
+
+// OpenDecider decides one open the open gate sees: the opened file's path
+// as the kernel names it (canonical, in the sandbox's mount namespace,
+// which shows host paths at the same places) and its identity. It returns
+// refused with the rule and the reason. sandboxd's is policy's
+// OpenGuard.DecideOpen; it must be safe for concurrent use.
+type OpenDecider func(path string, id FileID) (refused bool, rule, reason string)
+
+// OpenRefusal is one open the open gate refused: the opened file's path,
+// the process (its pid inside the sandbox and its name) and why.
+type OpenRefusal struct {
+	Path   string `json:"path"`
+	Pid    int    `json:"pid"`
+	Comm   string `json:"comm"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+}
+
+// OpenGateOptions are what NewOpenGate needs.
+type OpenGateOptions struct {
+	// Roots are the sandbox's paths below which (and at which) every
+	// mount is marked: each open of a file on those mounts is decided.
+	Roots []string
+	// Decide decides each open (required).
+	Decide OpenDecider
+	// Refused, when set, is told each refusal (on the gate's goroutine).
+	Refused func(OpenRefusal)
+}

@@ -1,0 +1,374 @@
+package procjail
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The open gate decides, from outside the sandbox, every open of a file
+// on the sandbox's mounts where a files.deny match can appear: a file the
+// host makes there during the session (no mount hides it) is refused at
+// open time. It is a fanotify group of sandboxd's (FAN_CLASS_CONTENT:
+// permission events), with a mount mark for FAN_OPEN_PERM and
+// FAN_OPEN_EXEC_PERM on each of the sandbox's mounts at or below the
+// roots, placed through /proc/<init>/root so that the sandbox's mounts
+// are marked, not the host's: the host's own opens are not seen.
+//
+// Each event carries a descriptor of the opened file: its path (readlink
+// of /proc/self/fd/N: the final file, whatever symlinks, "..", or
+// /proc/PID/root led there) and identity are decided by the OpenDecider;
+// a refused open fails with EPERM. An allowed file gets an inode ignore
+// mark (FAN_MARK_IGNORE, evictable, not surviving a modification), so
+// the next opens of the same unchanged file are not reported at all.
+//
+// fanotify permission events need CAP_SYS_ADMIN in the initial user
+// namespace (OpenGateAvailable).
+
+// openGateMask are the events decided.
+const openGateMask = unix.FAN_OPEN_PERM | unix.FAN_OPEN_EXEC_PERM
+
+// OpenGate is a started open gate. Its methods are safe for concurrent
+// use.
+type OpenGate struct {
+	fd      int // the fanotify group
+	stopfd  int // an eventfd that ends serve
+	opts    OpenGateOptions
+	once    sync.Once
+	started bool // Mark started serve
+	// devAlias maps a device the home overlay shows lower files under to
+	// their host device (overlayDevices); read-only once serve runs.
+	devAlias map[uint64]uint64
+	served   chan struct{}
+	// Marked is how many mounts Mark marked.
+	Marked int
+}
+
+// OpenGateAvailable says why this process cannot have an open gate, or
+// nil when it can: fanotify's permission events need CAP_SYS_ADMIN in the
+// initial user namespace.
+func OpenGateAvailable() error {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return fmt.Errorf("open gate: %w", err)
+	}
+	if f := strings.Fields(string(b)); len(f) != 3 || f[0] != "0" || f[1] != "0" || f[2] != "4294967295" {
+		return fmt.Errorf("fanotify permission events need CAP_SYS_ADMIN in the initial user namespace, and sandboxd runs in a user namespace of its own")
+	}
+	var hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("open gate: capabilities: %w", err)
+	}
+	if data[0].Effective&(1<<unix.CAP_SYS_ADMIN) == 0 {
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("fanotify permission events need CAP_SYS_ADMIN in the initial user namespace, and sandboxd runs as uid %d", os.Geteuid())
+		}
+		return fmt.Errorf("fanotify permission events need CAP_SYS_ADMIN in the initial user namespace, which sandboxd does not have (a container without --cap-add SYS_ADMIN)")
+	}
+	return nil
+}
+
+// NewOpenGate makes the gate's fanotify group; Mark marks the sandbox's
+// mounts and starts deciding. The queue is unlimited: a full queue would
+// let a permission event through unanswered (the kernel allows what it
+// cannot queue).
+func NewOpenGate(o OpenGateOptions) (*OpenGate, error) {
+	if o.Decide == nil {
+		return nil, errors.New("open gate: no decider")
+	}
+	// O_NONBLOCK: the event's descriptor of a FIFO is opened without
+	// waiting for a writer.
+	fd, err := unix.FanotifyInit(unix.FAN_CLASS_CONTENT|unix.FAN_CLOEXEC|unix.FAN_UNLIMITED_QUEUE,
+		unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("open gate: fanotify_init: %w", err)
+	}
+	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open gate: eventfd: %w", err)
+	}
+	return &OpenGate{fd: fd, stopfd: stop, opts: o, served: make(chan struct{})}, nil
+}
+
+// Mark marks, with a mount mark, every mount of initPID's mount namespace
+// at or below the gate's roots, and the mount each root is on, through
+// /proc/<initPID>/root; then it starts deciding (on a goroutine of its
+// own). A mount point that does not resolve inside (covered by a mask)
+// cannot be reached by path there and is left; any other failure is an
+// error, and the sandbox must not start.
+func (g *OpenGate) Mark(initPID int) error {
+	root := "/proc/" + strconv.Itoa(initPID) + "/root"
+	mounts, overlays, err := mountPoints("/proc/" + strconv.Itoa(initPID) + "/mountinfo")
+	if err != nil {
+		return fmt.Errorf("open gate: %w", err)
+	}
+	targets := map[string]bool{}
+	for _, r := range g.opts.Roots {
+		// The mount a root is on: that of its nearest ancestor that
+		// exists inside (an anchored pattern's directory may not yet).
+		at := r
+		for at != "/" {
+			var st unix.Stat_t
+			if unix.Lstat(root+at, &st) == nil {
+				break
+			}
+			at = filepath.Dir(at)
+		}
+		targets[at] = true
+		for _, m := range mounts {
+			if under(m, r) && !kernelMount(m) {
+				targets[m] = true
+			}
+		}
+	}
+	for t := range targets {
+		err := unix.FanotifyMark(g.fd, unix.FAN_MARK_ADD|unix.FAN_MARK_MOUNT|unix.FAN_MARK_DONT_FOLLOW, openGateMask, unix.AT_FDCWD, root+t)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("open gate: mark the mount at %s: %w", t, err)
+		}
+		g.Marked++
+	}
+	g.devAlias = overlayDevices(root, overlays)
+	if g.Marked == 0 {
+		return fmt.Errorf("open gate: none of %s is a mount or on one inside the sandbox", strings.Join(g.opts.Roots, ", "))
+	}
+	g.started = true
+	go g.serve()
+	return nil
+}
+
+// kernelMount says whether a mount point is the sandbox's /proc, /sys or
+// /dev, or below them (a write root "/" holds them): no host file
+// appears there, and the event's descriptor of a device or a /proc file,
+// opened by sandboxd, could act on sandboxd itself.
+func kernelMount(m string) bool {
+	return under(m, "/proc") || under(m, "/sys") || under(m, "/dev")
+}
+
+// Close stops deciding and closes the group. Call it once nothing runs
+// in the sandbox any more: the kernel allows the events still pending
+// when the group is closed.
+func (g *OpenGate) Close() {
+	g.once.Do(func() {
+		if g.started {
+			one := [8]byte{1}
+			unix.Write(g.stopfd, one[:])
+			<-g.served
+		}
+		unix.Close(g.fd)
+		unix.Close(g.stopfd)
+	})
+}
+
+// serve reads the events in batches and answers each, until Close.
+func (g *OpenGate) serve() {
+	defer close(g.served)
+	buf := make([]byte, 64<<10)
+	fds := []unix.PollFd{{Fd: int32(g.fd), Events: unix.POLLIN}, {Fd: int32(g.stopfd), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			fmt.Fprintf(os.Stderr, "sandboxd: open gate: poll: %v\n", err)
+			return
+		}
+		if fds[1].Revents != 0 {
+			return
+		}
+		if fds[0].Revents == 0 {
+			continue
+		}
+		n, err := unix.Read(g.fd, buf)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandboxd: open gate: read: %v\n", err)
+			return
+		}
+		g.batch(buf[:n])
+	}
+}
+
+// metaSize is the size of struct fanotify_event_metadata.
+const metaSize = int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
+
+// batch answers each event of buf.
+func (g *OpenGate) batch(buf []byte) {
+	for len(buf) >= metaSize {
+		m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&buf[0]))
+		if m.Event_len < uint32(metaSize) || int(m.Event_len) > len(buf) {
+			return
+		}
+		buf = buf[m.Event_len:]
+		if m.Vers != unix.FANOTIFY_METADATA_VERSION {
+			fmt.Fprintf(os.Stderr, "sandboxd: open gate: event version %d, want %d\n", m.Vers, unix.FANOTIFY_METADATA_VERSION)
+		}
+		if m.Fd < 0 {
+			// No descriptor: the kernel already answered (it denies a
+			// permission event it could not give one for).
+			continue
+		}
+		g.answer(int(m.Fd), int(m.Pid), m.Mask)
+		unix.Close(int(m.Fd))
+	}
+}
+
+// answer decides one event and answers it: FAN_ALLOW, or FAN_DENY when
+// the decider refuses or the file cannot be named or identified.
+func (g *OpenGate) answer(fd, pid int, mask uint64) {
+	resp := uint32(unix.FAN_DENY)
+	path, id, err := eventFile(fd)
+	if err != nil {
+		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: "open gate", Reason: "the opened file cannot be named or identified: " + err.Error()})
+	} else if refused, rule, reason := g.opts.Decide(path, g.hostID(id)); refused {
+		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: rule, Reason: reason})
+	} else {
+		resp = unix.FAN_ALLOW
+		// The next opens of this file, unchanged, are not reported: the
+		// mark goes when it is modified (no FAN_MARK_IGNORED_SURV_MODIFY)
+		// or its inode is evicted. A failure only costs the next event.
+		unix.FanotifyMark(g.fd, unix.FAN_MARK_ADD|unix.FAN_MARK_IGNORE|unix.FAN_MARK_EVICTABLE, openGateMask, fd, "")
+	}
+	r := unix.FanotifyResponse{Fd: int32(fd), Response: resp}
+	b := (*[unsafe.Sizeof(r)]byte)(unsafe.Pointer(&r))[:]
+	if _, err := unix.Write(g.fd, b); err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxd: open gate: answer for %s: %v\n", path, err)
+	}
+}
+
+// hostID is id with an overlay's device for its lower layer's files
+// mapped to the host's (overlayDevices): a hidden file's identity is the
+// host's.
+func (g *OpenGate) hostID(id FileID) FileID {
+	if d, ok := g.devAlias[id.Dev]; ok {
+		id.Dev = d
+	}
+	return id
+}
+
+// refused fills in the process's inside pid and name and reports r.
+func (g *OpenGate) refused(r OpenRefusal) {
+	if g.opts.Refused == nil {
+		return
+	}
+	if c, err := os.ReadFile("/proc/" + strconv.Itoa(r.Pid) + "/comm"); err == nil {
+		r.Comm = strings.TrimSpace(string(c))
+	}
+	r.Pid = insidePID(r.Pid)
+	g.opts.Refused(r)
+}
+
+// eventFile is the path and identity of an event's file. A file with no
+// name left (its last name removed since, "... (deleted)") is decided by
+// the name it had.
+func eventFile(fd int) (string, FileID, error) {
+	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", FileID{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return path, FileID{}, err
+	}
+	if st.Nlink == 0 {
+		path = strings.TrimSuffix(path, " (deleted)")
+	}
+	if !strings.HasPrefix(path, "/") {
+		return path, FileID{}, fmt.Errorf("%q is not a path", path)
+	}
+	return path, FileID{Dev: st.Dev, Ino: st.Ino}, nil
+}
+
+// insidePID is host pid as its innermost pid namespace numbers it
+// (NSpid's last field), or pid when that cannot be read.
+func insidePID(pid int) int {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return pid
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return pid
+}
+
+// mountPoints are the mount points a mountinfo file lists
+// (parseMountLine), and those of its overlay mounts.
+func mountPoints(path string) (all, overlays []string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if len(strings.Fields(line)) == 0 {
+			continue
+		}
+		m, ok := parseMountLine(line)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: %q", path, line)
+		}
+		all = append(all, m.point)
+		if m.fsType == "overlay" {
+			overlays = append(overlays, m.point)
+		}
+	}
+	return all, overlays, nil
+}
+
+// overlayDevices maps the devices an overlay mount of the sandbox's (the
+// home overlay) shows its lower layer's files under to the host's device
+// of those files: overlayfs gives a file of a lower layer on another
+// filesystem than the upper a device of its own and the real inode
+// number. Each overlay's mount point is the host's directory of its lower
+// layer; its first regular files (at most 256 entries looked at) are
+// compared, by inode, with what the sandbox sees at the same path.
+func overlayDevices(root string, overlays []string) map[uint64]uint64 {
+	alias := map[uint64]uint64{}
+	for _, o := range overlays {
+		seen := 0
+		filepath.WalkDir(o, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if seen++; seen > 256 {
+				return filepath.SkipAll
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			var host, inside unix.Stat_t
+			if unix.Lstat(p, &host) != nil || unix.Lstat(root+p, &inside) != nil {
+				return nil
+			}
+			if host.Ino == inside.Ino && host.Dev != inside.Dev {
+				alias[inside.Dev] = host.Dev
+				return filepath.SkipAll
+			}
+			return nil
+		})
+	}
+	return alias
+}

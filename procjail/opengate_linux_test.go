@@ -1,0 +1,96 @@
+package procjail
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
+)
+
+// TestOpenGate: with Spec.OpenGate, an open inside the sandbox of a file
+// on a marked mount is decided outside: the decider's refusal is EPERM
+// for the command (cat), reported with the path as the host names it,
+// the pid inside and the process's name; what it allows is read, the
+// second time without asking again (the ignore mark).
+func TestOpenGate(t *testing.T) {
+	testenv.NeedRoot(t)
+	if err := OpenGateAvailable(); err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "deny.txt"), []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("fine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	var refusals []OpenRefusal
+	gate, err := NewOpenGate(OpenGateOptions{
+		Roots: []string{dir},
+		Decide: func(path string, id FileID) (bool, string, string) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked[path]++
+			if strings.HasPrefix(filepath.Base(path), "deny") {
+				return true, "test", "a deny name"
+			}
+			return false, "", ""
+		},
+		Refused: func(r OpenRefusal) {
+			mu.Lock()
+			defer mu.Unlock()
+			refusals = append(refusals, r)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
+	spec := sh("cat " + dir + "/deny.txt; echo rc=$?; cat " + dir + "/ok.txt " + dir + "/ok.txt")
+	spec.OpenGate = gate
+	code, out, stderr := run(t, spec)
+	gate.Close()
+	if code != 0 || strings.Contains(out, "SECRET") || !strings.Contains(stderr, "Operation not permitted") || !strings.Contains(out, "rc=1\nfine\nfine\n") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want deny.txt refused with EPERM, ok.txt read twice", code, out, stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refusals) != 1 || refusals[0].Path != dir+"/deny.txt" || refusals[0].Comm != "cat" || refusals[0].Pid <= 1 || refusals[0].Rule != "test" {
+		t.Errorf("refusals %+v; want one, of %s/deny.txt by cat with its pid inside", refusals, dir)
+	}
+	if n := asked[dir+"/ok.txt"]; n != 1 {
+		t.Errorf("ok.txt decided %d times; want once (the second open is the ignore mark's)", n)
+	}
+}
+
+// TestOpenGateMarkFails: a gate that cannot mark the sandbox's mounts
+// refuses the start at step "open gate": the command never runs.
+func TestOpenGateMarkFails(t *testing.T) {
+	testenv.NeedRoot(t)
+	if err := OpenGateAvailable(); err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	dir := t.TempDir()
+	gate, err := NewOpenGate(OpenGateOptions{Roots: []string{dir}, Decide: func(string, FileID) (bool, string, string) { return false, "", "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.Close() // its group is closed: every mark fails (EBADF)
+	spec := sh("touch " + dir + "/ran")
+	spec.OpenGate = gate
+	_, err = Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "open gate" {
+		t.Fatalf("got %v; want a SetupError at step open gate", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+}

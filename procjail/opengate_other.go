@@ -1,0 +1,28 @@
+//go:build !linux
+
+package procjail
+
+import (
+	"errors"
+	"runtime"
+)
+
+// OpenGate is Linux's (fanotify); elsewhere none can be made.
+type OpenGate struct {
+	// Marked is how many mounts Mark marked.
+	Marked int
+}
+
+// OpenGateAvailable says why there is no open gate on this system.
+func OpenGateAvailable() error {
+	return errors.New("the open gate needs Linux's fanotify, and this system is " + runtime.GOOS)
+}
+
+// NewOpenGate fails: the open gate is Linux's.
+func NewOpenGate(OpenGateOptions) (*OpenGate, error) { return nil, OpenGateAvailable() }
+
+// Mark fails: no open gate is ever made here.
+func (g *OpenGate) Mark(int) error { return OpenGateAvailable() }
+
+// Close does nothing.
+func (g *OpenGate) Close() {}
