@@ -30,6 +30,7 @@ r rename cat sub/.env
 r alias cat alias
 r homealias cat "$HOME/keyalias"
 r homebefore cat "$HOME/before"
+r wsbefore cat keybefore
 r dotdot cat late/../late/.env
 ln -s late/.env lnk
 r symlink cat lnk
@@ -71,6 +72,11 @@ func TestFSDeniedLater(t *testing.T) {
 			// mount layer leaves it readable (not_covered says so), the
 			// open gate refuses it by identity.
 			if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "before")); err != nil {
+				t.Fatal(err)
+			}
+			// And one in the workspace, which the open gate's pre-mark
+			// walks at start: it must never mark it.
+			if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.ws, "keybefore")); err != nil {
 				t.Fatal(err)
 			}
 			b.write(t, filepath.Join(b.ws, "cfg", "settings"), "PLAIN\n", 0o644)
@@ -156,6 +162,12 @@ func TestFSDeniedLater(t *testing.T) {
 				if !hasOpenRefused(t, r.audit, c.path, c.comm) {
 					t.Errorf("row %s: no open refused line for %s by %s\n%s", c.row, c.path, c.comm, r.audit)
 				}
+			}
+			// The workspace's name of the key made before the start: the
+			// plan hides it or the gate refuses it; the pre-mark never
+			// lets it through.
+			if out := read("wsbefore"); strings.Contains(out, "SECRET-") || strings.Contains(out, "rc=0") {
+				t.Errorf("row wsbefore: the command got %q; want it refused", out)
 			}
 			for _, row := range []string{"cached1", "cached2"} {
 				if out := read(row); out != "PLAIN\nrc=0\n" {

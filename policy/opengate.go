@@ -97,6 +97,17 @@ func (p *FSPlan) OpenGateRoots() []string {
 	return out
 }
 
+// OpenGatePreMark are the directories whose files, as they are at start,
+// the open gate decides before the command opens them (procjail's
+// pre-mark): the workspace and the write roots, those the start's scan
+// walked. Nil when OpenGateRoots is (no gate).
+func (p *FSPlan) OpenGatePreMark() []string {
+	if p.OpenGateRoots() == nil {
+		return nil
+	}
+	return dedupe(append([]string{p.Workspace}, p.WriteRoots...))
+}
+
 // DecideOpen decides an open of the file at path (as the kernel names the
 // opened file: canonical, its symlinks resolved) whose identity is id. In
 // order:

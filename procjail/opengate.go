@@ -22,6 +22,11 @@ type OpenGateOptions struct {
 	// Roots are the sandbox's paths below which (and at which) every
 	// mount is marked: each open of a file on those mounts is decided.
 	Roots []string
+	// PreMark are the directories (the workspace, the write roots) whose
+	// files existing at start are decided, and marked when allowed, by a
+	// walk beside the command rather than at their first open (see
+	// opengate_premark_linux.go); each must be below one of Roots.
+	PreMark []string
 	// Decide decides each open (required).
 	Decide OpenDecider
 	// Refused, when set, is told each refusal (on the gate's goroutine).

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,6 +50,13 @@ type OpenGate struct {
 	// their host device (overlayDevices); read-only once serve runs.
 	devAlias map[uint64]uint64
 	served   chan struct{}
+	// stopping ends the pre-mark walk (Close); premarked is closed when
+	// it is done (or never ran).
+	stopping  atomic.Bool
+	premarked chan struct{}
+	// preMarks is how many files the walk marked; events how many events
+	// serve decided (tests).
+	preMarks, events atomic.Int64
 	// Marked is how many mounts Mark marked.
 	Marked int
 }
@@ -98,7 +106,7 @@ func NewOpenGate(o OpenGateOptions) (*OpenGate, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("open gate: eventfd: %w", err)
 	}
-	return &OpenGate{fd: fd, stopfd: stop, opts: o, served: make(chan struct{})}, nil
+	return &OpenGate{fd: fd, stopfd: stop, opts: o, served: make(chan struct{}), premarked: make(chan struct{})}, nil
 }
 
 // Mark marks, with a mount mark, every mount of initPID's mount namespace
@@ -148,6 +156,7 @@ func (g *OpenGate) Mark(initPID int) error {
 	}
 	g.started = true
 	go g.serve()
+	go g.preMark(root)
 	return nil
 }
 
@@ -165,6 +174,8 @@ func kernelMount(m string) bool {
 func (g *OpenGate) Close() {
 	g.once.Do(func() {
 		if g.started {
+			g.stopping.Store(true)
+			<-g.premarked
 			one := [8]byte{1}
 			unix.Write(g.stopfd, one[:])
 			<-g.served
@@ -222,6 +233,7 @@ func (g *OpenGate) batch(buf []byte) {
 			// permission event it could not give one for).
 			continue
 		}
+		g.events.Add(1)
 		g.answer(int(m.Fd), int(m.Pid), m.Mask)
 		unix.Close(int(m.Fd))
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
 )
@@ -92,5 +95,87 @@ func TestOpenGateMarkFails(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
 		t.Error("the command ran")
+	}
+}
+
+// TestOpenGatePreMark: the files under OpenGateOptions.PreMark at start
+// are decided by the walk before their first open: an allowed one
+// (ok.txt) is then read inside without an event (decided once, by the
+// walk); what the decider refuses, by name (deny.txt) or by identity (a
+// hard link, made before the start, to a file it refuses by identity), is
+// never marked, and its open is still refused; nor is a file the sandbox
+// hides (masked.txt, under a mount) even when the decider would allow it:
+// a host hard link made to it after the walk is decided at its open.
+func TestOpenGatePreMark(t *testing.T) {
+	testenv.NeedRoot(t)
+	if err := OpenGateAvailable(); err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{"deny.txt": "SECRET\n", "ok.txt": "fine\n", "hidden": "SECRET\n", "masked.txt": "MASKED\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "hidden"), filepath.Join(dir, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	var hidden unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, "hidden"), &hidden); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	gate, err := NewOpenGate(OpenGateOptions{
+		Roots:   []string{dir},
+		PreMark: []string{dir},
+		Decide: func(path string, id FileID) (bool, string, string) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked[path]++
+			if id == (FileID{Dev: hidden.Dev, Ino: hidden.Ino}) {
+				return true, "test", "hidden at start"
+			}
+			if strings.HasPrefix(filepath.Base(path), "deny") {
+				return true, "test", "a deny name"
+			}
+			return false, "", ""
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
+	// The command waits (stat, no open) for the test to see the walk
+	// done.
+	go func() {
+		select {
+		case <-gate.PreMarkDone():
+		case <-time.After(30 * time.Second):
+		}
+		os.Link(filepath.Join(dir, "masked.txt"), filepath.Join(dir, "late"))
+		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	}()
+	spec := sh("while [ ! -e " + dir + "/go ]; do sleep 0.01; done; cat " + dir + "/ok.txt; cat " + dir + "/alias; echo rc=$?; cat " + dir + "/deny.txt; echo rc=$?; cat " + dir + "/late")
+	spec.FileSystem = FileSystem{Confine: true, WriteRoots: []string{dir}, Hidden: []string{filepath.Join(dir, "masked.txt")}}
+	spec.OpenGate = gate
+	code, out, stderr := run(t, spec)
+	gate.Close()
+	if code != 0 || strings.Contains(out, "SECRET") || out != "fine\nrc=1\nrc=1\nMASKED\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want ok.txt read, alias and deny.txt refused, late read", code, out, stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := asked[dir+"/ok.txt"]; n != 1 {
+		t.Errorf("ok.txt decided %d times; want once, by the walk (its open inside is the pre-mark's)", n)
+	}
+	if n := asked[dir+"/alias"]; n != 2 {
+		t.Errorf("alias decided %d times; want twice (the walk, the open: never marked)", n)
+	}
+	if n := asked[dir+"/late"]; n != 1 {
+		t.Errorf("late (a host link to the masked file) decided %d times; want once, at its open (the masked file never marked)", n)
+	}
+	if n := gate.PreMarks(); n != 1 {
+		t.Errorf("%d files pre-marked; want 1 (ok.txt)", n)
 	}
 }

@@ -36,7 +36,8 @@ func (s *session) openGate() (func(), error) {
 	}
 	guard := s.fsPlan.OpenGuard()
 	gate, err := procjail.NewOpenGate(procjail.OpenGateOptions{
-		Roots: roots,
+		Roots:   roots,
+		PreMark: s.fsPlan.OpenGatePreMark(),
 		Decide: func(path string, id procjail.FileID) (bool, string, string) {
 			d := guard.DecideOpen(path, policy.FileID{Dev: id.Dev, Ino: id.Ino})
 			return !d.Allowed(), d.Rule, d.Reason
