@@ -46,6 +46,7 @@ type Sandbox struct {
 	waitErr   error
 	cleanup   func()
 	container *ContainerMode // container mode's command identity, nil in nested mode
+	gate      *OpenGate      // Spec.OpenGate: its failure kills the sandbox (status 125)
 }
 
 // initProc is the sandbox's init as seen from the parent. It is started
@@ -411,6 +412,10 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		return readReply(br, "ok")
 	})
 	if err != nil {
+		if spec.OpenGate != nil && spec.OpenGate.Err() != nil {
+			cmd.kill()
+			return nil, cleanup, stepErr("open gate", spec.OpenGate.failWhy)
+		}
 		return nil, cleanup, childFailed(err)
 	}
 	r := reply{pid: pid}
@@ -424,7 +429,7 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		cleanups = append(cleanups, func() { parentIn.Close() })
 	}
 	sb := &Sandbox{init: cmd, insidePID: r.pid, container: spec.Container, done: make(chan struct{}), released: make(chan struct{}),
-		reported: make(chan int, 1), cleanup: cleanup, inbound: parentIn}
+		reported: make(chan int, 1), cleanup: cleanup, inbound: parentIn, gate: spec.OpenGate}
 	if is.Foreground {
 		sb.tty = p.stdin
 	}
@@ -585,8 +590,15 @@ func (s *Sandbox) commandHostPID() int {
 
 func (s *Sandbox) wait(ctx context.Context) {
 	defer close(s.released)
+	var gateFailed <-chan struct{} // nil: never
+	if s.gate != nil {
+		gateFailed = s.gate.Failed()
+	}
 	select {
 	case <-ctx.Done():
+		s.init.kill()
+	case <-gateFailed:
+		// The gate killed the init already (its pidfd); this makes sure.
 		s.init.kill()
 	case <-s.init.exited:
 	case code := <-s.reported:
@@ -613,6 +625,10 @@ func (s *Sandbox) wait(ctx context.Context) {
 	}
 	ws := s.init.ws
 	switch {
+	case s.gate != nil && s.gate.Err() != nil:
+		// The open gate failed and killed the sandbox: the session's
+		// failure, not the command's status.
+		s.code, s.waitErr = 125, s.gate.Err()
 	case s.init.err != nil:
 		s.code, s.waitErr = 125, s.init.err
 	case ws.Signaled():

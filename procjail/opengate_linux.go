@@ -57,6 +57,16 @@ type OpenGate struct {
 	// preMarks is how many files the walk marked; events how many events
 	// serve decided (tests).
 	preMarks, events atomic.Int64
+	// pidfd is the init's (Mark): serve kills the sandbox through it when
+	// it fails. failed is closed, and failErr set, when serve failed.
+	pidfd    int
+	failOnce sync.Once
+	failErr  error // "open gate: " and failWhy
+	failWhy  error
+	failed   chan struct{}
+	// inject, set by tests only, sees each read's result (and buffer)
+	// and may change them: a failure injected under the loop.
+	inject func(buf []byte, n int, err error) (int, error)
 	// Marked is how many mounts Mark marked.
 	Marked int
 }
@@ -106,7 +116,7 @@ func NewOpenGate(o OpenGateOptions) (*OpenGate, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("open gate: eventfd: %w", err)
 	}
-	return &OpenGate{fd: fd, stopfd: stop, opts: o, served: make(chan struct{}), premarked: make(chan struct{})}, nil
+	return &OpenGate{fd: fd, stopfd: stop, opts: o, served: make(chan struct{}), premarked: make(chan struct{}), failed: make(chan struct{}), pidfd: -1}, nil
 }
 
 // Mark marks, with a mount mark, every mount of initPID's mount namespace
@@ -154,6 +164,11 @@ func (g *OpenGate) Mark(initPID int) error {
 	if g.Marked == 0 {
 		return fmt.Errorf("open gate: none of %s is a mount or on one inside the sandbox", strings.Join(g.opts.Roots, ", "))
 	}
+	// The init, held for serve to kill should it fail (a pidfd: never
+	// another process that got its pid after it was reaped).
+	if g.pidfd, err = unix.PidfdOpen(initPID, 0); err != nil {
+		return fmt.Errorf("open gate: pidfd_open of the init: %w", err)
+	}
 	g.started = true
 	go g.serve()
 	go g.preMark(root)
@@ -182,10 +197,45 @@ func (g *OpenGate) Close() {
 		}
 		unix.Close(g.fd)
 		unix.Close(g.stopfd)
+		if g.pidfd >= 0 {
+			unix.Close(g.pidfd)
+		}
 	})
 }
 
-// serve reads the events in batches and answers each, until Close.
+// Failed is closed when the gate failed (Err says why): it stopped
+// deciding and killed the sandbox. Safe for concurrent use.
+func (g *OpenGate) Failed() <-chan struct{} { return g.failed }
+
+// Err is why the gate failed, or nil. Safe for concurrent use.
+func (g *OpenGate) Err() error {
+	select {
+	case <-g.failed:
+		return g.failErr
+	default:
+		return nil
+	}
+}
+
+// fail ends the session: serve cannot decide any more, and an open it
+// does not answer would wait until the group is closed, which allows it.
+// The sandbox is killed (its init, and with it the pid namespace);
+// Sandbox.Wait reports err with status 125.
+func (g *OpenGate) fail(err error) {
+	g.failOnce.Do(func() {
+		g.failWhy = fmt.Errorf("%w; the sandbox was killed (its opens could no longer be decided)", err)
+		g.failErr = fmt.Errorf("open gate: %w", g.failWhy)
+		close(g.failed)
+		if g.pidfd >= 0 {
+			unix.PidfdSendSignal(g.pidfd, unix.SIGKILL, nil, 0)
+		}
+	})
+}
+
+// serve reads the events in batches and answers each, until Close. Any
+// failure (poll, read, an event it cannot parse) fails the gate (fail):
+// the events of the batch not yet answered are denied, the sandbox is
+// killed.
 func (g *OpenGate) serve() {
 	defer close(g.served)
 	buf := make([]byte, 64<<10)
@@ -193,55 +243,105 @@ func (g *OpenGate) serve() {
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
-			fmt.Fprintf(os.Stderr, "sandboxd: open gate: poll: %v\n", err)
+			g.fail(fmt.Errorf("poll: %w", err))
 			return
 		}
 		if fds[1].Revents != 0 {
+			return
+		}
+		if fds[0].Revents&(unix.POLLERR|unix.POLLNVAL|unix.POLLHUP) != 0 {
+			g.fail(fmt.Errorf("poll: the group's descriptor reports %#x", fds[0].Revents))
 			return
 		}
 		if fds[0].Revents == 0 {
 			continue
 		}
 		n, err := unix.Read(g.fd, buf)
+		if g.inject != nil {
+			n, err = g.inject(buf, n, err)
+		}
 		if err == unix.EINTR || err == unix.EAGAIN {
 			continue
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "sandboxd: open gate: read: %v\n", err)
+			if n > 0 {
+				g.deny(buf[:n])
+			}
+			g.fail(fmt.Errorf("read: %w", err))
 			return
 		}
-		g.batch(buf[:n])
+		if err := g.batch(buf[:n]); err != nil {
+			g.fail(err)
+			return
+		}
 	}
 }
 
 // metaSize is the size of struct fanotify_event_metadata.
 const metaSize = int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
 
-// batch answers each event of buf.
-func (g *OpenGate) batch(buf []byte) {
+// batch answers each event of buf. An event it cannot parse (a bad
+// length, another metadata version) is an error: it and the rest of buf
+// are denied.
+func (g *OpenGate) batch(buf []byte) error {
 	for len(buf) >= metaSize {
 		m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&buf[0]))
 		if m.Event_len < uint32(metaSize) || int(m.Event_len) > len(buf) {
-			return
+			g.deny(buf)
+			return fmt.Errorf("an event of length %d in %d bytes read", m.Event_len, len(buf))
+		}
+		if m.Vers != unix.FANOTIFY_METADATA_VERSION {
+			g.deny(buf)
+			return fmt.Errorf("event version %d, want %d", m.Vers, unix.FANOTIFY_METADATA_VERSION)
 		}
 		buf = buf[m.Event_len:]
-		if m.Vers != unix.FANOTIFY_METADATA_VERSION {
-			fmt.Fprintf(os.Stderr, "sandboxd: open gate: event version %d, want %d\n", m.Vers, unix.FANOTIFY_METADATA_VERSION)
-		}
 		if m.Fd < 0 {
 			// No descriptor: the kernel already answered (it denies a
 			// permission event it could not give one for).
 			continue
 		}
 		g.events.Add(1)
-		g.answer(int(m.Fd), int(m.Pid), m.Mask)
+		err := g.answer(int(m.Fd), int(m.Pid), m.Mask)
 		unix.Close(int(m.Fd))
+		if err != nil {
+			g.deny(buf)
+			return err
+		}
 	}
+	return nil
+}
+
+// deny answers FAN_DENY to every event of buf it can find, whatever its
+// version (the descriptor and length are where every version has them),
+// and closes its descriptor: the events a failed serve already read.
+func (g *OpenGate) deny(buf []byte) {
+	for len(buf) >= metaSize {
+		m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&buf[0]))
+		if m.Fd >= 0 {
+			g.respond(int(m.Fd), unix.FAN_DENY, "")
+			unix.Close(int(m.Fd))
+		}
+		if m.Event_len < uint32(metaSize) || int(m.Event_len) > len(buf) {
+			return
+		}
+		buf = buf[m.Event_len:]
+	}
+}
+
+// respond writes the answer to the event whose descriptor is fd. An
+// answer that cannot be written leaves the open waiting: an error.
+func (g *OpenGate) respond(fd int, resp uint32, path string) error {
+	r := unix.FanotifyResponse{Fd: int32(fd), Response: resp}
+	b := (*[unsafe.Sizeof(r)]byte)(unsafe.Pointer(&r))[:]
+	if _, err := unix.Write(g.fd, b); err != nil {
+		return fmt.Errorf("answer for %s: %w", path, err)
+	}
+	return nil
 }
 
 // answer decides one event and answers it: FAN_ALLOW, or FAN_DENY when
 // the decider refuses or the file cannot be named or identified.
-func (g *OpenGate) answer(fd, pid int, mask uint64) {
+func (g *OpenGate) answer(fd, pid int, mask uint64) error {
 	resp := uint32(unix.FAN_DENY)
 	path, id, err := eventFile(fd)
 	if err != nil {
@@ -255,11 +355,7 @@ func (g *OpenGate) answer(fd, pid int, mask uint64) {
 		// or its inode is evicted. A failure only costs the next event.
 		unix.FanotifyMark(g.fd, unix.FAN_MARK_ADD|unix.FAN_MARK_IGNORE|unix.FAN_MARK_EVICTABLE, openGateMask, fd, "")
 	}
-	r := unix.FanotifyResponse{Fd: int32(fd), Response: resp}
-	b := (*[unsafe.Sizeof(r)]byte)(unsafe.Pointer(&r))[:]
-	if _, err := unix.Write(g.fd, b); err != nil {
-		fmt.Fprintf(os.Stderr, "sandboxd: open gate: answer for %s: %v\n", path, err)
-	}
+	return g.respond(fd, resp, path)
 }
 
 // hostID is id with an overlay's device for its lower layer's files

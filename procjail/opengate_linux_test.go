@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,5 +178,101 @@ func TestOpenGatePreMark(t *testing.T) {
 	}
 	if n := gate.PreMarks(); n != 1 {
 		t.Errorf("%d files pre-marked; want 1 (ok.txt)", n)
+	}
+}
+
+// TestOpenGateFails: a failure of the loop that reads the events (a read
+// error, an event of another version), injected under it, ends the
+// session: the events it read are denied (cat gets EPERM, never the
+// content), the sandbox is killed (the command's sleep does not run out)
+// and Wait reports status 125 with the reason; one before the command
+// started fails the start at step "open gate". Nothing hangs.
+func TestOpenGateFails(t *testing.T) {
+	testenv.NeedRoot(t)
+	if err := OpenGateAvailable(); err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	for _, c := range []struct {
+		name   string
+		inject func(buf []byte, n int, err error) (int, error)
+		want   string
+		setup  bool // fails during Start (the init's exec of the command is an event: /tmp is on /)
+	}{
+		{"read", func(buf []byte, n int, err error) (int, error) { return n, unix.EIO }, "open gate: read: input/output error", false},
+		{"version", func(buf []byte, n int, err error) (int, error) {
+			if n > 4 {
+				buf[4] = 99 // fanotify_event_metadata.vers
+			}
+			return n, err
+		}, "open gate: event version 99, want 3", false},
+		{"setup", func(buf []byte, n int, err error) (int, error) { return n, unix.EIO }, "open gate: read: input/output error", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("fine\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gate, err := NewOpenGate(OpenGateOptions{Roots: []string{dir}, Decide: func(string, FileID) (bool, string, string) { return false, "", "" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gate.Close()
+			var armed atomic.Bool
+			armed.Store(c.setup)
+			gate.inject = func(buf []byte, n int, err error) (int, error) {
+				if !armed.Load() {
+					return n, err
+				}
+				return c.inject(buf, n, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			outR, outW, _ := os.Pipe()
+			spec := sh("while [ ! -e " + dir + "/go ]; do sleep 0.01; done; cat " + dir + "/ok.txt; echo rc=$?; sleep 30; echo SLEPT")
+			spec.Stdout, spec.Stderr = outW, outW
+			spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp"}
+			spec.OpenGate = gate
+			t0 := time.Now()
+			sb, err := Start(ctx, spec)
+			outW.Close()
+			if c.setup {
+				var se *SetupError
+				if !errors.As(err, &se) || se.Step != "open gate" || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("Start: %v; want a SetupError at step open gate with %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			armed.Store(true)
+			if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			done := make(chan struct{})
+			go func() {
+				b := make([]byte, 4096)
+				for {
+					n, err := outR.Read(b)
+					out.Write(b[:n])
+					if err != nil {
+						close(done)
+						return
+					}
+				}
+			}()
+			code, err := sb.Wait()
+			<-done
+			if code != 125 || err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "the sandbox was killed") {
+				t.Errorf("Wait: %d, %v; want 125 and %q", code, err, c.want)
+			}
+			if took := time.Since(t0); took > 20*time.Second || strings.Contains(out.String(), "SLEPT") || strings.Contains(out.String(), "fine") {
+				t.Errorf("after %v the command wrote %q; want cat refused and the sandbox killed before its sleep ends", took, out.String())
+			}
+			if gate.Err() == nil {
+				t.Error("gate.Err() is nil")
+			}
+		})
 	}
 }

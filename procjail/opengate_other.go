@@ -26,3 +26,9 @@ func (g *OpenGate) Mark(int) error { return OpenGateAvailable() }
 
 // Close does nothing.
 func (g *OpenGate) Close() {}
+
+// Failed is never closed: no open gate runs here.
+func (g *OpenGate) Failed() <-chan struct{} { return nil }
+
+// Err is nil: no open gate runs here.
+func (g *OpenGate) Err() error { return nil }

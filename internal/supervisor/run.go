@@ -310,8 +310,13 @@ func (s *session) wait() int {
 			slog.String(audit.AttrReason, msg))
 		fmt.Fprintf(s.stderr, "sandboxd: %s\n", msg)
 	}
-	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit,
-		slog.Int(audit.AttrExitStatus, code))
+	exit := []slog.Attr{slog.Int(audit.AttrExitStatus, code)}
+	if err != nil {
+		// The session failed under the command (the open gate could not
+		// decide any more and killed the sandbox): the exit line says why.
+		exit = append(exit, slog.String(audit.AttrReason, policy.OneLine(err.Error())))
+	}
+	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionExit, exit...)
 	if s.opts.AuditPath != "" {
 		fmt.Fprintf(s.stderr, "sandboxd: %s: %s\n", s.id, s.stream.Summary())
 	}
