@@ -179,6 +179,9 @@ func TestFSDeniedLater(t *testing.T) {
 					t.Errorf("row %s (the host's allowed file beside them): %q", row, out)
 				}
 			}
+			if start["open_gate"] != "on" {
+				t.Errorf("start line open_gate %q as root; want on", start["open_gate"])
+			}
 			nc, _ := json.Marshal(start["not_covered"])
 			if strings.Contains(string(nc), "open gate off") || !strings.Contains(string(nc), "refused at open time (the open gate)") {
 				t.Errorf("not_covered as root: %s", nc)
@@ -215,4 +218,82 @@ func hasOpenRefused(t *testing.T, audit, path, comm string) bool {
 		}
 	}
 	return false
+}
+
+// TestFSOpenGateOff: as root, a policy without files.deny that hides
+// nothing gets no open gate at all: sandboxd holds no fanotify group
+// while the command runs (no start-up or per-open cost) and the start
+// line's open_gate says off and why; with a files.deny pattern it holds
+// one and says on.
+func TestFSOpenGateOff(t *testing.T) {
+	for _, c := range []struct {
+		name, bound, gate string
+		groups            int
+	}{
+		{"nothing to decide", "", "off: no files.deny pattern and nothing hidden at start: no open to decide", 0},
+		{"files.deny", `{files: {deny: ["**/.env"]}}`, "on", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newFSBox(t, 0, false)
+			var flags []string
+			if c.bound != "" {
+				flags = []string{"--policy", b.policy(t, c.bound)}
+			}
+			script := `touch phase1; i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done; exit 0`
+			res := make(chan runResult, 1)
+			go func() { res <- b.run(t, fsRun{flags: flags, argv: []string{"sh", "-c", script}}) }()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if _, err := os.Stat(filepath.Join(b.ws, "phase1")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the command never reached phase1\n%s", <-res)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			groups, found := fanotifyGroups(t)
+			os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644)
+			r := <-res
+			if r.code != 0 {
+				t.Fatalf("sandboxd: %s", r)
+			}
+			if !found || groups != c.groups {
+				t.Errorf("sandboxd (found %v) holds %d fanotify groups while the command runs; want %d", found, groups, c.groups)
+			}
+			if g := startLine(t, r.audit)["open_gate"]; g != c.gate {
+				t.Errorf("start line open_gate %q; want %q", g, c.gate)
+			}
+		})
+	}
+}
+
+// fanotifyGroups counts the fanotify descriptors of this test's child
+// sandboxd (the one process whose parent is the test and whose
+// executable is sandboxdBin).
+func fanotifyGroups(t *testing.T) (n int, found bool) {
+	t.Helper()
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		st, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(st), ')')
+		f := strings.Fields(string(st)[i+1:])
+		if len(f) < 2 || f[1] != fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		if exe, _ := os.Readlink("/proc/" + p.Name() + "/exe"); exe != sandboxdBin {
+			continue
+		}
+		found = true
+		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+		for _, fd := range fds {
+			if l, _ := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); l == "anon_inode:[fanotify]" {
+				n++
+			}
+		}
+	}
+	return n, found
 }

@@ -16,6 +16,10 @@ import (
 // ReasonOpenRefused is why the open gate refuses an open.
 const ReasonOpenRefused = "opening a file files.deny hides"
 
+// ReasonNoOpenGate is why the open gate is not made for a plan whose
+// OpenGateRoots is nil: no open could be refused.
+const ReasonNoOpenGate = "no files.deny pattern and nothing hidden at start: no open to decide"
+
 // FileID is a file's identity: its device and inode numbers.
 type FileID struct{ Dev, Ino uint64 }
 

@@ -105,6 +105,7 @@ const (
 	AttrSandboxMode = "sandbox_mode" // session start: "nested" (namespaces of its own) or "container" (supervisor.ModeContainer)
 	AttrAgentUID    = "agent_uid"    // session start, container mode: the command's uid
 	AttrNotCovered  = "not_covered"
+	AttrOpenGate    = "open_gate"    // session start: "on", or "off: " and why (supervisor's openGate)
 	AttrPath        = "path"         // create refused, open refused: the name refused
 	AttrOp          = "op"           // create refused: open, mkdir, mknod, rename, link or symlink
 	AttrComm        = "comm"         // create refused, open refused: the process's name (/proc/PID/comm)

@@ -21,9 +21,12 @@ import (
 func (s *session) openGate() (func(), error) {
 	roots := s.fsPlan.OpenGateRoots()
 	if roots == nil {
-		return nil, nil // no files.deny, nothing hidden: nothing to decide
+		// No group, no marks: no start-up or per-open cost.
+		s.openGateState = "off: " + policy.ReasonNoOpenGate
+		return nil, nil
 	}
 	off := func(why string) {
+		s.openGateState = "off: " + why
 		s.fsPlan.NotCovered = append(s.fsPlan.NotCovered, "open gate off: a files.deny match the host creates during the session, or a host hard link to a file hidden at start, is readable inside (the hooks still refuse it by name): "+why)
 	}
 	if s.container != nil {
@@ -48,8 +51,18 @@ func (s *session) openGate() (func(), error) {
 		return nil, err
 	}
 	s.openGateOn = gate
+	s.openGateState = "on"
 	s.fsPlan.GateOpens()
 	return gate.Close, nil
+}
+
+// openGateAuditAttrs says in the start line whether the open gate is on,
+// and if not why (openGate).
+func (s *session) openGateAuditAttrs() []slog.Attr {
+	if s.openGateState == "" {
+		return nil
+	}
+	return []slog.Attr{slog.String(audit.AttrOpenGate, s.openGateState)}
 }
 
 // openRefused writes the audit line of one open the open gate refused.

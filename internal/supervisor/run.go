@@ -193,6 +193,9 @@ type session struct {
 	startLogged bool // set by ready, read after Start returns
 	sb          *procjail.Sandbox
 	openGateOn  *procjail.OpenGate // the open gate, nil when off (openGate)
+	// openGateState is the start line's open_gate: "on", or "off: " and
+	// why ("" before openGate ran).
+	openGateState string
 
 	stopLive func()
 
@@ -264,7 +267,7 @@ func (s *session) ready() error {
 	// the session rather than run it unaudited.
 	audit.Event(context.Background(), s.log, slog.LevelInfo, audit.KindSession, audit.MsgSessionStart,
 		append(append([]slog.Attr{slog.Any(audit.AttrCommand, s.opts.Command), slog.String(audit.AttrPolicyFile, s.status.PolicyFile)},
-			s.fsPlan.auditAttrs(s.landlockABI)...), append(append(append(s.launched.auditAttrs(), s.envAuditAttrs()...), s.procAuditAttrs()...), s.modeAuditAttrs()...)...)...)
+			s.fsPlan.auditAttrs(s.landlockABI)...), append(append(append(s.launched.auditAttrs(), s.envAuditAttrs()...), s.procAuditAttrs()...), append(s.modeAuditAttrs(), s.openGateAuditAttrs()...)...)...)...)
 	if err := s.stream.Err(); err != nil {
 		return fmt.Errorf("audit file %s: %w", s.opts.AuditPath, err)
 	}
