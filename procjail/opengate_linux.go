@@ -340,22 +340,45 @@ func (g *OpenGate) respond(fd int, resp uint32, path string) error {
 }
 
 // answer decides one event and answers it: FAN_ALLOW, or FAN_DENY when
-// the decider refuses or the file cannot be named or identified.
+// the decider refuses or the file cannot be named or identified. The
+// answer is written first, and an allowed file's ignore mark added after
+// (the opener waits less): the mark only spares later events, so an open
+// of the same file in between is reported and decided as usual. A
+// modification between the fstat the decision used and the mark (a mark
+// added after it would outlive it) removes the mark again.
 func (g *OpenGate) answer(fd, pid int, mask uint64) error {
-	resp := uint32(unix.FAN_DENY)
-	path, id, err := eventFile(fd)
+	path, id, st, err := eventFile(fd)
 	if err != nil {
 		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: "open gate", Reason: "the opened file cannot be named or identified: " + err.Error()})
-	} else if refused, rule, reason := g.opts.Decide(path, g.hostID(id)); refused {
-		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: rule, Reason: reason})
-	} else {
-		resp = unix.FAN_ALLOW
-		// The next opens of this file, unchanged, are not reported: the
-		// mark goes when it is modified (no FAN_MARK_IGNORED_SURV_MODIFY)
-		// or its inode is evicted. A failure only costs the next event.
-		unix.FanotifyMark(g.fd, unix.FAN_MARK_ADD|unix.FAN_MARK_IGNORE|unix.FAN_MARK_EVICTABLE, openGateMask, fd, "")
+		return g.respond(fd, unix.FAN_DENY, path)
 	}
-	return g.respond(fd, resp, path)
+	if refused, rule, reason := g.opts.Decide(path, g.hostID(id)); refused {
+		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: rule, Reason: reason})
+		return g.respond(fd, unix.FAN_DENY, path)
+	}
+	if err := g.respond(fd, unix.FAN_ALLOW, path); err != nil {
+		return err
+	}
+	// The next opens of this file, unchanged, are not reported: the mark
+	// goes when it is modified (no FAN_MARK_IGNORED_SURV_MODIFY) or its
+	// inode is evicted. A failure only costs the next event.
+	g.markAllowed(fd, st)
+	return nil
+}
+
+// markAllowed adds the ignore mark of an allowed file, whose descriptor
+// is fd and whose status was st when it was decided; it removes it again
+// when the file was modified since (mtime or ctime changed).
+func (g *OpenGate) markAllowed(fd int, st unix.Stat_t) bool {
+	if unix.FanotifyMark(g.fd, unix.FAN_MARK_ADD|unix.FAN_MARK_IGNORE|unix.FAN_MARK_EVICTABLE, openGateMask, fd, "") != nil {
+		return false
+	}
+	var after unix.Stat_t
+	if unix.Fstat(fd, &after) != nil || after.Mtim != st.Mtim || after.Ctim != st.Ctim {
+		unix.FanotifyMark(g.fd, unix.FAN_MARK_REMOVE|unix.FAN_MARK_IGNORE, openGateMask, fd, "")
+		return false
+	}
+	return true
 }
 
 // hostID is id with an overlay's device for its lower layer's files
@@ -380,25 +403,25 @@ func (g *OpenGate) refused(r OpenRefusal) {
 	g.opts.Refused(r)
 }
 
-// eventFile is the path and identity of an event's file. A file with no
-// name left (its last name removed since, "... (deleted)") is decided by
-// the name it had.
-func eventFile(fd int) (string, FileID, error) {
+// eventFile is the path, identity and status of an event's file. A file
+// with no name left (its last name removed since, "... (deleted)") is
+// decided by the name it had.
+func eventFile(fd int) (string, FileID, unix.Stat_t, error) {
+	var st unix.Stat_t
 	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
-		return "", FileID{}, err
+		return "", FileID{}, st, err
 	}
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return path, FileID{}, err
+		return path, FileID{}, st, err
 	}
 	if st.Nlink == 0 {
 		path = strings.TrimSuffix(path, " (deleted)")
 	}
 	if !strings.HasPrefix(path, "/") {
-		return path, FileID{}, fmt.Errorf("%q is not a path", path)
+		return path, FileID{}, st, fmt.Errorf("%q is not a path", path)
 	}
-	return path, FileID{Dev: st.Dev, Ino: st.Ino}, nil
+	return path, FileID{Dev: st.Dev, Ino: st.Ino}, st, nil
 }
 
 // insidePID is host pid as its innermost pid namespace numbers it

@@ -276,3 +276,47 @@ func TestOpenGateFails(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenGateMarkAllowed: an allowed file's ignore mark stays when the
+// file is as it was decided, and is removed again when it was modified
+// since (a mark added after the modification would outlive it: the
+// answer, and the pre-mark, mark after deciding).
+func TestOpenGateMarkAllowed(t *testing.T) {
+	testenv.NeedRoot(t)
+	if err := OpenGateAvailable(); err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	gate, err := NewOpenGate(OpenGateOptions{Roots: []string{"/"}, Decide: func(string, FileID) (bool, string, string) { return false, "", "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("plain\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	var decided unix.Stat_t
+	if err := unix.Fstat(fd, &decided); err != nil {
+		t.Fatal(err)
+	}
+	marked := func() bool {
+		// Removing the mark succeeds only when there is one.
+		return unix.FanotifyMark(gate.fd, unix.FAN_MARK_REMOVE|unix.FAN_MARK_IGNORE, openGateMask, fd, "") == nil
+	}
+	if !gate.markAllowed(fd, decided) || !marked() {
+		t.Fatal("an unchanged file: no mark")
+	}
+	time.Sleep(10 * time.Millisecond) // a coarse clock would give the write the same mtime
+	if err := os.WriteFile(p, []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if gate.markAllowed(fd, decided) || marked() {
+		t.Error("a file modified since its decision kept its mark")
+	}
+}

@@ -183,15 +183,7 @@ func (w *preMarkWalk) file(host, inside int, name, path string) {
 		return
 	}
 	defer unix.Close(rfd)
-	if unix.FanotifyMark(w.g.fd, unix.FAN_MARK_ADD|unix.FAN_MARK_IGNORE|unix.FAN_MARK_EVICTABLE, openGateMask, rfd, "") != nil {
-		return
+	if w.g.markAllowed(rfd, st) {
+		w.g.preMarks.Add(1)
 	}
-	var after unix.Stat_t
-	if unix.Fstat(rfd, &after) != nil || after.Mtim != st.Mtim || after.Ctim != st.Ctim || after.Ino != st.Ino {
-		// Modified since the decision: the mark may have come after the
-		// modification that would have cleared it.
-		unix.FanotifyMark(w.g.fd, unix.FAN_MARK_REMOVE|unix.FAN_MARK_IGNORE, openGateMask, rfd, "")
-		return
-	}
-	w.g.preMarks.Add(1)
 }
