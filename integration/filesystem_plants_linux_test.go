@@ -805,6 +805,9 @@ git -C benign config user.name someone &&
 git init -q plain &&
 mkdir -p sub && echo "gitdir: ../gd" > sub/.git && mkdir gd && printf '[core]\n\tsshCommand = evil\n' > gd/config &&
 mkdir -p ff/.git && mkfifo ff/.git/config &&
+git init -q --separate-git-dir="$PWD/gd2" sub2 && printf '#!/bin/sh\necho hook\n' > gd2/hooks/pre-commit &&
+if (echo ../evil > old/.git/commondir) 2>/dev/null; then echo commondir-made; fi &&
+mkdir -p plain/.git/modules/x/hooks && if (echo x > plain/.git/modules/x/hooks/pre-commit) 2>/dev/null; then echo module-hook-made; fi &&
 echo script-ok`
 			r := b.run(t, fsRun{env: []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + b.home}, argv: []string{"sh", "-c", script}})
 			if !strings.Contains(r.stdout, "script-ok\n") {
@@ -816,6 +819,18 @@ echo script-ok`
 				filepath.Join(b.ws, "gd", "config"):           "appeared during the session and sets core.sshcommand",
 				// A FIFO neither hangs the exit nor goes unnamed.
 				filepath.Join(b.ws, "ff", ".git", "config"): "appeared during the session and was not checked (it is not a regular file)",
+				// A hook where a .git file leads (not refused by name).
+				filepath.Join(b.ws, "gd2", "hooks", "pre-commit"): "appeared during the session: a git hook",
+			}
+			// A commondir in a repository's own git directory and a
+			// submodule git directory's hook are refused at the time.
+			if strings.Contains(r.stdout, "-made") {
+				t.Errorf("inside: %s", r.stdout)
+			}
+			for _, p := range []string{filepath.Join(b.ws, "old", ".git", "commondir"), filepath.Join(b.ws, "plain", ".git", "modules", "x", "hooks", "pre-commit")} {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("host: %s was made", p)
+				}
 			}
 			var lines []string
 			for _, l := range strings.Split(r.audit, "\n") {
@@ -847,6 +862,30 @@ echo script-ok`
 			}
 			if t.Failed() {
 				t.Logf("%s", r)
+			}
+		})
+	}
+}
+
+// TestFSNoCoreDumps: the kernel writes a core file itself, past the create
+// gate, in the crashing process's directory and under a name core_pattern
+// may take from the process: the command has no core dumps and cannot
+// raise the limit.
+func TestFSNoCoreDumps(t *testing.T) {
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			script := `mkdir -p .vscode && cd .vscode && echo "limit $(ulimit -c)" && if (ulimit -c unlimited) 2>/dev/null; then echo raised; fi; sh -c 'kill -SEGV $$'; echo done`
+			r := b.run(t, fsRun{argv: []string{"sh", "-c", script}})
+			if !strings.Contains(r.stdout, "limit 0\n") || strings.Contains(r.stdout, "raised") || !strings.Contains(r.stdout, "done\n") {
+				t.Errorf("inside: %s", r)
+			}
+			ents, err := os.ReadDir(filepath.Join(b.ws, ".vscode"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				t.Errorf("host: %s appeared in .vscode", e.Name())
 			}
 		})
 	}

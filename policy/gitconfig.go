@@ -80,15 +80,21 @@ type GitConfig struct {
 	Sum      [32]byte
 	Keys     []string
 	Unread   string // why it was not read; "" when it was
+	Hook     bool   // a hook git runs (a hooks/ entry not named *.sample), not a config
 	existing bool
 }
 
 // maxGitConfig bounds the config files read (git's own are a few KiB).
 const maxGitConfig = 1 << 20
 
-// GitConfigs finds the git repositories' configs below roots: each
-// .git/config (and .git/config.worktree) of a .git directory, and the
-// config of the directory a .git file names (gitdir: ...); at most limit
+// maxGitHooks bounds the hooks read in one hooks directory, and the
+// directories looked at below one modules/ directory.
+const maxGitHooks = 256
+
+// GitConfigs finds the git repositories' configs and hooks below roots:
+// each .git directory's and each directory's a .git file names (gitdir:
+// ...), with the directories their commondir and modules/ lead to
+// (gitDir); at most limit
 // entries looked at in all, and not inside .git or node_modules
 // directories. complete is false when the walk stopped at the limit, at
 // 10 seconds, or at ctx's end. Files are opened without blocking (a FIFO
@@ -96,15 +102,64 @@ const maxGitConfig = 1 << 20
 // maxGitConfig bytes.
 func GitConfigs(ctx context.Context, roots []string, limit int) (configs map[string]GitConfig, complete bool) {
 	configs = map[string]GitConfig{}
-	add := func(p string) {
+	add := func(p string, hook bool) {
 		data, why := readRegular(p, maxGitConfig)
 		switch {
 		case why == "missing":
 		case why != "":
-			configs[p] = GitConfig{Sum: sha256.Sum256([]byte(why)), Unread: why, existing: true}
+			configs[p] = GitConfig{Sum: sha256.Sum256([]byte(why)), Unread: why, Hook: hook, existing: true}
+		case hook:
+			configs[p] = GitConfig{Sum: sha256.Sum256(data), Hook: true, existing: true}
 		default:
 			configs[p] = GitConfig{Sum: sha256.Sum256(data), Keys: GitConfigRunKeys(data), existing: true}
 		}
+	}
+	seen := map[string]bool{}
+	var gitDir func(dir string, depth int)
+	// gitDir records what git reads from the git directory dir: its
+	// config files and the hooks it runs, and, through commondir and
+	// modules/, the git directories it reads those from too (a
+	// commondir names any directory; a submodule's git directory is
+	// modules/NAME, NAME possibly with slashes).
+	gitDir = func(dir string, depth int) {
+		if depth > 4 || seen[dir] {
+			return
+		}
+		seen[dir] = true
+		add(filepath.Join(dir, "config"), false)
+		add(filepath.Join(dir, "config.worktree"), false)
+		if hooks, err := os.ReadDir(filepath.Join(dir, "hooks")); err == nil {
+			for i, h := range hooks {
+				if i >= maxGitHooks {
+					break
+				}
+				if !strings.HasSuffix(h.Name(), ".sample") {
+					add(filepath.Join(dir, "hooks", h.Name()), true)
+				}
+			}
+		}
+		if data, why := readRegular(filepath.Join(dir, "commondir"), 4096); why == "" {
+			if c := strings.TrimSpace(string(data)); c != "" {
+				if !path.IsAbs(c) {
+					c = filepath.Join(dir, c)
+				}
+				gitDir(filepath.Clean(c), depth+1)
+			}
+		}
+		modules := 0
+		filepath.WalkDir(filepath.Join(dir, "modules"), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if modules++; modules > maxGitHooks {
+				return fs.SkipAll
+			}
+			if _, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil {
+				gitDir(p, depth+1)
+				return fs.SkipDir
+			}
+			return nil
+		})
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	n := 0
@@ -120,13 +175,11 @@ func GitConfigs(ctx context.Context, roots []string, limit int) (configs map[str
 			}
 			switch {
 			case d.Name() == ".git" && d.IsDir():
-				add(filepath.Join(p, "config"))
-				add(filepath.Join(p, "config.worktree"))
+				gitDir(p, 0)
 				return fs.SkipDir
 			case d.Name() == ".git" && d.Type().IsRegular():
 				if dir := gitdirOf(p); dir != "" {
-					add(filepath.Join(dir, "config"))
-					add(filepath.Join(dir, "config.worktree"))
+					gitDir(dir, 0)
 				}
 			case d.IsDir() && p != r && d.Name() == "node_modules":
 				return fs.SkipDir
@@ -203,6 +256,8 @@ func GitConfigReport(p string, before, after map[string]GitConfig) string {
 		how = "appeared"
 	}
 	switch {
+	case now.Hook:
+		return fmt.Sprintf("%s %s during the session: a git hook, which git runs on the host; review it before running git there outside the sandbox", p, how)
 	case now.Unread != "":
 		return fmt.Sprintf("%s %s during the session and was not checked (%s); review it before running git there outside the sandbox", p, how, now.Unread)
 	case len(now.Keys) > 0:

@@ -88,6 +88,20 @@ func TestGitConfigs(t *testing.T) {
 	write("e/.git", "gitdir: ../gd\n")
 	write("gd/config", "[core]\n\tsshCommand = z\n")
 	write("f/.git/config", "[user]\n\tname = x\n")
+	// Hooks git runs from where a .git file, a commondir or a
+	// submodule's git directory lead (the create gate refuses only
+	// .git/hooks and .git/modules/*/hooks by name).
+	write("sub2/.git", "gitdir: ../gd2\n")
+	write("gd2/HEAD", "ref: refs/heads/main\n")
+	write("gd2/hooks/pre-commit", "#!/bin/sh\necho x\n")
+	write("gd2/hooks/pre-commit.sample", "#!/bin/sh\n")
+	write("gd2/commondir", "../evil\n")
+	write("evil/hooks/post-checkout", "#!/bin/sh\necho y\n")
+	write("evil/config", "[core]\n\tfsmonitor = z\n")
+	write("a/.git/modules/lib/x/HEAD", "ref: refs/heads/main\n")
+	write("a/.git/modules/lib/x/hooks/commit-msg", "#!/bin/sh\n")
+	write("a/.git/modules/lib/x/commondir", "../../../../../cd\n")
+	write("cd/config", "[alias]\n\tst = !sh -c x\n")
 	// Neither a FIFO nor an endless device hangs the walk: named, not read.
 	os.MkdirAll(filepath.Join(root, "g", ".git"), 0o755)
 	if err := syscall.Mkfifo(filepath.Join(root, "g", ".git", "config"), 0o644); err != nil {
@@ -107,13 +121,16 @@ func TestGitConfigs(t *testing.T) {
 	all := strings.Join(reports, "\n")
 	for _, want := range []string{"a/.git/config changed during the session and sets core.hookspath", "d/.git/config appeared during the session and sets core.fsmonitor", "gd/config appeared during the session and sets core.sshcommand",
 		"g/.git/config appeared during the session and was not checked (it is not a regular file)",
-		"h/.git/config appeared during the session and was not checked (it is not a regular file)"} {
+		"h/.git/config appeared during the session and was not checked (it is not a regular file)",
+		"gd2/hooks/pre-commit appeared during the session: a git hook", "evil/hooks/post-checkout appeared during the session: a git hook",
+		"evil/config appeared during the session and sets core.fsmonitor", "a/.git/modules/lib/x/hooks/commit-msg appeared during the session: a git hook",
+		"cd/config appeared during the session and sets alias.st"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("missing %q in\n%s", want, all)
 		}
 	}
-	if len(reports) != 5 {
-		t.Errorf("%d reports, want 5 (b unchanged, f names no program, node_modules not walked):\n%s", len(reports), all)
+	if len(reports) != 10 {
+		t.Errorf("%d reports, want 10 (b unchanged, f names no program, node_modules not walked, no sample hook):\n%s", len(reports), all)
 	}
 	if _, complete := GitConfigs(context.Background(), []string{root}, 3); complete {
 		t.Errorf("a walk past its limit says it is complete")

@@ -28,7 +28,9 @@ const ReasonPlant = "creating a protected name (it runs or loads outside the ses
 // What runs from them is their content (core.fsmonitor, a submodule's
 // URL), which a name rule cannot judge: they stay reported at exit
 // (FSPlan.Protected entries that did not exist at start). .git/hooks is
-// decided entry by entry (gitHookName).
+// decided entry by entry (gitHookName), and .git/commondir is refused
+// outside a linked worktree's directory, where git writes it
+// (gitCommondir).
 var gitCreated = map[string]bool{
 	".git/config": true, ".git/config.worktree": true, ".git/commondir": true, ".git/modules": true, ".gitmodules": true,
 }
@@ -300,6 +302,9 @@ func (g CreateGuard) inRoots(c string) bool {
 // lower case).
 func plantName(c string) string {
 	c = asciiLower(c)
+	if gitCommondir(c) {
+		return ".git/commondir"
+	}
 	for _, e := range PlantNames() {
 		if e == ".git/hooks" {
 			if gitHookName(c) {
@@ -330,12 +335,36 @@ func asciiLower(s string) string {
 // git could run: not the directory itself, not a sample (git init copies
 // *.sample from its templates; git runs hooks by their exact names).
 func gitHookName(c string) bool {
-	i := strings.LastIndex(c, "/.git/hooks/")
-	if i < 0 {
+	rest, ok := "", false
+	if i := strings.LastIndex(c, "/.git/hooks/"); i >= 0 {
+		rest, ok = c[i+len("/.git/hooks/"):], true
+	} else if i := strings.LastIndex(c, "/.git/modules/"); i >= 0 {
+		// A submodule's git directory (.git/modules/NAME, NAME may hold
+		// slashes, nested modules too): git runs its hooks/ as the
+		// top-level one's.
+		if j := strings.LastIndex(c[i:], "/hooks/"); j >= 0 {
+			rest, ok = c[i+j+len("/hooks/"):], true
+		}
+	}
+	return ok && !(strings.HasSuffix(rest, ".sample") && !strings.Contains(rest, "/"))
+}
+
+// gitCommondir says whether c is a commondir file that git would follow
+// from a repository's own git directory: .git/commondir (top level or a
+// nested repository's) or a submodule's .git/modules/NAME/commondir.
+// With it, git takes its config and hooks from the directory it names,
+// which may be any directory the command wrote. git itself writes a
+// commondir only in a linked worktree's .git/worktrees/ID, which stays
+// allowed.
+func gitCommondir(c string) bool {
+	if path.Base(c) != "commondir" {
 		return false
 	}
-	rest := c[i+len("/.git/hooks/"):]
-	return !(strings.HasSuffix(rest, ".sample") && !strings.Contains(rest, "/"))
+	dir := path.Dir(c)
+	if path.Base(path.Dir(dir)) == "worktrees" {
+		return false
+	}
+	return path.Base(dir) == ".git" || strings.Contains(dir, "/.git/modules/")
 }
 
 // CreateDeciderFor decodes a CreateGuard (JSON, as FSPlan.CreateGuard

@@ -36,6 +36,19 @@ func TestDecideCreate(t *testing.T) {
 		{g, "/ws/sub/.git/hooks/post-checkout", "filesystem.protected:.git/hooks"},
 		{g, "/ws/.git/hooks/x.sample/run", "filesystem.protected:.git/hooks"},
 		{g, "/ws/.git/config", ""}, // git init makes it: reported at exit
+		// A submodule's git directory runs its hooks as the top level's.
+		{g, "/ws/.git/modules/x/hooks/pre-commit", "filesystem.protected:.git/hooks"},
+		{g, "/ws/.git/modules/a/b/modules/c/hooks/post-checkout", "filesystem.protected:.git/hooks"},
+		{g, "/ws/.git/modules/x/hooks/pre-commit.sample", ""},
+		{g, "/ws/.git/modules/x/config", ""},
+		// commondir sends git to another directory's config and hooks:
+		// only a linked worktree's is git's own.
+		{g, "/ws/.git/commondir", "filesystem.protected:.git/commondir"},
+		{g, "/ws/sub/.git/commondir", "filesystem.protected:.git/commondir"},
+		{g, "/ws/.git/modules/x/commondir", "filesystem.protected:.git/commondir"},
+		{g, "/ws/.git/worktrees/wt1/commondir", ""},
+		{g, "/ws/.git/modules/x/worktrees/w/commondir", ""},
+		{g, "/ws/notgit/commondir", ""},
 		{g, "/ws/.gitmodules", ""},
 		{g, "/ws/.env", "files.deny:**/.env"},
 		{g, "/ws/config/.env", "files.deny:**/.env"},

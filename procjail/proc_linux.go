@@ -130,7 +130,15 @@ func procDirOf(mode ProcMode, pid int) (string, error) {
 	if mode != ProcContainer {
 		return "/proc/" + strconv.Itoa(pid), nil
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
+	// A seccomp notification names the calling thread, often not its
+	// process's first (node's file calls come from libuv's pool): a
+	// thread's pidfd (PIDFD_THREAD, Linux 6.9) tells the thread's
+	// number there, as /proc/TID names it. An older kernel refuses the
+	// flag (EINVAL): a process's pidfd, which has only first threads.
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_THREAD)
+	if err == unix.EINVAL {
+		fd, err = unix.PidfdOpen(pid, 0)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -14,12 +14,21 @@ import (
 )
 
 // hardenThread prepares the calling OS thread (locked by the caller, not
-// the main thread) so that a child forked from it runs with no new
+// the main thread) so that a child forked from it runs with no core
+// dumps, no new
 // privileges, no capabilities, the Landlock domain ll (when not nil; a
 // kernel without Landlock leaves the mount layer alone, and the session
 // start line says so) and the seccomp filter of seccomp_bpf.go. Each step
 // names itself in its error.
 func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *ContainerMode) error {
+	// No core dumps: the kernel writes a core file itself, in the
+	// crashing process's directory and under a name core_pattern may take
+	// from the process (%e), past the create gate. RLIMIT_CORE is the
+	// process's (the init's too, which has no use for one); with the
+	// capabilities dropped below, the command cannot raise it.
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+		return stepErr("no core dumps", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return stepErr("no new privileges", err)
 	}
