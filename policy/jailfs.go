@@ -265,6 +265,9 @@ type FSPlan struct {
 	hide      []string // FSInput.Hide, canonical
 	// allowEdit is FSInput.AllowEdit (CreateGuard).
 	allowEdit []string
+	// existingPlants are the protected names below the write roots'
+	// tops at start (findExisting; CreateGuard.Existing).
+	existingPlants []string
 }
 
 // PlanFilesystem decides the sandbox's filesystem: the write roots (the
@@ -463,6 +466,9 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 		p.HomeOverlay = home
 	}
 	p.Pinned = p.pins()
+	if err := p.findExisting(ctx, ExistingScanLimit); err != nil {
+		return nil, err
+	}
 	// What a private tmp directory covers is out of sight inside: nothing
 	// to bind or mask there (the init would not find it).
 	p.Protected, p.Hidden, p.Pinned = p.inSight(p.Protected), p.inSight(p.Hidden), p.inSight(p.Pinned)
