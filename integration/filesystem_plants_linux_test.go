@@ -923,3 +923,78 @@ echo script-ok`
 		})
 	}
 }
+
+// TestFSHomeWriteRootPlants: with the home (or a directory in it) a write
+// root, the home's protected names (policy.ProtectedInHome: shell start-up
+// files, ~/.ssh, ~/.local/bin, ~/.cargo/bin, autostart entries, systemd
+// user units, git's and npm's configuration) are refused when created,
+// as are a symlink or a renamed directory named as one of their
+// directories (~/.ssh, ~/.config/systemd), as root and as 65534; on the
+// host none exists afterwards. An ordinary file in ~/.config is created.
+func TestFSHomeWriteRootPlants(t *testing.T) {
+	type row struct {
+		name, script, path, rule string // path relative to home; rule "" allowed
+	}
+	create := func(rel string) string {
+		return `if mkdir -p "$(dirname "$HOME/` + rel + `")" 2>err.txt && echo x 2>err.txt > "$HOME/` + rel + `"; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi`
+	}
+	rows := []row{
+		{"authorized_keys", create(".ssh/authorized_keys"), ".ssh/authorized_keys", "filesystem.protected:~/.ssh"},
+		{"bash_login", create(".bash_login"), ".bash_login", "filesystem.protected:~/.bash_login"},
+		{"zlogin", create(".zlogin"), ".zlogin", "filesystem.protected:~/.zlogin"},
+		{"local bin", create(".local/bin/git"), ".local/bin/git", "filesystem.protected:~/.local/bin"},
+		{"cargo bin", create(".cargo/bin/cargo"), ".cargo/bin/cargo", "filesystem.protected:~/.cargo/bin"},
+		{"autostart", create(".config/autostart/x.desktop"), ".config/autostart/x.desktop", "filesystem.protected:~/.config/autostart"},
+		{"systemd user unit", create(".config/systemd/user/x.service"), ".config/systemd/user/x.service", "filesystem.protected:~/.config/systemd"},
+		{"gitconfig", create(".gitconfig"), ".gitconfig", "filesystem.protected:~/.gitconfig"},
+		{"config git", create(".config/git/config"), ".config/git/config", "filesystem.protected:~/.config/git"},
+		{"npmrc", create(".npmrc"), ".npmrc", "filesystem.protected:~/.npmrc"},
+		{"symlink as ~/.ssh", `mkdir -p "$HOME/k" && if ln -s k "$HOME/.ssh" 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi`, ".ssh", "filesystem.protected:~/.ssh"},
+		{"mv a directory to ~/.config/systemd", `mkdir -p "$HOME/u/user" && echo x > "$HOME/u/user/x.service" && if mv "$HOME/u" "$HOME/.config/systemd" 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi`, ".config/systemd", "filesystem.protected:~/.config/systemd"},
+		{"ordinary config file", create(".config/myapp/x"), ".config/myapp/x", ""},
+	}
+	for _, u := range users {
+		for _, root := range []string{"~", "~/.config"} {
+			for _, c := range rows {
+				if root == "~/.config" && !strings.HasPrefix(c.path, ".config/") {
+					continue
+				}
+				t.Run(u.name+"/"+root+"/"+c.name, func(t *testing.T) {
+					b := newFSBox(t, u.uid, false)
+					if err := os.MkdirAll(filepath.Join(b.home, ".config"), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					pol := plantsPolicy(t, b, "filesystem:\n  write: [\""+root+"\"]\n")
+					r := b.run(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "-c", "cd \"$HOME\" && " + c.script}})
+					target := filepath.Join(b.home, c.path)
+					lines := createRefusedLines(t, r.audit)
+					if c.rule == "" {
+						if data, err := os.ReadFile(target); !strings.Contains(r.stdout, "CREATED") || err != nil || string(data) != "x\n" {
+							t.Errorf("host %s: %q %v, want it created", target, data, err)
+						}
+						if len(lines) != 0 {
+							t.Errorf("create refused lines for an ordinary file: %v", lines)
+						}
+					} else {
+						if !strings.Contains(r.stdout, "REFUSED") || !strings.Contains(r.stdout, "Permission denied") {
+							t.Errorf("inside: not refused with EACCES")
+						}
+						mustNotExist(t, target)
+						found := 0
+						for _, l := range lines {
+							if l["rule"] == c.rule && l["decision"] == "deny" {
+								found++
+							}
+						}
+						if found == 0 {
+							t.Errorf("no audit line with %s: %v", c.rule, lines)
+						}
+					}
+					if t.Failed() {
+						t.Logf("%s", r)
+					}
+				})
+			}
+		}
+	}
+}

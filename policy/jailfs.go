@@ -73,7 +73,13 @@ func ValidateWriteRoot(w string) error {
 // files: read-only inside the sandbox, inside write roots too, unless a
 // write root names the exact path. Code planted there runs later outside
 // the sandbox (a shell start-up file, a systemd unit, an ssh key) or turns
-// off the harness's own hook gate.
+// off the harness's own hook gate. The mount layer holds the ones that
+// exist at start; with the home (or a directory in it) a write root,
+// creating one that does not is refused by the create gate
+// (CreateGuard.DecideCreate, measured from the home), as is a symlink, a
+// rename or a hard link named as one of their directories (~/.config of
+// ~/.config/systemd). filesystem.allowEdit does not free these (it frees
+// PlantNames in the write roots only).
 var ProtectedInHome = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".pam_environment",
 	".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".config/fish",

@@ -106,7 +106,12 @@ const ReasonRecreate = "the protected name existed at start and is writable in p
 //     one of Existing (it existed at start: re-created). Below
 //     .git/hooks, git's sample hooks (*.sample, never run) and the
 //     directory itself are allowed: git init makes them;
-//  3. anything else is allowed.
+//  3. a home's protected name (ProtectedInHome, measured from Home,
+//     without regard to ASCII case) is refused unless a write root at
+//     or below it names it (the operator chose it); AllowEdit does not
+//     free these, as the mount layer keeps the existing ones read-only
+//     whatever it lists;
+//  4. anything else is allowed.
 func (g CreateGuard) DecideCreate(path string) Decision {
 	return g.decideCreate(filepath.Clean(path), true)
 }
@@ -128,7 +133,65 @@ func (g CreateGuard) decideCreate(c string, recreate bool) Decision {
 		}
 		return Denied(Because(ReasonPlant, "%s is a %s", c, e), RuleAt(RuleFilesystemProtected, e))
 	}
+	if e := g.homeName(c); e != "" {
+		return Denied(Because(ReasonPlant, "%s is the home's %s", c, e), RuleAt(RuleFilesystemProtected, "~/"+e))
+	}
 	return AllowedBy(Because(ReasonWritable, "%s is not a protected name", c), "")
+}
+
+// homeName returns the entry of ProtectedInHome that c (in a write root)
+// is, or is below, measured from Home, without regard to ASCII case; ""
+// when none is, or when the write root c is in lies at or below the
+// entry (a write root that names ~/.ssh makes it the operator's).
+func (g CreateGuard) homeName(c string) string {
+	rel, ok := g.homeRel(c)
+	if !ok {
+		return ""
+	}
+	for _, e := range ProtectedInHome {
+		le := asciiLower(e)
+		if (rel == le || strings.HasPrefix(rel, le+"/")) && !g.rootNames(g.Home+"/"+e, c) {
+			return e
+		}
+	}
+	return ""
+}
+
+// homeRel is c relative to Home, lowered (ASCII), when c is below Home.
+func (g CreateGuard) homeRel(c string) (string, bool) {
+	if g.Home == "" || g.Home == "/" || !strings.HasPrefix(c, g.Home+"/") {
+		return "", false
+	}
+	return asciiLower(c[len(g.Home)+1:]), true
+}
+
+// rootNames says whether a write root that holds c lies at or below
+// the protected path e.
+func (g CreateGuard) rootNames(e, c string) bool {
+	for _, r := range g.Roots {
+		if under(c, r) && under(asciiLower(r), asciiLower(e)) {
+			return true
+		}
+	}
+	return false
+}
+
+// homeAncestor returns the ProtectedInHome entry of which c is a
+// directory (a proper prefix: ~/.config of ~/.config/systemd, ~/.local
+// of ~/.local/bin), measured from Home without regard to ASCII case, or
+// "".
+func (g CreateGuard) homeAncestor(c string) string {
+	rel, ok := g.homeRel(c)
+	if !ok {
+		return ""
+	}
+	for _, e := range ProtectedInHome {
+		le := asciiLower(e)
+		if strings.HasPrefix(le, rel+"/") && !g.rootNames(g.Home+"/"+e, c) {
+			return e
+		}
+	}
+	return ""
 }
 
 // Ops a creation is made by, as DecidePlace takes them.
@@ -168,6 +231,11 @@ const ReasonPlantAncestor = "placing a symlink, a renamed entry or a link at a p
 // renamed into place would bring what it holds (or leads to) under the
 // protected names without any of it being created there.
 //
+// For a home's protected name (ProtectedInHome, in a write root), the
+// same: its directories (~/.ssh's ~/.ssh itself is refused as a name;
+// ~/.config of ~/.config/systemd, ~/.local of ~/.local/bin) are refused
+// as a symlink, a rename or a hard link (homeAncestor).
+//
 // Existing (a protected name that existed at start) allows creating the
 // exact path again by open, mkdir, mknod or bind, never by a symlink, a rename
 // or a hard link: a directory renamed back to an existing nested .vscode
@@ -197,6 +265,9 @@ func (g CreateGuard) DecidePlace(op, path string) Decision {
 		if strings.HasSuffix(lc, "/"+a.Name) {
 			return Denied(Because(ReasonPlantAncestor, "%s (%s) is the directory of %s", c, op, a.Entry), RuleAt(RuleFilesystemProtected, a.Entry))
 		}
+	}
+	if e := g.homeAncestor(c); e != "" {
+		return Denied(Because(ReasonPlantAncestor, "%s (%s) is the directory of the home's %s", c, op, e), RuleAt(RuleFilesystemProtected, "~/"+e))
 	}
 	if pat := g.denyAncestor(c); pat != "" {
 		return Denied(Because(ReasonDenyAncestor, "%s (%s) is a directory files.deny %q needs", c, op, pat), RuleAt(RuleFilesDeny, pat))

@@ -16,6 +16,14 @@ func TestDecideCreate(t *testing.T) {
 	existing.Existing = []string{"/ws/sub/.claude/commands", "/ws/sub/.claude/commands/a.md", "/ws/sub/.envrc", "/ws/sub/.vscode/settings.json"}
 	existingDeny := existing
 	existingDeny.Existing = []string{"/ws/sub/.claude/commands", "/ws/sub/.claude/commands/a.md", "/ws/sub/.env", "/ws/sub/.envrc", "/ws/sub/.vscode/settings.json"}
+	home := g
+	home.Roots = []string{"/ws", "/home/u"}
+	homeAllowMCP := home
+	homeAllowMCP.AllowEdit = []string{".mcp.json"}
+	homeConfig := g
+	homeConfig.Roots = []string{"/ws", "/home/u/.config"}
+	homeSSH := g
+	homeSSH.Roots = []string{"/ws", "/home/u/.ssh"}
 	for _, c := range []struct {
 		g    CreateGuard
 		path string
@@ -68,6 +76,34 @@ func TestDecideCreate(t *testing.T) {
 		{existing, "/ws/sub/.ENVRC", "filesystem.protected:.envrc"},
 		{existing, "/ws/sub/.envrc/x", "filesystem.protected:.envrc"},
 		{existingDeny, "/ws/sub/.env", "files.deny:**/.env"},
+		// The home's protected names in a write root, measured from
+		// Home; a write root at or below one names it.
+		{home, "/home/u/.ssh", "filesystem.protected:~/.ssh"},
+		{home, "/home/u/.ssh/authorized_keys", "filesystem.protected:~/.ssh"},
+		{home, "/home/u/.bash_login", "filesystem.protected:~/.bash_login"},
+		{home, "/home/u/.zlogin", "filesystem.protected:~/.zlogin"},
+		{home, "/home/u/.local/bin/git", "filesystem.protected:~/.local/bin"},
+		{home, "/home/u/.cargo/bin/cargo", "filesystem.protected:~/.cargo/bin"},
+		{home, "/home/u/.config/autostart/x.desktop", "filesystem.protected:~/.config/autostart"},
+		{home, "/home/u/.config/systemd/user/x.service", "filesystem.protected:~/.config/systemd"},
+		{home, "/home/u/.gitconfig", "filesystem.protected:~/.gitconfig"},
+		{home, "/home/u/.config/git/config", "filesystem.protected:~/.config/git"},
+		{home, "/home/u/.npmrc", "filesystem.protected:~/.npmrc"},
+		{home, "/home/u/.SSH/authorized_keys", "filesystem.protected:~/.ssh"},
+		{home, "/home/u/.config/myapp/x", ""},
+		{home, "/home/u/.config", ""},
+		{home, "/home/u/.local", ""},
+		{home, "/home/u/.sshx", ""},
+		{home, "/home/u/proj/.ssh/authorized_keys", ""},
+		{home, "/home/u/.mcp.json", "filesystem.protected:.mcp.json"},
+		{homeAllowMCP, "/home/u/.mcp.json", "filesystem.protected:~/.mcp.json"},
+		{homeAllowMCP, "/ws/.mcp.json", ""},
+		{homeConfig, "/home/u/.config/autostart/x.desktop", "filesystem.protected:~/.config/autostart"},
+		{homeConfig, "/home/u/.config/myapp/x", ""},
+		{homeConfig, "/home/u/.bashrc", ""}, // not in a write root
+		{homeSSH, "/home/u/.ssh/authorized_keys", ""},
+		{homeSSH, "/home/u/.ssh", ""},
+		{g, "/home/u/.ssh/authorized_keys", ""}, // home is not a write root: the overlay discards it
 	} {
 		d := c.g.DecideCreate(c.path)
 		if c.rule == "" {
@@ -186,6 +222,12 @@ func TestDecidePlace(t *testing.T) {
 	g := CreateGuard{Roots: []string{"/ws"}, Cwd: "/ws", Home: "/home/u", Deny: []string{"**/.env"}}
 	existing := g
 	existing.Existing = []string{"/ws/sub/.claude/commands", "/ws/sub/.envrc", "/ws/sub/.vscode/settings.json"}
+	home := g
+	home.Roots = []string{"/ws", "/home/u"}
+	homeConfig := g
+	homeConfig.Roots = []string{"/ws", "/home/u/.config"}
+	homeSSH := g
+	homeSSH.Roots = []string{"/ws", "/home/u/.ssh"}
 	gd := g
 	gd.Deny = []string{"secrets/*.key", "**/.env", "**/private/**"}
 	allowVS := g
@@ -259,6 +301,19 @@ func TestDecidePlace(t *testing.T) {
 		{existing, OpRename, "/ws/sub/.claude/commands", "filesystem.protected:.claude/commands"},
 		{existing, OpRename, "/ws/sub/.vscode", "filesystem.protected:.vscode/settings.json"},
 		{existing, OpOpen, "/ws/sub/.vscode/tasks.json", "filesystem.protected:.vscode/tasks.json"},
+		// The home's protected names' directories, in a write root.
+		{home, OpSymlink, "/home/u/.ssh", "filesystem.protected:~/.ssh"},
+		{home, OpRename, "/home/u/.config/systemd", "filesystem.protected:~/.config/systemd"},
+		{home, OpSymlink, "/home/u/.config", "filesystem.protected:~/.config/fish"},
+		{home, OpLink, "/home/u/.local", "filesystem.protected:~/.local/bin"},
+		{home, OpRename, "/home/u/.Cargo", "filesystem.protected:~/.cargo/config.toml"},
+		{home, OpMkdir, "/home/u/.config", ""},
+		{home, OpMkdir, "/home/u/.local", ""},
+		{home, OpMkdir, "/home/u/.ssh", "filesystem.protected:~/.ssh"},
+		{home, OpSymlink, "/home/u/.config/myapp", ""},
+		{home, OpRename, "/home/u/proj/.local", ""},
+		{homeConfig, OpSymlink, "/home/u/.config/systemd", "filesystem.protected:~/.config/systemd"},
+		{homeSSH, OpSymlink, "/home/u/.ssh/x", ""},
 	} {
 		d := c.g.DecidePlace(c.op, c.path)
 		if c.rule == "" {
