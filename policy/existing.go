@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -68,6 +69,11 @@ func (p *FSPlan) findExisting(ctx context.Context, limit int) error {
 			}
 			if path != r && d.IsDir() && (scanSkip[d.Name()] || hasPath(p.Hidden, path)) {
 				return fs.SkipDir
+			}
+			// Every protected name has a component that starts with a
+			// dot: a path with none is not one (most of a tree).
+			if !strings.Contains(path[len(r):], "/.") {
+				return nil
 			}
 			if e := plantName(path); e != "" && !slices.Contains(p.allowEdit, e) && !p.topProtected(path) {
 				p.existingPlants = append(p.existingPlants, path)
