@@ -388,4 +388,13 @@ func TestPlanExistingPlants(t *testing.T) {
 	if len(q.existingPlants) >= len(want) {
 		t.Errorf("existing %q past a bound of 3 entries", q.existingPlants)
 	}
+	// With / a write root nothing is walked, and NotCovered says so.
+	a := *p
+	a.existingPlants, a.NotCovered, a.AllWritable = nil, nil, true
+	if err := a.findExisting(context.Background(), ExistingScanLimit); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.existingPlants) != 0 || len(a.NotCovered) != 1 || !strings.Contains(a.NotCovered[0], "with / a write root") {
+		t.Errorf("all writable: existing %q, not covered %q", a.existingPlants, a.NotCovered)
+	}
 }
