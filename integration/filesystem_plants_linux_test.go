@@ -55,7 +55,8 @@ func TestFSPlantsRefused(t *testing.T) {
 		// during runs on the host while the sandbox runs (a file that
 		// appears after the start is not masked).
 		during func(t *testing.T, b *fsBox)
-		unix   bool // --allow-unix-socket (a host socket of the box's): AF_UNIX sockets may be made
+		unix   bool              // --allow-unix-socket (a host socket of the box's): AF_UNIX sockets may be made
+		also   map[string]string // more host files (relative) and the content each must have afterwards
 	}
 	sh := func(action string) string {
 		return `if ( ` + action + ` ) 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi; rm -f err.txt`
@@ -136,6 +137,38 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 		{name: "sed -i the top .envrc", setup: func(t *testing.T, b *fsBox) {
 			b.write(t, filepath.Join(b.ws, ".envrc"), "old\n", 0o644)
 		}, script: sh(`sed -i 's/old/new/' .envrc`), path: ".envrc", keep: "old\n", comm: "sed", rule: "filesystem.protected:.envrc"},
+		// A protected name that existed at start below the top is
+		// writable in place, so re-creating it (unlink then create, as git
+		// checkout, tar x and backup-by-renaming editors do) is allowed at
+		// that exact path; its other-branch content lands on the host. A
+		// new nested name stays refused, and so does renaming an existing
+		// nested .vscode back into place (the ancestor rule).
+		{name: "git checkout another branch in a nested repo", setup: nestedRepo,
+			script: sh(`cd sub && git checkout -q other && test -f .envrc && test -f .vscode/settings.json`),
+			path:   "sub/.envrc", allow: true, also: map[string]string{"sub/.vscode/settings.json": "{}\n"}},
+		{name: "tar x over existing nested protected files", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".envrc"), "old\n", 0o644)
+			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
+			src := filepath.Join(b.base, "tsrc")
+			b.write(t, filepath.Join(src, "sub", ".envrc"), "{}\n", 0o644)
+			b.write(t, filepath.Join(src, "sub", ".vscode", "settings.json"), "{}\n", 0o644)
+			hostRun(t, "tar", "cf", filepath.Join(b.ws, "t.tar"), "-C", src, "sub")
+		}, script: sh(`tar xf t.tar`), path: "sub/.envrc", allow: true, also: map[string]string{"sub/.vscode/settings.json": "{}\n"}},
+		{name: "mv away then create a nested settings.json", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
+		}, script: sh(`mv sub/.vscode/settings.json sub/.vscode/settings.json.bak && echo '{}' > sub/.vscode/settings.json`),
+			path: "sub/.vscode/settings.json", allow: true, also: map[string]string{"sub/.vscode/settings.json.bak": "old\n"}},
+		{name: "a new nested name beside an existing one", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".envrc"), "old\n", 0o644)
+			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
+		}, script: sh(`mkdir other && echo x > other/.envrc`), path: "other/.envrc", comm: "sh", rule: "filesystem.protected:.envrc"},
+		{name: "a new nested tasks.json beside an existing settings.json", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
+		}, script: sh(`echo '{}' > sub/.vscode/tasks.json`), path: "sub/.vscode/tasks.json", comm: "sh", rule: "filesystem.protected:.vscode/tasks.json"},
+		{name: "an existing nested .vscode renamed away and back", setup: func(t *testing.T, b *fsBox) {
+			b.write(t, filepath.Join(b.ws, "sub", ".vscode", "settings.json"), "old\n", 0o644)
+		}, script: `mv sub/.vscode sub/.vscode.o && ` + sh(`mv sub/.vscode.o sub/.vscode`),
+			path: "sub/.vscode", comm: "mv", rule: "filesystem.protected:.vscode/settings.json", also: map[string]string{"sub/.vscode.o/settings.json": "old\n"}},
 		{name: "files.deny .env", policy: "deny", script: sh(`echo KEY=1 > .env`), path: ".env", comm: "sh", rule: "files.deny:**/.env"},
 		{name: "files.deny nested .env by python", policy: "deny", script: `mkdir -p config && ` + py(`config/.env`), path: "config/.env", comm: "python3", rule: "files.deny:**/.env"},
 		// A directory files.deny needs, made by a symlink after its
@@ -196,6 +229,11 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 				if c.absent != "" {
 					mustNotExist(t, filepath.Join(b.ws, c.absent))
 				}
+				for name, want := range c.also {
+					if data, err := os.ReadFile(filepath.Join(b.ws, name)); err != nil || string(data) != want {
+						t.Errorf("host %s: %q %v, want %q", name, data, err, want)
+					}
+				}
 				target := filepath.Join(b.ws, c.path)
 				if !strings.Contains(r.stdout, "beside-ok\n") {
 					t.Errorf("the script did not run to its end")
@@ -249,6 +287,40 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 				}
 			})
 		}
+	}
+}
+
+// nestedRepo makes, on the host, a repository at sub in the workspace
+// that tracks .envrc and .vscode/settings.json, "main\n" on the checked-out
+// branch and "{}\n" on the branch other.
+func nestedRepo(t *testing.T, b *fsBox) {
+	t.Helper()
+	dir := filepath.Join(b.ws, "sub")
+	git := func(args ...string) {
+		hostRun(t, append([]string{"git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git("init", "-q", "--template=")
+	b.write(t, filepath.Join(dir, ".envrc"), "{}\n", 0o644)
+	b.write(t, filepath.Join(dir, ".vscode", "settings.json"), "{}\n", 0o644)
+	git("checkout", "-q", "-b", "other")
+	git("add", ".envrc", ".vscode/settings.json")
+	git("commit", "-q", "-m", "other")
+	git("checkout", "-q", "-b", "main")
+	b.write(t, filepath.Join(dir, ".envrc"), "main\n", 0o644)
+	b.write(t, filepath.Join(dir, ".vscode", "settings.json"), "main\n", 0o644)
+	git("commit", "-q", "-am", "main")
+}
+
+// hostRun runs argv on the host (as root), failing the test on an error.
+func hostRun(t *testing.T, argv ...string) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", argv, err, out)
 	}
 }
 
@@ -888,5 +960,80 @@ func TestFSNoCoreDumps(t *testing.T) {
 				t.Errorf("host: %s appeared in .vscode", e.Name())
 			}
 		})
+	}
+}
+
+// TestFSHomeWriteRootPlants: with the home (or a directory in it) a write
+// root, the home's protected names (policy.ProtectedInHome: shell start-up
+// files, ~/.ssh, ~/.local/bin, ~/.cargo/bin, autostart entries, systemd
+// user units, git's and npm's configuration) are refused when created,
+// as are a symlink or a renamed directory named as one of their
+// directories (~/.ssh, ~/.config/systemd), as root and as 65534; on the
+// host none exists afterwards. An ordinary file in ~/.config is created.
+func TestFSHomeWriteRootPlants(t *testing.T) {
+	type row struct {
+		name, script, path, rule string // path relative to home; rule "" allowed
+	}
+	create := func(rel string) string {
+		return `if mkdir -p "$(dirname "$HOME/` + rel + `")" 2>err.txt && echo x 2>err.txt > "$HOME/` + rel + `"; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi`
+	}
+	rows := []row{
+		{"authorized_keys", create(".ssh/authorized_keys"), ".ssh/authorized_keys", "filesystem.protected:~/.ssh"},
+		{"bash_login", create(".bash_login"), ".bash_login", "filesystem.protected:~/.bash_login"},
+		{"zlogin", create(".zlogin"), ".zlogin", "filesystem.protected:~/.zlogin"},
+		{"local bin", create(".local/bin/git"), ".local/bin/git", "filesystem.protected:~/.local/bin"},
+		{"cargo bin", create(".cargo/bin/cargo"), ".cargo/bin/cargo", "filesystem.protected:~/.cargo/bin"},
+		{"autostart", create(".config/autostart/x.desktop"), ".config/autostart/x.desktop", "filesystem.protected:~/.config/autostart"},
+		{"systemd user unit", create(".config/systemd/user/x.service"), ".config/systemd/user/x.service", "filesystem.protected:~/.config/systemd"},
+		{"gitconfig", create(".gitconfig"), ".gitconfig", "filesystem.protected:~/.gitconfig"},
+		{"config git", create(".config/git/config"), ".config/git/config", "filesystem.protected:~/.config/git"},
+		{"npmrc", create(".npmrc"), ".npmrc", "filesystem.protected:~/.npmrc"},
+		{"symlink as ~/.ssh", `mkdir -p "$HOME/k" && if ln -s k "$HOME/.ssh" 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi`, ".ssh", "filesystem.protected:~/.ssh"},
+		{"mv a directory to ~/.config/systemd", `mkdir -p "$HOME/u/user" && echo x > "$HOME/u/user/x.service" && if mv "$HOME/u" "$HOME/.config/systemd" 2>err.txt; then echo CREATED; else echo "REFUSED $(cat err.txt)"; fi`, ".config/systemd", "filesystem.protected:~/.config/systemd"},
+		{"ordinary config file", create(".config/myapp/x"), ".config/myapp/x", ""},
+	}
+	for _, u := range users {
+		for _, root := range []string{"~", "~/.config"} {
+			for _, c := range rows {
+				if root == "~/.config" && !strings.HasPrefix(c.path, ".config/") {
+					continue
+				}
+				t.Run(u.name+"/"+root+"/"+c.name, func(t *testing.T) {
+					b := newFSBox(t, u.uid, false)
+					if err := os.MkdirAll(filepath.Join(b.home, ".config"), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					pol := plantsPolicy(t, b, "filesystem:\n  write: [\""+root+"\"]\n")
+					r := b.run(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "-c", "cd \"$HOME\" && " + c.script}})
+					target := filepath.Join(b.home, c.path)
+					lines := createRefusedLines(t, r.audit)
+					if c.rule == "" {
+						if data, err := os.ReadFile(target); !strings.Contains(r.stdout, "CREATED") || err != nil || string(data) != "x\n" {
+							t.Errorf("host %s: %q %v, want it created", target, data, err)
+						}
+						if len(lines) != 0 {
+							t.Errorf("create refused lines for an ordinary file: %v", lines)
+						}
+					} else {
+						if !strings.Contains(r.stdout, "REFUSED") || !strings.Contains(r.stdout, "Permission denied") {
+							t.Errorf("inside: not refused with EACCES")
+						}
+						mustNotExist(t, target)
+						found := 0
+						for _, l := range lines {
+							if l["rule"] == c.rule && l["decision"] == "deny" {
+								found++
+							}
+						}
+						if found == 0 {
+							t.Errorf("no audit line with %s: %v", c.rule, lines)
+						}
+					}
+					if t.Failed() {
+						t.Logf("%s", r)
+					}
+				})
+			}
+		}
 	}
 }

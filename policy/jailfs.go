@@ -73,7 +73,13 @@ func ValidateWriteRoot(w string) error {
 // files: read-only inside the sandbox, inside write roots too, unless a
 // write root names the exact path. Code planted there runs later outside
 // the sandbox (a shell start-up file, a systemd unit, an ssh key) or turns
-// off the harness's own hook gate.
+// off the harness's own hook gate. The mount layer holds the ones that
+// exist at start; with the home (or a directory in it) a write root,
+// creating one that does not is refused by the create gate
+// (CreateGuard.DecideCreate, measured from the home), as is a symlink, a
+// rename or a hard link named as one of their directories (~/.config of
+// ~/.config/systemd). filesystem.allowEdit does not free these (it frees
+// PlantNames in the write roots only).
 var ProtectedInHome = []string{
 	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".pam_environment",
 	".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".config/fish",
@@ -265,6 +271,9 @@ type FSPlan struct {
 	hide      []string // FSInput.Hide, canonical
 	// allowEdit is FSInput.AllowEdit (CreateGuard).
 	allowEdit []string
+	// existingPlants are the protected names below the write roots'
+	// tops at start (findExisting; CreateGuard.Existing).
+	existingPlants []string
 }
 
 // PlanFilesystem decides the sandbox's filesystem: the write roots (the
@@ -463,6 +472,9 @@ func PlanFilesystem(ctx context.Context, in FSInput) (*FSPlan, error) {
 		p.HomeOverlay = home
 	}
 	p.Pinned = p.pins()
+	if err := p.findExisting(ctx, ExistingScanLimit); err != nil {
+		return nil, err
+	}
 	// What a private tmp directory covers is out of sight inside: nothing
 	// to bind or mask there (the init would not find it).
 	p.Protected, p.Hidden, p.Pinned = p.inSight(p.Protected), p.inSight(p.Hidden), p.inSight(p.Pinned)

@@ -75,27 +75,53 @@ type CreateGuard struct {
 	// AllowEdit are the PlantNames the policy lets the command edit and
 	// create.
 	AllowEdit []string `json:"allowEdit,omitempty"`
+	// Existing are the paths, sorted, that were a protected name (or below
+	// one) below a write root's top at start (FSPlan's walk,
+	// existingPlants): writable in place, so creating one of them again
+	// (git checkout, tar x and editors remove a file and create it anew)
+	// adds no power and is allowed, by open, mkdir, mknod or bind; a
+	// symlink, rename or hard link there stays refused.
+	Existing []string `json:"existing,omitempty"`
 }
 
 // CreateGuard returns what the sandbox's init needs to decide creations
 // under this plan.
 func (p *FSPlan) CreateGuard() CreateGuard {
-	g := CreateGuard{Roots: p.WriteRoots, Home: p.Home, Cwd: p.Workspace, AllowEdit: p.allowEdit}
+	g := CreateGuard{Roots: p.WriteRoots, Home: p.Home, Cwd: p.Workspace, AllowEdit: p.allowEdit, Existing: p.existingPlants}
 	if p.files != nil {
 		g.Deny = p.files.Deny
 	}
 	return g
 }
 
-// DecideCreate decides creating (or renaming or linking to) path, whose
-// parent directory is canonical (the init resolved it): inside a write
-// root, a name files.deny matches is refused, and so is a protected name
-// (PlantNames, without regard to ASCII case) at any depth unless AllowEdit
-// lists it. Below .git/hooks,
-// git's sample hooks (*.sample, never run) and the directory itself are
-// allowed: git init makes them.
+// ReasonRecreate is why the sandbox allows creating a protected name that
+// existed at start below a write root's top.
+const ReasonRecreate = "the protected name existed at start and is writable in place: creating it again is editing it"
+
+// DecideCreate decides creating path, whose parent directory is canonical
+// (the init resolved it), by open, mkdir, mknod or bind. In order, inside
+// a write root:
+//
+//  1. a name files.deny matches is refused;
+//  2. a protected name (PlantNames, without regard to ASCII case) at any
+//     depth is refused unless AllowEdit lists it or the exact path is
+//     one of Existing (it existed at start: re-created). Below
+//     .git/hooks, git's sample hooks (*.sample, never run) and the
+//     directory itself are allowed: git init makes them;
+//  3. a home's protected name (ProtectedInHome, measured from Home,
+//     without regard to ASCII case) is refused unless a write root at
+//     or below it names it (the operator chose it); AllowEdit does not
+//     free these, as the mount layer keeps the existing ones read-only
+//     whatever it lists;
+//  4. anything else is allowed.
 func (g CreateGuard) DecideCreate(path string) Decision {
-	c := filepath.Clean(path)
+	return g.decideCreate(filepath.Clean(path), true)
+}
+
+// decideCreate is DecideCreate on a clean path; recreate says whether
+// Existing allows the path (not for a symlink, a rename or a hard link,
+// which bring content or a directory's entries that were not there).
+func (g CreateGuard) decideCreate(c string, recreate bool) Decision {
 	if !g.inRoots(c) {
 		return AllowedBy(Because(ReasonWritable, "%s is not in a write root", c), "")
 	}
@@ -104,9 +130,70 @@ func (g CreateGuard) DecideCreate(path string) Decision {
 		return Denied(Because(ReasonFileDenied, "creating %s, which files.deny %q would hide", c, pat), RuleAt(RuleFilesDeny, pat))
 	}
 	if e := plantName(c); e != "" && !slices.Contains(g.AllowEdit, e) {
+		if _, found := slices.BinarySearch(g.Existing, c); recreate && found {
+			return AllowedBy(Because(ReasonRecreate, "%s, a %s, existed at start", c, e), "")
+		}
 		return Denied(Because(ReasonPlant, "%s is a %s", c, e), RuleAt(RuleFilesystemProtected, e))
 	}
+	if e := g.homeName(c); e != "" {
+		return Denied(Because(ReasonPlant, "%s is the home's %s", c, e), RuleAt(RuleFilesystemProtected, "~/"+e))
+	}
 	return AllowedBy(Because(ReasonWritable, "%s is not a protected name", c), "")
+}
+
+// homeName returns the entry of ProtectedInHome that c (in a write root)
+// is, or is below, measured from Home, without regard to ASCII case; ""
+// when none is, or when the write root c is in lies at or below the
+// entry (a write root that names ~/.ssh makes it the operator's).
+func (g CreateGuard) homeName(c string) string {
+	rel, ok := g.homeRel(c)
+	if !ok {
+		return ""
+	}
+	for _, e := range ProtectedInHome {
+		le := asciiLower(e)
+		if (rel == le || strings.HasPrefix(rel, le+"/")) && !g.rootNames(g.Home+"/"+e, c) {
+			return e
+		}
+	}
+	return ""
+}
+
+// homeRel is c relative to Home, lowered (ASCII), when c is below Home.
+func (g CreateGuard) homeRel(c string) (string, bool) {
+	if g.Home == "" || g.Home == "/" || !strings.HasPrefix(c, g.Home+"/") {
+		return "", false
+	}
+	return asciiLower(c[len(g.Home)+1:]), true
+}
+
+// rootNames says whether a write root that holds c lies at or below
+// the protected path e.
+func (g CreateGuard) rootNames(e, c string) bool {
+	for _, r := range g.Roots {
+		if under(c, r) && under(asciiLower(r), asciiLower(e)) {
+			return true
+		}
+	}
+	return false
+}
+
+// homeAncestor returns the ProtectedInHome entry of which c is a
+// directory (a proper prefix: ~/.config of ~/.config/systemd, ~/.local
+// of ~/.local/bin), measured from Home without regard to ASCII case, or
+// "".
+func (g CreateGuard) homeAncestor(c string) string {
+	rel, ok := g.homeRel(c)
+	if !ok {
+		return ""
+	}
+	for _, e := range ProtectedInHome {
+		le := asciiLower(e)
+		if strings.HasPrefix(le, rel+"/") && !g.rootNames(g.Home+"/"+e, c) {
+			return e
+		}
+	}
+	return ""
 }
 
 // Ops a creation is made by, as DecidePlace takes them.
@@ -146,6 +233,16 @@ const ReasonPlantAncestor = "placing a symlink, a renamed entry or a link at a p
 // renamed into place would bring what it holds (or leads to) under the
 // protected names without any of it being created there.
 //
+// For a home's protected name (ProtectedInHome, in a write root), the
+// same: its directories (~/.ssh's ~/.ssh itself is refused as a name;
+// ~/.config of ~/.config/systemd, ~/.local of ~/.local/bin) are refused
+// as a symlink, a rename or a hard link (homeAncestor).
+//
+// Existing (a protected name that existed at start) allows creating the
+// exact path again by open, mkdir, mknod or bind, never by a symlink, a rename
+// or a hard link: a directory renamed back to an existing nested .vscode
+// is refused as before (it could hold names that were not there).
+//
 // OpReplace (an atomic save over an existing regular file the command can
 // write in place) is allowed over a protected name, as writing it in place
 // is (only creation is decided); a files.deny match stays refused.
@@ -154,7 +251,7 @@ func (g CreateGuard) DecidePlace(op, path string) Decision {
 	if op == OpLinkSource {
 		return g.decideLinkSource(path)
 	}
-	d := g.DecideCreate(path)
+	d := g.decideCreate(filepath.Clean(path), op != OpSymlink && op != OpLink && op != OpRename)
 	if op == OpReplace && !d.Allowed() && strings.HasPrefix(d.Rule, RuleFilesystemProtected+":") {
 		return AllowedBy(Because(ReasonWritable, "%s exists and is writable: replacing it is editing it", filepath.Clean(path)), "")
 	}
@@ -170,6 +267,9 @@ func (g CreateGuard) DecidePlace(op, path string) Decision {
 		if strings.HasSuffix(lc, "/"+a.Name) {
 			return Denied(Because(ReasonPlantAncestor, "%s (%s) is the directory of %s", c, op, a.Entry), RuleAt(RuleFilesystemProtected, a.Entry))
 		}
+	}
+	if e := g.homeAncestor(c); e != "" {
+		return Denied(Because(ReasonPlantAncestor, "%s (%s) is the directory of the home's %s", c, op, e), RuleAt(RuleFilesystemProtected, "~/"+e))
 	}
 	if pat := g.denyAncestor(c); pat != "" {
 		return Denied(Because(ReasonDenyAncestor, "%s (%s) is a directory files.deny %q needs", c, op, pat), RuleAt(RuleFilesDeny, pat))

@@ -12,6 +12,18 @@ func TestDecideCreate(t *testing.T) {
 	g := CreateGuard{Roots: []string{"/ws", "/extra"}, Cwd: "/ws", Home: "/home/u", Deny: []string{"**/.env", "secrets/*.key"}}
 	allowVS := g
 	allowVS.AllowEdit = []string{".vscode/settings.json"}
+	existing := g
+	existing.Existing = []string{"/ws/sub/.claude/commands", "/ws/sub/.claude/commands/a.md", "/ws/sub/.envrc", "/ws/sub/.vscode/settings.json"}
+	existingDeny := existing
+	existingDeny.Existing = []string{"/ws/sub/.claude/commands", "/ws/sub/.claude/commands/a.md", "/ws/sub/.env", "/ws/sub/.envrc", "/ws/sub/.vscode/settings.json"}
+	home := g
+	home.Roots = []string{"/ws", "/home/u"}
+	homeAllowMCP := home
+	homeAllowMCP.AllowEdit = []string{".mcp.json"}
+	homeConfig := g
+	homeConfig.Roots = []string{"/ws", "/home/u/.config"}
+	homeSSH := g
+	homeSSH.Roots = []string{"/ws", "/home/u/.ssh"}
 	for _, c := range []struct {
 		g    CreateGuard
 		path string
@@ -64,6 +76,47 @@ func TestDecideCreate(t *testing.T) {
 		{g, "/ws/.Git/Hooks/pre-commit", "filesystem.protected:.git/hooks"},
 		{g, "/ws/.git/hooks/pre-commit.SAMPLE", ""},
 		{allowVS, "/ws/.VSCode/Settings.JSON", ""},
+		// Existing at start below a root's top: the exact path is
+		// created again; a sibling, a case variant or a path below it
+		// is not.
+		{existing, "/ws/sub/.envrc", ""},
+		{existing, "/ws/sub/.vscode/settings.json", ""},
+		{existing, "/ws/sub/.claude/commands", ""},
+		{existing, "/ws/sub/.claude/commands/a.md", ""},
+		{existing, "/ws/sub/.claude/commands/b.md", "filesystem.protected:.claude/commands"},
+		{existing, "/ws/other/.envrc", "filesystem.protected:.envrc"},
+		{existing, "/ws/sub/.vscode/tasks.json", "filesystem.protected:.vscode/tasks.json"},
+		{existing, "/ws/sub/.ENVRC", "filesystem.protected:.envrc"},
+		{existing, "/ws/sub/.envrc/x", "filesystem.protected:.envrc"},
+		{existingDeny, "/ws/sub/.env", "files.deny:**/.env"},
+		// The home's protected names in a write root, measured from
+		// Home; a write root at or below one names it.
+		{home, "/home/u/.ssh", "filesystem.protected:~/.ssh"},
+		{home, "/home/u/.ssh/authorized_keys", "filesystem.protected:~/.ssh"},
+		{home, "/home/u/.bash_login", "filesystem.protected:~/.bash_login"},
+		{home, "/home/u/.zlogin", "filesystem.protected:~/.zlogin"},
+		{home, "/home/u/.local/bin/git", "filesystem.protected:~/.local/bin"},
+		{home, "/home/u/.cargo/bin/cargo", "filesystem.protected:~/.cargo/bin"},
+		{home, "/home/u/.config/autostart/x.desktop", "filesystem.protected:~/.config/autostart"},
+		{home, "/home/u/.config/systemd/user/x.service", "filesystem.protected:~/.config/systemd"},
+		{home, "/home/u/.gitconfig", "filesystem.protected:~/.gitconfig"},
+		{home, "/home/u/.config/git/config", "filesystem.protected:~/.config/git"},
+		{home, "/home/u/.npmrc", "filesystem.protected:~/.npmrc"},
+		{home, "/home/u/.SSH/authorized_keys", "filesystem.protected:~/.ssh"},
+		{home, "/home/u/.config/myapp/x", ""},
+		{home, "/home/u/.config", ""},
+		{home, "/home/u/.local", ""},
+		{home, "/home/u/.sshx", ""},
+		{home, "/home/u/proj/.ssh/authorized_keys", ""},
+		{home, "/home/u/.mcp.json", "filesystem.protected:.mcp.json"},
+		{homeAllowMCP, "/home/u/.mcp.json", "filesystem.protected:~/.mcp.json"},
+		{homeAllowMCP, "/ws/.mcp.json", ""},
+		{homeConfig, "/home/u/.config/autostart/x.desktop", "filesystem.protected:~/.config/autostart"},
+		{homeConfig, "/home/u/.config/myapp/x", ""},
+		{homeConfig, "/home/u/.bashrc", ""}, // not in a write root
+		{homeSSH, "/home/u/.ssh/authorized_keys", ""},
+		{homeSSH, "/home/u/.ssh", ""},
+		{g, "/home/u/.ssh/authorized_keys", ""}, // home is not a write root: the overlay discards it
 	} {
 		d := c.g.DecideCreate(c.path)
 		if c.rule == "" {
@@ -179,7 +232,15 @@ func TestDecideProtectedWriteNewNames(t *testing.T) {
 // depth in a write root, mkdir of it is not; a replacement of an existing
 // protected file (an atomic save) is allowed, of a files.deny match not.
 func TestDecidePlace(t *testing.T) {
-	g := CreateGuard{Roots: []string{"/ws"}, Cwd: "/ws", Deny: []string{"**/.env"}}
+	g := CreateGuard{Roots: []string{"/ws"}, Cwd: "/ws", Home: "/home/u", Deny: []string{"**/.env"}}
+	existing := g
+	existing.Existing = []string{"/ws/sub/.claude/commands", "/ws/sub/.envrc", "/ws/sub/.vscode/settings.json"}
+	home := g
+	home.Roots = []string{"/ws", "/home/u"}
+	homeConfig := g
+	homeConfig.Roots = []string{"/ws", "/home/u/.config"}
+	homeSSH := g
+	homeSSH.Roots = []string{"/ws", "/home/u/.ssh"}
 	gd := g
 	gd.Deny = []string{"secrets/*.key", "**/.env", "**/private/**"}
 	allowVS := g
@@ -240,6 +301,32 @@ func TestDecidePlace(t *testing.T) {
 		{g, OpLinkSource, "/ws/x", ""},
 		{g, OpLinkSource, "/ws/.vscode", ""},
 		{allowVS, OpLinkSource, "/ws/.vscode/settings.json", ""},
+		// Existing at start: made again by open, mkdir, mknod or bind;
+		// a symlink, a rename or a hard link there stays refused, and so
+		// does an existing nested .vscode renamed back into place.
+		{existing, OpOpen, "/ws/sub/.envrc", ""},
+		{existing, OpMknod, "/ws/sub/.envrc", ""},
+		{existing, OpBind, "/ws/sub/.envrc", ""},
+		{existing, OpMkdir, "/ws/sub/.claude/commands", ""},
+		{existing, OpSymlink, "/ws/sub/.envrc", "filesystem.protected:.envrc"},
+		{existing, OpRename, "/ws/sub/.envrc", "filesystem.protected:.envrc"},
+		{existing, OpLink, "/ws/sub/.envrc", "filesystem.protected:.envrc"},
+		{existing, OpRename, "/ws/sub/.claude/commands", "filesystem.protected:.claude/commands"},
+		{existing, OpRename, "/ws/sub/.vscode", "filesystem.protected:.vscode/settings.json"},
+		{existing, OpOpen, "/ws/sub/.vscode/tasks.json", "filesystem.protected:.vscode/tasks.json"},
+		// The home's protected names' directories, in a write root.
+		{home, OpSymlink, "/home/u/.ssh", "filesystem.protected:~/.ssh"},
+		{home, OpRename, "/home/u/.config/systemd", "filesystem.protected:~/.config/systemd"},
+		{home, OpSymlink, "/home/u/.config", "filesystem.protected:~/.config/fish"},
+		{home, OpLink, "/home/u/.local", "filesystem.protected:~/.local/bin"},
+		{home, OpRename, "/home/u/.Cargo", "filesystem.protected:~/.cargo/config.toml"},
+		{home, OpMkdir, "/home/u/.config", ""},
+		{home, OpMkdir, "/home/u/.local", ""},
+		{home, OpMkdir, "/home/u/.ssh", "filesystem.protected:~/.ssh"},
+		{home, OpSymlink, "/home/u/.config/myapp", ""},
+		{home, OpRename, "/home/u/proj/.local", ""},
+		{homeConfig, OpSymlink, "/home/u/.config/systemd", "filesystem.protected:~/.config/systemd"},
+		{homeSSH, OpSymlink, "/home/u/.ssh/x", ""},
 	} {
 		d := c.g.DecidePlace(c.op, c.path)
 		if c.rule == "" {
@@ -267,5 +354,60 @@ func TestDecidePlace(t *testing.T) {
 				t.Errorf("%s: its directory %s is not a PlantAncestor", e, p)
 			}
 		}
+	}
+}
+
+// TestPlanExistingPlants: the plan's walk finds the protected names below
+// the write roots' tops that exist at start (not the top-level ones,
+// which are read-only binds; not inside node_modules or .git; not those
+// allowEdit frees), and past its bound says so in NotCovered.
+func TestPlanExistingPlants(t *testing.T) {
+	home, ws := fsFixture(t)
+	for _, f := range []string{"sub/.envrc", "sub/.vscode/settings.json", "sub/.vscode/extensions.json", ".envrc", ".vscode/tasks.json",
+		"node_modules/x/.envrc", "a/b/.claude/commands/c.md", "a/.mcp.json"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: home, AllowEdit: []string{".mcp.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ws + "/a/b/.claude/commands", ws + "/a/b/.claude/commands/c.md", ws + "/sub/.envrc", ws + "/sub/.vscode/settings.json"}
+	if got := p.CreateGuard().Existing; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("existing %q, want %q", got, want)
+	}
+	for _, n := range p.NotCovered {
+		if strings.Contains(n, "not walked whole") {
+			t.Errorf("not covered %q within the bound", n)
+		}
+	}
+	if d := p.CreateGuard().DecideCreate(ws + "/sub/.envrc"); !d.Allowed() || d.Reason != ReasonRecreate+": "+ws+"/sub/.envrc, a .envrc, existed at start" {
+		t.Errorf("sub/.envrc: %v %q, want allowed: %s", d.Verdict, d.Reason, ReasonRecreate)
+	}
+	// Past the bound: the walk stops, what it found so far stays, and
+	// NotCovered says so.
+	q := *p
+	q.existingPlants, q.NotCovered = nil, nil
+	if err := q.findExisting(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.NotCovered) != 1 || !strings.Contains(q.NotCovered[0], "first 3 entries ("+ws+" was not walked whole)") {
+		t.Errorf("not covered %q, want the bound named", q.NotCovered)
+	}
+	if len(q.existingPlants) >= len(want) {
+		t.Errorf("existing %q past a bound of 3 entries", q.existingPlants)
+	}
+	// With / a write root nothing is walked, and NotCovered says so.
+	a := *p
+	a.existingPlants, a.NotCovered, a.AllWritable = nil, nil, true
+	if err := a.findExisting(context.Background(), ExistingScanLimit); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.existingPlants) != 0 || len(a.NotCovered) != 1 || !strings.Contains(a.NotCovered[0], "with / a write root") {
+		t.Errorf("all writable: existing %q, not covered %q", a.existingPlants, a.NotCovered)
 	}
 }

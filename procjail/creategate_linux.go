@@ -1365,8 +1365,12 @@ func (w *walker) replace(dir int, name string, newDir int, newName string) (bool
 		unix.Fstatat(newDir, newName, &dst, unix.AT_SYMLINK_NOFOLLOW) != nil || dst.Mode&unix.S_IFMT != unix.S_IFREG {
 		return false, 0, nil
 	}
-	if refused, _, _ := w.c.decide("open", w.pathIn(newDir, newName)); !refused {
-		return false, 0, nil // not a protected name: the plain rename
+	// Asked as a rename: a protected name that existed at start is
+	// allowed to be made again by open (policy's CreateGuard.Existing),
+	// never by a rename, so "open" would send it to the plain rename,
+	// which is refused.
+	if refused, _, _ := w.c.decide("rename", w.pathIn(newDir, newName)); !refused {
+		return false, 0, nil // allowed as a rename: the plain rename
 	}
 	if sst.Dev == dst.Dev && sst.Ino == dst.Ino {
 		return true, 0, nil // two names of one file: rename does nothing
