@@ -51,6 +51,7 @@ func TestFSPlantsRefused(t *testing.T) {
 		policy string // "deny": files.deny **/.env; "allow": allowEdit .vscode/settings.json
 		allow  bool   // the name is created
 		keep   string // the name existed with this content and keeps it
+		dir    bool   // the name is a directory that stays where it was
 		absent string // a name that must not exist afterwards (besides path)
 		// during runs on the host while the sandbox runs (a file that
 		// appears after the start is not masked).
@@ -186,6 +187,13 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 			script: `mkdir late && touch ready && ` + waitHostFile("late/.env") + sh(`ln late/.env alias`), path: "late/.env", keep: "late\n", absent: "alias", comm: "ln", rule: "files.deny:**/.env"},
 		{name: "hard link from a late secrets/a.key", policy: "denykey", during: lateFile("secrets/a.key"),
 			script: `mkdir secrets && touch ready && ` + waitHostFile("secrets/a.key") + sh(`ln secrets/a.key x`), path: "secrets/a.key", keep: "late\n", absent: "x", comm: "ln", rule: "files.deny:secrets/*.key"},
+		// A rename's source: a denied file the host made after the start
+		// (not masked) keeps its name, and so does a directory a pattern
+		// needs; otherwise the file would be read under the new name.
+		{name: "rename a late .env", policy: "deny", during: lateFile("late/.env"),
+			script: `mkdir late && touch ready && ` + waitHostFile("late/.env") + sh(`mv late/.env late/x`), path: "late/.env", keep: "late\n", absent: "late/x", comm: "mv", rule: "files.deny:**/.env"},
+		{name: "rename the directory of a late secrets/new.key", policy: "denykey", during: lateFile("secrets/new.key"),
+			script: `mkdir secrets && touch ready && ` + waitHostFile("secrets/new.key") + sh(`mv secrets secrets2`), path: "secrets", dir: true, absent: "secrets2", comm: "mv", rule: "files.deny:secrets/*.key"},
 		// A Unix socket bound at a path is a name created (with
 		// --allow-unix-socket, when the command may make such sockets).
 		{name: "bind .envrc", unix: true, script: `python3 -c '` + pyBind + `' .envrc`, path: ".envrc", comm: "python3", rule: "filesystem.protected:.envrc"},
@@ -266,7 +274,11 @@ open("sub/.vscode/tmp", "w").write("{}\n"); os.replace("sub/.vscode/tmp", "sub/.
 				if !strings.Contains(r.stdout, "Permission denied") && !strings.Contains(r.stdout, "errno=13") {
 					t.Errorf("inside: the refusal is not EACCES")
 				}
-				if c.keep != "" {
+				if c.dir {
+					if data, err := os.ReadFile(filepath.Join(target, "new.key")); err != nil || string(data) != "late\n" {
+						t.Errorf("host %s/new.key: %q %v, want it where it was", target, data, err)
+					}
+				} else if c.keep != "" {
 					if data, err := os.ReadFile(target); err != nil || string(data) != c.keep {
 						t.Errorf("host %s: %q %v, want it unchanged (%q)", target, data, err, c.keep)
 					}

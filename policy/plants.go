@@ -212,7 +212,15 @@ const (
 	// OpLinkSource is the existing file a hard link would give another
 	// name (the new name is decided as OpLink).
 	OpLinkSource = "link-source"
+	// OpMoveSource is an existing entry a rename would take away from
+	// its name, or one below a directory it would move (the new names
+	// are decided as OpRename).
+	OpMoveSource = "move-source"
 )
+
+// ReasonMoveSource is why the sandbox refuses renaming a denied file, or a
+// directory a files.deny pattern needs, to another name.
+const ReasonMoveSource = "moving a denied file, or a directory files.deny needs, to another name (the other name would not be decided by its rules)"
 
 // ReasonLinkSource is why the sandbox refuses a hard link to a denied
 // file or a protected name.
@@ -246,10 +254,14 @@ const ReasonPlantAncestor = "placing a symlink, a renamed entry or a link at a p
 // OpReplace (an atomic save over an existing regular file the command can
 // write in place) is allowed over a protected name, as writing it in place
 // is (only creation is decided); a files.deny match stays refused.
-// OpLinkSource decides a hard link's existing file (decideLinkSource).
+// OpLinkSource decides a hard link's existing file (decideLinkSource),
+// OpMoveSource a rename's (decideMoveSource).
 func (g CreateGuard) DecidePlace(op, path string) Decision {
-	if op == OpLinkSource {
+	switch op {
+	case OpLinkSource:
 		return g.decideLinkSource(path)
+	case OpMoveSource:
+		return g.decideMoveSource(path)
 	}
 	d := g.decideCreate(filepath.Clean(path), op != OpSymlink && op != OpLink && op != OpRename)
 	if op == OpReplace && !d.Allowed() && strings.HasPrefix(d.Rule, RuleFilesystemProtected+":") {
@@ -294,6 +306,24 @@ func (g CreateGuard) decideLinkSource(path string) Decision {
 		}
 	}
 	return AllowedBy(Because(ReasonWritable, "%s is neither denied nor a protected name", c), "")
+}
+
+// decideMoveSource decides taking the existing entry path (canonical)
+// away from its name by a rename: refused, anywhere (a denied file the
+// host made after the start is not masked, in a write root or in the
+// home overlay), when files.deny matches it or when it is a directory a
+// pattern needs (secrets of secrets/*.key): under its new name what it is
+// or holds would no longer match. A protected name may be moved away.
+func (g CreateGuard) decideMoveSource(path string) Decision {
+	c := filepath.Clean(path)
+	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}
+	if pat := m.Denied(c, g.Deny); pat != "" {
+		return Denied(Because(ReasonMoveSource, "moving %s, which files.deny %q hides, to another name", c, pat), RuleAt(RuleFilesDeny, pat))
+	}
+	if pat := g.denyAncestor(c); pat != "" {
+		return Denied(Because(ReasonMoveSource, "moving %s, a directory files.deny %q needs, to another name", c, pat), RuleAt(RuleFilesDeny, pat))
+	}
+	return AllowedBy(Because(ReasonWritable, "%s is neither denied nor a directory files.deny needs", c), "")
 }
 
 // ReasonDenyAncestor is why the sandbox refuses a symlink, a rename or a

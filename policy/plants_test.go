@@ -301,6 +301,16 @@ func TestDecidePlace(t *testing.T) {
 		{g, OpLinkSource, "/ws/x", ""},
 		{g, OpLinkSource, "/ws/.vscode", ""},
 		{allowVS, OpLinkSource, "/ws/.vscode/settings.json", ""},
+		// A rename's source: a denied file the host made later, or a
+		// directory a pattern needs, keeps its name (anywhere: the home
+		// overlay too); a protected name may be moved away.
+		{gd, OpMoveSource, "/ws/late/.env", "files.deny:**/.env"},
+		{gd, OpMoveSource, "/home/u/hl/.env", "files.deny:**/.env"},
+		{gd, OpMoveSource, "/ws/secrets/new.key", "files.deny:secrets/*.key"},
+		{gd, OpMoveSource, "/ws/secrets", "files.deny:secrets/*.key"},
+		{gd, OpMoveSource, "/ws/late", ""},
+		{gd, OpMoveSource, "/ws/notes.txt", ""},
+		{g, OpMoveSource, "/ws/sub/.envrc", ""},
 		// Existing at start: made again by open, mkdir, mknod or bind;
 		// a symlink, a rename or a hard link there stays refused, and so
 		// does an existing nested .vscode renamed back into place.

@@ -1248,6 +1248,14 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		if old.obj >= 0 || nw.obj >= 0 {
 			return -1, unix.EBUSY, nil // "/" itself
 		}
+		if ref, errno := w.decideMoveSource(old.parent, old.name); errno != 0 {
+			return -1, errno, ref
+		}
+		if o.flags&unix.RENAME_EXCHANGE != 0 {
+			if ref, errno := w.decideMoveSource(nw.parent, nw.name); errno != 0 {
+				return -1, errno, ref
+			}
+		}
 		if o.flags == 0 {
 			if done, errno, ref := w.replace(old.parent, old.name, nw.parent, nw.name); done {
 				return -1, errno, ref
@@ -1442,6 +1450,54 @@ func (w *walker) pathIn(dir int, name string) string {
 		return ""
 	}
 	return filepath.Join(d, name)
+}
+
+// decideMoveSource decides taking the entry name of dir away from its name
+// (policy's "move-source"), and when it is a directory, every entry below
+// it (at most renameWalkLimit; past that the rename is refused): a denied
+// file the host made after the start, renamed, would be read under a name
+// files.deny does not match.
+func (w *walker) decideMoveSource(dir int, name string) (*CreateRefusal, unix.Errno) {
+	if name == "." || name == ".." {
+		return nil, 0
+	}
+	d, err := pathOf(dir)
+	if err != nil {
+		return &CreateRefusal{Op: "rename", Path: name, Rule: "create gate", Reason: oneLine(err.Error())}, unix.EPERM
+	}
+	src := filepath.Join(d, name)
+	if ref, errno := w.decidePathAs("rename", "move-source", src); errno != 0 {
+		return ref, errno
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, 0
+	}
+	n := 0
+	var refusal *CreateRefusal
+	werr := filepath.WalkDir(src, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n++; n > renameWalkLimit {
+			return fmt.Errorf("more than %d entries below %s to decide", renameWalkLimit, src)
+		}
+		if p == src {
+			return nil
+		}
+		if ref, errno := w.decidePathAs("rename", "move-source", p); errno != 0 {
+			refusal = ref
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if refusal != nil {
+		return refusal, unix.EACCES
+	}
+	if werr != nil {
+		return &CreateRefusal{Op: "rename", Path: src, Rule: "create gate", Reason: oneLine(werr.Error())}, unix.EPERM
+	}
+	return nil, 0
 }
 
 // decideMove decides moving the entry name of dir to newName in newDir:
