@@ -356,14 +356,14 @@ func (g *OpenGate) answer(fd, pid int, mask uint64) error {
 		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: rule, Reason: reason})
 		return g.respond(fd, unix.FAN_DENY, path)
 	}
-	if err := g.respond(fd, unix.FAN_ALLOW, path); err != nil {
-		return err
-	}
 	// The next opens of this file, unchanged, are not reported: the mark
 	// goes when it is modified (no FAN_MARK_IGNORED_SURV_MODIFY) or its
-	// inode is evicted. A failure only costs the next event.
+	// inode is evicted. A failure only costs the next event. The mark is
+	// made before the answer: answered first, the caller's next open of
+	// the same file could come before the mark and be decided again
+	// (TestOpenGate saw it on a loaded machine).
 	g.markAllowed(fd, st)
-	return nil
+	return g.respond(fd, unix.FAN_ALLOW, path)
 }
 
 // markAllowed adds the ignore mark of an allowed file, whose descriptor
