@@ -264,14 +264,18 @@ func (g *OpenGate) serve() {
 			continue
 		}
 		if err != nil {
+			g.fail(fmt.Errorf("read: %w", err))
 			if n > 0 {
 				g.deny(buf[:n])
 			}
-			g.fail(fmt.Errorf("read: %w", err))
 			return
 		}
-		if err := g.batch(buf[:n]); err != nil {
+		if rest, err := g.batch(buf[:n]); err != nil {
+			// Failed first, then the rest denied: a caller that sees
+			// its open refused finds the gate's failure already set
+			// (Start reports it, not the command's EPERM).
 			g.fail(err)
+			g.deny(rest)
 			return
 		}
 	}
@@ -281,18 +285,16 @@ func (g *OpenGate) serve() {
 const metaSize = int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
 
 // batch answers each event of buf. An event it cannot parse (a bad
-// length, another metadata version) is an error: it and the rest of buf
-// are denied.
-func (g *OpenGate) batch(buf []byte) error {
+// length, another metadata version) or answer is an error, returned with
+// what of buf is not answered (the caller denies it).
+func (g *OpenGate) batch(buf []byte) ([]byte, error) {
 	for len(buf) >= metaSize {
 		m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&buf[0]))
 		if m.Event_len < uint32(metaSize) || int(m.Event_len) > len(buf) {
-			g.deny(buf)
-			return fmt.Errorf("an event of length %d in %d bytes read", m.Event_len, len(buf))
+			return buf, fmt.Errorf("an event of length %d in %d bytes read", m.Event_len, len(buf))
 		}
 		if m.Vers != unix.FANOTIFY_METADATA_VERSION {
-			g.deny(buf)
-			return fmt.Errorf("event version %d, want %d", m.Vers, unix.FANOTIFY_METADATA_VERSION)
+			return buf, fmt.Errorf("event version %d, want %d", m.Vers, unix.FANOTIFY_METADATA_VERSION)
 		}
 		buf = buf[m.Event_len:]
 		if m.Fd < 0 {
@@ -304,11 +306,10 @@ func (g *OpenGate) batch(buf []byte) error {
 		err := g.answer(int(m.Fd), int(m.Pid), m.Mask)
 		unix.Close(int(m.Fd))
 		if err != nil {
-			g.deny(buf)
-			return err
+			return buf, err // the events after this one
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // deny answers FAN_DENY to every event of buf it can find, whatever its
