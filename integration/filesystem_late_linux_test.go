@@ -190,6 +190,80 @@ func TestFSDeniedLater(t *testing.T) {
 	}
 }
 
+// homeOnlyHiddenScript reads, once the host said go, the names the host
+// made in home, and a file it made itself there (the overlay's upper
+// layer: no host identity, and no false refusal).
+const homeOnlyHiddenScript = `set -u
+mkdir -p out
+echo MADE > "$HOME/made"
+touch phase1
+i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
+r() { row=$1; shift; "$@" > out/$row.txt 2>&1; echo "rc=$?" >> out/$row.txt; }
+r keyalias cat "$HOME/keyalias"
+r wsalias cat "$HOME/wsalias"
+r made cat "$HOME/made"
+`
+
+// TestFSDeniedLaterHomeOnlyHidden: a home holding nothing but files
+// hidden at start (~/.ssh/id_x), so that the home overlay's device for its
+// lower files cannot be learnt from a readable file at start: host hard
+// links made during the session in home, to the key and to the
+// workspace's .env, are refused all the same (the gate finds the host's
+// file at the same path, or failing that compares the inode number), and
+// a file the command made in home is read.
+func TestFSDeniedLaterHomeOnlyHidden(t *testing.T) {
+	b := newFSBox(t, 0, false)
+	b.write(t, filepath.Join(b.ws, ".env"), "SECRET-WSALIAS-7f3a\n", 0o644)
+	b.write(t, filepath.Join(b.home, ".ssh", "id_x"), "SECRET-KEYALIAS-7f3a\n", 0o600)
+	b.write(t, filepath.Join(b.ws, "script.sh"), homeOnlyHiddenScript, 0o644)
+	pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
+	res := make(chan runResult, 1)
+	go func() {
+		res <- b.run(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(b.ws, "phase1")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never reached phase1\n%s", <-res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "keyalias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(b.ws, ".env"), filepath.Join(b.home, "wsalias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.code != 0 {
+		t.Fatalf("sandboxd: %s", r)
+	}
+	read := func(row string) string {
+		out, err := os.ReadFile(filepath.Join(b.ws, "out", row+".txt"))
+		if err != nil {
+			t.Fatalf("row %s: %v\n%s", row, err, r)
+		}
+		return string(out)
+	}
+	for _, row := range []string{"keyalias", "wsalias"} {
+		if out := read(row); strings.Contains(out, "SECRET-") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+			t.Errorf("row %s: the command got %q; want EPERM and no secret", row, out)
+		}
+		if !hasOpenRefused(t, r.audit, b.home+"/"+row, "cat") {
+			t.Errorf("row %s: no open refused line\n%s", row, r.audit)
+		}
+	}
+	if out := read("made"); out != "MADE\nrc=0\n" {
+		t.Errorf("row made (the command's own file in home): %q", out)
+	}
+}
+
 // startLine is the audit's session start line.
 func startLine(t *testing.T, audit string) map[string]any {
 	t.Helper()

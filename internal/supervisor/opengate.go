@@ -41,7 +41,11 @@ func (s *session) openGate() (func(), error) {
 	gate, err := procjail.NewOpenGate(procjail.OpenGateOptions{
 		Roots:   roots,
 		PreMark: s.fsPlan.OpenGatePreMark(),
-		Decide: func(path string, id procjail.FileID) (bool, string, string) {
+		Decide: func(path string, id procjail.FileID, known bool) (bool, string, string) {
+			if !known {
+				d := guard.DecideOpenUnknownDevice(path, id.Ino)
+				return !d.Allowed(), d.Rule, d.Reason
+			}
 			d := guard.DecideOpen(path, policy.FileID{Dev: id.Dev, Ino: id.Ino})
 			return !d.Allowed(), d.Rule, d.Reason
 		},
