@@ -118,7 +118,7 @@ func RunInit() int {
 
 // parentDeathSignal is the init's parent death signal in a pid namespace
 // of its own (namespaceAttr); superviseInit takes it as sandboxd's death.
-// The command can send it too (kill -PWR 1): it then ends its own sandbox.
+// The command cannot send it (kill -PWR 1 fails with EPERM, checked by hand).
 const parentDeathSignal = unix.SIGPWR
 
 // readGo reads message 4 from the control socket fd: "go\n" and the
