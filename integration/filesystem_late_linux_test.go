@@ -8,9 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // lateScript runs in the workspace. It reads the allowed cfg/settings
@@ -190,6 +194,80 @@ func TestFSDeniedLater(t *testing.T) {
 	}
 }
 
+// homeOnlyHiddenScript reads, once the host said go, the names the host
+// made in home, and a file it made itself there (the overlay's upper
+// layer: no host identity, and no false refusal).
+const homeOnlyHiddenScript = `set -u
+mkdir -p out
+echo MADE > "$HOME/made"
+touch phase1
+i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
+r() { row=$1; shift; "$@" > out/$row.txt 2>&1; echo "rc=$?" >> out/$row.txt; }
+r keyalias cat "$HOME/keyalias"
+r wsalias cat "$HOME/wsalias"
+r made cat "$HOME/made"
+`
+
+// TestFSDeniedLaterHomeOnlyHidden: a home holding nothing but files
+// hidden at start (~/.ssh/id_x), so that the home overlay's device for its
+// lower files cannot be learnt from a readable file at start: host hard
+// links made during the session in home, to the key and to the
+// workspace's .env, are refused all the same (the gate finds the host's
+// file at the same path, or failing that compares the inode number), and
+// a file the command made in home is read.
+func TestFSDeniedLaterHomeOnlyHidden(t *testing.T) {
+	b := newFSBox(t, 0, false)
+	b.write(t, filepath.Join(b.ws, ".env"), "SECRET-WSALIAS-7f3a\n", 0o644)
+	b.write(t, filepath.Join(b.home, ".ssh", "id_x"), "SECRET-KEYALIAS-7f3a\n", 0o600)
+	b.write(t, filepath.Join(b.ws, "script.sh"), homeOnlyHiddenScript, 0o644)
+	pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
+	res := make(chan runResult, 1)
+	go func() {
+		res <- b.run(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(b.ws, "phase1")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never reached phase1\n%s", <-res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "keyalias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(b.ws, ".env"), filepath.Join(b.home, "wsalias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.code != 0 {
+		t.Fatalf("sandboxd: %s", r)
+	}
+	read := func(row string) string {
+		out, err := os.ReadFile(filepath.Join(b.ws, "out", row+".txt"))
+		if err != nil {
+			t.Fatalf("row %s: %v\n%s", row, err, r)
+		}
+		return string(out)
+	}
+	for _, row := range []string{"keyalias", "wsalias"} {
+		if out := read(row); strings.Contains(out, "SECRET-") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+			t.Errorf("row %s: the command got %q; want EPERM and no secret", row, out)
+		}
+		if !hasOpenRefused(t, r.audit, b.home+"/"+row, "cat") {
+			t.Errorf("row %s: no open refused line\n%s", row, r.audit)
+		}
+	}
+	if out := read("made"); out != "MADE\nrc=0\n" {
+		t.Errorf("row made (the command's own file in home): %q", out)
+	}
+}
+
 // startLine is the audit's session start line.
 func startLine(t *testing.T, audit string) map[string]any {
 	t.Helper()
@@ -296,4 +374,98 @@ func fanotifyGroups(t *testing.T) (n int, found bool) {
 		}
 	}
 	return n, found
+}
+
+// killedReaders runs readers loops that each try to read late/.env (which
+// the host makes once they run) and append what they got to out/reads.
+const killedReaders = `set -u
+mkdir -p out
+r() { i=0; while [ $i -lt 100000 ]; do cat late/.env >> out/reads 2>/dev/null; i=$((i+1)); done; }
+for n in $(seq %d); do r & done
+touch phase1
+wait
+`
+
+// TestFSDeniedLaterSandboxdKilled: sandboxd killed with SIGKILL while
+// readers inside try to read a files.deny match the host made during the
+// session: not one read gets the secret. The kernel allows every
+// permission event pending on a fanotify group, and every open after,
+// once the group's last descriptor is closed; the sandbox's init holds
+// one until it has killed and reaped every other process of the sandbox.
+// Checked on the host, after the init (and so the whole pid namespace) is
+// gone: the readers' output has no secret, and they did run (the audit
+// has refusals).
+func TestFSDeniedLaterSandboxdKilled(t *testing.T) {
+	const trials, readers = 3, 8
+	for trial := range trials {
+		b := newFSBox(t, 0, false)
+		b.write(t, filepath.Join(b.ws, "script.sh"), fmt.Sprintf(killedReaders, readers), 0o644)
+		pol := b.policy(t, `{files: {deny: ["**/.env"]}}`)
+		audit := filepath.Join(b.base, fmt.Sprintf("audit-killed-%d.jsonl", trial))
+		cmd := exec.Command(sandboxdBin, "run", "--audit", audit, "--cwd", b.ws, "--policy", pol, "--", "sh", "script.sh")
+		cmd.Dir = b.ws
+		cmd.Env = b.env()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor := func(what string, ok func() bool) {
+			t.Helper()
+			for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatalf("trial %d: %s never happened", trial, what)
+				}
+			}
+		}
+		waitFor("phase1", func() bool { _, err := os.Stat(filepath.Join(b.ws, "phase1")); return err == nil })
+		// The init: sandboxd's child. Held by a pidfd: its exit is the
+		// end of the sandbox's pid namespace.
+		initPID := childOf(t, cmd.Process.Pid)
+		pidfd, err := unix.PidfdOpen(initPID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.write(t, filepath.Join(b.ws, "late", ".env"), "SECRET-KILLED-7f3a\n", 0o644)
+		waitFor("an open refused line", func() bool { a, _ := os.ReadFile(audit); return strings.Contains(string(a), `"open refused"`) })
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 30000); n != 1 || err != nil {
+			t.Fatalf("trial %d: the init %d did not exit within 30 s after sandboxd was killed (%d, %v)", trial, initPID, n, err)
+		}
+		unix.Close(pidfd)
+		out, _ := os.ReadFile(filepath.Join(b.ws, "out", "reads"))
+		if n := strings.Count(string(out), "SECRET-"); n > 0 {
+			t.Errorf("trial %d: %d reads got the secret once sandboxd was killed", trial, n)
+		}
+	}
+}
+
+// childOf is the child of pid that is PID 1 of a pid namespace of its
+// own: the sandbox's init.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		st, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(st), ')')
+		f := strings.Fields(string(st)[i+1:])
+		if len(f) < 2 || f[1] != fmt.Sprint(pid) {
+			continue
+		}
+		status, _ := os.ReadFile("/proc/" + p.Name() + "/status")
+		for _, l := range strings.Split(string(status), "\n") {
+			if ns := strings.Fields(strings.TrimPrefix(l, "NSpid:")); strings.HasPrefix(l, "NSpid:") && len(ns) == 2 && ns[1] == "1" {
+				c, _ := strconv.Atoi(p.Name())
+				return c
+			}
+		}
+	}
+	t.Fatalf("no child of %d", pid)
+	return 0
 }

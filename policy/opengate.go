@@ -35,6 +35,9 @@ type OpenGuard struct {
 	// Hidden maps the regular files hidden at start (FileID) to the
 	// path the plan hides each by.
 	Hidden map[FileID]string
+	// hiddenIno maps the inode number of each of Hidden to its path
+	// (DecideOpenUnknownDevice).
+	hiddenIno map[uint64]string
 	// rule names the rule that hides a hidden path (FSPlan.ruleCode).
 	rule func(path string) string
 	// matcher has the patterns' literal prefixes resolved once, when
@@ -51,8 +54,10 @@ func (p *FSPlan) OpenGuard() OpenGuard {
 	if p.files != nil {
 		g.Deny = p.files.Deny
 	}
+	g.hiddenIno = map[uint64]string{}
 	for k, path := range p.hiddenIDs {
 		g.Hidden[FileID{Dev: k.dev, Ino: k.ino}] = path
+		g.hiddenIno[k.ino] = path
 	}
 	// Each anchored pattern's literal prefix (the workspace's secrets,
 	// ~/.ssh) resolved now, as the start's scan resolved it: resolving
@@ -124,15 +129,43 @@ func (p *FSPlan) OpenGatePreMark() []string {
 func (g OpenGuard) DecideOpen(path string, id FileID) Decision {
 	c := filepath.Clean(path)
 	if of, ok := g.Hidden[id]; ok {
-		rule := RuleFilesDeny
-		if g.rule != nil {
-			rule = g.rule(of)
-		}
 		if of == c {
-			return Denied(Because(ReasonOpenRefused, "%s was hidden at start", c), rule)
+			return Denied(Because(ReasonOpenRefused, "%s was hidden at start", c), g.ruleOf(of))
 		}
-		return Denied(Because(ReasonOpenRefused, "%s is another name (hard link) of %s, which was hidden at start", c, of), rule)
+		return Denied(Because(ReasonOpenRefused, "%s is another name (hard link) of %s, which was hidden at start", c, of), g.ruleOf(of))
 	}
+	return g.decidePath(c)
+}
+
+// DecideOpenUnknownDevice decides an open of the file at path whose
+// device is not the host's (an overlay's own, the sandbox's tmpfs) and
+// could not be mapped to it, and whose inode number is ino: the identity
+// of a file hidden at start cannot be compared, so, failing closed, the
+// inode number alone is. In order:
+//
+//  1. the inode number of a file hidden at start: perhaps another name of
+//     it (a host hard link in home seen through the overlay, its host
+//     name gone), refused; a sandbox file that only shares the number is
+//     refused too, and the reason says so;
+//  2. and 3. as DecideOpen's.
+func (g OpenGuard) DecideOpenUnknownDevice(path string, ino uint64) Decision {
+	c := filepath.Clean(path)
+	if of, ok := g.hiddenIno[ino]; ok {
+		return Denied(Because(ReasonOpenRefused, "%s has the inode number of %s, which was hidden at start, on a device that could not be matched with the host's: it may be another name (hard link) of it", c, of), g.ruleOf(of))
+	}
+	return g.decidePath(c)
+}
+
+// ruleOf is the rule that hides the hidden path of.
+func (g OpenGuard) ruleOf(of string) string {
+	if g.rule != nil {
+		return g.rule(of)
+	}
+	return RuleFilesDeny
+}
+
+// decidePath decides the clean path c by files.deny's patterns.
+func (g OpenGuard) decidePath(c string) Decision {
 	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}
 	if g.matcher != nil {
 		m = *g.matcher

@@ -69,6 +69,24 @@ func TestDecideOpen(t *testing.T) {
 			t.Errorf("DecideOpen(%s) = %v %q %q; want rule %q reason %q", c.path, d.Verdict, d.Rule, d.Reason, c.rule, c.reason)
 		}
 	}
+	// A device that could not be matched with the host's: the inode
+	// number of a hidden file is refused, whatever the device; another
+	// is decided by its path.
+	for _, c := range []struct {
+		path   string
+		ino    uint64
+		rule   string
+		reason string
+	}{
+		{home + "/keyalias", id(home + "/.ssh/id_x").Ino, "files.deny:~/.ssh/**", "opening a file files.deny hides: " + home + "/keyalias has the inode number of " + home + "/.ssh/id_x, which was hidden at start, on a device that could not be matched with the host's: it may be another name (hard link) of it"},
+		{home + "/.cache/x/.env", 1, "files.deny:**/.env", "opening a file files.deny hides: " + home + "/.cache/x/.env matches files.deny \"**/.env\""},
+		{home + "/.cache/x/y", 1, "", "readable in the sandbox: " + home + "/.cache/x/y"},
+	} {
+		d := g.DecideOpenUnknownDevice(c.path, c.ino)
+		if d.Allowed() != (c.rule == "") || d.Rule != c.rule || d.Reason != c.reason {
+			t.Errorf("DecideOpenUnknownDevice(%s) = %v %q %q; want rule %q reason %q", c.path, d.Verdict, d.Rule, d.Reason, c.rule, c.reason)
+		}
+	}
 	// The open gate may decide on more than one goroutine (go test -race).
 	var wg sync.WaitGroup
 	for range 4 {

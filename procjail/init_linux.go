@@ -55,7 +55,7 @@ func RunInit() int {
 	sigs := make(chan os.Signal, 64)
 	subscribed := make(chan struct{})
 	go func() {
-		signal.Notify(sigs, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGWINCH,
+		signal.Notify(sigs, parentDeathSignal, unix.SIGCHLD, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGWINCH,
 			unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 		// The signals Go's runtime crashes on when a process sends them
 		// (kill -ABRT 1 from inside printed a traceback and ended the
@@ -89,10 +89,14 @@ func RunInit() int {
 
 	// Message 3, then wait for "go" (message 4); anything else aborts.
 	fmt.Fprintf(ctl, "ready\n")
-	var goMsg [3]byte
-	if _, err := io.ReadFull(ctl, goMsg[:]); err != nil || string(goMsg[:]) != "go\n" {
+	goMsg, gateFDs, err := readGo(controlFD)
+	if err != nil || goMsg != "go\n" {
 		unrule()
 		return 125
+	}
+	if err := holdOpenGate(spec.OpenGate, gateFDs); err != nil {
+		unrule()
+		return fail(err)
 	}
 
 	<-subscribed
@@ -112,6 +116,72 @@ func RunInit() int {
 	return superviseInit(pid, sigs, ctlw, spec.Container)
 }
 
+// parentDeathSignal is the init's parent death signal in a pid namespace
+// of its own (namespaceAttr); superviseInit takes it as sandboxd's death.
+// The command cannot send it (kill -PWR 1 fails with EPERM, checked by hand).
+const parentDeathSignal = unix.SIGPWR
+
+// readGo reads message 4 from the control socket fd: "go\n" and the
+// descriptors it carries (SCM_RIGHTS, close-on-exec).
+func readGo(fd int) (string, []int, error) {
+	var msg []byte
+	var fds []int
+	buf := make([]byte, 3)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for len(msg) < 3 {
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf[:3-len(msg)], oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", fds, err
+		}
+		if oobn > 0 {
+			cms, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err != nil {
+				return "", fds, err
+			}
+			for _, cm := range cms {
+				if got, err := unix.ParseUnixRights(&cm); err == nil {
+					fds = append(fds, got...)
+				}
+			}
+		}
+		if n == 0 {
+			return "", fds, io.EOF
+		}
+		msg = append(msg, buf[:n]...)
+	}
+	return string(msg), fds, nil
+}
+
+// holdOpenGate checks the descriptors message 4 carried: with the open
+// gate, exactly one, of a fanotify group, which the init keeps open (never
+// read, never inherited: close-on-exec) until it exits, after every other
+// process of the sandbox (superviseInit); without it, none.
+func holdOpenGate(want bool, fds []int) error {
+	if !want {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		if len(fds) > 0 {
+			return stepErrf("open gate", "%d descriptors came with go, and no open gate", len(fds))
+		}
+		return nil
+	}
+	if len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return stepErrf("open gate", "%d descriptors came with go; want the group's", len(fds))
+	}
+	if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fds[0])); err != nil || l != "anon_inode:[fanotify]" {
+		unix.Close(fds[0])
+		return stepErrf("open gate", "the descriptor that came with go is %q (%v), not a fanotify group", l, err)
+	}
+	return nil
+}
+
 // superviseInit reaps every child on SIGCHLD, forwards other signals to the
 // command's process group, tells the parent on ctl when the command stops
 // (Ctrl-Z: the parent then gives the terminal back and stops itself), and
@@ -119,6 +189,19 @@ func RunInit() int {
 // the command's status.
 func superviseInit(mainPID int, sigs <-chan os.Signal, ctl io.Writer, container *ContainerMode) int {
 	for sig := range sigs {
+		if sig == parentDeathSignal && container == nil {
+			// sandboxd died: every other process is killed and reaped
+			// before this one exits and closes its descriptor of the open
+			// gate's group (a process with SIGKILL pending that waits
+			// for a permission answer gets an error, not the file).
+			unix.Kill(-1, unix.SIGKILL)
+			for {
+				if _, err := unix.Wait4(-1, nil, 0, nil); err != nil && err != unix.EINTR {
+					break
+				}
+			}
+			return 125
+		}
 		if sig != unix.SIGCHLD {
 			// The command leads its own process group.
 			if err := unix.Kill(-mainPID, sig.(syscall.Signal)); err == unix.ESRCH {

@@ -288,6 +288,10 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		SkipMountLayer:   spec.skipMountLayer,
 		Proc:             spec.Proc,
 		Container:        spec.Container,
+		OpenGate:         spec.OpenGate != nil,
+	}
+	if spec.OpenGate != nil && spec.Container != nil {
+		return nil, cleanup, stepErrf("open gate", "container mode has no mount namespace of its own to mark")
 	}
 	if (spec.Container != nil) != p.container {
 		return nil, cleanup, stepErrf("container mode", "the spec and the prestarted init disagree on container mode")
@@ -400,9 +404,20 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 			return nil, cleanup, stepErr("open gate", err) // the child reads EOF: exits 125
 		}
 	}
-	// A child that already failed has closed its end; its reason is still
-	// waiting in the socket, so a failed write here is only read past.
-	io.WriteString(parentCtl, "go\n")
+	if spec.OpenGate != nil {
+		// Message 4 with a descriptor of the group: the init holds the
+		// group open until every other process of the sandbox is dead
+		// (should sandboxd die first, the kernel would otherwise allow
+		// every open waiting for, or coming after, its last close).
+		if err := unix.Sendmsg(int(parentCtl.Fd()), []byte("go\n"), unix.UnixRights(spec.OpenGate.fd), nil, 0); err != nil {
+			return nil, cleanup, stepErr("open gate", fmt.Errorf("give the init the group's descriptor: %w", err))
+		}
+	} else {
+		// A child that already failed has closed its end; its reason is
+		// still waiting in the socket, so a failed write here is only
+		// read past.
+		io.WriteString(parentCtl, "go\n")
+	}
 	pid, err := await(func() (int, error) {
 		if !readyRead {
 			if _, err := readReply(br, "ready"); err != nil {
@@ -687,7 +702,14 @@ func namespaceAttr() *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET |
 			syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
-		Pdeathsig: syscall.SIGKILL,
+		// The init's parent death signal is one it catches (superviseInit):
+		// it kills every other process of its pid namespace and reaps them
+		// before it exits and closes its descriptor of the open gate's
+		// group. SIGKILL would close the descriptor first (a process's
+		// files go before its namespace's other processes are killed).
+		// Before the command runs, the init ignores it (it is PID 1) and
+		// reads EOF on the control socket instead.
+		Pdeathsig: parentDeathSignal,
 		// A process group of its own: a shell's SIGCONT (fg, bg) to
 		// sandboxd's group must not reach the init, which would continue
 		// the command before sandboxd gives it the terminal back (it then

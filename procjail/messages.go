@@ -25,7 +25,10 @@ import (
 //  4. parent → child: "go\n" once everything outside is ready too
 //     (Spec.Ready); the parent sends it without waiting for message 3, and
 //     the child reads it only after sending message 3. EOF instead means
-//     "abort": the child exits 125 without starting the command.
+//     "abort": the child exits 125 without starting the command. With
+//     the open gate (initSpec.OpenGate) "go\n" carries, as SCM_RIGHTS, a
+//     descriptor of the gate's fanotify group; without it the child fails
+//     "open gate" (exit 125).
 //  5. child: "close descriptors", "no new privileges", "drop capabilities",
 //     "seccomp filter", "start command"; then child → parent: "ok <pid>\n"
 //     (pid as seen inside) or "error <step>: <reason>\n" (exit 125).
@@ -63,6 +66,10 @@ type initSpec struct {
 	SkipMountLayer   bool           `json:"skipMountLayer,omitempty"` // tests only: Landlock alone
 	Proc             ProcMode       `json:"proc,omitempty"`           // "" is ProcFresh
 	Container        *ContainerMode `json:"container,omitempty"`      // container mode: no namespaces
+	// OpenGate: message 4 carries a descriptor of the open gate's
+	// fanotify group (SCM_RIGHTS), which the init holds until every other
+	// process of the sandbox is dead (openGateFD).
+	OpenGate bool `json:"openGate,omitempty"`
 
 	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
 	// reportRefusal tells the parent what the create gate refused.

@@ -3,9 +3,12 @@ package procjail
 // OpenDecider decides one open the open gate sees: the opened file's path
 // as the kernel names it (canonical, in the sandbox's mount namespace,
 // which shows host paths at the same places) and its identity. It returns
-// refused with the rule and the reason. sandboxd's is policy's
+// refused with the rule and the reason. known says whether id is the
+// host's identity of the file (a device of the host's, or an overlay's
+// lower file mapped to it); when it is not, the device is the sandbox's
+// own and only the inode number can be compared. sandboxd's is policy's
 // OpenGuard.DecideOpen; it must be safe for concurrent use.
-type OpenDecider func(path string, id FileID) (refused bool, rule, reason string)
+type OpenDecider func(path string, id FileID, known bool) (refused bool, rule, reason string)
 
 // OpenRefusal is one open the open gate refused: the opened file's path,
 // the process (its pid inside the sandbox and its name) and why.

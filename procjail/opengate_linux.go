@@ -49,6 +49,9 @@ type OpenGate struct {
 	// devAlias maps a device the home overlay shows lower files under to
 	// their host device (overlayDevices); read-only once serve runs.
 	devAlias map[uint64]uint64
+	// hostDevs are the devices of sandboxd's own mounts (the host's,
+	// hostDevices): a file on one of them has the host's identity.
+	hostDevs map[uint64]bool
 	served   chan struct{}
 	// stopping ends the pre-mark walk (Close); premarked is closed when
 	// it is done (or never ran).
@@ -161,6 +164,9 @@ func (g *OpenGate) Mark(initPID int) error {
 		g.Marked++
 	}
 	g.devAlias = overlayDevices(root, overlays)
+	if g.hostDevs, err = hostDevices("/proc/self/mountinfo"); err != nil {
+		return fmt.Errorf("open gate: %w", err)
+	}
 	if g.Marked == 0 {
 		return fmt.Errorf("open gate: none of %s is a mount or on one inside the sandbox", strings.Join(g.opts.Roots, ", "))
 	}
@@ -353,7 +359,8 @@ func (g *OpenGate) answer(fd, pid int, mask uint64) error {
 		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: "open gate", Reason: "the opened file cannot be named or identified: " + err.Error()})
 		return g.respond(fd, unix.FAN_DENY, path)
 	}
-	if refused, rule, reason := g.opts.Decide(path, g.hostID(id)); refused {
+	id, known := g.identify(path, id)
+	if refused, rule, reason := g.opts.Decide(path, id, known); refused {
 		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: rule, Reason: reason})
 		return g.respond(fd, unix.FAN_DENY, path)
 	}
@@ -390,6 +397,58 @@ func (g *OpenGate) hostID(id FileID) FileID {
 		id.Dev = d
 	}
 	return id
+}
+
+// identify is the host's identity of the event's file at path whose
+// identity inside is id, and whether it could be established (known). In
+// order:
+//
+//  1. a file on a device of the host's mounts (hostDevs) is id;
+//  2. a file on a device overlayDevices mapped is the host's file;
+//  3. a file whose host path (the sandbox's paths are the host's) is, by
+//     lstat, a file with the same inode number is that host file: the
+//     home overlay's lower file, when overlayDevices learnt no mapping
+//     (a home holding nothing but hidden files);
+//  4. anything else (an overlay's upper file, the sandbox's own tmpfs, a
+//     lower file whose host name went since) is not known: the decider
+//     must refuse a hidden identity by its inode number alone.
+func (g *OpenGate) identify(path string, id FileID) (FileID, bool) {
+	if g.hostDevs[id.Dev] {
+		return id, true
+	}
+	if d, ok := g.devAlias[id.Dev]; ok {
+		return FileID{Dev: d, Ino: id.Ino}, true
+	}
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) == nil && st.Ino == id.Ino && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		return FileID{Dev: st.Dev, Ino: st.Ino}, true
+	}
+	return id, false
+}
+
+// hostDevices are the devices (major:minor) of the mounts a mountinfo
+// file lists.
+func hostDevices(path string) (map[uint64]bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	devs := map[uint64]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var maj, min uint32
+		if len(f) < 3 {
+			return nil, fmt.Errorf("%s: %q", path, line)
+		}
+		if _, err := fmt.Sscanf(f[2], "%d:%d", &maj, &min); err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", path, line, err)
+		}
+		devs[unix.Mkdev(maj, min)] = true
+	}
+	return devs, nil
 }
 
 // refused fills in the process's inside pid and name and reports r.

@@ -38,7 +38,7 @@ func TestOpenGate(t *testing.T) {
 	var refusals []OpenRefusal
 	gate, err := NewOpenGate(OpenGateOptions{
 		Roots: []string{dir},
-		Decide: func(path string, id FileID) (bool, string, string) {
+		Decide: func(path string, id FileID, _ bool) (bool, string, string) {
 			mu.Lock()
 			defer mu.Unlock()
 			asked[path]++
@@ -82,7 +82,7 @@ func TestOpenGateMarkFails(t *testing.T) {
 		testenv.SkipOrFail(t, err.Error())
 	}
 	dir := t.TempDir()
-	gate, err := NewOpenGate(OpenGateOptions{Roots: []string{dir}, Decide: func(string, FileID) (bool, string, string) { return false, "", "" }})
+	gate, err := NewOpenGate(OpenGateOptions{Roots: []string{dir}, Decide: func(string, FileID, bool) (bool, string, string) { return false, "", "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestOpenGatePreMark(t *testing.T) {
 	gate, err := NewOpenGate(OpenGateOptions{
 		Roots:   []string{dir},
 		PreMark: []string{dir},
-		Decide: func(path string, id FileID) (bool, string, string) {
+		Decide: func(path string, id FileID, _ bool) (bool, string, string) {
 			mu.Lock()
 			defer mu.Unlock()
 			asked[path]++
@@ -212,7 +212,7 @@ func TestOpenGateFails(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("fine\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			gate, err := NewOpenGate(OpenGateOptions{Roots: []string{dir}, Decide: func(string, FileID) (bool, string, string) { return false, "", "" }})
+			gate, err := NewOpenGate(OpenGateOptions{Roots: []string{dir}, Decide: func(string, FileID, bool) (bool, string, string) { return false, "", "" }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -286,7 +286,7 @@ func TestOpenGateMarkAllowed(t *testing.T) {
 	if err := OpenGateAvailable(); err != nil {
 		testenv.SkipOrFail(t, err.Error())
 	}
-	gate, err := NewOpenGate(OpenGateOptions{Roots: []string{"/"}, Decide: func(string, FileID) (bool, string, string) { return false, "", "" }})
+	gate, err := NewOpenGate(OpenGateOptions{Roots: []string{"/"}, Decide: func(string, FileID, bool) (bool, string, string) { return false, "", "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func (w *preMarkWalk) file(host, inside int, name, path string) {
 		w.g.hostID(FileID{Dev: in.Dev, Ino: in.Ino}) != (FileID{Dev: st.Dev, Ino: st.Ino}) {
 		return
 	}
-	if refused, _, _ := w.g.opts.Decide(path, FileID{Dev: st.Dev, Ino: st.Ino}); refused {
+	if refused, _, _ := w.g.opts.Decide(path, FileID{Dev: st.Dev, Ino: st.Ino}, true); refused {
 		return
 	}
 	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)

@@ -109,6 +109,7 @@ const (
 	AttrPath        = "path"         // create refused, open refused: the name refused
 	AttrOp          = "op"           // create refused: open, mkdir, mknod, rename, link or symlink
 	AttrComm        = "comm"         // create refused, open refused: the process's name (/proc/PID/comm)
+	AttrRepeated    = "repeated"     // open refused: a summary line, for this many refusals of the path not written one by one (the last one's pid, comm and reason)
 	AttrEnvRemoved  = "env_removed"  // session start: the variables --unset-env and environment.unset left out (names only)
 	AttrCredentials = "credentials"  // session start: the credentials the proxy injects (variable names only); proxy: those put into this connection's requests
 	AttrPlaceholder = "placeholders" // proxy: credentials whose placeholder was seen and passed as it is (another host, a URL, a body)

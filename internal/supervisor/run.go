@@ -196,6 +196,8 @@ type session struct {
 	// openGateState is the start line's open_gate: "on", or "off: " and
 	// why ("" before openGate ran).
 	openGateState string
+	// refusals caps the open gate's refusal lines (openRefused).
+	refusals refusalLines
 
 	stopLive func()
 
@@ -313,6 +315,10 @@ func (s *session) wait() int {
 			slog.String(audit.AttrReason, msg))
 		fmt.Fprintf(s.stderr, "sandboxd: %s\n", msg)
 	}
+	// The refusals counted and not yet written (openRefused), before
+	// the exit line; one the gate decides after this (an event read
+	// after its process died) is written when the gate's step ends.
+	s.flushRefusals()
 	exit := []slog.Attr{slog.Int(audit.AttrExitStatus, code)}
 	if err != nil {
 		// The session failed under the command (the open gate could not
