@@ -457,12 +457,19 @@ func splitPath(p string) []string {
 // matchPrefix reports whether the pattern segments match segs or any of its
 // leading prefixes (a match on a directory covers what is below it).
 func matchPrefix(pat, segs []string) bool {
+	return matchSegments(pat, segs, true)
+}
+
+// matchSegments matches pattern segments ("**" any number of segments,
+// path.Match for the others) against segs, whole or, with prefix, any
+// leading part of segs.
+func matchSegments(pat, segs []string, prefix bool) bool {
 	if len(pat) == 0 {
-		return true
+		return prefix || len(segs) == 0
 	}
 	if pat[0] == "**" {
 		for i := 0; i <= len(segs); i++ {
-			if matchPrefix(pat[1:], segs[i:]) {
+			if matchSegments(pat[1:], segs[i:], prefix) {
 				return true
 			}
 		}
@@ -474,7 +481,7 @@ func matchPrefix(pat, segs []string) bool {
 	if ok, _ := path.Match(pat[0], segs[0]); !ok {
 		return false
 	}
-	return matchPrefix(pat[1:], segs[1:])
+	return matchSegments(pat[1:], segs[1:], prefix)
 }
 
 // patternSegments is the canonical pattern, split, through the memo if any.

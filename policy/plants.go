@@ -361,24 +361,7 @@ func (g CreateGuard) denyAncestor(c string) string {
 // matchWhole reports whether the pattern segments match segs exactly (no
 // trailing segments left over).
 func matchWhole(pat, segs []string) bool {
-	if len(pat) == 0 {
-		return len(segs) == 0
-	}
-	if pat[0] == "**" {
-		for i := 0; i <= len(segs); i++ {
-			if matchWhole(pat[1:], segs[i:]) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(segs) == 0 {
-		return false
-	}
-	if ok, _ := path.Match(pat[0], segs[0]); !ok {
-		return false
-	}
-	return matchWhole(pat[1:], segs[1:])
+	return matchSegments(pat, segs, false)
 }
 
 // PlantAncestor is a directory name that holds a protected name: Entry

@@ -1473,9 +1473,18 @@ func (w *walker) decideMoveSource(dir int, name string) (*CreateRefusal, unix.Er
 	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, 0
 	}
+	return eachBelow(src, src, func(p string, _ os.DirEntry) (*CreateRefusal, unix.Errno) {
+		return w.decidePathAs("rename", "move-source", p)
+	})
+}
+
+// eachBelow runs decide on every entry below the directory src (at most
+// renameWalkLimit), stopping at its first refusal (EACCES); a walk that
+// fails or passes its bound refuses the rename too (EPERM, naming at).
+func eachBelow(src, at string, decide func(p string, d os.DirEntry) (*CreateRefusal, unix.Errno)) (*CreateRefusal, unix.Errno) {
 	n := 0
 	var refusal *CreateRefusal
-	werr := filepath.WalkDir(src, func(p string, _ os.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -1485,7 +1494,7 @@ func (w *walker) decideMoveSource(dir int, name string) (*CreateRefusal, unix.Er
 		if p == src {
 			return nil
 		}
-		if ref, errno := w.decidePathAs("rename", "move-source", p); errno != 0 {
+		if ref, errno := decide(p, d); errno != 0 {
 			refusal = ref
 			return filepath.SkipAll
 		}
@@ -1494,8 +1503,8 @@ func (w *walker) decideMoveSource(dir int, name string) (*CreateRefusal, unix.Er
 	if refusal != nil {
 		return refusal, unix.EACCES
 	}
-	if werr != nil {
-		return &CreateRefusal{Op: "rename", Path: src, Rule: "create gate", Reason: oneLine(werr.Error())}, unix.EPERM
+	if err != nil {
+		return &CreateRefusal{Op: "rename", Path: at, Rule: "create gate", Reason: oneLine(err.Error())}, unix.EPERM
 	}
 	return nil, 0
 }
@@ -1519,18 +1528,7 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 		return &CreateRefusal{Op: "rename", Path: newName, Rule: "create gate", Reason: "cannot place the directories"}, unix.EPERM
 	}
 	src, dst := filepath.Join(from, name), filepath.Join(to, newName)
-	n := 0
-	var refusal *CreateRefusal
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if n++; n > renameWalkLimit {
-			return fmt.Errorf("more than %d entries below %s to decide", renameWalkLimit, src)
-		}
-		if p == src {
-			return nil
-		}
+	ref, errno := eachBelow(src, dst, func(p string, d os.DirEntry) (*CreateRefusal, unix.Errno) {
 		// A name below is decided as created there (a directory named
 		// .git moves with its repository), a symlink as one: it would
 		// bring what it leads to under a protected name's directory.
@@ -1538,20 +1536,12 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 		if d.Type()&os.ModeSymlink != 0 {
 			op = "symlink"
 		}
-		if ref, errno := w.decidePathAs("rename", op, dst+strings.TrimPrefix(p, src)); errno != 0 {
-			refusal = ref
-			return filepath.SkipAll
-		}
-		return nil
+		return w.decidePathAs("rename", op, dst+strings.TrimPrefix(p, src))
 	})
-	if refusal != nil {
-		refusal.Reason = fmt.Sprintf("moving %s to %s: %s", src, dst, refusal.Reason)
-		return refusal, unix.EACCES
+	if errno == unix.EACCES {
+		ref.Reason = fmt.Sprintf("moving %s to %s: %s", src, dst, ref.Reason)
 	}
-	if err != nil {
-		return &CreateRefusal{Op: "rename", Path: dst, Rule: "create gate", Reason: oneLine(err.Error())}, unix.EPERM
-	}
-	return nil, 0
+	return ref, errno
 }
 
 // open performs open(path, flags, mode) with O_CREAT: an existing file is
