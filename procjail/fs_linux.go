@@ -681,3 +681,86 @@ func landlockFor(fs *FileSystem) *landlockRules {
 	}
 	return r
 }
+
+// hostShown is, for the open gate's pre-mark, where the sandbox built from
+// a FileSystem shows the host's own files at their host paths, decided
+// from the plan alone (the walk starts before the init has built
+// anything). Each entry is a path where setupFileSystem, setupInside or
+// setupDev mounts something: shown says whether what is there inside is
+// the host's file at that path (a clone or a bind of it: the same inode)
+// or not (a mask, a skeleton, a tmpfs, the home overlay, /proc, /sys,
+// /dev, the generated resolv.conf). A path is shown as the host's when the
+// deepest entry at or above it is a shown one, or there is none (the
+// host, made read-only); where a shown and a not-shown entry name the
+// same path, not shown wins. It errs only toward "not shown": a kept tree
+// placed above /tmp, /var/tmp or the home overlay covers them, yet they
+// count as not shown.
+type hostShown map[string]bool
+
+// newHostShown is the plan's entries (see hostShown):
+//
+//   - not shown: every Hidden path (masked, or a skeleton tmpfs around
+//     what it reveals), /tmp and /var/tmp (privateTmp), HomeOverlay (its
+//     lower files show under another device, its upper ones are not the
+//     host's), /proc, /sys and /dev (with /dev/shm), /etc/resolv.conf and
+//     the file it leads to (bindResolvConf binds over that path,
+//     following a symlink);
+//   - shown: WriteRoots and Revealed (clones of the host's trees, moved
+//     into place after the tmpfs and the overlay, outermost first, so
+//     they cover them); Protected and Pinned are binds over themselves
+//     and change nothing.
+func newHostShown(fs *FileSystem) hostShown {
+	h := hostShown{}
+	for _, p := range append(append([]string(nil), fs.WriteRoots...), fs.Revealed...) {
+		h[p] = true
+	}
+	not := append(append([]string(nil), fs.Hidden...), "/proc", "/sys", "/dev", "/etc/resolv.conf")
+	if fs.Confine {
+		not = append(not, privateTmpDirs...)
+	}
+	if fs.HomeOverlay != "" {
+		not = append(not, fs.HomeOverlay)
+	}
+	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
+		not = append(not, r)
+	}
+	for _, p := range not {
+		h[filepath.Clean(p)] = false
+	}
+	return h
+}
+
+// at says whether the sandbox shows the host's file at p: the deepest
+// entry at or above p decides.
+func (h hostShown) at(p string) bool {
+	for q := filepath.Clean(p); ; q = filepath.Dir(q) {
+		if shown, ok := h[q]; ok {
+			return shown
+		}
+		if q == "/" {
+			return true
+		}
+	}
+}
+
+// child is what the sandbox shows at p, an entry of a directory it shows
+// as the host's: an entry at p decides, else it is the parent's.
+func (h hostShown) child(p string) bool {
+	shown, ok := h[p]
+	return !ok || shown
+}
+
+// planMounts are the paths setupFileSystem mounts something at (or may:
+// a missing hidden path is not masked), from the plan: the write roots,
+// revealed, hidden, protected, pinned and placeholder paths, the private
+// tmp directories and the home overlay. The open gate's pre-mark tells
+// them from mounts the sandbox inherited from the host.
+func planMounts(fs *FileSystem) map[string]bool {
+	m := map[string]bool{}
+	for _, l := range [][]string{fs.WriteRoots, fs.Revealed, fs.Hidden, fs.Protected, fs.Pinned, fs.Placeholders, privateTmpDirs, nonEmpty(fs.HomeOverlay)} {
+		for _, p := range l {
+			m[p] = true
+		}
+	}
+	return m
+}

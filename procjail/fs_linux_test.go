@@ -238,3 +238,54 @@ echo x > "$HOME/.claude/other" && echo ok-overlay`)
 		}
 	}
 }
+
+// TestHostShown: where the pre-mark takes the sandbox to show the host's
+// file at the same path, from the plan alone (the deepest entry decides,
+// not shown wins a tie, none is the read-only host).
+func TestHostShown(t *testing.T) {
+	fs := FileSystem{
+		Confine:     true,
+		WriteRoots:  []string{"/home/u/ws", "/tmp/ws", "/both"},
+		Hidden:      []string{"/home/u", "/home/u/ws/.env", "/home/u/ws/secrets", "/both"},
+		Revealed:    []string{"/home/u/ws/secrets/pub"},
+		Protected:   []string{"/home/u/ws/.git/config"},
+		Pinned:      []string{"/home/u/ws/.git"},
+		HomeOverlay: "/home/v",
+	}
+	h := newHostShown(&fs)
+	seen := map[string]bool{}
+	for _, c := range []struct {
+		path  string
+		shown bool
+	}{
+		{"/home/u/ws", true},               // a write root under a hidden home
+		{"/home/u/ws/src/a.go", true},      // below it
+		{"/home/u/ws/.git/config", true},   // protected, pinned: binds over themselves
+		{"/home/u/ws/.env", false},         // a hidden file
+		{"/home/u/ws/secrets/k", false},    // below a hidden directory
+		{"/home/u/ws/secrets/pub/x", true}, // revealed below it
+		{"/home/u/other", false},           // the hidden home outside the write root
+		{"/home/v/ws/a", false},            // the home overlay
+		{"/tmp/x", false},                  // the private /tmp
+		{"/tmp/ws/x", true},                // a write root over it
+		{"/var/tmp/x", false},              // the private /var/tmp
+		{"/both/x", false},                 // write root and hidden: hidden wins
+		{"/proc/self/environ", false},      // the sandbox's own
+		{"/dev/shm/x", false},              // likewise
+		{"/etc/resolv.conf", false},        // the generated one
+		{"/etc/hosts", true},               // the read-only host
+		{"/srv/data/f", true},              // likewise
+	} {
+		if seen[c.path] {
+			t.Fatalf("duplicate row %s", c.path)
+		}
+		seen[c.path] = true
+		if got := h.at(c.path); got != c.shown {
+			t.Errorf("at(%s) = %v; want %v", c.path, got, c.shown)
+		}
+	}
+	// Walking down from a shown root, child gives the same answers.
+	if h.child("/home/u/ws/.env") || h.child("/home/u/ws/secrets") || !h.child("/home/u/ws/src") {
+		t.Error("child disagrees with at below /home/u/ws")
+	}
+}

@@ -261,6 +261,13 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 	if err := spec.Validate(); err != nil {
 		return nil, cleanup, stepErr("spec", err)
 	}
+	if spec.OpenGate != nil {
+		// The open gate's pre-mark walks the host's files while the init
+		// builds the sandbox (its view read from spec.FileSystem, the plan
+		// the init is given below); Mark checks its roots once the view
+		// exists.
+		spec.OpenGate.startPreMark(spec.FileSystem)
+	}
 	var forwardIDs []fileID
 	for _, f := range spec.Forwards {
 		if f.Network == "pass" {

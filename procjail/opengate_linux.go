@@ -53,10 +53,21 @@ type OpenGate struct {
 	// hostDevices): a file on one of them has the host's identity.
 	hostDevs map[uint64]bool
 	served   chan struct{}
-	// stopping ends the pre-mark walk (Close); premarked is closed when
-	// it is done (or never ran).
-	stopping  atomic.Bool
-	premarked chan struct{}
+	// stopping ends the pre-mark walk (Close, checkPreMark); premarked
+	// is closed when it is done. walkMu guards walkStarted (the walk
+	// runs: startPreMark) against closed (Close ran); walkRoots are the
+	// roots the walk holds, set before it runs.
+	stopping    atomic.Bool
+	premarked   chan struct{}
+	walkMu      sync.Mutex
+	walkStarted bool
+	closed      bool
+	walkRoots   []preMarkRoot
+	walkShown   hostShown
+	walkPlan    map[string]bool // planMounts
+	// inside is /proc/<init>/root once checkPreMark passed: the walk
+	// then compares each directory with the sandbox's.
+	inside atomic.Pointer[string]
 	// preMarks is how many files the walk marked; events how many events
 	// serve decided (tests).
 	preMarks, events atomic.Int64
@@ -170,6 +181,10 @@ func (g *OpenGate) Mark(initPID int) error {
 	if g.Marked == 0 {
 		return fmt.Errorf("open gate: none of %s is a mount or on one inside the sandbox", strings.Join(g.opts.Roots, ", "))
 	}
+	// The pre-mark walk (started with the sandbox, before its mounts
+	// existed) read the sandbox's view from the plan: its roots must be
+	// the host's directories inside, or its marks go.
+	g.checkPreMark(root, mounts)
 	// The init, held for serve to kill should it fail (a pidfd: never
 	// another process that got its pid after it was reaped).
 	if g.pidfd, err = unix.PidfdOpen(initPID, 0); err != nil {
@@ -177,7 +192,6 @@ func (g *OpenGate) Mark(initPID int) error {
 	}
 	g.started = true
 	go g.serve()
-	go g.preMark(root)
 	return nil
 }
 
@@ -194,9 +208,17 @@ func kernelMount(m string) bool {
 // when the group is closed.
 func (g *OpenGate) Close() {
 	g.once.Do(func() {
-		if g.started {
+		g.walkMu.Lock()
+		g.closed = true
+		walking := g.walkStarted
+		g.walkMu.Unlock()
+		if walking {
 			g.stopping.Store(true)
 			<-g.premarked
+		} else {
+			close(g.premarked) // no walk will start now
+		}
+		if g.started {
 			one := [8]byte{1}
 			unix.Write(g.stopfd, one[:])
 			<-g.served

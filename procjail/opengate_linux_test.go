@@ -104,16 +104,21 @@ func TestOpenGateMarkFails(t *testing.T) {
 // (ok.txt) is then read inside without an event (decided once, by the
 // walk); what the decider refuses, by name (deny.txt) or by identity (a
 // hard link, made before the start, to a file it refuses by identity), is
-// never marked, and its open is still refused; nor is a file the sandbox
-// hides (masked.txt, under a mount) even when the decider would allow it:
-// a host hard link made to it after the walk is decided at its open.
+// never marked, and its open is still refused; nor is a file the plan
+// hides (masked.txt, a Hidden file; inner.txt, in a Hidden directory)
+// even when the decider would allow it: a host hard link made to it after
+// the walk is decided at its open. The walk starts with Start, before the
+// sandbox's mounts exist: what is hidden comes from the plan.
 func TestOpenGatePreMark(t *testing.T) {
 	testenv.NeedRoot(t)
 	if err := OpenGateAvailable(); err != nil {
 		testenv.SkipOrFail(t, err.Error())
 	}
 	dir := t.TempDir()
-	for name, body := range map[string]string{"deny.txt": "SECRET\n", "ok.txt": "fine\n", "hidden": "SECRET\n", "masked.txt": "MASKED\n"} {
+	if err := os.Mkdir(filepath.Join(dir, "masked.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"deny.txt": "SECRET\n", "ok.txt": "fine\n", "hidden": "SECRET\n", "masked.txt": "MASKED\n", "masked.d/inner.txt": "INNER\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -155,15 +160,16 @@ func TestOpenGatePreMark(t *testing.T) {
 		case <-time.After(30 * time.Second):
 		}
 		os.Link(filepath.Join(dir, "masked.txt"), filepath.Join(dir, "late"))
+		os.Link(filepath.Join(dir, "masked.d", "inner.txt"), filepath.Join(dir, "late2"))
 		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
 	}()
-	spec := sh("while [ ! -e " + dir + "/go ]; do sleep 0.01; done; cat " + dir + "/ok.txt; cat " + dir + "/alias; echo rc=$?; cat " + dir + "/deny.txt; echo rc=$?; cat " + dir + "/late")
-	spec.FileSystem = FileSystem{Confine: true, WriteRoots: []string{dir}, Hidden: []string{filepath.Join(dir, "masked.txt")}}
+	spec := sh("while [ ! -e " + dir + "/go ]; do sleep 0.01; done; cat " + dir + "/ok.txt; cat " + dir + "/alias; echo rc=$?; cat " + dir + "/deny.txt; echo rc=$?; cat " + dir + "/late " + dir + "/late2")
+	spec.FileSystem = FileSystem{Confine: true, WriteRoots: []string{dir}, Hidden: []string{filepath.Join(dir, "masked.txt"), filepath.Join(dir, "masked.d")}}
 	spec.OpenGate = gate
 	code, out, stderr := run(t, spec)
 	gate.Close()
-	if code != 0 || strings.Contains(out, "SECRET") || out != "fine\nrc=1\nrc=1\nMASKED\n" {
-		t.Fatalf("exit %d, stdout %q, stderr %q; want ok.txt read, alias and deny.txt refused, late read", code, out, stderr)
+	if code != 0 || strings.Contains(out, "SECRET") || out != "fine\nrc=1\nrc=1\nMASKED\nINNER\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want ok.txt read, alias and deny.txt refused, late and late2 read", code, out, stderr)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -175,6 +181,9 @@ func TestOpenGatePreMark(t *testing.T) {
 	}
 	if n := asked[dir+"/late"]; n != 1 {
 		t.Errorf("late (a host link to the masked file) decided %d times; want once, at its open (the masked file never marked)", n)
+	}
+	if n := asked[dir+"/late2"]; n != 1 {
+		t.Errorf("late2 (a host link to a file in the masked directory) decided %d times; want once, at its open (never marked)", n)
 	}
 	if n := gate.PreMarks(); n != 1 {
 		t.Errorf("%d files pre-marked; want 1 (ok.txt)", n)
@@ -318,5 +327,69 @@ func TestOpenGateMarkAllowed(t *testing.T) {
 	}
 	if gate.markAllowed(fd, decided) || marked() {
 		t.Error("a file modified since its decision kept its mark")
+	}
+}
+
+// TestOpenGatePreMarkCheck: once the sandbox exists, checkPreMark keeps
+// the walk's marks only when the sandbox shows the walked root as the
+// host's directory and has no mount below it that is neither the plan's
+// nor the host's; otherwise every inode mark of the group is flushed (the
+// walked file's ignore mark is gone: removing it fails with ENOENT). The
+// sandbox's view is faked by its root ("" is the host's) and mount list.
+func TestOpenGatePreMarkCheck(t *testing.T) {
+	testenv.NeedRoot(t)
+	if err := OpenGateAvailable(); err != nil {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(file, []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	for _, c := range []struct {
+		name   string
+		root   string
+		mounts []string
+		hidden []string
+		kept   bool
+	}{
+		{"same view", "", nil, nil, true},
+		{"the root another inode inside", "/nonexistent", nil, nil, false},
+		{"an inherited mount the host no longer has", "", []string{sub}, nil, false},
+		{"a mount of the plan's", "", []string{sub}, []string{sub}, true},
+		{"the root's own mount", "", []string{dir}, nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gate, err := NewOpenGate(OpenGateOptions{Roots: []string{dir}, PreMark: []string{dir},
+				Decide: func(string, FileID, bool) (bool, string, string) { return false, "", "" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gate.Close()
+			gate.startPreMark(FileSystem{Confine: true, WriteRoots: []string{dir}, Hidden: c.hidden})
+			<-gate.PreMarkDone()
+			if n := gate.PreMarks(); n != 1 {
+				t.Fatalf("%d files pre-marked; want 1 (a.txt)", n)
+			}
+			if got := gate.checkPreMark(c.root, c.mounts); got != c.kept {
+				t.Errorf("checkPreMark = %v; want %v", got, c.kept)
+			}
+			fd, err := unix.Open(file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			err = unix.FanotifyMark(gate.fd, unix.FAN_MARK_REMOVE|unix.FAN_MARK_IGNORE, openGateMask, fd, "")
+			if c.kept && err != nil {
+				t.Errorf("a.txt's mark: %v; want it kept", err)
+			}
+			if !c.kept && !errors.Is(err, unix.ENOENT) {
+				t.Errorf("removing a.txt's mark: %v; want ENOENT (flushed)", err)
+			}
+		})
 	}
 }
