@@ -94,10 +94,9 @@ type createGate struct {
 	as       *ContainerMode
 	uid, gid int // the workers' (the command's) ids
 	report   func(CreateRefusal)
-	wake     int // eventfd (semaphore): one count per queued job
 	mu       sync.Mutex
-	queue    []func(ready bool)
-	idle     int // workers waiting for a job, less the jobs queued for them
+	queue    []func(ready bool) // jobs no idle worker took
+	idle     []*createWorker    // workers waiting for a job, the last to wait last
 	workers  atomic.Int32
 	sharedFS atomic.Bool   // unshare(CLONE_FS) was refused (prepareThread)
 	aside    chan struct{} // a semaphore of maxAsideOpens
@@ -129,9 +128,6 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 	if s.Container != nil {
 		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
 	}
-	if c.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_SEMAPHORE); err != nil {
-		return nil, fmt.Errorf("eventfd: %w", err)
-	}
 	return c, nil
 }
 
@@ -153,72 +149,119 @@ func containsNr(l []uint32, n uint32) bool {
 	return false
 }
 
-// submit runs job on a worker thread (ready: the thread is the
-// command's; otherwise job must fail the call), starting one when none is
-// idle (at most maxCreateWorkers; past that the job waits for one). The
-// workers wait in read(2) on an eventfd, not on a channel: the kernel
-// wakes one thread directly, where a goroutine locked to its thread
-// costs the scheduler a hand-off of its own (about 60 µs a call here).
-func (c *createGate) submit(job func(ready bool)) {
-	c.mu.Lock()
-	c.queue = append(c.queue, job)
-	start := c.idle == 0 && c.workers.Load() < maxCreateWorkers
-	if c.idle > 0 {
-		c.idle--
-	}
-	c.mu.Unlock()
-	if start {
-		c.workers.Add(1)
-		c.startWorker()
-	}
-	var one [8]byte
-	one[0] = 1 // native endian 1 (amd64, arm64)
-	unix.Write(c.wake, one[:])
+// createWorker is one worker thread: it waits in read(2) on its own
+// eventfd, and job is what it was woken for.
+type createWorker struct {
+	wake int
+	job  func(ready bool)
 }
 
-// next waits for a job (on a worker thread).
-func (c *createGate) next() func(bool) {
-	var buf [8]byte
-	for {
-		if _, err := unix.Read(c.wake, buf[:]); err != nil && err != unix.EINTR {
-			return nil
-		} else if err != nil {
-			continue
+// submit runs job on a worker thread (ready: the thread is the
+// command's; otherwise job must fail the call): the idle worker that
+// waited last, else the queue, taken by the first worker to finish or by
+// one started for it (at most maxCreateWorkers). The workers wait in
+// read(2) on an eventfd each, not on a channel: the kernel wakes that
+// one thread directly, where a goroutine locked to its thread costs the
+// scheduler a hand-off of its own (about 60 µs a call here). One eventfd
+// each, not one shared: an eventfd's read wakes every thread waiting on
+// it, and all but one went back to sleep (three context switches a call
+// with three workers).
+func (c *createGate) submit(job func(ready bool)) {
+	c.mu.Lock()
+	if n := len(c.idle); n > 0 {
+		w := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		w.job = job
+		c.mu.Unlock()
+		var one [8]byte
+		one[0] = 1 // native endian 1 (amd64, arm64)
+		if _, err := unix.Write(w.wake, one[:]); err != nil {
+			// Never seen: an eventfd's write fails only on overflow.
+			c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine("waking a worker: " + err.Error())})
 		}
+		return
+	}
+	c.queue = append(c.queue, job)
+	start := c.workers.Load() < maxCreateWorkers
+	c.mu.Unlock()
+	if !start {
+		return
+	}
+	c.workers.Add(1)
+	if err := c.startWorker(); err != nil {
+		// No thread to run it: a queued job fails here (fail closed).
+		c.workers.Add(-1)
+		c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine(err.Error())})
 		c.mu.Lock()
-		if len(c.queue) == 0 {
-			c.mu.Unlock()
-			continue
+		var j func(bool)
+		if n := len(c.queue); n > 0 {
+			j = c.queue[n-1]
+			c.queue = c.queue[:n-1]
 		}
+		c.mu.Unlock()
+		if j != nil {
+			j(false)
+		}
+	}
+}
+
+// next waits for a job (on worker w's thread): a queued one first, else
+// w waits idle until submit hands it one.
+func (c *createGate) next(w *createWorker) func(bool) {
+	c.mu.Lock()
+	if len(c.queue) > 0 {
 		job := c.queue[0]
 		c.queue = c.queue[1:]
 		c.mu.Unlock()
 		return job
 	}
+	c.idle = append(c.idle, w)
+	c.mu.Unlock()
+	var buf [8]byte
+	for {
+		if _, err := unix.Read(w.wake, buf[:]); err != nil && err != unix.EINTR {
+			return nil
+		} else if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		job := w.job
+		w.job = nil
+		c.mu.Unlock()
+		if job != nil {
+			return job
+		}
+	}
 }
 
 // startWorker starts one worker thread, never the main thread (whose
 // credentials and Landlock domain are the init's; see offMainThread).
-func (c *createGate) startWorker() {
+func (c *createGate) startWorker() error {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("worker eventfd: %w", err)
+	}
+	w := &createWorker{wake: wake}
 	started := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() != unix.Getpid() {
-			c.work(started)
+			c.work(w, started)
 			return
 		}
-		go c.work(started)
+		go c.work(w, started)
 		<-started
 		runtime.UnlockOSThread()
 	}()
 	<-started
+	return nil
 }
 
 // work makes the calling thread the command's and runs jobs on it for
 // the init's life. The thread stays locked: Go never reuses it for
 // anything else, and threads the runtime starts meanwhile are cloned from
 // its template thread, not from this one.
-func (c *createGate) work(started chan struct{}) {
+func (c *createGate) work(w *createWorker, started chan struct{}) {
 	runtime.LockOSThread()
 	err := c.prepareThread()
 	close(started)
@@ -226,14 +269,11 @@ func (c *createGate) work(started chan struct{}) {
 		c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine(err.Error())})
 	}
 	for {
-		job := c.next()
+		job := c.next(w)
 		if job == nil {
 			return
 		}
 		job(err == nil)
-		c.mu.Lock()
-		c.idle++
-		c.mu.Unlock()
 	}
 }
 
