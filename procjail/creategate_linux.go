@@ -94,10 +94,9 @@ type createGate struct {
 	as       *ContainerMode
 	uid, gid int // the workers' (the command's) ids
 	report   func(CreateRefusal)
-	wake     int // eventfd (semaphore): one count per queued job
 	mu       sync.Mutex
-	queue    []func(ready bool)
-	idle     int // workers waiting for a job, less the jobs queued for them
+	queue    []func(ready bool) // jobs no idle worker took
+	idle     []*createWorker    // workers waiting for a job, the last to wait last
 	workers  atomic.Int32
 	sharedFS atomic.Bool   // unshare(CLONE_FS) was refused (prepareThread)
 	aside    chan struct{} // a semaphore of maxAsideOpens
@@ -106,6 +105,7 @@ type createGate struct {
 	rootOnce sync.Once
 	root     int
 	rootErr  error
+	status   [4096]byte // the gate goroutine's buffer for /proc/TID/status (caller)
 }
 
 // newCreateGate returns the gate for s, or nil when s has no create guard.
@@ -129,9 +129,6 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 	if s.Container != nil {
 		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
 	}
-	if c.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_SEMAPHORE); err != nil {
-		return nil, fmt.Errorf("eventfd: %w", err)
-	}
 	return c, nil
 }
 
@@ -153,72 +150,119 @@ func containsNr(l []uint32, n uint32) bool {
 	return false
 }
 
-// submit runs job on a worker thread (ready: the thread is the
-// command's; otherwise job must fail the call), starting one when none is
-// idle (at most maxCreateWorkers; past that the job waits for one). The
-// workers wait in read(2) on an eventfd, not on a channel: the kernel
-// wakes one thread directly, where a goroutine locked to its thread
-// costs the scheduler a hand-off of its own (about 60 µs a call here).
-func (c *createGate) submit(job func(ready bool)) {
-	c.mu.Lock()
-	c.queue = append(c.queue, job)
-	start := c.idle == 0 && c.workers.Load() < maxCreateWorkers
-	if c.idle > 0 {
-		c.idle--
-	}
-	c.mu.Unlock()
-	if start {
-		c.workers.Add(1)
-		c.startWorker()
-	}
-	var one [8]byte
-	one[0] = 1 // native endian 1 (amd64, arm64)
-	unix.Write(c.wake, one[:])
+// createWorker is one worker thread: it waits in read(2) on its own
+// eventfd, and job is what it was woken for.
+type createWorker struct {
+	wake int
+	job  func(ready bool)
 }
 
-// next waits for a job (on a worker thread).
-func (c *createGate) next() func(bool) {
-	var buf [8]byte
-	for {
-		if _, err := unix.Read(c.wake, buf[:]); err != nil && err != unix.EINTR {
-			return nil
-		} else if err != nil {
-			continue
+// submit runs job on a worker thread (ready: the thread is the
+// command's; otherwise job must fail the call): the idle worker that
+// waited last, else the queue, taken by the first worker to finish or by
+// one started for it (at most maxCreateWorkers). The workers wait in
+// read(2) on an eventfd each, not on a channel: the kernel wakes that
+// one thread directly, where a goroutine locked to its thread costs the
+// scheduler a hand-off of its own (about 60 µs a call here). One eventfd
+// each, not one shared: an eventfd's read wakes every thread waiting on
+// it, and all but one went back to sleep (three context switches a call
+// with three workers).
+func (c *createGate) submit(job func(ready bool)) {
+	c.mu.Lock()
+	if n := len(c.idle); n > 0 {
+		w := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		w.job = job
+		c.mu.Unlock()
+		var one [8]byte
+		one[0] = 1 // native endian 1 (amd64, arm64)
+		if _, err := unix.Write(w.wake, one[:]); err != nil {
+			// Never seen: an eventfd's write fails only on overflow.
+			c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine("waking a worker: " + err.Error())})
 		}
+		return
+	}
+	c.queue = append(c.queue, job)
+	start := c.workers.Load() < maxCreateWorkers
+	c.mu.Unlock()
+	if !start {
+		return
+	}
+	c.workers.Add(1)
+	if err := c.startWorker(); err != nil {
+		// No thread to run it: a queued job fails here (fail closed).
+		c.workers.Add(-1)
+		c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine(err.Error())})
 		c.mu.Lock()
-		if len(c.queue) == 0 {
-			c.mu.Unlock()
-			continue
+		var j func(bool)
+		if n := len(c.queue); n > 0 {
+			j = c.queue[n-1]
+			c.queue = c.queue[:n-1]
 		}
+		c.mu.Unlock()
+		if j != nil {
+			j(false)
+		}
+	}
+}
+
+// next waits for a job (on worker w's thread): a queued one first, else
+// w waits idle until submit hands it one.
+func (c *createGate) next(w *createWorker) func(bool) {
+	c.mu.Lock()
+	if len(c.queue) > 0 {
 		job := c.queue[0]
 		c.queue = c.queue[1:]
 		c.mu.Unlock()
 		return job
 	}
+	c.idle = append(c.idle, w)
+	c.mu.Unlock()
+	var buf [8]byte
+	for {
+		if _, err := unix.Read(w.wake, buf[:]); err != nil && err != unix.EINTR {
+			return nil
+		} else if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		job := w.job
+		w.job = nil
+		c.mu.Unlock()
+		if job != nil {
+			return job
+		}
+	}
 }
 
 // startWorker starts one worker thread, never the main thread (whose
 // credentials and Landlock domain are the init's; see offMainThread).
-func (c *createGate) startWorker() {
+func (c *createGate) startWorker() error {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("worker eventfd: %w", err)
+	}
+	w := &createWorker{wake: wake}
 	started := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() != unix.Getpid() {
-			c.work(started)
+			c.work(w, started)
 			return
 		}
-		go c.work(started)
+		go c.work(w, started)
 		<-started
 		runtime.UnlockOSThread()
 	}()
 	<-started
+	return nil
 }
 
 // work makes the calling thread the command's and runs jobs on it for
 // the init's life. The thread stays locked: Go never reuses it for
 // anything else, and threads the runtime starts meanwhile are cloned from
 // its template thread, not from this one.
-func (c *createGate) work(started chan struct{}) {
+func (c *createGate) work(w *createWorker, started chan struct{}) {
 	runtime.LockOSThread()
 	err := c.prepareThread()
 	close(started)
@@ -226,14 +270,11 @@ func (c *createGate) work(started chan struct{}) {
 		c.report(CreateRefusal{Op: "worker", Rule: "create gate", Reason: oneLine(err.Error())})
 	}
 	for {
-		job := c.next()
+		job := c.next(w)
 		if job == nil {
 			return
 		}
 		job(err == nil)
-		c.mu.Lock()
-		c.idle++
-		c.mu.Unlock()
 	}
 }
 
@@ -683,7 +724,7 @@ func (c *createGate) fail(req *seccompNotif, kind, path string, err error) unix.
 }
 
 // caller reads what the gate needs of req's thread: its /proc entry's
-// ids and umask.
+// ids and umask (on the gate's goroutine: c.status is its buffer).
 func (c *createGate) caller(req *seccompNotif) (*caller, error) {
 	cl := &caller{req: req, pidfd: -1, root: -1}
 	var status []byte
@@ -692,28 +733,30 @@ func (c *createGate) caller(req *seccompNotif) (*caller, error) {
 		if cl.procDir, err = procDirOf(c.proc, int(req.Pid)); err != nil {
 			return
 		}
-		status, err = readSmall(cl.procDir + "/status")
+		status, err = readSmallInto(cl.procDir+"/status", c.status[:])
 	}); rerr != nil {
 		err = rerr
 	}
 	if err != nil {
 		return nil, err
 	}
-	fields := map[string][]string{}
-	for _, line := range strings.Split(string(status), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			fields[k] = strings.Fields(v)
-		}
-	}
-	um, err1 := strconv.ParseInt(firstField(fields["Umask"]), 8, 32)
-	if err1 != nil || len(fields["Uid"]) != 4 || len(fields["Gid"]) != 4 || firstField(fields["Tgid"]) == "" || firstField(fields["Pid"]) == "" {
+	f := parseStatus(status)
+	um, err1 := strconv.ParseInt(firstField(f.umask), 8, 32)
+	if err1 != nil || len(f.uid) != 4 || len(f.gid) != 4 || firstField(f.tgid) == "" || firstField(f.pid) == "" {
 		return nil, fmt.Errorf("%s/status: no Umask, Uid, Gid, Tgid or Pid", cl.procDir)
 	}
-	if fields["Uid"][3] != strconv.Itoa(c.uid) || fields["Gid"][3] != strconv.Itoa(c.gid) {
-		return nil, fmt.Errorf("%s's fs ids are %s:%s, not the command's %d:%d", cl.procDir, fields["Uid"][3], fields["Gid"][3], c.uid, c.gid)
+	if f.uid[3] != strconv.Itoa(c.uid) || f.gid[3] != strconv.Itoa(c.gid) {
+		return nil, fmt.Errorf("%s's fs ids are %s:%s, not the command's %d:%d", cl.procDir, f.uid[3], f.gid[3], c.uid, c.gid)
 	}
-	cl.umask, cl.tgid, cl.tid = int(um), fields["Tgid"][0], fields["Pid"][0]
+	cl.umask, cl.tgid, cl.tid = int(um), f.tgid[0], f.pid[0]
 	return cl, nil
+}
+
+// callerStatus holds the fields of a /proc/PID/status that the gate reads,
+// each split on white space (nil: no such line; a later line of the same
+// key wins, as it did in a map of every line).
+type callerStatus struct {
+	umask, uid, gid, tgid, pid []string
 }
 
 func firstField(l []string) string {
@@ -721,6 +764,40 @@ func firstField(l []string) string {
 		return ""
 	}
 	return l[0]
+}
+
+// parseStatus reads the fields of callerStatus from a /proc/PID/status.
+func parseStatus(b []byte) callerStatus {
+	var f callerStatus
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		var dst *[]string
+		switch string(k) {
+		case "Umask":
+			dst = &f.umask
+		case "Uid":
+			dst = &f.uid
+		case "Gid":
+			dst = &f.gid
+		case "Tgid":
+			dst = &f.tgid
+		case "Pid":
+			dst = &f.pid
+		default:
+			continue
+		}
+		*dst = strings.Fields(string(v))
+	}
+	return f
 }
 
 // readString reads a NUL-terminated path from the caller's memory, once
@@ -807,14 +884,13 @@ func (c *createGate) rootFD() (int, error) {
 	return c.root, nil
 }
 
-// readSmall reads a small /proc file with one read.
-func readSmall(path string) ([]byte, error) {
+// readSmallInto reads a small /proc file with one read into buf.
+func readSmallInto(path string, buf []byte) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, 4096)
 	n, err := unix.Read(fd, buf)
 	if err != nil {
 		return nil, err
@@ -851,7 +927,18 @@ type resolved struct {
 	parent int
 	name   string
 	obj    int
+	// seen: what the walk's last step saw at name (a followed last
+	// component that was not walked into): statExists with st, or
+	// statMissing; statUnknown otherwise.
+	seen int
+	st   unix.Stat_t
 }
+
+const (
+	statUnknown = iota
+	statExists
+	statMissing
+)
 
 func (r resolved) close() {
 	if r.parent >= 0 {
@@ -883,11 +970,10 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 	if filepath.IsAbs(path) || start < 0 {
 		from = w.cl.root
 	}
-	cur, err := unix.Dup(from)
+	cur, err := dupCloexec(from)
 	if err != nil {
 		return resolved{}, unix.EMFILE
 	}
-	unix.CloseOnExec(cur)
 	queue := splitPath(path)
 	if len(queue) == 0 {
 		// "/": the root itself.
@@ -903,10 +989,24 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 		if comp == "." {
 			continue
 		}
-		next, st, errno := w.step(cur, comp)
+		next := -1
+		var st unix.Stat_t
+		var errno unix.Errno
+		if last {
+			// The last component is stat'ed, and opened only when it is
+			// a directory (walked into): a file or a missing name needs
+			// no descriptor here, and the stat is the one open uses.
+			if err := unix.Fstatat(cur, comp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				errno = errnoOr(err)
+			} else if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				next, st, errno = w.step(cur, comp)
+			}
+		} else {
+			next, st, errno = w.step(cur, comp)
+		}
 		if errno != 0 {
 			if errno == unix.ENOENT && last {
-				return resolved{parent: cur, name: comp, obj: -1}, 0
+				return resolved{parent: cur, name: comp, obj: -1, seen: statMissing}, 0
 			}
 			unix.Close(cur)
 			return resolved{}, errno
@@ -921,7 +1021,9 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 				return resolved{}, unix.EACCES
 			}
 		case unix.S_IFLNK:
-			unix.Close(next)
+			if next >= 0 {
+				unix.Close(next)
+			}
 			if w.links++; w.links > maxSymlinks {
 				unix.Close(cur)
 				return resolved{}, unix.ELOOP
@@ -963,10 +1065,9 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 			}
 			if filepath.IsAbs(target) {
 				unix.Close(cur)
-				if cur, err = unix.Dup(w.cl.root); err != nil {
+				if cur, err = dupCloexec(w.cl.root); err != nil {
 					return resolved{}, unix.EMFILE
 				}
-				unix.CloseOnExec(cur)
 			}
 			queue = append(splitPath(target), queue...)
 			if len(queue) == 0 {
@@ -974,9 +1075,11 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 				return resolved{parent: -1, obj: cur}, 0
 			}
 		default:
-			unix.Close(next)
+			if next >= 0 {
+				unix.Close(next)
+			}
 			if last {
-				return resolved{parent: cur, name: comp, obj: -1}, 0
+				return resolved{parent: cur, name: comp, obj: -1, seen: statExists, st: st}, 0
 			}
 			unix.Close(cur)
 			return resolved{}, unix.ENOTDIR
@@ -984,6 +1087,11 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 	}
 	// The last component was a directory, followed.
 	return resolved{parent: -1, obj: cur}, 0
+}
+
+// dupCloexec duplicates fd, close-on-exec (one call: F_DUPFD_CLOEXEC).
+func dupCloexec(fd int) (int, error) {
+	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 // step opens comp in dir without following it (O_PATH) and stats it.
@@ -1194,11 +1302,10 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		}
 		var old resolved
 		if p1 == "" && o.flags&unix.AT_EMPTY_PATH != 0 {
-			fd, err := unix.Dup(d1)
+			fd, err := dupCloexec(d1)
 			if err != nil {
 				return -1, unix.EMFILE, nil
 			}
-			unix.CloseOnExec(fd)
 			old = resolved{parent: -1, obj: fd}
 		} else {
 			var errno unix.Errno
@@ -1581,8 +1688,19 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		// opened here with O_NONBLOCK, which no such open waits on,
 		// so that a FIFO put there since cannot block the worker: it
 		// is seen and the open made again.
+		// What the walk's last step saw is used as it is: a stat made
+		// here would be as old by the open.
 		var pre unix.Stat_t
-		exists := unix.Fstatat(r.parent, r.name, &pre, unix.AT_SYMLINK_NOFOLLOW) == nil
+		var exists, missing bool
+		switch r.seen {
+		case statExists:
+			pre, exists = r.st, true
+		case statMissing:
+			missing = true
+		default:
+			err := unix.Fstatat(r.parent, r.name, &pre, unix.AT_SYMLINK_NOFOLLOW)
+			exists, missing = err == nil, err == unix.ENOENT
+		}
 		if exists && flags&unix.O_EXCL != 0 {
 			r.close()
 			return -1, unix.EEXIST, nil
@@ -1602,7 +1720,13 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		if (!exists || pre.Mode&unix.S_IFMT == unix.S_IFREG) && flags&unix.O_NONBLOCK == 0 {
 			guard = unix.O_NONBLOCK
 		}
-		fd, err := unix.Openat(r.parent, r.name, plain|guard|unix.O_NOFOLLOW, 0)
+		// A name seen missing is not opened first (that open would
+		// fail with ENOENT as well): created below, O_EXCL, and
+		// opened on the next pass if it was made meanwhile.
+		fd, err := -1, error(unix.ENOENT)
+		if !missing {
+			fd, err = unix.Openat(r.parent, r.name, plain|guard|unix.O_NOFOLLOW, 0)
+		}
 		if err == nil && guard != 0 {
 			var st unix.Stat_t
 			if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {

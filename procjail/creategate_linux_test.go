@@ -1,0 +1,66 @@
+//go:build linux
+
+package procjail
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseStatus: the create gate reads a caller's umask, fs ids and
+// numbers from its /proc/TID/status; a line it does not read changes
+// nothing, a missing one is nil (the caller is then refused), and a later
+// line of the same key wins.
+func TestParseStatus(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want callerStatus
+	}{
+		{"all", "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t9\nNgid:\t0\nPid:\t11\nPPid:\t1\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t101\nGroups:\t\n",
+			callerStatus{umask: []string{"0022"}, tgid: []string{"9"}, pid: []string{"11"}, uid: []string{"1000", "1000", "1000", "1000"}, gid: []string{"100", "100", "100", "101"}}},
+		{"no final newline", "Umask:\t0077\nPid:\t3", callerStatus{umask: []string{"0077"}, pid: []string{"3"}}},
+		{"missing lines", "Name:\tx\nState:\tR\n", callerStatus{}},
+		{"later wins", "Pid:\t1\nPid:\t2\n", callerStatus{pid: []string{"2"}}},
+		{"no colon", "Umask 0022\nTgid:\t5\n", callerStatus{tgid: []string{"5"}}},
+		{"key is whole", "TracerPid:\t7\nPPid:\t8\nUmask:\t0002\n", callerStatus{umask: []string{"0002"}}},
+		{"empty", "", callerStatus{}},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.in] {
+			t.Fatalf("duplicate input %q", c.in)
+		}
+		seen[c.in] = true
+		got := parseStatus([]byte(c.in))
+		if diff := cmp.Diff(c.want, got, cmp.AllowUnexported(callerStatus{})); diff != "" {
+			t.Errorf("%s: parseStatus (-want +got):\n%s", c.name, diff)
+		}
+	}
+}
+
+// TestParseStatusSelf reads this process's own status as the gate reads
+// a caller's.
+func TestParseStatusSelf(t *testing.T) {
+	var buf [4096]byte
+	b, err := readSmallInto("/proc/self/status", buf[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := parseStatus(b)
+	if len(f.uid) != 4 || f.uid[3] != strconv.Itoa(os.Getuid()) {
+		t.Errorf("Uid %q, want 4 fields ending in %d", f.uid, os.Getuid())
+	}
+	if len(f.gid) != 4 || f.gid[3] != strconv.Itoa(os.Getgid()) {
+		t.Errorf("Gid %q, want 4 fields ending in %d", f.gid, os.Getgid())
+	}
+	if firstField(f.tgid) != strconv.Itoa(os.Getpid()) || firstField(f.pid) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("Tgid %q Pid %q, want %d", f.tgid, f.pid, os.Getpid())
+	}
+	if _, err := strconv.ParseInt(firstField(f.umask), 8, 32); err != nil {
+		t.Errorf("Umask %q: %v", f.umask, err)
+	}
+}
