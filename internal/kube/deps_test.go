@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"github.com/barry-rocks/sandbox/internal/testenv"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,10 +13,7 @@ const thisPackage = "github.com/barry-rocks/sandbox/internal/kube"
 // harness starts on every tool call: no package of hookgate's build is
 // this one or from k8s.io, and only cmd/sandboxd imports this package.
 func TestOnlySandboxdImportsKube(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH")
-	}
+	goBin := testenv.NeedCommand(t, "go")
 	list := func(args ...string) []string {
 		t.Helper()
 		out, err := exec.Command(goBin, append([]string{"list"}, args...)...).Output()
