@@ -1,10 +1,11 @@
 package kube
 
 import (
-	"github.com/barry-rocks/sandbox/internal/testenv"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 const thisPackage = "github.com/barry-rocks/sandbox/internal/kube"
