@@ -106,6 +106,14 @@ func startPodWith(t *testing.T, name, policy string, o podOpts) *testPod {
 		t.Fatalf("netinit: %s", r)
 	}
 	flags := append(containerFlags(t, sidecar), volumes...)
+	// Its own runtime directory, an emptyDir no other container mounts,
+	// and the literal variables that name it.
+	flags = append(flags, "--tmpfs", fmt.Sprintf("%s:uid=%d,gid=%d,mode=0700", kube.ProxyRuntimeDir, kube.ProxyUID, kube.ProxyUID))
+	for _, e := range sidecar.Env {
+		if e.ValueFrom == nil {
+			flags = append(flags, "--env", e.Name+"="+e.Value)
+		}
+	}
 	if p.secretDir != "" {
 		flags = append(flags, "-v", p.secretDir+":"+kube.CredentialDir+":ro")
 	}
