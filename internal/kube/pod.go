@@ -344,9 +344,9 @@ func hasMount(c *corev1.Container, dir string) bool {
 //     volumes at the same paths, runs its programs and reads its roots
 //     from there), and keeps the runtime's masked /proc, AppArmor and
 //     SELinux confinement;
-// 10. the agent's groups (its runAsGroup, the pod's, supplemental groups,
+//  10. the agent's groups (its runAsGroup, the pod's, supplemental groups,
 //     fsGroup) do not hold the sidecar's gid;
-// 11. with credentials, the agent has a command (it is wrapped to read
+//  11. with credentials, the agent has a command (it is wrapped to read
 //     the placeholders).
 func checkSpec(spec *corev1.PodSpec, s *session) error {
 	refuse := func(format string, a ...any) error {
