@@ -106,11 +106,19 @@ func startPodWith(t *testing.T, name, policy string, o podOpts) *testPod {
 		t.Fatalf("netinit: %s", r)
 	}
 	flags := append(containerFlags(t, sidecar), volumes...)
+	// Its own runtime directory, an emptyDir no other container mounts,
+	// and the literal variables that name it.
+	flags = append(flags, "--tmpfs", fmt.Sprintf("%s:uid=%d,gid=%d,mode=0700", kube.ProxyRuntimeDir, kube.ProxyUID, kube.ProxyUID))
+	for _, e := range sidecar.Env {
+		if e.ValueFrom == nil {
+			flags = append(flags, "--env", e.Name+"="+e.Value)
+		}
+	}
 	if p.secretDir != "" {
 		flags = append(flags, "-v", p.secretDir+":"+kube.CredentialDir+":ro")
 	}
 	// The world's CA: the sidecar verifies a credential host's server.
-	flags = append(flags, "--env", "POD_NAME="+name, "--env", "POD_NAMESPACE=agents", "--env", "POD_UID=uid-"+name, "--env", "SSL_CERT_FILE="+p.w.caFile)
+	flags = append(flags, "--env", "POD_NAME="+name, "--env", "POD_NAMESPACE=agents", "--env", "POD_UID=uid-"+name, "--env", "BARRY_SESSION=session-"+name, "--env", "SSL_CERT_FILE="+p.w.caFile)
 	argv := append(imageCommand(sidecar.Command), "--dns-upstream", dnsAddr+":53", "--allow-private", "192.0.2.0/24", "--allow-private", "2001:db8::/32")
 	p.sidecar = startDetached(t, containerOpts{network: net, hostTools: true, flags: flags}, argv...)
 	deadline := time.Now().Add(30 * time.Second)
@@ -422,11 +430,11 @@ func TestPodSidecar(t *testing.T) {
 
 	t.Run("fleet", func(t *testing.T) {
 		logs := p.logs(t)
-		if !strings.Contains(logs, `"msg":"session start"`) || !strings.Contains(logs, `"pod":"pod-a"`) || !strings.Contains(logs, `"namespace":"agents"`) || !strings.Contains(logs, `"pod_uid":"uid-pod-a"`) {
+		if !strings.Contains(logs, `"msg":"session start"`) || !strings.Contains(logs, `"pod":"pod-a"`) || !strings.Contains(logs, `"namespace":"agents"`) || !strings.Contains(logs, `"pod_uid":"uid-pod-a"`) || !strings.Contains(logs, `"session_name":"session-pod-a"`) {
 			t.Errorf("the sidecar's audit on stdout lacks the session start or the pod's fields:\n%s", logs)
 		}
 		for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
-			if strings.Contains(l, `"decision"`) && !strings.Contains(l, `"pod":"pod-a"`) {
+			if strings.Contains(l, `"decision"`) && (!strings.Contains(l, `"pod":"pod-a"`) || !strings.Contains(l, `"session_name":"session-pod-a"`)) {
 				t.Errorf("a decision line without the pod: %s", l)
 			}
 		}

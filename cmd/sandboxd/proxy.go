@@ -13,7 +13,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/barry-rocks/sandbox/internal/audit"
 	"github.com/barry-rocks/sandbox/internal/cli"
+	"github.com/barry-rocks/sandbox/internal/kube"
 	"github.com/barry-rocks/sandbox/internal/supervisor"
 	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/proxy"
@@ -36,8 +38,8 @@ the capture and the DNS proxy on the loopback ports netinit redirects the
 agent's uid to, the agent's hook rulings on the Unix socket PATH (a volume
 the agent mounts), /readyz and /livez on --health-listen, the policy file
 kept live (a ConfigMap's swap applies within a second), the audit as JSON
-lines on stdout ("-", the default) carrying POD_NAME, POD_NAMESPACE and
-POD_UID from the environment. A policy's credentials are read from
+lines on stdout ("-", the default) carrying POD_NAME, POD_NAMESPACE,
+POD_UID and BARRY_SESSION from the environment. A policy's credentials are read from
 --credential-dir (the mounted Secret, one file per key) and never from an
 environment; their placeholders (placeholders/VARIABLE) and the trust the
 agent needs for the sidecar's TLS termination (trust/ca-bundle.pem,
@@ -250,7 +252,8 @@ func runSidecar(ctx context.Context, io cli.IO, a sidecarArgs) int {
 		defer f.Close()
 		o.Audit = f
 	}
-	for _, kv := range [][2]string{{"pod", "POD_NAME"}, {"namespace", "POD_NAMESPACE"}, {"pod_uid", "POD_UID"}} {
+	for _, kv := range [][2]string{{audit.AttrPod, kube.EnvPodName}, {audit.AttrNamespace, kube.EnvPodNamespace},
+		{audit.AttrPodUID, kube.EnvPodUID}, {audit.AttrSessionName, kube.EnvSession}} {
 		if v := os.Getenv(kv[1]); v != "" {
 			o.Fleet = append(o.Fleet, slog.String(kv[0], v))
 		}

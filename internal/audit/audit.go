@@ -63,6 +63,14 @@ const (
 	AttrRule     = "rule"     // the policy entry that decided, "" when none
 	AttrExclude  = "exclude"  // an allow's exclusion globs the call is rewritten to carry
 
+	// A pod's sidecar (sandboxd proxy --sidecar): on every line, the
+	// pod's identity from the downward API, so that a cluster's log
+	// pipeline can tell sessions apart.
+	AttrPod         = "pod"          // the pod's name
+	AttrNamespace   = "namespace"    // its namespace
+	AttrPodUID      = "pod_uid"      // its uid
+	AttrSessionName = "session_name" // its session (the barry.rocks/session label)
+
 	// Proxy and DNS lines.
 	AttrClient     = "client"      // client address
 	AttrHost       = "host"        // requested host, canonical when valid

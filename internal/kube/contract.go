@@ -41,6 +41,11 @@ const (
 	// agent (read-only); HookSocket in it is the hook ruling server.
 	RunDir     = "/run/barry"
 	HookSocket = RunDir + "/hooks.sock"
+	// ProxyRuntimeDir is the sidecar's own emptyDir, which no other
+	// container mounts: its runtime directory (the proxies' sockets, the
+	// status file sandboxd status reads) and temporary files, as
+	// XDG_RUNTIME_DIR and TMPDIR. Its /tmp is the agent's, read-only.
+	ProxyRuntimeDir = "/run/barry-proxy"
 	// CredentialDir is where the credential Secret is mounted, in the
 	// sidecar only: a credential's value is its key there (the policy's
 	// file CredentialDir/KEY, or the key named as its variable).

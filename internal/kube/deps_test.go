@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/barry-rocks/sandbox/internal/testenv"
 )
 
 const thisPackage = "github.com/barry-rocks/sandbox/internal/kube"
@@ -12,10 +14,7 @@ const thisPackage = "github.com/barry-rocks/sandbox/internal/kube"
 // harness starts on every tool call: no package of hookgate's build is
 // this one or from k8s.io, and only cmd/sandboxd imports this package.
 func TestOnlySandboxdImportsKube(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH")
-	}
+	goBin := testenv.NeedCommand(t, "go")
 	list := func(args ...string) []string {
 		t.Helper()
 		out, err := exec.Command(goBin, append([]string{"list"}, args...)...).Output()

@@ -293,6 +293,10 @@ func checkManifests(t testing.TB, m *Manifests, w want) {
 	mounts := func(c corev1.Container) map[string]string {
 		out := map[string]string{}
 		for _, mt := range c.VolumeMounts {
+			// The API server refuses two mounts at one path.
+			if _, dup := out[mt.MountPath]; dup {
+				errorf("%s mounts two volumes at %s", c.Name, mt.MountPath)
+			}
 			ro := ""
 			if mt.ReadOnly {
 				ro = " ro"
@@ -301,12 +305,15 @@ func checkManifests(t testing.TB, m *Manifests, w want) {
 		}
 		return out
 	}
-	// The sidecar's own: the policy, the socket's volume, a /tmp; and
-	// the agent's volumes, read-only at the same paths (its rulings walk
-	// them).
-	wantProxy := map[string]string{"/etc/barry/policy": "barry-policy ro", "/run/barry": "barry-run", "/tmp": "barry-proxy-tmp"}
+	// The sidecar's own: the policy, the socket's volume, its runtime
+	// directory; and the agent's volumes, /tmp too, read-only at the same
+	// paths (its rulings walk them).
+	wantProxy := map[string]string{"/etc/barry/policy": "barry-policy ro", "/run/barry": "barry-run", "/run/barry-proxy": "barry-proxy-tmp"}
+	if envValue(proxy.Env, "XDG_RUNTIME_DIR") != "/run/barry-proxy" || envValue(proxy.Env, "TMPDIR") != "/run/barry-proxy" {
+		errorf("%s env %v: want XDG_RUNTIME_DIR and TMPDIR its runtime directory", proxy.Name, proxy.Env)
+	}
 	for p, name := range mounts(agent) {
-		if p != "/run/barry" && p != "/tmp" {
+		if p != "/run/barry" {
 			wantProxy[p] = strings.TrimSuffix(name, " ro") + " ro"
 		}
 	}

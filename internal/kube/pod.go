@@ -61,6 +61,8 @@ func proxyContainer(s *session) corev1.Container {
 			fieldEnv(EnvPodNamespace, "metadata.namespace"),
 			fieldEnv(EnvPodUID, "metadata.uid"),
 			fieldEnv(EnvSession, "metadata.labels['"+SessionLabel+"']"),
+			{Name: "XDG_RUNTIME_DIR", Value: ProxyRuntimeDir},
+			{Name: "TMPDIR", Value: ProxyRuntimeDir},
 		},
 		StartupProbe:   healthProbe(ReadyPath, 1, 60),
 		ReadinessProbe: healthProbe(ReadyPath, 5, 3),
@@ -77,6 +79,7 @@ func proxyContainer(s *session) corev1.Container {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: volPolicy, MountPath: PolicyDir, ReadOnly: true},
 			{Name: volRun, MountPath: RunDir},
+			{Name: volProxyTmp, MountPath: ProxyRuntimeDir},
 		},
 	}
 	if s.credentialSecret != "" {
@@ -199,10 +202,11 @@ func addSession(meta *metav1.ObjectMeta, spec *corev1.PodSpec, s *session) error
 
 // sidecarSees gives the sidecar what its rulings need of the agent: its
 // uid (the only peer of the hook socket besides the sidecar's own), its
-// HOME ("~/" in file rules), and its volumes, read-only at the same
-// paths (a search is ruled on what exists below it: the pod has no
-// filesystem layer of sandboxd's); and a /tmp of its own for its
-// proxies' sockets, which the agent never mounts.
+// HOME ("~/" in file rules), and its volumes, /tmp included, read-only at
+// the same paths (a search is ruled on what exists below it: the pod has
+// no filesystem layer of sandboxd's). Its own files are in
+// ProxyRuntimeDir, which the agent never mounts; checkSpec keeps the
+// agent's volumes off the paths the sidecar runs from.
 func sidecarSees(px, agent *corev1.Container, s *session) {
 	px.Command = append(px.Command, "--agent-uid", strconv.FormatInt(s.uid, 10))
 	if home := envValue(agent.Env, "HOME"); path.IsAbs(home) {
@@ -215,7 +219,6 @@ func sidecarSees(px, agent *corev1.Container, s *session) {
 		m.ReadOnly = true
 		px.VolumeMounts = append(px.VolumeMounts, m)
 	}
-	px.VolumeMounts = append(px.VolumeMounts, corev1.VolumeMount{Name: volProxyTmp, MountPath: "/tmp"})
 }
 
 // confineAgent makes c the agent: its own non-root uid and gid, no
@@ -333,9 +336,17 @@ func hasMount(c *corev1.Container, dir string) bool {
 //     could be the agent's uid;
 //  7. no volume named as one of ours, none at WorkspaceDir when a claim is
 //     added;
-//  8. the agent mounts no hostPath and does not read the credential
-//     Secret (as a volume, env or envFrom);
-//  9. with credentials, the agent has a command (it is wrapped to read
+//  8. no container mounts a volume of the session's by its name, or reads
+//     the credential Secret (as a volume, env or envFrom): only the
+//     sidecar does;
+//  9. the agent mounts no hostPath, no service account token, nothing at
+//     a system path (systemPaths: the sidecar, which sees the agent's
+//     volumes at the same paths, runs its programs and reads its roots
+//     from there), and keeps the runtime's masked /proc, AppArmor and
+//     SELinux confinement;
+//  10. the agent's groups (its runAsGroup, the pod's, supplemental groups,
+//     fsGroup) do not hold the sidecar's gid;
+//  11. with credentials, the agent has a command (it is wrapped to read
 //     the placeholders).
 func checkSpec(spec *corev1.PodSpec, s *session) error {
 	refuse := func(format string, a ...any) error {
@@ -406,17 +417,39 @@ func checkSpec(spec *corev1.PodSpec, s *session) error {
 	for _, v := range spec.Volumes {
 		vols[v.Name] = v
 	}
+	for _, c := range all {
+		label := c.Name
+		if c.Name == agent.Name {
+			label += " (the agent)"
+		}
+		for _, m := range c.VolumeMounts {
+			switch v := vols[m.Name]; {
+			case slices.Contains(reservedVolumes, m.Name) || (s.workspaceClaim != "" && m.Name == volWorkspace):
+				return refuse("container %s: mounts %s, the session's own volume", label, m.Name)
+			case s.credentialSecret != "" && volumeReadsSecret(v, s.credentialSecret):
+				return refuse("container %s: mounts the credential Secret %s", label, s.credentialSecret)
+			}
+		}
+		if s.credentialSecret != "" && containerEnvReadsSecret(&c, s.credentialSecret) {
+			return refuse("container %s: reads the credential Secret %s in its environment", label, s.credentialSecret)
+		}
+	}
 	for _, m := range agent.VolumeMounts {
 		v := vols[m.Name]
 		switch {
 		case v.HostPath != nil:
 			return refuse("container %s (the agent): mounts hostPath %s", agent.Name, v.HostPath.Path)
-		case s.credentialSecret != "" && volumeReadsSecret(v, s.credentialSecret):
-			return refuse("container %s (the agent): mounts the credential Secret %s", agent.Name, s.credentialSecret)
+		case volumeHasToken(v):
+			return refuse("container %s (the agent): mounts a service account token (volume %s); the session has no API credentials", agent.Name, m.Name)
+		case systemPath(m.MountPath) != "":
+			return refuse("container %s (the agent): mounts %s at %s, a system path (%s) the sidecar would run from, seeing the agent's copy", agent.Name, m.Name, m.MountPath, systemPath(m.MountPath))
 		}
 	}
-	if s.credentialSecret != "" && containerEnvReadsSecret(agent, s.credentialSecret) {
-		return refuse("container %s (the agent): reads the credential Secret %s in its environment", agent.Name, s.credentialSecret)
+	if why := weakened(agent, spec.SecurityContext); why != "" {
+		return refuse("container %s (the agent): %s", agent.Name, why)
+	}
+	if g := sidecarGroup(agent, spec.SecurityContext); g != "" {
+		return refuse("container %s (the agent): %s is the sidecar's gid %d", agent.Name, g, ProxyUID)
 	}
 	if len(s.credentials) > 0 && len(agent.Command) == 0 {
 		return refuse("container %s (the agent): no command; the policy names credentials (%s) and the agent's command is wrapped to read their placeholders: set command to its image's entrypoint", agent.Name, s.credentials[0].env)
@@ -435,6 +468,81 @@ func containerUID(c *corev1.Container, psc *corev1.PodSecurityContext) *int64 {
 		return psc.RunAsUser
 	}
 	return nil
+}
+
+// systemPaths are where the sidecar's image keeps its programs, libraries,
+// trust roots and runtime: an agent's volume there would be the sidecar's
+// too (sidecarSees), its files run or read by uid ProxyUID.
+var systemPaths = []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/run", "/var/run", "/proc", "/sys", "/dev"}
+
+// systemPath is the entry of systemPaths that dir is at or below ("/" for
+// the root itself), or "".
+func systemPath(dir string) string {
+	d := path.Clean("/" + dir)
+	if d == "/" {
+		return "/"
+	}
+	for _, p := range systemPaths {
+		if d == p || strings.HasPrefix(d, p+"/") {
+			return p
+		}
+	}
+	return ""
+}
+
+// volumeHasToken reports whether v projects a service account token.
+func volumeHasToken(v corev1.Volume) bool {
+	return v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(p corev1.VolumeProjection) bool { return p.ServiceAccountToken != nil })
+}
+
+// weakened says how c's (or the pod's, psc) security context lifts the
+// runtime's confinement of a container: an unmasked /proc, AppArmor
+// unconfined, SELinux's super-privileged type; "" when it does not.
+func weakened(c *corev1.Container, psc *corev1.PodSecurityContext) string {
+	var aa *corev1.AppArmorProfile
+	var se *corev1.SELinuxOptions
+	if psc != nil {
+		aa, se = psc.AppArmorProfile, psc.SELinuxOptions
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+			return "procMount: Unmasked (the runtime's masked /proc paths would be readable)"
+		}
+		if sc.AppArmorProfile != nil {
+			aa = sc.AppArmorProfile
+		}
+		if sc.SELinuxOptions != nil {
+			se = sc.SELinuxOptions
+		}
+	}
+	switch {
+	case aa != nil && aa.Type == corev1.AppArmorProfileTypeUnconfined:
+		return "appArmorProfile: Unconfined"
+	case se != nil && se.Type == "spc_t":
+		return "seLinuxOptions type spc_t (a super-privileged container)"
+	}
+	return ""
+}
+
+// sidecarGroup names the agent's group setting that is ProxyUID (the
+// sidecar's gid), or "".
+func sidecarGroup(c *corev1.Container, psc *corev1.PodSecurityContext) string {
+	if c.SecurityContext != nil && c.SecurityContext.RunAsGroup != nil {
+		if *c.SecurityContext.RunAsGroup == ProxyUID {
+			return "runAsGroup"
+		}
+	} else if psc != nil && psc.RunAsGroup != nil && *psc.RunAsGroup == ProxyUID {
+		return "the pod's runAsGroup"
+	}
+	if psc != nil {
+		if slices.Contains(psc.SupplementalGroups, ProxyUID) {
+			return "a supplemental group"
+		}
+		if psc.FSGroup != nil && *psc.FSGroup == ProxyUID {
+			return "fsGroup"
+		}
+	}
+	return ""
 }
 
 func volumeReadsSecret(v corev1.Volume, name string) bool {
