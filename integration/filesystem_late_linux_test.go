@@ -86,20 +86,7 @@ func TestFSDeniedLater(t *testing.T) {
 			b.write(t, filepath.Join(b.ws, "cfg", "settings"), "PLAIN\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "script.sh"), lateScript, 0o644)
 			pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
-			res := make(chan runResult, 1)
-			go func() {
-				res <- b.run(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}})
-			}()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				if _, err := os.Stat(filepath.Join(b.ws, "phase1")); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the command never reached phase1\n%s", <-res)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			res := b.runUntil(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}}, "phase1")
 			// The host's doings during the session.
 			host := func(argv ...string) {
 				t.Helper()
@@ -221,20 +208,7 @@ func TestFSDeniedLaterHomeOnlyHidden(t *testing.T) {
 	b.write(t, filepath.Join(b.home, ".ssh", "id_x"), "SECRET-KEYALIAS-7f3a\n", 0o600)
 	b.write(t, filepath.Join(b.ws, "script.sh"), homeOnlyHiddenScript, 0o644)
 	pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
-	res := make(chan runResult, 1)
-	go func() {
-		res <- b.run(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}})
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(b.ws, "phase1")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never reached phase1\n%s", <-res)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	res := b.runUntil(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}}, "phase1")
 	if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "keyalias")); err != nil {
 		t.Fatal(err)
 	}
@@ -318,18 +292,7 @@ func TestFSOpenGateOff(t *testing.T) {
 				flags = []string{"--policy", b.policy(t, c.bound)}
 			}
 			script := `touch phase1; i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done; exit 0`
-			res := make(chan runResult, 1)
-			go func() { res <- b.run(t, fsRun{flags: flags, argv: []string{"sh", "-c", script}}) }()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				if _, err := os.Stat(filepath.Join(b.ws, "phase1")); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the command never reached phase1\n%s", <-res)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			res := b.runUntil(t, fsRun{flags: flags, argv: []string{"sh", "-c", script}}, "phase1")
 			groups, found := fanotifyGroups(t)
 			os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644)
 			r := <-res
@@ -468,4 +431,23 @@ func childOf(t *testing.T, pid int) int {
 	}
 	t.Fatalf("no child of %d", pid)
 	return 0
+}
+
+// runUntil runs r in b on its own goroutine and returns once the command
+// has made the file marker in the workspace (within 30 s, else the test
+// fails with what the run printed); the run's result comes on the channel.
+func (b *fsBox) runUntil(t *testing.T, r fsRun, marker string) chan runResult {
+	t.Helper()
+	res := make(chan runResult, 1)
+	go func() { res <- b.run(t, r) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(b.ws, marker)); err == nil {
+			return res
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never reached %s\n%s", marker, <-res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
