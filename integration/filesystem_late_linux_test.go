@@ -451,3 +451,49 @@ func (b *fsBox) runUntil(t *testing.T, r fsRun, marker string) chan runResult {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// unlinkReaders reads late/.env in a loop for a bounded time (after the
+// host starts its loop, go1) into out/reads.
+const unlinkReaders = `set -u
+mkdir -p out late
+touch phase1
+i=0; while [ ! -e go1 ]; do sleep 0.01; i=$((i+1)); [ $i -gt 3000 ] && exit 3; done
+end=$(($(date +%s) + 4))
+r() { while [ $(date +%s) -lt $end ]; do cat late/.env >> out/reads 2>/dev/null; done; }
+r & r & wait
+`
+
+// TestFSDeniedLaterUnlinkedLink: the host links a file the sandbox cannot
+// see into late/.env and removes the name again, in a loop, while the
+// command reads late/.env: an open that races the removal names the file
+// "late/.env (deleted)" (it keeps its other name), and is still decided
+// by late/.env; nor is the file marked as allowed (its other names are
+// decided at their own opens). A review read the secret 763 times so.
+func TestFSDeniedLaterUnlinkedLink(t *testing.T) {
+	b := newFSBox(t, 0, false)
+	secret := filepath.Join(b.base, "outside-secret")
+	if err := os.WriteFile(secret, []byte("SECRET-UNLINKED-7f3a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.write(t, filepath.Join(b.ws, "script.sh"), unlinkReaders, 0o644)
+	pol := b.policy(t, `{files: {deny: ["**/.env"]}}`)
+	res := b.runUntil(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}}, "phase1")
+	late := filepath.Join(b.ws, "late", ".env")
+	os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		os.Link(secret, late)
+		time.Sleep(time.Millisecond)
+		os.Remove(late)
+	}
+	r := <-res
+	if r.code != 0 {
+		t.Fatalf("inside: %s", r)
+	}
+	out, _ := os.ReadFile(filepath.Join(b.ws, "out", "reads"))
+	if n := strings.Count(string(out), "SECRET-"); n > 0 {
+		t.Errorf("%d reads got the secret", n)
+	}
+	if !strings.Contains(r.audit, `"open refused"`) {
+		t.Errorf("no open refused line: the readers never met the file\n%s", r)
+	}
+}

@@ -369,14 +369,12 @@ func (g *OpenGate) respond(fd int, resp uint32, path string) error {
 }
 
 // answer decides one event and answers it: FAN_ALLOW, or FAN_DENY when
-// the decider refuses or the file cannot be named or identified. The
-// answer is written first, and an allowed file's ignore mark added after
-// (the opener waits less): the mark only spares later events, so an open
-// of the same file in between is reported and decided as usual. A
+// the decider refuses or the file cannot be named or identified. An
+// allowed file's ignore mark is added before the answer (markAllowed); a
 // modification between the fstat the decision used and the mark (a mark
 // added after it would outlive it) removes the mark again.
 func (g *OpenGate) answer(fd, pid int, mask uint64) error {
-	path, id, st, err := eventFile(fd)
+	path, id, st, unlinked, err := eventFile(fd)
 	if err != nil {
 		g.refused(OpenRefusal{Path: path, Pid: pid, Rule: "open gate", Reason: "the opened file cannot be named or identified: " + err.Error()})
 		return g.respond(fd, unix.FAN_DENY, path)
@@ -391,8 +389,12 @@ func (g *OpenGate) answer(fd, pid int, mask uint64) error {
 	// inode is evicted. A failure only costs the next event. The mark is
 	// made before the answer: answered first, the caller's next open of
 	// the same file could come before the mark and be decided again
-	// (TestOpenGate saw it on a loaded machine).
-	g.markAllowed(fd, st)
+	// (TestOpenGate saw it on a loaded machine). A file whose name was
+	// removed during the open is not marked: its other names (a host's
+	// hard link) are decided at their own opens.
+	if !unlinked {
+		g.markAllowed(fd, st)
+	}
 	return g.respond(fd, unix.FAN_ALLOW, path)
 }
 
@@ -486,24 +488,23 @@ func (g *OpenGate) refused(r OpenRefusal) {
 }
 
 // eventFile is the path, identity and status of an event's file. A file
-// with no name left (its last name removed since, "... (deleted)") is
-// decided by the name it had.
-func eventFile(fd int) (string, FileID, unix.Stat_t, error) {
-	var st unix.Stat_t
-	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		return "", FileID{}, st, err
+// whose name was removed since the open ("... (deleted)", whether other
+// names are left or not) has the name it had; unlinked says so.
+func eventFile(fd int) (path string, id FileID, st unix.Stat_t, unlinked bool, err error) {
+	if path, err = os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil {
+		return "", FileID{}, st, false, err
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
-		return path, FileID{}, st, err
+		return path, FileID{}, st, false, err
 	}
-	if st.Nlink == 0 {
-		path = strings.TrimSuffix(path, " (deleted)")
-	}
+	// The kernel names a file whose name was removed since the open
+	// "NAME (deleted)", whether or not other names remain: it is decided
+	// by the name it was opened by, and answer leaves it unmarked.
+	path, unlinked = strings.CutSuffix(path, " (deleted)")
 	if !strings.HasPrefix(path, "/") {
-		return path, FileID{}, st, fmt.Errorf("%q is not a path", path)
+		return path, FileID{}, st, unlinked, fmt.Errorf("%q is not a path", path)
 	}
-	return path, FileID{Dev: st.Dev, Ino: st.Ino}, st, nil
+	return path, FileID{Dev: st.Dev, Ino: st.Ino}, st, unlinked, nil
 }
 
 // insidePID is host pid as its innermost pid namespace numbers it
