@@ -165,6 +165,7 @@ func TestOpenGatePreMark(t *testing.T) {
 	}()
 	spec := sh("while [ ! -e " + dir + "/go ]; do sleep 0.01; done; cat " + dir + "/ok.txt; cat " + dir + "/alias; echo rc=$?; cat " + dir + "/deny.txt; echo rc=$?; cat " + dir + "/late " + dir + "/late2")
 	spec.FileSystem = FileSystem{Confine: true, WriteRoots: []string{dir}, Hidden: []string{filepath.Join(dir, "masked.txt"), filepath.Join(dir, "masked.d")}}
+	spec.Dir = dir // the package directory may be under /tmp, which is the sandbox's own
 	spec.OpenGate = gate
 	code, out, stderr := run(t, spec)
 	gate.Close()
