@@ -106,20 +106,8 @@ func TestFSDeniedLater(t *testing.T) {
 			host("sh", "-c", "printf '"+secret("cachedrenamed")+"\\n' >> cfg/settings && mv cfg/settings cfg/.env")
 			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
 			b.chown(t)
-			if err := os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			r := <-res
-			if r.code != 0 {
-				t.Fatalf("sandboxd: %s", r)
-			}
-			read := func(row string) string {
-				out, err := os.ReadFile(filepath.Join(b.ws, "out", row+".txt"))
-				if err != nil {
-					t.Fatalf("row %s: %v\n%s", row, err, r)
-				}
-				return string(out)
-			}
+			r := b.release(t, res)
+			read := func(row string) string { return b.outRow(t, r, row) }
 			start := startLine(t, r.audit)
 			if uid != 0 {
 				nc, _ := json.Marshal(start["not_covered"])
@@ -215,20 +203,8 @@ func TestFSDeniedLaterHomeOnlyHidden(t *testing.T) {
 	if err := os.Link(filepath.Join(b.ws, ".env"), filepath.Join(b.home, "wsalias")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := <-res
-	if r.code != 0 {
-		t.Fatalf("sandboxd: %s", r)
-	}
-	read := func(row string) string {
-		out, err := os.ReadFile(filepath.Join(b.ws, "out", row+".txt"))
-		if err != nil {
-			t.Fatalf("row %s: %v\n%s", row, err, r)
-		}
-		return string(out)
-	}
+	r := b.release(t, res)
+	read := func(row string) string { return b.outRow(t, r, row) }
 	for _, row := range []string{"keyalias", "wsalias"} {
 		if out := read(row); strings.Contains(out, "SECRET-") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
 			t.Errorf("row %s: the command got %q; want EPERM and no secret", row, out)
@@ -496,4 +472,29 @@ func TestFSDeniedLaterUnlinkedLink(t *testing.T) {
 	if !strings.Contains(r.audit, `"open refused"`) {
 		t.Errorf("no open refused line: the readers never met the file\n%s", r)
 	}
+}
+
+// release lets a command started by runUntil past its wait (the file go1
+// in the workspace) and returns its run, which must have exited 0.
+func (b *fsBox) release(t *testing.T, res chan runResult) runResult {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(b.ws, "go1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.code != 0 {
+		t.Fatalf("sandboxd: %s", r)
+	}
+	return r
+}
+
+// outRow is what the command of run r wrote for row, out/ROW.txt in the
+// workspace.
+func (b *fsBox) outRow(t *testing.T, r runResult, row string) string {
+	t.Helper()
+	out, err := os.ReadFile(filepath.Join(b.ws, "out", row+".txt"))
+	if err != nil {
+		t.Fatalf("row %s: %v\n%s", row, err, r)
+	}
+	return string(out)
 }
