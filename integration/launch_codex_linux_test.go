@@ -116,7 +116,7 @@ func TestLaunchCodex(t *testing.T) {
 			// $CODEX_HOME, read by tee: the shell classifier denies a
 			// redirection to a path it cannot resolve, and the kernel's
 			// refusal is the point here.
-			codexExec(`echo '[features]' | tee -a "$CODEX_HOME/config.toml"; echo '{}' | tee "$CODEX_HOME/hooks.json"`),
+			codexExec(`echo '[features]' | tee -a "$CODEX_HOME/config.toml" >/dev/null; echo '{}' | tee "$CODEX_HOME/hooks.json" >/dev/null`),
 			// Not rm -f: Codex itself rejects "rm -f style commands"
 			// under approval_policy never, before they run. The rest of
 			// CODEX_HOME is Codex's writable state: the touch works.
