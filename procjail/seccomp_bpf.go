@@ -55,7 +55,10 @@ import "fmt"
 //     kernel), creat, mkdir, mkdirat, mknod, mknodat, rename, renameat,
 //     renameat2, link, linkat, symlink and symlinkat. openat2 fails with
 //     ENOSYS: its flags are in memory, and callers (glibc never uses it)
-//     fall back to openat, which this check sees (as clone3 in check 10);
+//     fall back to openat, which this check sees (as clone3 in check 10).
+//     With the open gate's seccomp route (OpenRoute, which needs the
+//     create gate) every open and openat goes to the init, whatever its
+//     flags: the init makes it and decides the file it opened;
 // 13. everything else is allowed.
 
 // Classic BPF opcodes used by the filter.
@@ -272,6 +275,10 @@ type seccompOptions struct {
 	// CreateGate sends what creates a name to the init's create gate
 	// (check 12; see creategate_linux.go).
 	CreateGate bool
+	// OpenRoute sends every open and openat to the init, not only those
+	// with O_CREAT (check 12; the open gate's seccomp route, see
+	// creategate_linux.go). Only with CreateGate.
+	OpenRoute bool
 }
 
 // buildSeccompProgram returns the filter for arch (see the list of checks at
@@ -305,11 +312,18 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 			a.jeq(arch.Bind, "notify", "")
 		}
 	}
+	if o.OpenRoute && !o.CreateGate {
+		return nil, fmt.Errorf("seccomp program: the open route needs the create gate")
+	}
 	if o.CreateGate {
-		if arch.Open != 0 {
-			a.jeq(arch.Open, "open", "")
+		open, openat := "open", "openat"
+		if o.OpenRoute {
+			open, openat = "notify", "notify"
 		}
-		a.jeq(arch.Openat, "openat", "")
+		if arch.Open != 0 {
+			a.jeq(arch.Open, open, "")
+		}
+		a.jeq(arch.Openat, openat, "")
 		a.jeq(arch.Openat2, "enosys", "")
 		for _, nr := range arch.createSyscalls() {
 			a.jeq(nr, "notify", "")
@@ -363,7 +377,7 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.ld(offArg(0))
 	a.jset(cloneNamespaceFlags, "deny", "allow")
 
-	if o.CreateGate {
+	if o.CreateGate && !o.OpenRoute {
 		// 12. open(path, flags) and openat(dirfd, path, flags).
 		if arch.Open != 0 {
 			a.label("open")

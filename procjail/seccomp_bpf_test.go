@@ -339,5 +339,37 @@ func TestSeccompCreateGate(t *testing.T) {
 				}
 			}
 		}
+	} // The open route: every open and openat goes to the init, whatever
+	// its flags; openat2 still gets ENOSYS; every other row, and
+	// open_by_handle_at and io_uring (io_uring_setup), are as with the
+	// create gate alone (the kernel refuses open_by_handle_at without
+	// CAP_DAC_READ_SEARCH, which the command never has; the filter
+	// refuses io_uring).
+	byHandle := call{"open_by_handle_at", 304, 265, []uint64{3, 0, oRdonly}, allow, allow}
+	uring := call{"io_uring_setup", 425, 425, []uint64{8, 0}, eperm, eperm}
+	for _, arch := range seccompArches {
+		prog, err := buildSeccompProgram(arch, seccompOptions{CreateGate: true, OpenRoute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range append(table, byHandle, uring) {
+			nr := c.amd64
+			if arch.Name == "arm64" {
+				if c.arm64 == 0 {
+					continue
+				}
+				nr = c.arm64
+			}
+			want := c.want
+			if nr == arch.Open || nr == arch.Openat {
+				want = notify
+			}
+			if got := runBPF(t, prog, seccompData(arch.AuditArch, nr, c.args...)); got != want {
+				t.Errorf("%s/open route/%s: got %#x, want %#x", arch.Name, c.name, got, want)
+			}
+		}
+	}
+	if _, err := buildSeccompProgram(seccompArches["amd64"], seccompOptions{OpenRoute: true}); err == nil {
+		t.Error("an open route without the create gate was built")
 	}
 }
