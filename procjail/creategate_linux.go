@@ -1740,8 +1740,10 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			if w.fifoAside(r.obj, plain) {
 				return -1, 0, nil // r.obj is the aside open's now
 			}
-			// mode: O_TMPFILE's (ignored otherwise).
-			fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.obj), plain, mode)
+			// mode: O_TMPFILE's (ignored otherwise). The object is
+			// resolved: its /proc/self/fd link is followed whatever the
+			// caller's O_NOFOLLOW (which a trailing slash overrides).
+			fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.obj), plain&^unix.O_NOFOLLOW, mode)
 			r.close()
 			w.created = tmpfile && err == nil
 			return fd, errnoOr(err), nil
@@ -1796,7 +1798,9 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			// (as magic). Read-only: the init writes nothing there.
 			fd, err = w.openProc(r.parent, r.name, plain|guard|unix.O_NOFOLLOW)
 		default:
-			fd, err = unix.Openat(r.parent, r.name, plain|guard|unix.O_NOFOLLOW, 0)
+			// mode: O_TMPFILE's in a directory named "." or ".."
+			// (ignored otherwise: plain has no O_CREAT).
+			fd, err = unix.Openat(r.parent, r.name, plain|guard|unix.O_NOFOLLOW, mode)
 		}
 		if err == nil && guard != 0 {
 			var st unix.Stat_t

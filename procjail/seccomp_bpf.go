@@ -57,8 +57,11 @@ import "fmt"
 //     ENOSYS: its flags are in memory, and callers (glibc never uses it)
 //     fall back to openat, which this check sees (as clone3 in check 10).
 //     With the open gate's seccomp route (OpenRoute, which needs the
-//     create gate) every open and openat goes to the init, whatever its
-//     flags: the init makes it and decides the file it opened;
+//     create gate) every open and openat goes to the init but those with
+//     O_PATH (a register; the kernel ignores O_CREAT with it, and its
+//     descriptor reads nothing: reopening it through /proc/self/fd is an
+//     open the init decides); the init makes it and decides the file it
+//     opened;
 // 13. everything else is allowed.
 
 // Classic BPF opcodes used by the filter.
@@ -158,8 +161,11 @@ type seccompArch struct {
 	Rename, Renameat, Renameat2, Link, Linkat, Symlink, Symlinkat uint32
 }
 
-// oCreat is O_CREAT (the same on amd64 and arm64).
-const oCreat = 0o100
+// oCreat is O_CREAT, oPath O_PATH (the same on amd64 and arm64).
+const (
+	oCreat = 0o100
+	oPath  = 0o10000000
+)
 
 // createSyscalls are the syscalls of check 12 that always go to the gate
 // (open and openat only with O_CREAT).
@@ -316,14 +322,10 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 		return nil, fmt.Errorf("seccomp program: the open route needs the create gate")
 	}
 	if o.CreateGate {
-		open, openat := "open", "openat"
-		if o.OpenRoute {
-			open, openat = "notify", "notify"
-		}
 		if arch.Open != 0 {
-			a.jeq(arch.Open, open, "")
+			a.jeq(arch.Open, "open", "")
 		}
-		a.jeq(arch.Openat, openat, "")
+		a.jeq(arch.Openat, "openat", "")
 		a.jeq(arch.Openat2, "enosys", "")
 		for _, nr := range arch.createSyscalls() {
 			a.jeq(nr, "notify", "")
@@ -387,6 +389,19 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 		a.label("openat")
 		a.ld(offArg(2))
 		a.jset(oCreat, "notify", "allow")
+	}
+	if o.OpenRoute {
+		// 12, the open route: every open and openat but O_PATH ones
+		// (whose descriptor reads nothing, and which the kernel never
+		// creates with: SECCOMP_IOCTL_NOTIF_ADDFD cannot install one).
+		if arch.Open != 0 {
+			a.label("open")
+			a.ld(offArg(1))
+			a.jset(oPath, "allow", "notify")
+		}
+		a.label("openat")
+		a.ld(offArg(2))
+		a.jset(oPath, "allow", "notify")
 	}
 
 	a.label("allow")

@@ -249,15 +249,16 @@ func TestSeccompProgram(t *testing.T) {
 // kernel, openat2 gets ENOSYS; without it, all of them are allowed.
 func TestSeccompCreateGate(t *testing.T) {
 	const (
-		oRdonly  = 0
-		oWronly  = 1
-		oRdwr    = 2
-		oTrunc   = 0o1000
-		oAppend  = 0o2000
-		oExcl    = 0o200
-		oTmpfile = 0o20200000
-		cloexec  = 0o2000000
-		atFDCWD  = 0xffffff9c
+		oRdonly   = 0
+		oWronly   = 1
+		oRdwr     = 2
+		oTrunc    = 0o1000
+		oAppend   = 0o2000
+		oExcl     = 0o200
+		oTmpfile  = 0o20200000
+		oNofollow = 0o400000
+		cloexec   = 0o2000000
+		atFDCWD   = 0xffffff9c
 	)
 	notify := uint32(seccompRetUserNotif)
 	type call struct {
@@ -346,13 +347,15 @@ func TestSeccompCreateGate(t *testing.T) {
 	// CAP_DAC_READ_SEARCH, which the command never has; the filter
 	// refuses io_uring).
 	byHandle := call{"open_by_handle_at", 304, 265, []uint64{3, 0, oRdonly}, allow, allow}
+	oPathRows := []call{{"openat O_PATH", 257, 56, []uint64{3, 0, oPath | oNofollow}, allow, allow},
+		{"openat O_PATH|O_CREAT", 257, 56, []uint64{3, 0, oPath | oCreat}, notify, allow}}
 	uring := call{"io_uring_setup", 425, 425, []uint64{8, 0}, eperm, eperm}
 	for _, arch := range seccompArches {
 		prog, err := buildSeccompProgram(arch, seccompOptions{CreateGate: true, OpenRoute: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range append(table, byHandle, uring) {
+		for _, c := range append(append(table, byHandle, uring), oPathRows...) {
 			nr := c.amd64
 			if arch.Name == "arm64" {
 				if c.arm64 == 0 {
@@ -363,6 +366,9 @@ func TestSeccompCreateGate(t *testing.T) {
 			want := c.want
 			if nr == arch.Open || nr == arch.Openat {
 				want = notify
+			}
+			if c.name == "openat O_PATH" || c.name == "openat O_PATH|O_CREAT" {
+				want = allow
 			}
 			if got := runBPF(t, prog, seccompData(arch.AuditArch, nr, c.args...)); got != want {
 				t.Errorf("%s/open route/%s: got %#x, want %#x", arch.Name, c.name, got, want)
