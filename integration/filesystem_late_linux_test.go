@@ -47,25 +47,38 @@ r neighbour2 cat late/ok.txt
 `
 
 // TestFSDeniedLater: a files.deny match the HOST makes during the
-// session, which no mount hid at start, is refused at open time by the
-// open gate as root: a file created in a new directory (late/.env), a
+// session, which no mount hid at start, is refused at open time: as root
+// by the open gate (fanotify), as 65534 under filesystem.openGate: always
+// by its seccomp route (every open made and decided by the sandbox's
+// init): a file created in a new directory (late/.env), a
 // build's output (config/.env), a host rename into .env, a host hard link
 // to a file hidden at start (the workspace's .env, a key under a denied
 // ~/.ssh, seen through the home overlay; one made before the start
 // beside the workspace, where the plan does not look), reached through "..", a symlink
-// made inside, /proc/self/root, /proc/PID/root, and by exec; a file read
-// (and so cached by an ignore mark) before the host writes a secret into
-// it and renames it to .env is refused too. Checked on the host: the
-// secret never appears in what the command wrote, each read failed with
-// EPERM, one "open refused" audit line names the path and the process;
-// the neighbour the host made beside them is read (no false refusal),
-// twice. As 65534 the gate cannot be had (fanotify permission events need
-// CAP_SYS_ADMIN in the initial user namespace): the start line's
-// not_covered says so, and the late file is then readable (not asserted:
-// the not_covered line is the promise).
+// made inside, /proc/self/root, /proc/PID/root, and by exec (the route
+// sees no execve: the script is refused through its interpreter's open);
+// a file read (and so cached by an ignore mark) before the host writes a
+// secret into it and renames it to .env is refused too. Checked on the
+// host: the secret never appears in what the command wrote, each read
+// failed with EPERM, one "open refused" audit line names the path and the
+// process; the neighbour the host made beside them is read (no false
+// refusal), twice. As 65534 without openGate (the default, auto) the
+// gate cannot be had (fanotify permission events need CAP_SYS_ADMIN in
+// the initial user namespace): the start line's not_covered says so, and
+// the late file is then readable (not asserted: the not_covered line is
+// the promise).
 func TestFSDeniedLater(t *testing.T) {
-	for _, uid := range []int{0, 65534} {
-		t.Run(fmt.Sprintf("uid%d", uid), func(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		uid      int
+		openGate string // the policy file's filesystem.openGate
+	}{
+		{"uid0", 0, ""},
+		{"uid65534", 65534, "always"},
+		{"uid65534-default", 65534, ""},
+	} {
+		uid := c.uid
+		t.Run(c.name, func(t *testing.T) {
 			b := newFSBox(t, uid, false)
 			secret := func(row string) string { return "SECRET-" + strings.ToUpper(row) + "-7f3a" }
 			b.write(t, filepath.Join(b.ws, ".env"), secret("alias")+"\n", 0o644)
@@ -86,6 +99,9 @@ func TestFSDeniedLater(t *testing.T) {
 			b.write(t, filepath.Join(b.ws, "cfg", "settings"), "PLAIN\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "script.sh"), lateScript, 0o644)
 			pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
+			if c.openGate != "" {
+				pol = b.policyFS(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`, "{openGate: "+c.openGate+"}")
+			}
 			res := b.runUntil(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}}, "phase1")
 			// The host's doings during the session.
 			host := func(argv ...string) {
@@ -109,7 +125,7 @@ func TestFSDeniedLater(t *testing.T) {
 			r := b.release(t, res)
 			read := func(row string) string { return b.outRow(t, r, row) }
 			start := startLine(t, r.audit)
-			if uid != 0 {
+			if uid != 0 && c.openGate == "" {
 				nc, _ := json.Marshal(start["not_covered"])
 				if !strings.Contains(string(nc), "open gate off: a files.deny match the host creates during the session, or a host hard link to a file hidden at start, is readable inside") ||
 					!strings.Contains(string(nc), "fanotify permission events need CAP_SYS_ADMIN in the initial user namespace, and sandboxd runs as uid 65534") {
@@ -119,6 +135,15 @@ func TestFSDeniedLater(t *testing.T) {
 					t.Errorf("an open refused line without an open gate:\n%s", r.audit)
 				}
 				return
+			}
+			// The exec row: the fanotify gate refuses sh's execve of the
+			// script (FAN_OPEN_EXEC_PERM, comm sh); the seccomp route sees
+			// no execve, and refuses the interpreter's open of the script,
+			// by which time the kernel has named the process after the
+			// script (comm .env).
+			execComm := "sh"
+			if uid != 0 {
+				execComm = ".env"
 			}
 			for _, c := range []struct{ row, path, comm string }{
 				{"late", b.ws + "/late/.env", "cat"},
@@ -131,7 +156,7 @@ func TestFSDeniedLater(t *testing.T) {
 				{"symlink", b.ws + "/late/.env", "cat"},
 				{"procself", b.ws + "/late/.env", "cat"},
 				{"procpid", b.ws + "/late/.env", "cat"},
-				{"exec", b.ws + "/bin/.env", "sh"},
+				{"exec", b.ws + "/bin/.env", execComm},
 				{"cachedrenamed", b.ws + "/cfg/.env", "cat"},
 			} {
 				out := read(c.row)
@@ -158,12 +183,25 @@ func TestFSDeniedLater(t *testing.T) {
 					t.Errorf("row %s (the host's allowed file beside them): %q", row, out)
 				}
 			}
-			if start["open_gate"] != "on" {
-				t.Errorf("start line open_gate %q as root; want on", start["open_gate"])
+			wantGate := "on"
+			if uid != 0 {
+				wantGate = "on (seccomp: every open decided, no cache)"
+			}
+			if start["open_gate"] != wantGate {
+				t.Errorf("start line open_gate %q; want %q", start["open_gate"], wantGate)
 			}
 			nc, _ := json.Marshal(start["not_covered"])
 			if strings.Contains(string(nc), "open gate off") || !strings.Contains(string(nc), "refused at open time (the open gate)") {
-				t.Errorf("not_covered as root: %s", nc)
+				t.Errorf("not_covered: %s", nc)
+			}
+			for _, row := range []string{"neighbour", "cached"} {
+				path := b.ws + "/late/ok.txt"
+				if row == "cached" {
+					path = b.ws + "/cfg/settings"
+				}
+				if strings.Contains(r.audit, `"path":"`+path+`"`) {
+					t.Errorf("an audit line names the allowed %s:\n%s", path, r.audit)
+				}
 			}
 		})
 	}
@@ -216,6 +254,21 @@ func TestFSDeniedLaterHomeOnlyHidden(t *testing.T) {
 	if out := read("made"); out != "MADE\nrc=0\n" {
 		t.Errorf("row made (the command's own file in home): %q", out)
 	}
+}
+
+// policyFS is policy with the policy file's filesystem section fs (a
+// YAML flow mapping: {openGate: always}).
+func (b *fsBox) policyFS(t *testing.T, bound, fs string) string {
+	t.Helper()
+	p := b.policy(t, bound)
+	doc, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, append(doc, []byte("filesystem: "+fs+"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // startLine is the audit's session start line.
