@@ -25,6 +25,8 @@ const lateScript = `set -u
 mkdir -p out
 cat cfg/settings > out/cached1.txt 2>&1; echo "rc=$?" >> out/cached1.txt
 cat cfg/settings > out/cached2.txt 2>&1; echo "rc=$?" >> out/cached2.txt
+exec 7< held/x
+mkdir -p /tmp/own && echo OWN > /tmp/own/.env
 touch phase1
 i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
 r() { row=$1; shift; "$@" > out/$row.txt 2>&1; echo "rc=$?" >> out/$row.txt; }
@@ -42,6 +44,11 @@ r procself cat /proc/self/root"$PWD"/late/.env
 r procpid cat /proc/$$/root"$PWD"/late/.env
 r exec ./bin/.env
 r cachedrenamed cat cfg/.env
+r fdreopen cat /proc/self/fd/7
+if command -v python3 >/dev/null; then
+  r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
+fi
+r owntmp cat /tmp/own/.env
 r neighbour cat late/ok.txt
 r neighbour2 cat late/ok.txt
 `
@@ -97,6 +104,7 @@ func TestFSDeniedLater(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.write(t, filepath.Join(b.ws, "cfg", "settings"), "PLAIN\n", 0o644)
+			b.write(t, filepath.Join(b.ws, "held", "x"), "PLAIN\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "script.sh"), lateScript, 0o644)
 			pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
 			if c.openGate != "" {
@@ -120,6 +128,7 @@ func TestFSDeniedLater(t *testing.T) {
 			host("ln", filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "keyalias"))
 			b.write(t, filepath.Join(b.ws, "bin", ".env"), "#!/bin/sh\necho "+secret("exec")+"\n", 0o755)
 			host("sh", "-c", "printf '"+secret("cachedrenamed")+"\\n' >> cfg/settings && mv cfg/settings cfg/.env")
+			host("sh", "-c", "printf '"+secret("fdreopen")+"\\n' >> held/x && mv held/x held/.env")
 			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
 			b.chown(t)
 			r := b.release(t, res)
@@ -158,6 +167,7 @@ func TestFSDeniedLater(t *testing.T) {
 				{"procpid", b.ws + "/late/.env", "cat"},
 				{"exec", b.ws + "/bin/.env", execComm},
 				{"cachedrenamed", b.ws + "/cfg/.env", "cat"},
+				{"fdreopen", b.ws + "/held/.env", "cat"},
 			} {
 				out := read(c.row)
 				if strings.Contains(out, "SECRET-") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
@@ -172,6 +182,28 @@ func TestFSDeniedLater(t *testing.T) {
 			// lets it through.
 			if out := read("wsbefore"); strings.Contains(out, "SECRET-") || strings.Contains(out, "rc=0") {
 				t.Errorf("row wsbefore: the command got %q; want it refused", out)
+			}
+			// An O_CREAT|O_RDWR open of the existing late file: the
+			// create gate opens it in the init, where root's fanotify gate
+			// refuses the init's open (comm exe: sandboxd re-executed);
+			// the route decides the file the init opened (comm python3).
+			if _, err := exec.LookPath("python3"); err == nil {
+				comm := "python3"
+				if uid == 0 {
+					comm = "exe"
+				}
+				if out := read("creatrw"); strings.Contains(out, "SECRET-") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+					t.Errorf("row creatrw: the command got %q; want EPERM and no secret", out)
+				}
+				if !hasOpenRefused(t, r.audit, b.ws+"/late/.env", comm) {
+					t.Errorf("row creatrw: no open refused line for late/.env by %s\n%s", comm, r.audit)
+				}
+			}
+			// A .env the command made in its private /tmp, outside the
+			// places the gate decides (the fanotify gate marks none
+			// there; the route decides where it does): read.
+			if out := read("owntmp"); out != "OWN\nrc=0\n" {
+				t.Errorf("row owntmp (the command's own file outside the gate's roots): %q", out)
 			}
 			for _, row := range []string{"cached1", "cached2"} {
 				if out := read(row); out != "PLAIN\nrc=0\n" {

@@ -112,6 +112,7 @@ type createGate struct {
 	openDecide func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string)
 	reportOpen func(OpenRefusal)
 	hostDevs   map[uint64]bool // initSpec.HostDevices: a file on one has the host's identity
+	openRoots  []string        // FileSystem.OpenRoots: where opens are decided
 }
 
 // newCreateGate returns the gate for s, or nil when s has no create guard.
@@ -149,6 +150,10 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 		if c.reportOpen == nil {
 			c.reportOpen = func(OpenRefusal) {}
 		}
+		if len(s.FileSystem.OpenRoots) == 0 {
+			return nil, fmt.Errorf("an open guard with no open roots: no open would be decided")
+		}
+		c.openRoots = s.FileSystem.OpenRoots
 		c.hostDevs = map[uint64]bool{}
 		for _, d := range s.HostDevices {
 			c.hostDevs[d] = true

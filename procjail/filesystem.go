@@ -76,6 +76,11 @@ type FileSystem struct {
 	// refused one is closed, fails with EPERM and is reported to
 	// Spec.OnOpenRefused. Opaque here: the rules are policy's.
 	OpenGuard json.RawMessage `json:"openGuard,omitempty"`
+	// OpenRoots are where the open route decides, as the fanotify gate's
+	// marks do (OpenGateOptions.Roots): a file opened at or below one of
+	// them; one opened elsewhere (the sandbox's private /tmp, /usr) is
+	// made as any other but not decided.
+	OpenRoots []string `json:"openRoots,omitempty"`
 }
 
 // CreateDecider builds, from FileSystem.CreateGuard, the function that
@@ -114,7 +119,7 @@ func (f *FileSystem) Validate() error {
 	for _, l := range []struct {
 		name  string
 		paths []string
-	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"pinned", f.Pinned}, {"placeholders", f.Placeholders}, {"homeOverlay", nonEmpty(f.HomeOverlay)}} {
+	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"pinned", f.Pinned}, {"placeholders", f.Placeholders}, {"homeOverlay", nonEmpty(f.HomeOverlay)}, {"openRoots", f.OpenRoots}} {
 		for i, p := range l.paths {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
 				return fmt.Errorf("filesystem.%s[%d]: %q is not a clean absolute path", l.name, i, p)

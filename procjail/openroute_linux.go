@@ -13,7 +13,9 @@ package procjail
 // the command's (uid, umask, Landlock), and then decides the file on the
 // descriptor itself, before the caller ever gets it (decideOpened): a
 // regular file's path (as the kernel names the open file) and identity
-// (fstat) go to policy's decider (OpenGuardDecider); a refused file is
+// (fstat), where the fanotify gate would decide it (at or below one of
+// FileSystem.OpenRoots, its roots), go to policy's decider
+// (OpenGuardDecider); a refused file is
 // closed and the open fails with EPERM, as the fanotify gate's, and the
 // refusal goes to sandboxd as one "openrefused" line. Directories and
 // other non-regular files are not decided (the fanotify gate does not
@@ -60,10 +62,23 @@ func (w *walker) decideOpened(fd int) unix.Errno {
 	if !strings.HasPrefix(path, "/") {
 		return refuse(path, "open gate", "the opened file cannot be named: "+path+" is not a path")
 	}
+	if !w.c.inOpenRoots(path) {
+		return 0
+	}
 	if refused, rule, reason := w.c.openDecide(path, st.Dev, st.Ino, w.c.hostDevs[st.Dev]); refused {
 		return refuse(path, rule, oneLine(reason))
 	}
 	return 0
+}
+
+// inOpenRoots says whether path is at or below one of the open roots.
+func (c *createGate) inOpenRoots(path string) bool {
+	for _, r := range c.openRoots {
+		if under(path, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // procFile says whether dir is a directory of a process in the sandbox's

@@ -244,16 +244,19 @@ func openGateMode(sp *sessionPolicy) string {
 // (policy.OpenDeciderFor).
 func (f *fsState) jail() procjail.FileSystem {
 	var guard, openGuard []byte
+	var openRoots []string
 	if f.noCreateGate == "" {
 		guard, _ = json.Marshal(f.CreateGuard())
 	}
 	if f.openRoute {
+		// Decided where the fanotify gate would decide (its roots).
 		openGuard, _ = json.Marshal(f.OpenGuardSpec())
+		openRoots = f.OpenGateRoots()
 	}
 	return procjail.FileSystem{
 		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
 		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay, Pinned: f.Pinned, Identity: f.identity,
-		Placeholders: f.placeholders, CreateGuard: guard, OpenGuard: openGuard,
+		Placeholders: f.placeholders, CreateGuard: guard, OpenGuard: openGuard, OpenRoots: openRoots,
 	}
 }
 

@@ -128,9 +128,13 @@ func TestOpenGateChoice(t *testing.T) {
 			if off == c.route {
 				t.Errorf("not_covered says the gate is off: %v, with the route %v:\n%s", off, c.route, strings.Join(s.fsPlan.NotCovered, "\n"))
 			}
-			guard := s.fsPlan.jail().OpenGuard
-			if (len(guard) > 0) != c.route {
-				t.Fatalf("the init's open guard %q, with the route %v", guard, c.route)
+			jail := s.fsPlan.jail()
+			guard := jail.OpenGuard
+			if (len(guard) > 0) != c.route || (len(jail.OpenRoots) > 0) != c.route {
+				t.Fatalf("the init's open guard %q and roots %q, with the route %v", guard, jail.OpenRoots, c.route)
+			}
+			if c.route && strings.Join(jail.OpenRoots, " ") != strings.Join(plan.OpenGateRoots(), " ") {
+				t.Errorf("the route's roots %q; want the fanotify gate's %q", jail.OpenRoots, plan.OpenGateRoots())
 			}
 			if !c.route {
 				return
