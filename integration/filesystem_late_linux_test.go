@@ -49,8 +49,10 @@ if command -v python3 >/dev/null; then
   r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
 fi
 r owntmp cat /tmp/own/.env
+r truncate sh -c ': > late/.env'
 r neighbour cat late/ok.txt
 r neighbour2 cat late/ok.txt
+r truncok sh -c 'echo NEW > late/ok.txt && cat late/ok.txt'
 `
 
 // TestFSDeniedLater: a files.deny match the HOST makes during the
@@ -198,6 +200,19 @@ func TestFSDeniedLater(t *testing.T) {
 				if !hasOpenRefused(t, r.audit, b.ws+"/late/.env", comm) {
 					t.Errorf("row creatrw: no open refused line for late/.env by %s\n%s", comm, r.audit)
 				}
+			}
+			// Emptying the late file (sh's O_WRONLY|O_CREAT|O_TRUNC open
+			// of an existing file): refused before the kernel truncates
+			// it, the host's file keeps its secret; the allowed neighbour
+			// is truncated and rewritten.
+			if out := read("truncate"); !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+				t.Errorf("row truncate: the command got %q; want EPERM", out)
+			}
+			if got, _ := os.ReadFile(filepath.Join(b.ws, "late", ".env")); string(got) != secret("late")+"\n" {
+				t.Errorf("row truncate: the host's late/.env holds %q after the refused open", got)
+			}
+			if out := read("truncok"); out != "NEW\nrc=0\n" {
+				t.Errorf("row truncok (the allowed neighbour, rewritten): %q", out)
 			}
 			// A .env the command made in its private /tmp, outside the
 			// places the gate decides (the fanotify gate marks none

@@ -1301,11 +1301,37 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (int, unix.Errno, *CreateRefusal) {
 	switch o.kind {
 	case "open":
-		fd, errno, ref := w.open(d1, p1, o.flags, o.mode&0o7777&^w.umask)
-		if fd >= 0 && w.c.openDecide != nil && !w.created && o.flags&unix.O_PATH == 0 {
-			if errno := w.decideOpened(fd); errno != 0 {
+		if w.c.openDecide == nil {
+			return w.open(d1, p1, o.flags, o.mode&0o7777&^w.umask)
+		}
+		// The open route: an existing file is truncated only once it
+		// is decided (the kernel truncates at the open, and a refused
+		// open of a host's late .env for writing would have emptied
+		// it; the fanotify gate refuses before the truncation). O_TRUNC
+		// read-only is left to the open (no ftruncate on such a
+		// descriptor).
+		flags := o.flags
+		trunc := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY && flags&unix.O_PATH == 0
+		if trunc {
+			flags &^= unix.O_TRUNC
+		}
+		fd, errno, ref := w.open(d1, p1, flags, o.mode&0o7777&^w.umask)
+		if fd < 0 || w.created || flags&unix.O_PATH != 0 {
+			return fd, errno, ref
+		}
+		if errno := w.decideOpened(fd); errno != 0 {
+			unix.Close(fd)
+			return -1, errno, ref
+		}
+		if trunc {
+			var st unix.Stat_t
+			err := unix.Fstat(fd, &st)
+			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				err = unix.Ftruncate(fd, 0)
+			}
+			if err != nil {
 				unix.Close(fd)
-				return -1, errno, ref
+				return -1, errnoOr(err), ref
 			}
 		}
 		return fd, errno, ref
