@@ -274,13 +274,27 @@ r made cat "$HOME/made"
 // links made during the session in home, to the key and to the
 // workspace's .env, are refused all the same (the gate finds the host's
 // file at the same path, or failing that compares the inode number), and
-// a file the command made in home is read.
+// a file the command made in home is read. As root by the fanotify gate,
+// as 65534 by the seccomp route (filesystem.openGate: always), which
+// compares the inode number of every file on a device not the host's.
 func TestFSDeniedLaterHomeOnlyHidden(t *testing.T) {
-	b := newFSBox(t, 0, false)
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprintf("uid%d", uid), func(t *testing.T) { testFSDeniedLaterHomeOnlyHidden(t, uid) })
+	}
+}
+
+// testFSDeniedLaterHomeOnlyHidden is TestFSDeniedLaterHomeOnlyHidden as
+// uid: 65534 under filesystem.openGate: always (the seccomp route, which
+// compares the overlay's files by inode number).
+func testFSDeniedLaterHomeOnlyHidden(t *testing.T, uid int) {
+	b := newFSBox(t, uid, false)
 	b.write(t, filepath.Join(b.ws, ".env"), "SECRET-WSALIAS-7f3a\n", 0o644)
 	b.write(t, filepath.Join(b.home, ".ssh", "id_x"), "SECRET-KEYALIAS-7f3a\n", 0o600)
 	b.write(t, filepath.Join(b.ws, "script.sh"), homeOnlyHiddenScript, 0o644)
 	pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
+	if uid != 0 {
+		pol = b.policyFS(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`, "{openGate: always}")
+	}
 	res := b.runUntil(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}}, "phase1")
 	if err := os.Link(filepath.Join(b.home, ".ssh", "id_x"), filepath.Join(b.home, "keyalias")); err != nil {
 		t.Fatal(err)
