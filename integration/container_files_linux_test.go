@@ -111,3 +111,52 @@ c.send(("peer uid %d\n" % uid).encode())
 		})
 	}
 }
+
+// TestContainerModeOpenGate: in container mode sandboxd cannot have the
+// fanotify gate; under filesystem.openGate: always the seccomp route holds
+// files.deny at open time instead: a .env that root makes readable to the
+// agent during the session is refused (EPERM, one open refused line
+// naming it), the file beside it is read. The route runs on the create
+// gate's machinery, which Docker's default seccomp profile refuses
+// without CAP_SYS_PTRACE: there the session does not start (125), in one
+// line naming filesystem.openGate and why.
+func TestContainerModeOpenGate(t *testing.T) {
+	containerImage(t)
+	agent := strconv.Itoa(containerAgentUID)
+	policy := strings.Replace(containerModePolicy, `'session: {bounds: [fs]}'`, `'session: {bounds: [fs]}' 'filesystem: {openGate: always}'`, 1)
+	script := policy + ` && mkdir -p /home/agent/ws/late && chown -R ` + agent + `:` + agent + ` /home/agent/ws && cd /home/agent/ws && ` +
+		`sandboxd run --audit /tmp/audit.jsonl --policy /etc/barry/policy.yaml -- sh -c 'i=0; while [ ! -e go ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done; cat late/.env 2>&1; echo rc=$?; cat late/ok.txt' & ` +
+		`sleep 1; echo SECRET-VALUE > late/.env; echo NEIGHBOUR > late/ok.txt; chown ` + agent + ` late/.env late/ok.txt; touch go; wait $!; code=$?; ` +
+		`grep -c '"open refused".*"path":"/home/agent/ws/late/.env"' /tmp/audit.jsonl; grep -o '"open_gate":"[^"]*"' /tmp/audit.jsonl; exit $code`
+	cases := []struct {
+		name   string
+		flags  []string
+		code   int
+		stdout []string
+		stderr []string
+	}{
+		{"default profile", []string{"--cap-add", "NET_ADMIN"}, 125, nil, []string{"filesystem.openGate is always", "no seccomp route", "SYS_PTRACE"}},
+		{"with SYS_PTRACE", []string{"--cap-add", "NET_ADMIN", "--cap-add", "SYS_PTRACE"}, 0,
+			[]string{"Operation not permitted", "rc=1", "NEIGHBOUR", "\n1\n", `"open_gate":"on (seccomp: every open decided, no cache)"`}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := containerRun(t, containerOpts{flags: append(c.flags, "--workdir", "/home/agent/ws")}, "sh", "-c", script)
+			t.Logf("%s", r)
+			if r.code != c.code || strings.Contains(r.stdout, "SECRET-VALUE") {
+				t.Fatalf("exit %d, stdout %q: want exit %d and never the secret", r.code, r.stdout, c.code)
+			}
+			for _, want := range c.stdout {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("stdout does not say %q", want)
+				}
+			}
+			for _, want := range c.stderr {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr does not say %q", want)
+				}
+			}
+		})
+	}
+}

@@ -71,6 +71,7 @@ func DecodePolicyFile(data []byte, format Format) (*PolicyFile, error) {
 			d.fields(v, p, map[string]func(*yaml.Node, string){
 				"write":     func(v *yaml.Node, p string) { pf.Filesystem.Write = d.writeRoots(v, p) },
 				"allowEdit": func(v *yaml.Node, p string) { pf.Filesystem.AllowEdit = d.allowEdit(v, p) },
+				"openGate":  func(v *yaml.Node, p string) { pf.Filesystem.OpenGate = d.openGateMode(v, p) },
 			})
 		},
 	})

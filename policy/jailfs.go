@@ -29,6 +29,28 @@ type FilesystemSection struct {
 	// agent to change them (.vscode/settings.json): they are neither
 	// bound read-only at start nor refused at creation (see CreateGuard).
 	AllowEdit []string `json:"allowEdit,omitempty"`
+	// OpenGate is when files.deny must hold at open time: "" or
+	// OpenGateAuto (the default) as sandboxd can have it (the fanotify
+	// gate as root, off otherwise, and the start line says so);
+	// OpenGateAlways wherever sandboxd runs (the fanotify gate as root,
+	// the seccomp route otherwise, see OpenGuardSpec), and a session
+	// that can have neither does not start.
+	OpenGate string `json:"openGate,omitempty"`
+}
+
+// The values of filesystem.openGate.
+const (
+	OpenGateAuto   = "auto"
+	OpenGateAlways = "always"
+)
+
+// openGateMode decodes filesystem.openGate: auto or always.
+func (d *decoder) openGateMode(n *yaml.Node, p string) string {
+	s := d.str(n, p)
+	if s != OpenGateAuto && s != OpenGateAlways && resolveAlias(n).Tag == "!!str" {
+		d.errf(n, p, "%q is not an open gate mode (%s or %s)", s, OpenGateAuto, OpenGateAlways)
+	}
+	return s
 }
 
 // allowEdit decodes filesystem.allowEdit: entries of PlantNames.

@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"cmp"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -25,9 +29,10 @@ type FileID struct{ Dev, Ino uint64 }
 
 // OpenGuard is what the open gate needs to decide an open: files.deny's
 // patterns (Home and Cwd, what they are anchored to) and the identity of
-// every regular file hidden at start. Unlike CreateGuard it never leaves
-// sandboxd (the gate runs there, outside the sandbox), so it is not
-// serialized. DecideOpen is safe for concurrent use.
+// every regular file hidden at start. The fanotify gate runs in sandboxd
+// and uses it as it is; the open route in the sandbox's init gets it as
+// OpenGuardSpec (plain data, OpenDeciderFor). DecideOpen is safe for
+// concurrent use.
 type OpenGuard struct {
 	Deny []string
 	Home string
@@ -214,4 +219,101 @@ func (p *FSPlan) ruleCode(path string) string {
 		return RuleAt(RuleFilesDeny, pat)
 	}
 	return RuleFilesDeny
+}
+
+// OpenGuardSpec is OpenGuard as plain data, for the sandbox's init: where
+// sandboxd cannot have the fanotify gate (rootless, container mode) and
+// filesystem.openGate is always, the seccomp filter sends every open to
+// the init (procjail's open route), which decides each opened regular
+// file with the guard this spec makes (OpenDeciderFor): the decision
+// stays here. The supervisor builds it from the plan
+// (FSPlan.OpenGuardSpec) and the init decodes it from its spec.
+type OpenGuardSpec struct {
+	Deny []string `json:"deny,omitempty"`
+	Home string   `json:"home,omitempty"`
+	Cwd  string   `json:"cwd"`
+	// Hidden are the regular files hidden at start (OpenGuard.Hidden),
+	// each with the path the plan hides it by and the rule that hides
+	// it.
+	Hidden []HiddenFile `json:"hidden,omitempty"`
+}
+
+// HiddenFile is one regular file hidden at start: its identity, the path
+// the plan hides it by and the rule that hides it (FSPlan.ruleCode).
+type HiddenFile struct {
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	Path string `json:"path"`
+	Rule string `json:"rule"`
+}
+
+// OpenGuardSpec returns what the sandbox's init needs to decide opens
+// under this plan as OpenGuard decides them (the same patterns, the same
+// hidden identities, sorted by path).
+func (p *FSPlan) OpenGuardSpec() OpenGuardSpec {
+	s := OpenGuardSpec{Home: p.Home, Cwd: p.Workspace}
+	if p.files != nil {
+		s.Deny = p.files.Deny
+	}
+	for k, path := range p.hiddenIDs {
+		s.Hidden = append(s.Hidden, HiddenFile{Dev: k.dev, Ino: k.ino, Path: path, Rule: p.ruleCode(path)})
+	}
+	slices.SortFunc(s.Hidden, func(a, b HiddenFile) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Ino, b.Ino)
+	})
+	return s
+}
+
+// Guard is the OpenGuard the spec stands for: its decisions are those of
+// the plan's OpenGuard. Its patterns' literal prefixes are resolved now,
+// on the filesystem the caller sees (the init: the sandbox's, whose paths
+// are the host's).
+func (s OpenGuardSpec) Guard() OpenGuard {
+	g := OpenGuard{Deny: s.Deny, Home: s.Home, Cwd: s.Cwd, Hidden: map[FileID]string{}, hiddenIno: map[uint64]string{}}
+	rules := map[string]string{}
+	for _, h := range s.Hidden {
+		g.Hidden[FileID{Dev: h.Dev, Ino: h.Ino}] = h.Path
+		g.hiddenIno[h.Ino] = h.Path
+		rules[h.Path] = h.Rule
+	}
+	g.rule = func(path string) string {
+		if r := rules[path]; r != "" {
+			return r
+		}
+		return RuleFilesDeny
+	}
+	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}.Memo()
+	for _, pat := range g.Deny {
+		m.Denied("/", []string{pat})
+	}
+	g.matcher = &m
+	return g
+}
+
+// OpenDeciderFor builds, from an OpenGuardSpec as JSON, the function the
+// sandbox's init decides each opened regular file with: at path (as the
+// kernel names the opened file), whose device and inode numbers are dev
+// and ino; known says whether dev is the host's (a bind mount's), else
+// only the inode number is compared (DecideOpenUnknownDevice, as the
+// fanotify gate does with a device it cannot map). It returns refused,
+// the rule and the reason. The returned function is safe for concurrent
+// use.
+func OpenDeciderFor(spec []byte) (func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string), error) {
+	var s OpenGuardSpec
+	if err := json.Unmarshal(spec, &s); err != nil {
+		return nil, fmt.Errorf("open guard: %w", err)
+	}
+	g := s.Guard()
+	return func(path string, dev, ino uint64, known bool) (bool, string, string) {
+		var d Decision
+		if known {
+			d = g.DecideOpen(path, FileID{Dev: dev, Ino: ino})
+		} else {
+			d = g.DecideOpenUnknownDevice(path, ino)
+		}
+		return !d.Allowed(), d.Rule, d.Reason
+	}, nil
 }

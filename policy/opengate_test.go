@@ -4,6 +4,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,16 @@ func TestDecideOpen(t *testing.T) {
 		return FileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}
 	}
 	g := plan.OpenGuard()
+	// The init's form of the guard (the open route): the same decisions,
+	// row by row.
+	spec, err := json.Marshal(plan.OpenGuardSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	initDecide, err := OpenDeciderFor(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	other := FileID{Dev: 1, Ino: 1}
 	for _, c := range []struct {
 		path   string
@@ -68,6 +79,9 @@ func TestDecideOpen(t *testing.T) {
 		if d.Allowed() != (c.rule == "") || d.Rule != c.rule || d.Reason != c.reason {
 			t.Errorf("DecideOpen(%s) = %v %q %q; want rule %q reason %q", c.path, d.Verdict, d.Rule, d.Reason, c.rule, c.reason)
 		}
+		if refused, rule, reason := initDecide(c.path, c.id.Dev, c.id.Ino, true); refused != (c.rule != "") || refused && rule != c.rule || reason != c.reason {
+			t.Errorf("OpenDeciderFor(%s) = %v %q %q; want rule %q reason %q", c.path, refused, rule, reason, c.rule, c.reason)
+		}
 	}
 	// A device that could not be matched with the host's: the inode
 	// number of a hidden file is refused, whatever the device; another
@@ -86,6 +100,12 @@ func TestDecideOpen(t *testing.T) {
 		if d.Allowed() != (c.rule == "") || d.Rule != c.rule || d.Reason != c.reason {
 			t.Errorf("DecideOpenUnknownDevice(%s) = %v %q %q; want rule %q reason %q", c.path, d.Verdict, d.Rule, d.Reason, c.rule, c.reason)
 		}
+		if refused, rule, reason := initDecide(c.path, 99, c.ino, false); refused != (c.rule != "") || refused && rule != c.rule || reason != c.reason {
+			t.Errorf("OpenDeciderFor(%s, unknown device) = %v %q %q; want rule %q reason %q", c.path, refused, rule, reason, c.rule, c.reason)
+		}
+	}
+	if _, err := OpenDeciderFor([]byte("{")); err == nil || !strings.Contains(err.Error(), "open guard") {
+		t.Errorf("OpenDeciderFor of a bad spec: %v", err)
 	}
 	// The open gate may decide on more than one goroutine (go test -race).
 	var wg sync.WaitGroup

@@ -55,3 +55,33 @@ func TestCheckProc(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeOpenGate: filesystem.openGate is auto or always; anything
+// else is an error at the field's path.
+func TestDecodeOpenGate(t *testing.T) {
+	for doc, want := range map[string]string{
+		"filesystem:\n  openGate: always\n": OpenGateAlways,
+		"filesystem:\n  openGate: auto\n":   OpenGateAuto,
+		"filesystem:\n  write: [out]\n":     "",
+	} {
+		pf, err := DecodePolicyFile([]byte("version: 1\nharness: claude-code\n"+doc), FormatYAML)
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		if pf.Filesystem == nil || pf.Filesystem.OpenGate != want {
+			t.Errorf("%q: filesystem %+v, want openGate %q", doc, pf.Filesystem, want)
+		}
+	}
+	for bad, want := range map[string]string{
+		"filesystem:\n  openGate: never\n":    `filesystem.openGate: "never" is not an open gate mode (auto or always)`,
+		"filesystem:\n  openGate: Always\n":   `filesystem.openGate: "Always" is not an open gate mode (auto or always)`,
+		"filesystem:\n  openGate: true\n":     "filesystem.openGate: must be a string",
+		"filesystem:\n  openGate: [always]\n": "filesystem.openGate: must be a string",
+		"filesystem:\n  opengate: always\n":   "filesystem.opengate",
+	} {
+		_, err := DecodePolicyFile([]byte("version: 1\nharness: claude-code\n"+bad), FormatYAML)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err %v, want one with %s", bad, err, want)
+		}
+	}
+}

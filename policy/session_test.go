@@ -270,6 +270,8 @@ func FuzzDecodePolicyFile(f *testing.F) {
 	f.Add("version: 1\nharness: codex\nsandbox: {proc: [any], x: 1}\n")
 	f.Add("version: 1\nharness: claude-code\nfilesystem: {write: [out], allowEdit: [.vscode/settings.json, .envrc]}\n")
 	f.Add("version: 1\nharness: claude-code\nfilesystem: {allowEdit: [.git/config, 3, [x], '']}\n")
+	f.Add("version: 1\nharness: claude-code\nfilesystem: {openGate: always}\n")
+	f.Add("version: 1\nharness: claude-code\nfilesystem: {openGate: [auto], write: []}\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		pf, err := DecodePolicyFile([]byte(doc), FormatYAML)
 		if err != nil {
@@ -284,6 +286,9 @@ func FuzzDecodePolicyFile(f *testing.F) {
 				if ValidateAllowEdit(e) != nil {
 					t.Fatalf("allowEdit %q decoded, though not a protected name", e)
 				}
+			}
+			if g := pf.Filesystem.OpenGate; g != "" && g != OpenGateAuto && g != OpenGateAlways {
+				t.Fatalf("openGate %q decoded, though not a mode", g)
 			}
 		}
 		r, err := ResolveSession(pf)

@@ -369,3 +369,17 @@ func TestCreateGateWithoutDecider(t *testing.T) {
 		t.Fatalf("got %v, want a SetupError at step unix socket gate: no create decider", err)
 	}
 }
+
+// TestOpenRouteNeedsCreateGate: the open gate's seccomp route runs on the
+// create gate's machinery: a spec that asks for the route without the
+// create gate does not start (it is never silently off).
+func TestOpenRouteNeedsCreateGate(t *testing.T) {
+	spec := sh("echo ran")
+	spec.FileSystem.OpenGuard = []byte(`{"cwd":"/"}`)
+	spec.FileSystem.OpenRoots = []string{"/"}
+	_, err := Start(context.Background(), spec)
+	var se *SetupError
+	if !errors.As(err, &se) || se.Step != "unix socket gate" || !strings.Contains(err.Error(), "the open route needs the create gate") {
+		t.Fatalf("got %v, want a SetupError at step unix socket gate: the open route needs the create gate", err)
+	}
+}

@@ -106,11 +106,21 @@ type createGate struct {
 	root     int
 	rootErr  error
 	status   [4096]byte // the gate goroutine's buffer for /proc/TID/status (caller)
+	// openDecide, when set, is the open route's decider
+	// (FileSystem.OpenGuard, OpenGuardDecider): every open comes here,
+	// and each regular file opened is decided by it (decideOpened).
+	openDecide func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string)
+	reportOpen func(OpenRefusal)
+	hostDevs   map[uint64]bool // initSpec.HostDevices: a file on one has the host's identity
+	openRoots  []string        // FileSystem.OpenRoots: where opens are decided
 }
 
 // newCreateGate returns the gate for s, or nil when s has no create guard.
 func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error) {
 	if len(s.FileSystem.CreateGuard) == 0 {
+		if len(s.FileSystem.OpenGuard) > 0 {
+			return nil, fmt.Errorf("the open route needs the create gate (no create guard)")
+		}
 		return nil, nil
 	}
 	if CreateDecider == nil {
@@ -128,6 +138,26 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 		uid: os.Getuid(), gid: os.Getgid(), report: report, aside: make(chan struct{}, maxAsideOpens)}
 	if s.Container != nil {
 		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
+	}
+	if len(s.FileSystem.OpenGuard) > 0 {
+		if OpenGuardDecider == nil {
+			return nil, fmt.Errorf("no open guard decider in this binary")
+		}
+		if c.openDecide, err = OpenGuardDecider(s.FileSystem.OpenGuard); err != nil {
+			return nil, err
+		}
+		c.reportOpen = s.reportOpenRefusal
+		if c.reportOpen == nil {
+			c.reportOpen = func(OpenRefusal) {}
+		}
+		if len(s.FileSystem.OpenRoots) == 0 {
+			return nil, fmt.Errorf("an open guard with no open roots: no open would be decided")
+		}
+		c.openRoots = s.FileSystem.OpenRoots
+		c.hostDevs = map[uint64]bool{}
+		for _, d := range s.HostDevices {
+			c.hostDevs[d] = true
+		}
 	}
 	return c, nil
 }
@@ -440,11 +470,17 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 			}, func(fd int, errno unix.Errno) { g.respond(&req, fd, errno, job.o.flags) })
 			return
 		}
-		if refusal != nil {
-			refusal.Pid = atoiOr(job.cl.tgid)
+		if refusal != nil || w.openRefusal != nil {
 			b, _ := os.ReadFile(job.cl.procDir + "/comm")
-			refusal.Comm = strings.TrimSpace(string(b))
-			c.report(*refusal)
+			comm := strings.TrimSpace(string(b))
+			if refusal != nil {
+				refusal.Pid, refusal.Comm = atoiOr(job.cl.tgid), comm
+				c.report(*refusal)
+			}
+			if r := w.openRefusal; r != nil {
+				r.Pid, r.Comm = atoiOr(job.cl.tgid), comm
+				c.reportOpen(*r)
+			}
 		}
 		g.respond(&req, fd, errno, job.o.flags)
 	})
@@ -907,6 +943,11 @@ type walker struct {
 	aside *asideOpen // an open to make outside the pool (a FIFO), set by open
 	// refusal is bind's (bind returns an error, as the kernel's).
 	refusal *CreateRefusal
+	// created: open made the file it returns (O_CREAT, the name was
+	// missing); openRefusal: the open route refused the file opened
+	// (decideOpened).
+	created     bool
+	openRefusal *OpenRefusal
 }
 
 // fifoAside hands the open of the FIFO obj (O_PATH, now the walker's) to
@@ -1260,7 +1301,40 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (int, unix.Errno, *CreateRefusal) {
 	switch o.kind {
 	case "open":
-		return w.open(d1, p1, o.flags, o.mode&0o7777&^w.umask)
+		if w.c.openDecide == nil {
+			return w.open(d1, p1, o.flags, o.mode&0o7777&^w.umask)
+		}
+		// The open route: an existing file is truncated only once it
+		// is decided (the kernel truncates at the open, and a refused
+		// open of a host's late .env for writing would have emptied
+		// it; the fanotify gate refuses before the truncation). O_TRUNC
+		// read-only is left to the open (no ftruncate on such a
+		// descriptor).
+		flags := o.flags
+		trunc := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY && flags&unix.O_PATH == 0
+		if trunc {
+			flags &^= unix.O_TRUNC
+		}
+		fd, errno, ref := w.open(d1, p1, flags, o.mode&0o7777&^w.umask)
+		if fd < 0 || w.created || flags&unix.O_PATH != 0 {
+			return fd, errno, ref
+		}
+		if errno := w.decideOpened(fd); errno != 0 {
+			unix.Close(fd)
+			return -1, errno, ref
+		}
+		if trunc {
+			var st unix.Stat_t
+			err := unix.Fstat(fd, &st)
+			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				err = unix.Ftruncate(fd, 0)
+			}
+			if err != nil {
+				unix.Close(fd)
+				return -1, errnoOr(err), ref
+			}
+		}
+		return fd, errno, ref
 	case "mkdir", "mknod":
 		r, errno := w.walk(d1, p1, false)
 		if errno != 0 {
@@ -1651,11 +1725,18 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 	return ref, errno
 }
 
-// open performs open(path, flags, mode) with O_CREAT: an existing file is
-// opened, a new one created when policy allows it.
+// open performs open(path, flags, mode): with O_CREAT an existing file is
+// opened, a new one created when policy allows it; without it (the open
+// route: every open comes here) the file is opened as the kernel would
+// open it for the caller. created says when the file returned is new (a
+// creation, or O_TMPFILE's unnamed file): the open route does not decide
+// those (perform).
 func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.Errno, *CreateRefusal) {
 	const oTmpfile = 0o20000000 // __O_TMPFILE
+	create := flags&unix.O_CREAT != 0 && flags&unix.O_PATH == 0
+	tmpfile := !create && flags&oTmpfile != 0 && flags&unix.O_PATH == 0
 	switch {
+	case !create:
 	case flags&oTmpfile != 0 || flags&unix.O_DIRECTORY != 0:
 		return -1, unix.EINVAL, nil // O_CREAT with O_TMPFILE or O_DIRECTORY
 	case strings.HasSuffix(path, "/"):
@@ -1667,6 +1748,17 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		flags &^= unix.O_CREAT | unix.O_EXCL
 	}
 	plain := flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC) | unix.O_NOCTTY | unix.O_CLOEXEC
+	if !create {
+		// O_EXCL without O_CREAT is the caller's (a block device's
+		// exclusive open). A trailing slash follows the last component
+		// and wants a directory (ENOTDIR otherwise), as O_DIRECTORY.
+		follow = flags&unix.O_NOFOLLOW == 0
+		plain = flags&^unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_CLOEXEC
+		if strings.HasSuffix(path, "/") {
+			follow = true
+			plain |= unix.O_DIRECTORY
+		}
+	}
 	for try := 0; try < 8; try++ {
 		r, errno := w.walk(dir, path, follow)
 		if errno != 0 {
@@ -1679,8 +1771,12 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			if w.fifoAside(r.obj, plain) {
 				return -1, 0, nil // r.obj is the aside open's now
 			}
-			fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.obj), plain, 0)
+			// mode: O_TMPFILE's (ignored otherwise). The object is
+			// resolved: its /proc/self/fd link is followed whatever the
+			// caller's O_NOFOLLOW (which a trailing slash overrides).
+			fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.obj), plain&^unix.O_NOFOLLOW, mode)
 			r.close()
+			w.created = tmpfile && err == nil
 			return fd, errnoOr(err), nil
 		}
 		// An existing FIFO is opened outside the pool (its open blocks
@@ -1701,7 +1797,7 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			err := unix.Fstatat(r.parent, r.name, &pre, unix.AT_SYMLINK_NOFOLLOW)
 			exists, missing = err == nil, err == unix.ENOENT
 		}
-		if exists && flags&unix.O_EXCL != 0 {
+		if create && exists && flags&unix.O_EXCL != 0 {
 			r.close()
 			return -1, unix.EEXIST, nil
 		}
@@ -1724,8 +1820,18 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		// fail with ENOENT as well): created below, O_EXCL, and
 		// opened on the next pass if it was made meanwhile.
 		fd, err := -1, error(unix.ENOENT)
-		if !missing {
-			fd, err = unix.Openat(r.parent, r.name, plain|guard|unix.O_NOFOLLOW, 0)
+		switch {
+		case missing:
+		case !create && flags&unix.O_ACCMODE == unix.O_RDONLY && flags&unix.O_PATH == 0 && w.procFile(r.parent):
+			// A process's file (/proc/PID/maps, ...): the kernel checks
+			// ptrace access to PID at the open, against the opener's
+			// Landlock domain, which for a worker is not the command's
+			// (as magic). Read-only: the init writes nothing there.
+			fd, err = w.openProc(r.parent, r.name, plain|guard|unix.O_NOFOLLOW)
+		default:
+			// mode: O_TMPFILE's in a directory named "." or ".."
+			// (ignored otherwise: plain has no O_CREAT).
+			fd, err = unix.Openat(r.parent, r.name, plain|guard|unix.O_NOFOLLOW, mode)
 		}
 		if err == nil && guard != 0 {
 			var st unix.Stat_t
@@ -1754,7 +1860,7 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			continue // a FIFO with no reader put there since: again
 		}
 		if err == nil {
-			if flags&unix.O_EXCL != 0 {
+			if create && flags&unix.O_EXCL != 0 {
 				unix.Close(fd)
 				fd, err = -1, unix.EEXIST
 			}
@@ -1765,7 +1871,7 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			// A symlink at the last component.
 			r.close()
 			switch {
-			case flags&unix.O_EXCL != 0:
+			case create && flags&unix.O_EXCL != 0:
 				return -1, unix.EEXIST, nil
 			case !follow:
 				return -1, unix.ELOOP, nil
@@ -1785,6 +1891,7 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		if err == unix.EEXIST && flags&unix.O_EXCL == 0 {
 			continue // created meanwhile: open it
 		}
+		w.created = err == nil
 		return fd, errnoOr(err), nil
 	}
 	return -1, unix.ELOOP, nil

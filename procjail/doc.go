@@ -13,7 +13,10 @@
 // Host Unix sockets are unreachable unless allowed by path, through the
 // init's seccomp user-notification gate (unixgate_linux.go), and with
 // FileSystem.CreateGuard the same init decides (CreateDecider) and makes
-// every creation of a name on the command's behalf (creategate_linux.go). See
+// every creation of a name on the command's behalf (creategate_linux.go);
+// with FileSystem.OpenGuard too, every open (OpenGuardDecider: the open
+// gate's seccomp route, openroute_linux.go; as root sandboxd has the
+// fanotify open gate instead, opengate_linux.go). See
 // jail_linux.go (parent side), init_linux.go (child side) and messages.go
 // (the numbered parent/child message sequence). The command starts only
 // after the caller's own setup has succeeded too (Spec.Ready); every

@@ -68,6 +68,19 @@ type FileSystem struct {
 	// is reported to Spec.OnCreateRefused. Opaque here: the rules are
 	// policy's.
 	CreateGuard json.RawMessage `json:"createGuard,omitempty"`
+	// OpenGuard, when set, turns the open gate's seccomp route on
+	// (Linux; it needs CreateGuard, whose machinery it uses): every open,
+	// openat and creat goes to the init, which resolves and makes it as
+	// the create gate makes a creation, and decides each regular file it
+	// opened (not one it created) by OpenGuardDecider(OpenGuard); a
+	// refused one is closed, fails with EPERM and is reported to
+	// Spec.OnOpenRefused. Opaque here: the rules are policy's.
+	OpenGuard json.RawMessage `json:"openGuard,omitempty"`
+	// OpenRoots are where the open route decides, as the fanotify gate's
+	// marks do (OpenGateOptions.Roots): a file opened at or below one of
+	// them; one opened elsewhere (the sandbox's private /tmp, /usr) is
+	// made as any other but not decided.
+	OpenRoots []string `json:"openRoots,omitempty"`
 }
 
 // CreateDecider builds, from FileSystem.CreateGuard, the function that
@@ -78,6 +91,17 @@ type FileSystem struct {
 // (sandboxd: policy's CreateGuard.DecidePlace); with a guard and no
 // decider the sandbox does not start.
 var CreateDecider func(guard []byte) (func(op, path string) (refused bool, rule, reason string), error)
+
+// OpenGuardDecider builds, from FileSystem.OpenGuard, the function that
+// decides one opened regular file: at path (as the kernel names the open
+// file), whose device and inode numbers are dev and ino; known says
+// whether dev is a device of the host's (a bind mount's), otherwise (the
+// home overlay's own device, the sandbox's tmpfs) only the inode number
+// can be compared. It returns refused, the rule and the reason, and must
+// be safe for concurrent use. The binary that runs the init sets it
+// before RunInit (sandboxd: policy's OpenDeciderFor); with a guard and
+// no decider the sandbox does not start.
+var OpenGuardDecider func(guard []byte) (func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string), error)
 
 // CreateRefusal is one creation the create gate refused (or could not
 // decide: Rule "create gate").
@@ -95,7 +119,7 @@ func (f *FileSystem) Validate() error {
 	for _, l := range []struct {
 		name  string
 		paths []string
-	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"pinned", f.Pinned}, {"placeholders", f.Placeholders}, {"homeOverlay", nonEmpty(f.HomeOverlay)}} {
+	}{{"writeRoots", f.WriteRoots}, {"protected", f.Protected}, {"hidden", f.Hidden}, {"revealed", f.Revealed}, {"pinned", f.Pinned}, {"placeholders", f.Placeholders}, {"homeOverlay", nonEmpty(f.HomeOverlay)}, {"openRoots", f.OpenRoots}} {
 		for i, p := range l.paths {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
 				return fmt.Errorf("filesystem.%s[%d]: %q is not a clean absolute path", l.name, i, p)

@@ -41,6 +41,7 @@ func RunInit() int {
 	// The supervision loop and the create gate both write to the parent.
 	ctlw := &lockedWriter{w: ctl}
 	spec.reportRefusal = func(r CreateRefusal) { io.WriteString(ctlw, refusedLine(r)) }
+	spec.reportOpenRefusal = func(r OpenRefusal) { io.WriteString(ctlw, openRefusedLine(r)) }
 	go warmSpecCodec()
 	raw, err := readSpec(ctl)
 	if err != nil {
@@ -667,7 +668,8 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 	// Not the main thread: a Landlock domain there would put the init
 	// itself in the command's domain (see offMainThread).
 	go offMainThread(func() {
-		o := seccompOptions{AllowUnix: gate != nil && gate.unixOn, CreateGate: gate != nil && gate.create != nil}
+		o := seccompOptions{AllowUnix: gate != nil && gate.unixOn, CreateGate: gate != nil && gate.create != nil,
+			OpenRoute: gate != nil && gate.create != nil && gate.create.openDecide != nil}
 		if err := hardenThread(o, gate, landlockFor(&s.FileSystem), s.Container); err != nil {
 			resc <- result{err: err}
 			return

@@ -300,6 +300,18 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 	if spec.OpenGate != nil && spec.Container != nil {
 		return nil, cleanup, stepErrf("open gate", "container mode has no mount namespace of its own to mark")
 	}
+	if len(spec.FileSystem.OpenGuard) > 0 {
+		// The open route tells a file of the host's (a bind mount's:
+		// the identity the plan recorded) by its device, as the
+		// fanotify gate does (hostDevices).
+		devs, err := hostDevices("/proc/self/mountinfo")
+		if err != nil {
+			return nil, cleanup, stepErr("open route", err)
+		}
+		for d := range devs {
+			is.HostDevices = append(is.HostDevices, d)
+		}
+	}
 	if (spec.Container != nil) != p.container {
 		return nil, cleanup, stepErrf("container mode", "the spec and the prestarted init disagree on container mode")
 	}
@@ -463,6 +475,13 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 			line, err := br.ReadString('\n')
 			if err != nil {
 				return
+			}
+			if j, ok := strings.CutPrefix(strings.TrimSpace(line), "openrefused "); ok {
+				var r OpenRefusal
+				if json.Unmarshal([]byte(j), &r) == nil && spec.OnOpenRefused != nil {
+					spec.OnOpenRefused(r)
+				}
+				continue
 			}
 			if j, ok := strings.CutPrefix(strings.TrimSpace(line), "refused "); ok {
 				var r CreateRefusal

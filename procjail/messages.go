@@ -33,7 +33,8 @@ import (
 //     "seccomp filter", "start command"; then child → parent: "ok <pid>\n"
 //     (pid as seen inside) or "error <step>: <reason>\n" (exit 125).
 //     After "ok", the child sends "stopped <signal>\n" (job control),
-//     "refused <JSON CreateRefusal>\n" (the create gate) and, last,
+//     "refused <JSON CreateRefusal>\n" (the create gate), "openrefused
+//     <JSON OpenRefusal>\n" (the open gate's seccomp route) and, last,
 //     "exit <code>\n".
 //
 // EOF where a reply is due means the child died. After "ok" the child's exit
@@ -70,10 +71,17 @@ type initSpec struct {
 	// fanotify group (SCM_RIGHTS), which the init holds until every other
 	// process of the sandbox is dead (openGateFD).
 	OpenGate bool `json:"openGate,omitempty"`
+	// HostDevices are the devices of sandboxd's mounts (the host's), with
+	// FileSystem.OpenGuard: a file on one of them has the identity the
+	// plan recorded; any other (the home overlay's, the sandbox's tmpfs)
+	// is compared by its inode number alone (the open route).
+	HostDevices []uint64 `json:"hostDevices,omitempty"`
 
 	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
 	// reportRefusal tells the parent what the create gate refused.
 	reportRefusal func(CreateRefusal)
+	// reportOpenRefusal tells the parent what the open route refused.
+	reportOpenRefusal func(OpenRefusal)
 }
 
 // warmSpecCodec builds encoding/json's reflection caches for initSpec and

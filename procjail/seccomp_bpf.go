@@ -55,7 +55,13 @@ import "fmt"
 //     kernel), creat, mkdir, mkdirat, mknod, mknodat, rename, renameat,
 //     renameat2, link, linkat, symlink and symlinkat. openat2 fails with
 //     ENOSYS: its flags are in memory, and callers (glibc never uses it)
-//     fall back to openat, which this check sees (as clone3 in check 10);
+//     fall back to openat, which this check sees (as clone3 in check 10).
+//     With the open gate's seccomp route (OpenRoute, which needs the
+//     create gate) every open and openat goes to the init but those with
+//     O_PATH (a register; the kernel ignores O_CREAT with it, and its
+//     descriptor reads nothing: reopening it through /proc/self/fd is an
+//     open the init decides); the init makes it and decides the file it
+//     opened;
 // 13. everything else is allowed.
 
 // Classic BPF opcodes used by the filter.
@@ -155,8 +161,11 @@ type seccompArch struct {
 	Rename, Renameat, Renameat2, Link, Linkat, Symlink, Symlinkat uint32
 }
 
-// oCreat is O_CREAT (the same on amd64 and arm64).
-const oCreat = 0o100
+// oCreat is O_CREAT, oPath O_PATH (the same on amd64 and arm64).
+const (
+	oCreat = 0o100
+	oPath  = 0o10000000
+)
 
 // createSyscalls are the syscalls of check 12 that always go to the gate
 // (open and openat only with O_CREAT).
@@ -272,6 +281,10 @@ type seccompOptions struct {
 	// CreateGate sends what creates a name to the init's create gate
 	// (check 12; see creategate_linux.go).
 	CreateGate bool
+	// OpenRoute sends every open and openat to the init, not only those
+	// with O_CREAT (check 12; the open gate's seccomp route, see
+	// creategate_linux.go). Only with CreateGate.
+	OpenRoute bool
 }
 
 // buildSeccompProgram returns the filter for arch (see the list of checks at
@@ -304,6 +317,9 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 		if o.CreateGate {
 			a.jeq(arch.Bind, "notify", "")
 		}
+	}
+	if o.OpenRoute && !o.CreateGate {
+		return nil, fmt.Errorf("seccomp program: the open route needs the create gate")
 	}
 	if o.CreateGate {
 		if arch.Open != 0 {
@@ -363,7 +379,7 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.ld(offArg(0))
 	a.jset(cloneNamespaceFlags, "deny", "allow")
 
-	if o.CreateGate {
+	if o.CreateGate && !o.OpenRoute {
 		// 12. open(path, flags) and openat(dirfd, path, flags).
 		if arch.Open != 0 {
 			a.label("open")
@@ -373,6 +389,19 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 		a.label("openat")
 		a.ld(offArg(2))
 		a.jset(oCreat, "notify", "allow")
+	}
+	if o.OpenRoute {
+		// 12, the open route: every open and openat but O_PATH ones
+		// (whose descriptor reads nothing, and which the kernel never
+		// creates with: SECCOMP_IOCTL_NOTIF_ADDFD cannot install one).
+		if arch.Open != 0 {
+			a.label("open")
+			a.ld(offArg(1))
+			a.jset(oPath, "allow", "notify")
+		}
+		a.label("openat")
+		a.ld(offArg(2))
+		a.jset(oPath, "allow", "notify")
 	}
 
 	a.label("allow")

@@ -249,15 +249,16 @@ func TestSeccompProgram(t *testing.T) {
 // kernel, openat2 gets ENOSYS; without it, all of them are allowed.
 func TestSeccompCreateGate(t *testing.T) {
 	const (
-		oRdonly  = 0
-		oWronly  = 1
-		oRdwr    = 2
-		oTrunc   = 0o1000
-		oAppend  = 0o2000
-		oExcl    = 0o200
-		oTmpfile = 0o20200000
-		cloexec  = 0o2000000
-		atFDCWD  = 0xffffff9c
+		oRdonly   = 0
+		oWronly   = 1
+		oRdwr     = 2
+		oTrunc    = 0o1000
+		oAppend   = 0o2000
+		oExcl     = 0o200
+		oTmpfile  = 0o20200000
+		oNofollow = 0o400000
+		cloexec   = 0o2000000
+		atFDCWD   = 0xffffff9c
 	)
 	notify := uint32(seccompRetUserNotif)
 	type call struct {
@@ -339,5 +340,42 @@ func TestSeccompCreateGate(t *testing.T) {
 				}
 			}
 		}
+	} // The open route: every open and openat goes to the init, whatever
+	// its flags; openat2 still gets ENOSYS; every other row, and
+	// open_by_handle_at and io_uring (io_uring_setup), are as with the
+	// create gate alone (the kernel refuses open_by_handle_at without
+	// CAP_DAC_READ_SEARCH, which the command never has; the filter
+	// refuses io_uring).
+	byHandle := call{"open_by_handle_at", 304, 265, []uint64{3, 0, oRdonly}, allow, allow}
+	oPathRows := []call{{"openat O_PATH", 257, 56, []uint64{3, 0, oPath | oNofollow}, allow, allow},
+		{"openat O_PATH|O_CREAT", 257, 56, []uint64{3, 0, oPath | oCreat}, notify, allow}}
+	uring := call{"io_uring_setup", 425, 425, []uint64{8, 0}, eperm, eperm}
+	for _, arch := range seccompArches {
+		prog, err := buildSeccompProgram(arch, seccompOptions{CreateGate: true, OpenRoute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range append(append(table, byHandle, uring), oPathRows...) {
+			nr := c.amd64
+			if arch.Name == "arm64" {
+				if c.arm64 == 0 {
+					continue
+				}
+				nr = c.arm64
+			}
+			want := c.want
+			if nr == arch.Open || nr == arch.Openat {
+				want = notify
+			}
+			if c.name == "openat O_PATH" || c.name == "openat O_PATH|O_CREAT" {
+				want = allow
+			}
+			if got := runBPF(t, prog, seccompData(arch.AuditArch, nr, c.args...)); got != want {
+				t.Errorf("%s/open route/%s: got %#x, want %#x", arch.Name, c.name, got, want)
+			}
+		}
+	}
+	if _, err := buildSeccompProgram(seccompArches["amd64"], seccompOptions{OpenRoute: true}); err == nil {
+		t.Error("an open route without the create gate was built")
 	}
 }

@@ -75,6 +75,10 @@ type Spec struct {
 	// one call at a time) for each creation the create gate refused
 	// (FileSystem.CreateGuard). Linux.
 	OnCreateRefused func(CreateRefusal) `json:"-"`
+	// OnOpenRefused, when set, is called (on the same goroutine as
+	// OnCreateRefused) for each open the open gate's seccomp route
+	// refused (FileSystem.OpenGuard). Linux.
+	OnOpenRefused func(OpenRefusal) `json:"-"`
 	// OpenGate, when set (Linux, nested mode), marks the sandbox's mounts
 	// once the init has set them up ("ready") and decides every open
 	// there from then on; the command starts only after the marks are

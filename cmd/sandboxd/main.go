@@ -26,8 +26,10 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case procjail.InitCommand:
-			// The create gate decides by policy (procjail does not import it).
+			// The create gate and the open route decide by policy (procjail
+			// does not import it).
 			procjail.CreateDecider = policy.CreateDeciderFor
+			procjail.OpenGuardDecider = policy.OpenDeciderFor
 			os.Exit(procjail.RunInit())
 		case procjail.ConnectCommand:
 			os.Exit(procjail.RunConnect(os.Args[2:]))

@@ -15,6 +15,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == procjail.InitCommand {
 		// The create gate decides by policy (procjail does not import it).
 		procjail.CreateDecider = policy.CreateDeciderFor
+		procjail.OpenGuardDecider = policy.OpenDeciderFor
 		os.Exit(procjail.RunInit())
 	}
 	os.Exit(m.Run())

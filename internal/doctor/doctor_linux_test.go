@@ -22,6 +22,7 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == procjail.InitCommand {
 		procjail.CreateDecider = policy.CreateDeciderFor
+		procjail.OpenGuardDecider = policy.OpenDeciderFor
 		os.Exit(procjail.RunInit())
 	}
 	if os.Getenv(maskedEnv) != "" {

@@ -77,9 +77,12 @@ func ExplainPath(opts Options, path string, write bool) (*PathExplanation, error
 	if err != nil {
 		return nil, err
 	}
-	if procjail.OpenGateAvailable() == nil && fs.OpenGateRoots() != nil {
+	if (procjail.OpenGateAvailable() == nil || fs.openGateMode == policy.OpenGateAlways) && fs.OpenGateRoots() != nil {
 		// As "sandboxd run" would have it (openGate): a match that
-		// appears later is refused at open time.
+		// appears later is refused at open time, by the fanotify gate
+		// or, under filesystem.openGate: always, the seccomp route (in
+		// container mode without the create gate's machinery, run would
+		// not start at all).
 		fs.GateOpens()
 	}
 	d := fs.Explain(path, write)

@@ -30,6 +30,11 @@ type fsState struct {
 	// mode without what it needs); creations are then only reported at
 	// exit.
 	noCreateGate string
+	// openGateMode is the policy file's filesystem.openGate ("",
+	// auto or always); openRoute: the open gate is the seccomp route
+	// (session.openGate), and jail gives the init the open guard.
+	openGateMode string
+	openRoute    bool
 	// gitConfigs are the write roots' repositories' configs at start
 	// (policy.GitConfigs), to report those that appear or change.
 	gitConfigs map[string]policy.GitConfig
@@ -113,7 +118,7 @@ func planFilesystem(ctx context.Context, o *Options, sp *sessionPolicy, alwaysPr
 		}
 		plan.Reveal(abs)
 	}
-	st := &fsState{FSPlan: plan, files: jsonString(files), write: jsonString(filesystemSection(sp)), missing: map[string]bool{},
+	st := &fsState{FSPlan: plan, files: jsonString(files), write: jsonString(filesystemSection(sp)), missing: map[string]bool{}, openGateMode: openGateMode(sp),
 		identity: procjail.Identify(plan.Protected, plan.Hidden, plan.Pinned, plan.WriteRoots, plan.Revealed, []string{plan.HomeOverlay})}
 	// Below the home overlay the init sees the overlay's inodes, not the
 	// host's: nothing to compare there (and its changes are discarded).
@@ -225,17 +230,33 @@ func allowEdit(sp *sessionPolicy) []string {
 	return nil
 }
 
+// openGateMode is the policy file's filesystem.openGate.
+func openGateMode(sp *sessionPolicy) string {
+	if f := filesystemSection(sp); f != nil {
+		return f.OpenGate
+	}
+	return ""
+}
+
 // jail is the plan in procjail's terms. The create gate decides by the
-// plan's CreateGuard (policy.CreateDeciderFor in the init).
+// plan's CreateGuard (policy.CreateDeciderFor in the init), the open
+// gate's seccomp route, when on, by its OpenGuardSpec
+// (policy.OpenDeciderFor).
 func (f *fsState) jail() procjail.FileSystem {
-	var guard []byte
+	var guard, openGuard []byte
+	var openRoots []string
 	if f.noCreateGate == "" {
 		guard, _ = json.Marshal(f.CreateGuard())
+	}
+	if f.openRoute {
+		// Decided where the fanotify gate would decide (its roots).
+		openGuard, _ = json.Marshal(f.OpenGuardSpec())
+		openRoots = f.OpenGateRoots()
 	}
 	return procjail.FileSystem{
 		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
 		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay, Pinned: f.Pinned, Identity: f.identity,
-		Placeholders: f.placeholders, CreateGuard: guard,
+		Placeholders: f.placeholders, CreateGuard: guard, OpenGuard: openGuard, OpenRoots: openRoots,
 	}
 }
 

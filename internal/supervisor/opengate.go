@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,8 +19,10 @@ import (
 // file hidden at start, is refused at open time (procjail marks the
 // mounts once the init has made them, Spec.OpenGate). Where sandboxd
 // cannot have it (rootless, a container without CAP_SYS_ADMIN) the start
-// line's not_covered says so; as root, a gate that cannot be made refuses
-// the session.
+// line's not_covered says so, unless the policy file's filesystem.openGate
+// is always: then the seccomp route decides every open in the sandbox's
+// init instead (openRoute), and a session that can have neither does not
+// start. As root, a gate that cannot be made refuses the session.
 func (s *session) openGate() (func(), error) {
 	roots := s.fsPlan.OpenGateRoots()
 	if roots == nil {
@@ -27,15 +30,22 @@ func (s *session) openGate() (func(), error) {
 		s.openGateState = "off: " + policy.ReasonNoOpenGate
 		return nil, nil
 	}
+	always := s.fsPlan.openGateMode == policy.OpenGateAlways
 	off := func(why string) {
 		s.openGateState = "off: " + why
 		s.fsPlan.NotCovered = append(s.fsPlan.NotCovered, "open gate off: a files.deny match the host creates during the session, or a host hard link to a file hidden at start, is readable inside (the hooks still refuse it by name): "+why)
 	}
 	if s.container != nil {
+		if always {
+			return s.openRoute("container mode has no mount namespace of its own to mark")
+		}
 		off("container mode has no mount namespace of its own to mark")
 		return nil, nil
 	}
 	if err := procjail.OpenGateAvailable(); err != nil {
+		if always {
+			return s.openRoute(err.Error())
+		}
 		off(err.Error())
 		return nil, nil
 	}
@@ -60,6 +70,30 @@ func (s *session) openGate() (func(), error) {
 	s.openGateState = "on"
 	s.fsPlan.GateOpens()
 	return func() { gate.Close(); s.flushRefusals() }, nil
+}
+
+// OpenRouteState is the start line's open_gate when the seccomp route
+// decides the opens.
+const OpenRouteState = "on (seccomp: every open decided, no cache)"
+
+// openRoute turns the open gate's seccomp route on, where the fanotify
+// gate cannot be had (noFanotify says why) and filesystem.openGate is
+// always: the seccomp filter sends every open to the sandbox's init,
+// which decides each opened regular file by the plan's OpenGuardSpec
+// (procjail's FileSystem.OpenGuard; its refusals come to openRefused).
+// It runs on the create gate's machinery: where that is off (container
+// mode without what it needs, noCreateGate) the session does not start.
+// The cleanup writes the summary lines of refusals counted and not
+// written (refusalLines), as the fanotify gate's does.
+func (s *session) openRoute(noFanotify string) (func(), error) {
+	if s.fsPlan.noCreateGate != "" {
+		return nil, fmt.Errorf("filesystem.openGate is %s, and neither route can be had: no fanotify gate (%s), and no seccomp route (it needs the create gate, which is off: %s)",
+			policy.OpenGateAlways, noFanotify, s.fsPlan.noCreateGate)
+	}
+	s.fsPlan.openRoute = true
+	s.openGateState = OpenRouteState
+	s.fsPlan.GateOpens()
+	return s.flushRefusals, nil
 }
 
 // openGateAuditAttrs says in the start line whether the open gate is on,

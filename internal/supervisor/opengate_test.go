@@ -2,12 +2,15 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/policy"
 	"github.com/barry-rocks/sandbox/procjail"
 )
 
@@ -77,5 +80,73 @@ func TestOpenRefusedLines(t *testing.T) {
 	}
 	if len(lines) != 105 {
 		t.Errorf("%d lines; want 105", len(lines))
+	}
+}
+
+// TestOpenGateChoice: where the fanotify gate cannot be had (container
+// mode here: no mount namespace of its own), filesystem.openGate decides.
+// Without it (or auto) the gate is off, not_covered says so and the init
+// gets no open guard (no route, no cost); with always the seccomp route is
+// on: the start line says which, not_covered no longer says the gate is
+// off, and the init's guard refuses a late files.deny match; with always
+// and no create gate (its machinery) the session does not start, and the
+// error names filesystem.openGate and why.
+func TestOpenGateChoice(t *testing.T) {
+	ws := t.TempDir()
+	for _, c := range []struct {
+		name, mode, noCreate string
+		state, err           string // err: a part of the error; "" none
+		route                bool
+	}{
+		{"default", "", "", "off: container mode has no mount namespace of its own to mark", "", false},
+		{"auto", policy.OpenGateAuto, "", "off: container mode has no mount namespace of its own to mark", "", false},
+		{"always", policy.OpenGateAlways, "", OpenRouteState, "", true},
+		{"always without the create gate", policy.OpenGateAlways, "Landlock ABI 5 (the gate needs its signal scope, ABI 6)", "",
+			"filesystem.openGate is always, and neither route can be had: no fanotify gate (container mode has no mount namespace of its own to mark), and no seccomp route (it needs the create gate, which is off: Landlock ABI 5 (the gate needs its signal scope, ABI 6))", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := policy.PlanFilesystem(context.Background(), policy.FSInput{Workspace: ws, Files: &policy.FileRules{Deny: []string{"**/.env"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &session{container: &procjail.ContainerMode{UID: 1000, GID: 1000},
+				fsPlan: &fsState{FSPlan: plan, openGateMode: c.mode, noCreateGate: c.noCreate}}
+			_, err = s.openGate()
+			if c.err != "" {
+				if err == nil || err.Error() != c.err {
+					t.Fatalf("openGate: %v; want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.openGateState != c.state {
+				t.Errorf("open_gate %q; want %q", s.openGateState, c.state)
+			}
+			off := strings.Contains(strings.Join(s.fsPlan.NotCovered, "\n"), "open gate off")
+			if off == c.route {
+				t.Errorf("not_covered says the gate is off: %v, with the route %v:\n%s", off, c.route, strings.Join(s.fsPlan.NotCovered, "\n"))
+			}
+			jail := s.fsPlan.jail()
+			guard := jail.OpenGuard
+			if (len(guard) > 0) != c.route || (len(jail.OpenRoots) > 0) != c.route {
+				t.Fatalf("the init's open guard %q and roots %q, with the route %v", guard, jail.OpenRoots, c.route)
+			}
+			if c.route && strings.Join(jail.OpenRoots, " ") != strings.Join(plan.OpenGateRoots(), " ") {
+				t.Errorf("the route's roots %q; want the fanotify gate's %q", jail.OpenRoots, plan.OpenGateRoots())
+			}
+			if !c.route {
+				return
+			}
+			decide, err := policy.OpenDeciderFor(guard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			late := filepath.Join(policy.Canonicalize(ws, "/"), "late", ".env")
+			if refused, rule, _ := decide(late, 1, 1, true); !refused || rule != "files.deny:**/.env" {
+				t.Errorf("the init's guard on %s: refused %v rule %q", late, refused, rule)
+			}
+		})
 	}
 }

@@ -227,6 +227,7 @@ func (s *session) start() (func(), error) {
 		Container:        s.container,
 		Ready:            s.ready,
 		OnCreateRefused:  s.createRefused,
+		OnOpenRefused:    s.openRefused,
 		OpenGate:         s.openGateOn,
 	})
 	if err != nil {
