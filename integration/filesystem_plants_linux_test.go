@@ -460,6 +460,11 @@ for p in ("/proc/1/cwd/gate-probe", "/proc/1/root/tmp/gate-probe", "/proc/1/task
         os.close(os.open(p, os.O_CREAT | os.O_WRONLY)); print("INIT-OPENED", p)
     except OSError as e:
         print("init", errno.errorcode[e.errno])
+for name in ("f", "opath-missing"):  # O_CREAT is ignored with O_PATH: an fd of f, nothing made
+    try:
+        os.close(os.open(name, os.O_PATH | os.O_CREAT, 0o644)); print("opath", name, "fd")
+    except OSError as e:
+        print("opath", name, errno.errorcode[e.errno])
 print("done")
 `
 	for _, u := range users {
@@ -469,7 +474,7 @@ print("done")
 			if n := strings.Count(r.stdout, "init EACCES\n"); n != 3 {
 				t.Errorf("inside: the init's /proc entries: %d EACCES, want 3", n)
 			}
-			for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "done\n"} {
+			for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "opath f fd\n", "opath opath-missing ENOENT\n", "done\n"} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("inside: missing %q", want)
 				}

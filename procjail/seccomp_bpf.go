@@ -380,15 +380,21 @@ func buildSeccompProgram(arch seccompArch, o seccompOptions) ([]sockFilter, erro
 	a.jset(cloneNamespaceFlags, "deny", "allow")
 
 	if o.CreateGate && !o.OpenRoute {
-		// 12. open(path, flags) and openat(dirfd, path, flags).
+		// 12. open(path, flags) and openat(dirfd, path, flags), with
+		// O_CREAT and without O_PATH (the kernel ignores O_CREAT with
+		// O_PATH and creates nothing, and SECCOMP_IOCTL_NOTIF_ADDFD
+		// cannot install an O_PATH descriptor: such opens failed with
+		// EBADF).
 		if arch.Open != 0 {
 			a.label("open")
 			a.ld(offArg(1))
-			a.jset(oCreat, "notify", "allow")
+			a.jset(oCreat, "", "allow")
+			a.jset(oPath, "allow", "notify")
 		}
 		a.label("openat")
 		a.ld(offArg(2))
-		a.jset(oCreat, "notify", "allow")
+		a.jset(oCreat, "", "allow")
+		a.jset(oPath, "allow", "notify")
 	}
 	if o.OpenRoute {
 		// 12, the open route: every open and openat but O_PATH ones
