@@ -158,12 +158,12 @@ func FormatCounts(c map[string][2]int64) string {
 	return strings.Join(parts, "; ")
 }
 
-func (a *Audit) write(line []byte, kind, decision, command string) {
+func (a *Audit) write(line []byte, kind, decision, command string, weight int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	allow, deny := policy.Allow.String(), policy.Deny.String()
 	if command != "" && decision == deny {
-		a.byCmd[command]++
+		a.byCmd[command] += weight
 	}
 	if kind != "" && (decision == allow || decision == deny) {
 		c := a.counts[kind]
@@ -172,9 +172,9 @@ func (a *Audit) write(line []byte, kind, decision, command string) {
 			a.counts[kind] = c
 		}
 		if decision == allow {
-			c[0]++
+			c[0] += weight
 		} else {
-			c[1]++
+			c[1] += weight
 		}
 	}
 	if _, err := a.w.Write(line); err != nil && a.werr == nil {
@@ -209,6 +209,7 @@ func (h *auditHandler) WithGroup(name string) slog.Handler {
 
 func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
 	var kind, decision, command string
+	weight := int64(1) // how many decisions the line stands for
 	has := map[string]bool{}
 	see := func(at slog.Attr) {
 		has[at.Key] = true
@@ -220,6 +221,12 @@ func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
 		case audit.AttrArgv:
 			if argv, ok := at.Value.Any().([]string); ok && len(argv) > 0 {
 				command = filepath.Base(argv[0])
+			}
+		case audit.AttrRepeated:
+			// A summary line (open refused): it stands for this many
+			// refusals not written one by one.
+			if at.Value.Kind() == slog.KindInt64 && at.Value.Int64() > 0 {
+				weight = at.Value.Int64()
 			}
 		}
 	}
@@ -248,6 +255,6 @@ func (h *auditHandler) Handle(ctx context.Context, r slog.Record) error {
 	if err := jh.Handle(ctx, r); err != nil {
 		return err
 	}
-	h.a.write(buf.Bytes(), kind, decision, command)
+	h.a.write(buf.Bytes(), kind, decision, command, weight)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -190,6 +191,24 @@ func TestAuditCountsByKindAndDecision(t *testing.T) {
 	want := map[string][2]int64{"reload": {1, 1}}
 	if len(got) != len(want) || got["reload"] != want["reload"] {
 		t.Fatalf("counts %v, want %v", got, want)
+	}
+}
+
+// TestAuditCountsRepeated: an open refused summary line ("repeated": N,
+// for N refusals of one path not written one by one) counts as N denials,
+// so the exit summary counts refusals, not lines (3,000 refused opens of
+// one path read "105 denied" when each line counted once).
+func TestAuditCountsRepeated(t *testing.T) {
+	a := NewAudit(io.Discard, "s")
+	l := a.Logger()
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		audit.Event(ctx, l, slog.LevelWarn, audit.KindSession, audit.MsgOpenRefused, slog.String(audit.AttrDecision, "deny"))
+	}
+	audit.Event(ctx, l, slog.LevelWarn, audit.KindSession, audit.MsgOpenRefused, slog.String(audit.AttrDecision, "deny"), slog.Int(audit.AttrRepeated, 2997))
+	audit.Event(ctx, l, slog.LevelWarn, audit.KindSession, audit.MsgOpenRefused, slog.String(audit.AttrDecision, "deny"), slog.String(audit.AttrRepeated, "9"))
+	if got := a.Counts()["session"]; got != [2]int64{0, 3001} {
+		t.Fatalf("session counts %v, want 3,001 denied (3 lines, one standing for 2,997, one whose repeated is not a number)", got)
 	}
 }
 
