@@ -47,6 +47,8 @@ r cachedrenamed cat cfg/.env
 r fdreopen cat /proc/self/fd/7
 if command -v python3 >/dev/null; then
   r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
+  r rdtrunc python3 -c 'import os; os.open("late/.env", os.O_RDONLY | os.O_TRUNC)'
+  r rdtruncok python3 -c 'import os; os.open("late/trunc.txt", os.O_RDONLY | os.O_TRUNC)'
 fi
 r owntmp cat /tmp/own/.env
 r truncate sh -c ': > late/.env'
@@ -132,6 +134,7 @@ func TestFSDeniedLater(t *testing.T) {
 			host("sh", "-c", "printf '"+secret("cachedrenamed")+"\\n' >> cfg/settings && mv cfg/settings cfg/.env")
 			host("sh", "-c", "printf '"+secret("fdreopen")+"\\n' >> held/x && mv held/x held/.env")
 			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
+			b.write(t, filepath.Join(b.ws, "late", "trunc.txt"), "TRUNCATE ME\n", 0o644)
 			b.chown(t)
 			r := b.release(t, res)
 			read := func(row string) string { return b.outRow(t, r, row) }
@@ -210,6 +213,23 @@ func TestFSDeniedLater(t *testing.T) {
 			}
 			if got, _ := os.ReadFile(filepath.Join(b.ws, "late", ".env")); string(got) != secret("late")+"\n" {
 				t.Errorf("row truncate: the host's late/.env holds %q after the refused open", got)
+			}
+			// O_RDONLY|O_TRUNC, which Linux truncates when the caller may
+			// write: the late file keeps its secret (refused first), an
+			// allowed one is emptied as the kernel empties it.
+			if _, err := exec.LookPath("python3"); err == nil {
+				if out := read("rdtrunc"); !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+					t.Errorf("row rdtrunc: the command got %q; want EPERM", out)
+				}
+				if got, _ := os.ReadFile(filepath.Join(b.ws, "late", ".env")); string(got) != secret("late")+"\n" {
+					t.Errorf("row rdtrunc: the host's late/.env holds %q after the refused O_RDONLY|O_TRUNC open", got)
+				}
+				if out := read("rdtruncok"); out != "rc=0\n" {
+					t.Errorf("row rdtruncok: the command got %q", out)
+				}
+				if got, err := os.ReadFile(filepath.Join(b.ws, "late", "trunc.txt")); err != nil || len(got) != 0 {
+					t.Errorf("row rdtruncok: the host's late/trunc.txt holds %q (%v); want it emptied, as the kernel does", got, err)
+				}
 			}
 			if out := read("truncok"); out != "NEW\nrc=0\n" {
 				t.Errorf("row truncok (the allowed neighbour, rewritten): %q", out)

@@ -1307,11 +1307,14 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		// The open route: an existing file is truncated only once it
 		// is decided (the kernel truncates at the open, and a refused
 		// open of a host's late .env for writing would have emptied
-		// it; the fanotify gate refuses before the truncation). O_TRUNC
-		// read-only is left to the open (no ftruncate on such a
-		// descriptor).
+		// it; the fanotify gate refuses before the truncation). That
+		// holds for O_RDONLY|O_TRUNC too, which Linux truncates when
+		// the caller may write the file (a review emptied a host's
+		// late .env with it): such a descriptor cannot ftruncate, so
+		// the file is truncated through its /proc/self/fd name, with
+		// the same permission and Landlock checks as the open's.
 		flags := o.flags
-		trunc := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY && flags&unix.O_PATH == 0
+		trunc := flags&unix.O_TRUNC != 0 && flags&unix.O_PATH == 0
 		if trunc {
 			flags &^= unix.O_TRUNC
 		}
@@ -1327,7 +1330,11 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 			var st unix.Stat_t
 			err := unix.Fstat(fd, &st)
 			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-				err = unix.Ftruncate(fd, 0)
+				if flags&unix.O_ACCMODE == unix.O_RDONLY {
+					err = unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), 0)
+				} else {
+					err = unix.Ftruncate(fd, 0)
+				}
 			}
 			if err != nil {
 				unix.Close(fd)
