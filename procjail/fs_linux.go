@@ -285,7 +285,7 @@ func (b *fsBuilder) homeOverlay() error {
 	if err := b.mountPoint(h, true); err != nil {
 		return err
 	}
-	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=%s/ovl/upper,workdir=%s/ovl/work,userxattr", b.homeFD, stagingDir, stagingDir)
+	opts := fmt.Sprintf("lowerdir=/proc/self/fd/%d,upperdir=%s/ovl/upper,workdir=%s/ovl/work,userxattr,xino=off", b.homeFD, stagingDir, stagingDir)
 	if err := unix.Mount("overlay", h, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return &os.PathError{Op: "mount overlay", Path: h, Err: err}
 	}
