@@ -378,6 +378,29 @@ func TestResolverFilesReadOnly(t *testing.T) {
 	}
 }
 
+// TestHostnameAnsweredInside: the sandbox's hostname resolves inside, from
+// its /etc/hosts (the host's entries and the hostname at 127.0.1.1), as
+// root and as 65534: python3's getaddrinfo(gethostname()) gets 127.0.1.1
+// and no DNS query for it reaches the proxy. Before, the lookup failed
+// ("Temporary failure in name resolution") and the audit had a denied
+// line for each query (git with no identity made four a session).
+func TestHostnameAnsweredInside(t *testing.T) {
+	w := newWorld(t)
+	testenv.NeedCommand(t, "python3")
+	script := `python3 -c 'import socket; print("addr", socket.getaddrinfo(socket.gethostname(), None)[0][4][0])'`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			r := w.sandboxd(t, runOpts{uid: u.uid, argv: []string{"sh", "-c", script}})
+			if r.code != 0 || r.stdout != "addr 127.0.1.1\n" {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+			if strings.Contains(r.audit, `"host":"sandbox"`) {
+				t.Errorf("a DNS query for the sandbox's hostname reached the proxy:\n%s", r.audit)
+			}
+		})
+	}
+}
+
 // TestHostsFileRedirect: a sandbox started by root cannot point an allowed
 // name at another address through the host's /etc/hosts, which the proxy's
 // resolver (outside the sandbox) reads. Without that, "allowed.test" would

@@ -92,11 +92,53 @@ print(s.recvfrom(100)[0].decode(), end="")
 }
 
 func TestResolvConf(t *testing.T) {
-	spec := sh(`cat /etc/resolv.conf; echo x >> /etc/resolv.conf && echo WROTE`)
+	// Opened for appending, nothing written: a regression must not
+	// change the host's file.
+	spec := sh(`cat /etc/resolv.conf; (exec 3>>/etc/resolv.conf) && echo WROTE`)
 	spec.ResolvConf = ResolvConf()
 	code, out, _ := run(t, spec)
 	if code == 0 || out != ResolvConf() {
 		t.Fatalf("exit %d, out %q: want the generated file, read-only", code, out)
+	}
+}
+
+// TestHostsFile: /etc/hosts inside is the host's entries and the
+// sandbox's hostname at 127.0.1.1, read-only, so that a lookup of the
+// hostname (git's default identity, Java's getLocalHost) is answered
+// inside instead of going to the DNS proxy, which refuses it.
+func TestHostsFile(t *testing.T) {
+	testenv.NeedCommand(t, "getent")
+	want, err := hostsFile("/etc/hosts", "sandbox")
+	if err != nil || want == nil {
+		t.Fatalf("the test needs a regular /etc/hosts on the host (%v)", err)
+	}
+	spec := sh(`cat /etc/hosts; echo ==; getent hosts "$(hostname)"; (exec 3>>/etc/hosts) && echo WROTE`)
+	spec.ResolvConf = ResolvConf()
+	code, out, stderr := run(t, spec)
+	inside, lookup, _ := strings.Cut(out, "==\n")
+	if code == 0 || inside != string(want) || strings.Fields(lookup)[0] != "127.0.1.1" || strings.Contains(out, "WROTE") {
+		t.Fatalf("exit %d, out %q, stderr %q: want the generated file, read-only, answering the hostname", code, out, stderr)
+	}
+}
+
+func TestHostsFileContent(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "hosts")
+	os.WriteFile(p, []byte("127.0.0.1 localhost"), 0o644)
+	if got, err := hostsFile(p, "sandbox"); err != nil || string(got) != "127.0.0.1 localhost\n# added by sandboxd: the sandbox's hostname\n127.0.1.1\tsandbox\n" {
+		t.Errorf("hostsFile: %q, %v", got, err)
+	}
+	for _, name := range []string{"", "a b", "a\nb", "a#b", "é"} {
+		if got, err := hostsFile(p, name); got != nil || err != nil {
+			t.Errorf("hostsFile(%q): %q, %v; want nothing", name, got, err)
+		}
+	}
+	if got, err := hostsFile(filepath.Join(dir, "missing"), "sandbox"); got != nil || err != nil {
+		t.Errorf("no hosts file: %q, %v; want nothing", got, err)
+	}
+	os.Symlink("hosts", filepath.Join(dir, "link"))
+	if got, err := hostsFile(filepath.Join(dir, "link"), "sandbox"); err != nil || !strings.HasPrefix(string(got), "127.0.0.1 localhost\n") {
+		t.Errorf("through a symlink: %q, %v", got, err)
 	}
 }
 

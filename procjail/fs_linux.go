@@ -702,9 +702,9 @@ type hostShown map[string]bool
 //   - not shown: every Hidden path (masked, or a skeleton tmpfs around
 //     what it reveals), /tmp and /var/tmp (privateTmp), HomeOverlay (its
 //     lower files show under another device, its upper ones are not the
-//     host's), /proc, /sys and /dev (with /dev/shm), /etc/resolv.conf and
-//     the file it leads to (bindResolvConf binds over that path,
-//     following a symlink);
+//     host's), /proc, /sys and /dev (with /dev/shm), /etc/resolv.conf,
+//     /etc/hosts and the files they lead to (bindGenerated binds over
+//     those paths, following a symlink);
 //   - shown: WriteRoots and Revealed (clones of the host's trees, moved
 //     into place after the tmpfs and the overlay, outermost first, so
 //     they cover them); Protected and Pinned are binds over themselves
@@ -714,15 +714,17 @@ func newHostShown(fs *FileSystem) hostShown {
 	for _, p := range append(append([]string(nil), fs.WriteRoots...), fs.Revealed...) {
 		h[p] = true
 	}
-	not := append(append([]string(nil), fs.Hidden...), "/proc", "/sys", "/dev", "/etc/resolv.conf")
+	not := append(append([]string(nil), fs.Hidden...), "/proc", "/sys", "/dev", "/etc/resolv.conf", "/etc/hosts")
 	if fs.Confine {
 		not = append(not, privateTmpDirs...)
 	}
 	if fs.HomeOverlay != "" {
 		not = append(not, fs.HomeOverlay)
 	}
-	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
-		not = append(not, r)
+	for _, g := range []string{"/etc/resolv.conf", "/etc/hosts"} {
+		if r, err := filepath.EvalSymlinks(g); err == nil {
+			not = append(not, r)
+		}
 	}
 	for _, p := range not {
 		h[filepath.Clean(p)] = false

@@ -298,6 +298,20 @@ func setupInside(s *initSpec) (*unixGate, error) {
 		resolvConf = "/proc/self/fd/" + strconv.Itoa(fd)
 		s.resolvConf = want
 	}
+	hosts := ""
+	if s.HostsPath != "" {
+		want, err := os.ReadFile(s.HostsPath)
+		if err != nil {
+			return nil, stepErr("mount /etc/hosts", err)
+		}
+		fd, err := unix.Open(s.HostsPath, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil, stepErr("mount /etc/hosts", err)
+		}
+		defer unix.Close(fd)
+		hosts = "/proc/self/fd/" + strconv.Itoa(fd)
+		s.hosts = want
+	}
 	if !s.SkipMountLayer {
 		if err := setupFileSystem(&s.FileSystem); err != nil {
 			return nil, err
@@ -310,7 +324,12 @@ func setupInside(s *initSpec) (*unixGate, error) {
 		return nil, err
 	}
 	if resolvConf != "" {
-		if err := bindResolvConf(resolvConf, s.resolvConf); err != nil {
+		if err := bindGenerated(resolvConf, "/etc/resolv.conf", s.resolvConf); err != nil {
+			return nil, err
+		}
+	}
+	if hosts != "" {
+		if err := bindGenerated(hosts, "/etc/hosts", s.hosts); err != nil {
 			return nil, err
 		}
 	}
@@ -576,22 +595,21 @@ func remountFlags(path string) uintptr {
 	return flags
 }
 
-// bindResolvConf binds src (the generated file, through the init's
-// descriptor) over /etc/resolv.conf read-only and checks that it reads
-// want.
-func bindResolvConf(src string, want []byte) error {
-	const dst = "/etc/resolv.conf"
+// bindGenerated binds src (a generated file, through the init's
+// descriptor) over dst (/etc/resolv.conf, /etc/hosts) read-only and checks
+// that it reads want.
+func bindGenerated(src, dst string, want []byte) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-		return stepErr("mount /etc/resolv.conf", err)
+		return stepErr("mount "+dst, err)
 	}
 	// A remount must keep the flags the kernel locked on the source mount.
 	flags := remountFlags(dst)
 	if err := unix.Mount("", dst, "", flags, ""); err != nil {
-		return stepErr("remount /etc/resolv.conf read-only", err)
+		return stepErr("remount "+dst+" read-only", err)
 	}
 	got, err := os.ReadFile(dst)
 	if err != nil || !bytes.Equal(got, want) {
-		return stepErrf("check /etc/resolv.conf", "content differs from the generated file (%v)", err)
+		return stepErrf("check "+dst, "content differs from the generated file (%v)", err)
 	}
 	return nil
 }

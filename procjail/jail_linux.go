@@ -351,6 +351,16 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		if err := os.WriteFile(is.ResolvConfPath, []byte(spec.ResolvConf), 0o644); err != nil {
 			return nil, cleanup, stepErr("write resolv.conf", err)
 		}
+		hosts, err := hostsFile("/etc/hosts", is.Hostname)
+		if err != nil {
+			return nil, cleanup, stepErr("write hosts", err)
+		}
+		if hosts != nil {
+			is.HostsPath = filepath.Join(dir, "hosts")
+			if err := os.WriteFile(is.HostsPath, hosts, 0o644); err != nil {
+				return nil, cleanup, stepErr("write hosts", err)
+			}
+		}
 	}
 	specJSON, err := json.Marshal(is)
 	if err != nil {

@@ -59,6 +59,7 @@ type initSpec struct {
 	Inbound          []Inbound      `json:"inbound,omitempty"`
 	PassFD           int            `json:"passFD,omitempty"` // the pass forwards' socket pair (Spec.Pass); 0: none
 	ResolvConfPath   string         `json:"resolvConfPath,omitempty"`
+	HostsPath        string         `json:"hostsPath,omitempty"` // the generated /etc/hosts (hostsFile)
 	ReadOnlyPaths    []string       `json:"readOnlyPaths,omitempty"`
 	AllowUnixSockets []string       `json:"allowUnixSockets,omitempty"`
 	Hostname         string         `json:"hostname"`
@@ -78,6 +79,7 @@ type initSpec struct {
 	HostDevices []uint64 `json:"hostDevices,omitempty"`
 
 	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
+	hosts      []byte // the generated /etc/hosts, likewise
 	// reportRefusal tells the parent what the create gate refused.
 	reportRefusal func(CreateRefusal)
 	// reportOpenRefusal tells the parent what the open route refused.
