@@ -55,25 +55,8 @@ type OpenGuard struct {
 // the hidden regular files the search for other names walked (at most
 // HiddenLinkScanLimit entries; the start line says when it stopped).
 func (p *FSPlan) OpenGuard() OpenGuard {
-	g := OpenGuard{Home: p.Home, Cwd: p.Workspace, Hidden: map[FileID]string{}, rule: p.ruleCode}
-	if p.files != nil {
-		g.Deny = p.files.Deny
-	}
-	g.hiddenIno = map[uint64]string{}
-	for k, path := range p.hiddenIDs {
-		g.Hidden[FileID{Dev: k.dev, Ino: k.ino}] = path
-		g.hiddenIno[k.ino] = path
-	}
-	// Each anchored pattern's literal prefix (the workspace's secrets,
-	// ~/.ssh) resolved now, as the start's scan resolved it: resolving
-	// it again at every open was 16 µs of each decision
-	// (BenchmarkDecideOpen).
-	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}.Memo()
-	for _, pat := range g.Deny {
-		m.Denied("/", []string{pat})
-	}
-	g.matcher = &m
-	return g
+	// Through the spec the open route's init gets: one way to build it.
+	return p.OpenGuardSpec().Guard()
 }
 
 // OpenGateRoots are the places where a files.deny match can appear and
@@ -285,6 +268,10 @@ func (s OpenGuardSpec) Guard() OpenGuard {
 		}
 		return RuleFilesDeny
 	}
+	// Each anchored pattern's literal prefix (the workspace's secrets,
+	// ~/.ssh) resolved now, as the start's scan resolved it: resolving
+	// it again at every open was 16 µs of each decision
+	// (BenchmarkDecideOpen).
 	m := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}.Memo()
 	for _, pat := range g.Deny {
 		m.Denied("/", []string{pat})
