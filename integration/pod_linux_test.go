@@ -440,25 +440,36 @@ func TestPodSidecar(t *testing.T) {
 		}
 		// sandboxd status in the sidecar's container (kubectl exec -c
 		// barry-proxy -- sandboxd status) lists the pod's session, with
-		// the decisions counted so far.
-		r := p.sidecar.exec(t, 30*time.Second, nil, containerSandboxd, "status", "--json")
-		var list []struct {
-			Running    bool                `json:"running"`
-			PolicyFile string              `json:"policyFile"`
-			Counters   map[string][2]int64 `json:"counters"`
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != 0 {
-			t.Fatalf("sandboxd status in the sidecar: %s (%v)", r, err)
-		}
-		if len(list) != 1 || !list[0].Running || list[0].PolicyFile != kube.PolicyDir+"/"+kube.PolicyKey {
-			t.Fatalf("sandboxd status in the sidecar lists %+v, want the pod's one running session on %s/%s", list, kube.PolicyDir, kube.PolicyKey)
-		}
-		var allowed, denied int64
-		for _, c := range list[0].Counters {
-			allowed, denied = allowed+c[0], denied+c[1]
-		}
-		if allowed == 0 || denied == 0 {
-			t.Errorf("sandboxd status in the sidecar counts %v, want the allowed and denied connections so far", list[0].Counters)
+		// the decisions counted so far. The session refreshes its status
+		// file once a second: the allowed connection of the subtests just
+		// before may not be in it yet (a fresh-clone CI read 0 allowed),
+		// so it is read again for up to 5 s.
+		var counters map[string][2]int64
+		for try := 0; ; try++ {
+			r := p.sidecar.exec(t, 30*time.Second, nil, containerSandboxd, "status", "--json")
+			var list []struct {
+				Running    bool                `json:"running"`
+				PolicyFile string              `json:"policyFile"`
+				Counters   map[string][2]int64 `json:"counters"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != 0 {
+				t.Fatalf("sandboxd status in the sidecar: %s (%v)", r, err)
+			}
+			if len(list) != 1 || !list[0].Running || list[0].PolicyFile != kube.PolicyDir+"/"+kube.PolicyKey {
+				t.Fatalf("sandboxd status in the sidecar lists %+v, want the pod's one running session on %s/%s", list, kube.PolicyDir, kube.PolicyKey)
+			}
+			counters = list[0].Counters
+			var allowed, denied int64
+			for _, c := range counters {
+				allowed, denied = allowed+c[0], denied+c[1]
+			}
+			if allowed > 0 && denied > 0 {
+				break
+			}
+			if try == 10 {
+				t.Fatalf("sandboxd status in the sidecar counts %v after 5 s, want the allowed and denied connections so far", counters)
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
 	})
 
