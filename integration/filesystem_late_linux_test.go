@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barry-rocks/sandbox/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -646,4 +647,62 @@ func (b *fsBox) outRow(t *testing.T, r runResult, row string) string {
 		t.Fatalf("row %s: %v\n%s", row, err, r)
 	}
 	return string(out)
+}
+
+// routeSemanticsScript runs under the open route. It prints one line per
+// check, for the host to compare with what the kernel gives bare.
+const routeSemanticsScript = `import errno, os, subprocess, sys, time
+def row(name, f):
+    try:
+        print(name, f())
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+os.mkfifo("p")
+subprocess.Popen(["sh", "-c", "sleep 0.3; echo hi > p"])
+row("fifo-nofollow", lambda: os.read(os.open("p", os.O_RDONLY | os.O_NOFOLLOW), 10).decode().strip())
+row("dir-trunc", lambda: os.open(".", os.O_RDONLY | os.O_TRUNC))
+row("self-maps", lambda: len(os.read(os.open("/proc/self/maps", os.O_RDONLY), 100)) > 0)
+# A child that made itself non-dumpable: the kernel refuses its environ to
+# another process of the same uid without CAP_SYS_PTRACE.
+child = subprocess.Popen([sys.executable, "-c", "import ctypes, sys, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, env={"SECRET_OF_CHILD": "child-secret-91", "PATH": os.environ["PATH"]})
+child.stdout.readline()
+row("nondumpable-environ", lambda: "child-secret-91" in os.read(os.open("/proc/%d/environ" % child.pid, os.O_RDONLY), 4096).decode(errors="replace"))
+child.kill()
+# FIFO opens with O_EXCL and no O_CREAT, no writer: more than the pool's 64
+# workers, their callers killed after a second; an ordinary open then works.
+os.mkfifo("q")
+procs = [subprocess.Popen(["timeout", "1", sys.executable, "-c", "import os; os.open('q', os.O_RDONLY | os.O_EXCL)"]) for _ in range(70)]
+for p in procs: p.wait()
+t0 = time.time()
+r = subprocess.run(["timeout", "10", "cat", "data.txt"], capture_output=True)
+print("after-excl-fifos", r.stdout.decode().strip(), r.returncode)
+`
+
+// TestFSOpenRouteSemantics: opens under the open gate's seccomp route
+// (65534, filesystem.openGate: always) behave as the kernel's, for what a
+// review found different: a blocking FIFO open with O_NOFOLLOW is the
+// FIFO's (it failed with ELOOP), O_RDONLY|O_TRUNC of a directory is EISDIR
+// (it succeeded), FIFO opens with O_EXCL but no O_CREAT are made outside
+// the worker pool (70 of them held every worker for good, and the next
+// open waited: the session never ended), a process's own /proc files
+// open, and a non-dumpable process's environ is refused to another
+// (EACCES, as the kernel refuses it; that row held before the change as
+// well: another process's /proc files are now opened by the worker, with
+// the caller's rights, no longer by the init). The same script bare gives
+// the same lines.
+func TestFSOpenRouteSemantics(t *testing.T) {
+	testenv.NeedCommand(t, "python3")
+	testenv.NeedCommand(t, "timeout")
+	b := newFSBox(t, 65534, false)
+	b.write(t, filepath.Join(b.ws, "data.txt"), "DATA\n", 0o644)
+	b.write(t, filepath.Join(b.ws, "t.py"), routeSemanticsScript, 0o644)
+	pol := b.policyFS(t, `{files: {deny: ["**/.env"]}}`, "{openGate: always}")
+	r := b.run(t, fsRun{timeout: 90 * time.Second, flags: []string{"--policy", pol}, argv: []string{"python3", "-u", "t.py"}})
+	if start := startLine(t, r.audit); start["open_gate"] != "on (seccomp: every open decided, no cache)" {
+		t.Fatalf("open_gate %v; want the seccomp route\n%s", start["open_gate"], r)
+	}
+	want := "fifo-nofollow hi\ndir-trunc EISDIR\nself-maps True\nnondumpable-environ EACCES\nafter-excl-fifos DATA 0\n"
+	if r.stdout != want {
+		t.Errorf("inside:\n%s\nwant:\n%s\n%s", r.stdout, want, r)
+	}
 }

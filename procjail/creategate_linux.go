@@ -374,7 +374,9 @@ func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, un
 				return
 			}
 			var err error
-			fd, err = unix.Open(path, a.flags, 0)
+			// The object is resolved: its /proc/self/fd link is
+			// followed whatever the caller's O_NOFOLLOW (ELOOP else).
+			fd, err = unix.Open(path, a.flags&^unix.O_NOFOLLOW, 0)
 			errno = errnoOr(err)
 		})
 		tick := time.NewTicker(asideTick)
@@ -1329,6 +1331,9 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		if trunc {
 			var st unix.Stat_t
 			err := unix.Fstat(fd, &st)
+			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				err = unix.EISDIR // the kernel refuses O_TRUNC on a directory
+			}
 			if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 				if flags&unix.O_ACCMODE == unix.O_RDONLY {
 					err = unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), 0)
@@ -1808,7 +1813,9 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			r.close()
 			return -1, unix.EEXIST, nil
 		}
-		if exists && pre.Mode&unix.S_IFMT == unix.S_IFIFO && flags&(unix.O_NONBLOCK|unix.O_EXCL) == 0 && flags&unix.O_ACCMODE != unix.O_RDWR {
+		// (O_EXCL matters only with O_CREAT: without it a FIFO open
+		// blocks all the same.)
+		if exists && pre.Mode&unix.S_IFMT == unix.S_IFIFO && flags&unix.O_NONBLOCK == 0 && !(create && flags&unix.O_EXCL != 0) && flags&unix.O_ACCMODE != unix.O_RDWR {
 			obj, err := unix.Openat(r.parent, r.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			r.close()
 			if err == nil && w.fifoAside(obj, plain) {
@@ -1829,7 +1836,7 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		fd, err := -1, error(unix.ENOENT)
 		switch {
 		case missing:
-		case !create && flags&unix.O_ACCMODE == unix.O_RDONLY && flags&unix.O_PATH == 0 && w.procFile(r.parent):
+		case !create && flags&unix.O_ACCMODE == unix.O_RDONLY && flags&unix.O_PATH == 0 && w.callerProcFile(r.parent):
 			// A process's file (/proc/PID/maps, ...): the kernel checks
 			// ptrace access to PID at the open, against the opener's
 			// Landlock domain, which for a worker is not the command's

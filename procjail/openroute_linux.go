@@ -31,6 +31,8 @@ package procjail
 
 import (
 	"encoding/json"
+	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -81,11 +83,33 @@ func (c *createGate) inOpenRoots(path string) bool {
 	return false
 }
 
-// procFile says whether dir is a directory of a process in the sandbox's
-// /proc other than the init's (whose files the walk never reaches).
-func (w *walker) procFile(dir int) bool {
-	kind, self := w.procKind(dir)
-	return kind == procPID && !self
+// callerProcFile says whether dir is in the caller's own process
+// directory in the sandbox's /proc (/proc/TGID and below, its threads'
+// included), whose files the kernel lets a process open after a ptrace
+// check that passes for itself and that a worker, in another Landlock
+// domain, would fail. Any other process's files (and /proc/sys and the
+// like) are opened by the worker: the kernel's checks are then the
+// caller's, but for Landlock's ptrace rule, which refuses another process's
+// ptrace-checked files (environ, maps, mem) that the kernel would give the
+// caller; never the init's privileges (it may read any process's).
+func (w *walker) callerProcFile(dir int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(dir, &st) != nil {
+		return false
+	}
+	if kind, _ := w.procKindOf(dir, &st); kind != procPID {
+		return false
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(dir))
+	if err != nil {
+		return false
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return false
+	}
+	pid, _, _ := strings.Cut(rest, "/")
+	return pid != "" && pid == w.cl.tgid
 }
 
 // openProc opens name in the process directory dir for reading, as the
