@@ -108,37 +108,62 @@ func TestResolvConf(t *testing.T) {
 // inside instead of going to the DNS proxy, which refuses it.
 func TestHostsFile(t *testing.T) {
 	testenv.NeedCommand(t, "getent")
-	want, err := hostsFile("/etc/hosts", "sandbox")
-	if err != nil || want == nil {
-		t.Fatalf("the test needs a regular /etc/hosts on the host (%v)", err)
+	want := hostsFile("/etc/hosts", "sandbox", nil)
+	if want == nil {
+		t.Fatal("the test needs a regular, readable /etc/hosts on the host")
 	}
 	spec := sh(`cat /etc/hosts; echo ==; getent hosts "$(hostname)"; (exec 3>>/etc/hosts) && echo WROTE`)
 	spec.ResolvConf = ResolvConf()
 	code, out, stderr := run(t, spec)
 	inside, lookup, _ := strings.Cut(out, "==\n")
-	if code == 0 || inside != string(want) || strings.Fields(lookup)[0] != "127.0.1.1" || strings.Contains(out, "WROTE") {
+	if f := strings.Fields(lookup); code == 0 || inside != string(want) || len(f) == 0 || f[0] != "127.0.1.1" || strings.Contains(out, "WROTE") {
 		t.Fatalf("exit %d, out %q, stderr %q: want the generated file, read-only, answering the hostname", code, out, stderr)
 	}
 }
 
+// TestHostsFileContent: the host's entries and the hostname's line; no
+// file (the host's shown as before) for a name that cannot be a field, a
+// missing, looping, oversized or hidden host file: a convenience never
+// stops a session.
 func TestHostsFileContent(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "hosts")
-	os.WriteFile(p, []byte("127.0.0.1 localhost"), 0o644)
-	if got, err := hostsFile(p, "sandbox"); err != nil || string(got) != "127.0.0.1 localhost\n# added by sandboxd: the sandbox's hostname\n127.0.1.1\tsandbox\n" {
-		t.Errorf("hostsFile: %q, %v", got, err)
-	}
-	for _, name := range []string{"", "a b", "a\nb", "a#b", "é"} {
-		if got, err := hostsFile(p, name); got != nil || err != nil {
-			t.Errorf("hostsFile(%q): %q, %v; want nothing", name, got, err)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	if got, err := hostsFile(filepath.Join(dir, "missing"), "sandbox"); got != nil || err != nil {
-		t.Errorf("no hosts file: %q, %v; want nothing", got, err)
+	must(os.WriteFile(p, []byte("127.0.0.1 localhost"), 0o644))
+	if got := hostsFile(p, "sandbox", nil); string(got) != "127.0.0.1 localhost\n# added by sandboxd: the sandbox's hostname\n127.0.1.1\tsandbox\n" {
+		t.Errorf("hostsFile: %q", got)
 	}
-	os.Symlink("hosts", filepath.Join(dir, "link"))
-	if got, err := hostsFile(filepath.Join(dir, "link"), "sandbox"); err != nil || !strings.HasPrefix(string(got), "127.0.0.1 localhost\n") {
-		t.Errorf("through a symlink: %q, %v", got, err)
+	for _, name := range []string{"", "a b", "a\nb", "a#b", "é"} {
+		if got := hostsFile(p, name, nil); got != nil {
+			t.Errorf("hostsFile(%q): %q; want nothing", name, got)
+		}
+	}
+	must(os.Symlink("hosts", filepath.Join(dir, "link")))
+	if got := hostsFile(filepath.Join(dir, "link"), "sandbox", nil); !strings.HasPrefix(string(got), "127.0.0.1 localhost\n") {
+		t.Errorf("through a symlink: %q", got)
+	}
+	must(os.Symlink("loop", filepath.Join(dir, "loop")))
+	big := filepath.Join(dir, "big")
+	must(os.WriteFile(big, make([]byte, maxHostsFile+1), 0o644))
+	for _, c := range []struct {
+		path   string
+		hidden []string
+	}{
+		{filepath.Join(dir, "missing"), nil},
+		{filepath.Join(dir, "loop"), nil},
+		{big, nil},
+		{dir, nil},                                // not a regular file
+		{p, []string{dir}},                        // hidden by a directory above it
+		{filepath.Join(dir, "link"), []string{p}}, // its target hidden
+	} {
+		if got := hostsFile(c.path, "sandbox", c.hidden); got != nil {
+			t.Errorf("hostsFile(%s, hidden %v): %d bytes; want nothing", c.path, c.hidden, len(got))
+		}
 	}
 }
 

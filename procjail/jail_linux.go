@@ -351,11 +351,9 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		if err := os.WriteFile(is.ResolvConfPath, []byte(spec.ResolvConf), 0o644); err != nil {
 			return nil, cleanup, stepErr("write resolv.conf", err)
 		}
-		hosts, err := hostsFile("/etc/hosts", is.Hostname)
-		if err != nil {
-			return nil, cleanup, stepErr("write hosts", err)
-		}
-		if hosts != nil {
+		// Not in container mode (nothing is mounted there: the
+		// container's own /etc/hosts names its hostname).
+		if hosts := hostsFile("/etc/hosts", is.Hostname, spec.FileSystem.Hidden); hosts != nil && spec.Container == nil {
 			is.HostsPath = filepath.Join(dir, "hosts")
 			if err := os.WriteFile(is.HostsPath, hosts, 0o644); err != nil {
 				return nil, cleanup, stepErr("write hosts", err)
@@ -825,3 +823,45 @@ func identityMappings(path string) []syscall.SysProcIDMap {
 	}
 	return parseIdentityMappings(string(b))
 }
+
+// hostsFile returns the /etc/hosts the sandbox gets: the host's (at
+// path; its entries, as the host resolves them) and a line giving the
+// sandbox's hostname a loopback address, as container runtimes do.
+// Without it a lookup of the hostname (git's default identity, Java's
+// InetAddress.getLocalHost, hostname -i) goes to the sandbox's DNS proxy,
+// which refuses it: four denied lines a session for a git commit with no
+// identity set. Nil, and the host's file is shown as before, when the
+// host has no regular, readable /etc/hosts of at most maxHostsFile bytes,
+// when hidden (a files.deny path at or above it or its target) says it
+// is hidden, or when the name cannot be one line's field: a convenience
+// never stops a session.
+func hostsFile(path, hostname string, hidden []string) []byte {
+	if hostname == "" || strings.IndexFunc(hostname, func(r rune) bool { return r <= ' ' || r == '#' || r > '~' }) >= 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil
+	}
+	for _, h := range hidden {
+		if under(path, h) || under(real, h) {
+			return nil
+		}
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxHostsFile {
+		return nil
+	}
+	b, err := os.ReadFile(real)
+	if err != nil || len(b) > maxHostsFile {
+		return nil
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	return append(b, "# added by sandboxd: the sandbox's hostname\n127.0.1.1\t"+hostname+"\n"...)
+}
+
+// maxHostsFile bounds the host's /etc/hosts that hostsFile copies (read
+// by sandboxd and by the init at every start); a larger one (a blocklist)
+// is shown as it is.
+const maxHostsFile = 1 << 20

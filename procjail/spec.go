@@ -1,9 +1,7 @@
 package procjail
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,36 +217,4 @@ type PrestartOptions struct {
 	// Container starts the init without namespaces, for a Spec with
 	// Container set (see ContainerMode).
 	Container bool
-}
-
-// hostsFile returns the /etc/hosts the sandbox gets: the host's (at
-// path; its entries, as the host resolves them) and a line giving the
-// sandbox's hostname a loopback address, as container runtimes do.
-// Without it a lookup of the hostname (git's default identity, Java's
-// InetAddress.getLocalHost, hostname -i) goes to the sandbox's DNS proxy,
-// which refuses it: four denied lines a session for a git commit with no
-// identity set. Nil when the host has no regular /etc/hosts (there is
-// nothing to bind over) or the name cannot be one line's field.
-func hostsFile(path, hostname string) ([]byte, error) {
-	if hostname == "" || strings.IndexFunc(hostname, func(r rune) bool { return r <= ' ' || r == '#' || r > '~' }) >= 0 {
-		return nil, nil
-	}
-	real, err := filepath.EvalSymlinks(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.Mode().IsRegular() {
-		return nil, err
-	}
-	b, err := os.ReadFile(real)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		b = append(b, '\n')
-	}
-	return append(b, "# added by sandboxd: the sandbox's hostname\n127.0.1.1\t"+hostname+"\n"...), nil
 }
