@@ -1201,21 +1201,35 @@ func (c *createGate) procDevice() uint64 {
 // initProcDir says whether dir lies below /proc/PID where PID is a thread
 // of the init, or cannot be placed (fail closed).
 func (w *walker) initProcDir(dir int) bool {
+	pid, ok := procDirPID(dir)
+	switch {
+	case !ok:
+		return true // cannot be placed: fail closed
+	case pid == "":
+		return false // below /proc but in no process's directory (/proc/sys, ...)
+	}
+	_, err := os.Lstat("/proc/self/task/" + pid)
+	return err == nil
+}
+
+// procDirPID is the process number of dir, a directory of the sandbox's
+// /proc (/proc/PID or below it): ok is false when dir cannot be named or
+// is not below /proc, pid "" for one below /proc in no process's
+// directory (/proc/sys).
+func procDirPID(dir int) (pid string, ok bool) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(dir))
 	if err != nil {
-		return true
+		return "", false
 	}
 	rest, ok := strings.CutPrefix(p, "/proc/")
 	if !ok {
-		return true
+		return "", false
 	}
-	pid, _, _ := strings.Cut(rest, "/")
+	pid, _, _ = strings.Cut(rest, "/")
 	if _, err := strconv.Atoi(pid); err != nil {
-		// Below /proc but in no process's directory (/proc/sys, ...).
-		return false
+		return "", true
 	}
-	_, err = os.Lstat("/proc/self/task/" + pid)
-	return err == nil
+	return pid, true
 }
 
 // notInit refuses a procfs directory of the init's own (its memory,

@@ -703,7 +703,7 @@ type hostShown map[string]bool
 //     what it reveals), /tmp and /var/tmp (privateTmp), HomeOverlay (its
 //     lower files show under another device, its upper ones are not the
 //     host's), /proc, /sys and /dev (with /dev/shm), /etc/resolv.conf,
-//     /etc/hosts and the files they lead to (bindGenerated binds over
+//     /etc/hosts and the files they lead to (generatedFile.bind binds over
 //     those paths, following a symlink);
 //   - shown: WriteRoots and Revealed (clones of the host's trees, moved
 //     into place after the tmpfs and the overlay, outermost first, so

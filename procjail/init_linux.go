@@ -284,33 +284,19 @@ func setupInside(s *initSpec) (*unixGate, error) {
 	if err != nil {
 		return nil, err
 	}
-	resolvConf := ""
-	if s.ResolvConfPath != "" {
-		want, err := os.ReadFile(s.ResolvConfPath)
-		if err != nil {
-			return nil, stepErr("mount /etc/resolv.conf", err)
+	// The generated files (resolv.conf, hosts), opened and read now, as
+	// the filesystem layer may cover the runtime directory, and bound
+	// once the mounts are made.
+	var generated []generatedFile
+	for _, g := range []generatedFile{{src: s.ResolvConfPath, dst: "/etc/resolv.conf"}, {src: s.HostsPath, dst: "/etc/hosts"}} {
+		if g.src == "" {
+			continue
 		}
-		fd, err := unix.Open(s.ResolvConfPath, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return nil, stepErr("mount /etc/resolv.conf", err)
+		if err := g.open(); err != nil {
+			return nil, err
 		}
-		defer unix.Close(fd)
-		resolvConf = "/proc/self/fd/" + strconv.Itoa(fd)
-		s.resolvConf = want
-	}
-	hosts := ""
-	if s.HostsPath != "" {
-		want, err := os.ReadFile(s.HostsPath)
-		if err != nil {
-			return nil, stepErr("mount /etc/hosts", err)
-		}
-		fd, err := unix.Open(s.HostsPath, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return nil, stepErr("mount /etc/hosts", err)
-		}
-		defer unix.Close(fd)
-		hosts = "/proc/self/fd/" + strconv.Itoa(fd)
-		s.hosts = want
+		defer unix.Close(g.fd)
+		generated = append(generated, g)
 	}
 	if !s.SkipMountLayer {
 		if err := setupFileSystem(&s.FileSystem); err != nil {
@@ -323,13 +309,8 @@ func setupInside(s *initSpec) (*unixGate, error) {
 	if err := setupDev(); err != nil {
 		return nil, err
 	}
-	if resolvConf != "" {
-		if err := bindGenerated(resolvConf, "/etc/resolv.conf", s.resolvConf); err != nil {
-			return nil, err
-		}
-	}
-	if hosts != "" {
-		if err := bindGenerated(hosts, "/etc/hosts", s.hosts); err != nil {
+	for _, g := range generated {
+		if err := g.bind(); err != nil {
 			return nil, err
 		}
 	}
@@ -595,21 +576,41 @@ func remountFlags(path string) uintptr {
 	return flags
 }
 
-// bindGenerated binds src (a generated file, through the init's
-// descriptor) over dst (/etc/resolv.conf, /etc/hosts) read-only and checks
-// that it reads want.
-func bindGenerated(src, dst string, want []byte) error {
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-		return stepErr("mount "+dst, err)
+// generatedFile is a file sandboxd generated (src, in its runtime
+// directory) for dst inside: /etc/resolv.conf, /etc/hosts.
+type generatedFile struct {
+	src, dst string
+	fd       int    // src, O_PATH (open)
+	want     []byte // src's content (open)
+}
+
+// open reads src and holds it by a descriptor, before the filesystem
+// layer can cover it.
+func (g *generatedFile) open() error {
+	var err error
+	if g.want, err = os.ReadFile(g.src); err != nil {
+		return stepErr("mount "+g.dst, err)
+	}
+	if g.fd, err = unix.Open(g.src, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0); err != nil {
+		return stepErr("mount "+g.dst, err)
+	}
+	return nil
+}
+
+// bind binds the file (through the init's descriptor) over dst
+// read-only and checks that dst reads what src held.
+func (g generatedFile) bind() error {
+	if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(g.fd), g.dst, "", unix.MS_BIND, ""); err != nil {
+		return stepErr("mount "+g.dst, err)
 	}
 	// A remount must keep the flags the kernel locked on the source mount.
-	flags := remountFlags(dst)
-	if err := unix.Mount("", dst, "", flags, ""); err != nil {
-		return stepErr("remount "+dst+" read-only", err)
+	flags := remountFlags(g.dst)
+	if err := unix.Mount("", g.dst, "", flags, ""); err != nil {
+		return stepErr("remount "+g.dst+" read-only", err)
 	}
-	got, err := os.ReadFile(dst)
-	if err != nil || !bytes.Equal(got, want) {
-		return stepErrf("check "+dst, "content differs from the generated file (%v)", err)
+	got, err := os.ReadFile(g.dst)
+	if err != nil || !bytes.Equal(got, g.want) {
+		return stepErrf("check "+g.dst, "content differs from the generated file (%v)", err)
 	}
 	return nil
 }

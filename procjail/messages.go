@@ -78,8 +78,6 @@ type initSpec struct {
 	// is compared by its inode number alone (the open route).
 	HostDevices []uint64 `json:"hostDevices,omitempty"`
 
-	resolvConf []byte // the generated resolv.conf, read before the filesystem layer
-	hosts      []byte // the generated /etc/hosts, likewise
 	// reportRefusal tells the parent what the create gate refused.
 	reportRefusal func(CreateRefusal)
 	// reportOpenRefusal tells the parent what the open route refused.

@@ -31,8 +31,6 @@ package procjail
 
 import (
 	"encoding/json"
-	"os"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -100,16 +98,8 @@ func (w *walker) callerProcFile(dir int) bool {
 	if kind, _ := w.procKindOf(dir, &st); kind != procPID {
 		return false
 	}
-	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(dir))
-	if err != nil {
-		return false
-	}
-	rest, ok := strings.CutPrefix(p, "/proc/")
-	if !ok {
-		return false
-	}
-	pid, _, _ := strings.Cut(rest, "/")
-	return pid != "" && pid == w.cl.tgid
+	pid, ok := procDirPID(dir)
+	return ok && pid != "" && pid == w.cl.tgid
 }
 
 // openProc opens name in the process directory dir for reading, as the
