@@ -49,10 +49,13 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 
 func (s *Server) hijackDeny(rec *record) *goproxy.ConnectAction {
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: func(_ *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
+		// The line first: a client that exits at the 403 can end the
+		// session, and its audit stream, before closeGently's wait is
+		// over (a fresh-clone CI lost the denial so: "no decisions").
+		s.audit(rec)
 		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		denial{http.StatusForbidden, rec.d.Reason}.writeTo(client)
 		closeGently(client)
-		s.audit(rec)
 	}}
 }
 
