@@ -27,6 +27,7 @@ mkdir -p out
 cat cfg/settings > out/cached1.txt 2>&1; echo "rc=$?" >> out/cached1.txt
 cat cfg/settings > out/cached2.txt 2>&1; echo "rc=$?" >> out/cached2.txt
 exec 7< held/x
+: > made
 mkdir -p /tmp/own && echo OWN > /tmp/own/.env
 touch phase1
 i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
@@ -45,6 +46,7 @@ r procself cat /proc/self/root"$PWD"/late/.env
 r procpid cat /proc/$$/root"$PWD"/late/.env
 r exec ./bin/.env
 r cachedrenamed cat cfg/.env
+r createdrenamed cat mk/.env
 r fdreopen cat /proc/self/fd/7
 if command -v python3 >/dev/null; then
   r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
@@ -70,7 +72,8 @@ r truncok sh -c 'echo NEW > late/ok.txt && cat late/ok.txt'
 // made inside, /proc/self/root, /proc/PID/root, and by exec (the route
 // sees no execve: the script is refused through its interpreter's open);
 // a file read (and so cached by an ignore mark) before the host writes a
-// secret into it and renames it to .env is refused too. Checked on the
+// secret into it and renames it to .env is refused too, and so is one the
+// command made (which, as root, the create gate makes with that mark). Checked on the
 // host: the secret never appears in what the command wrote, each read
 // failed with EPERM, one "open refused" audit line names the path and the
 // process; the neighbour the host made beside them is read (no false
@@ -134,6 +137,10 @@ func TestFSDeniedLater(t *testing.T) {
 			b.write(t, filepath.Join(b.ws, "bin", ".env"), "#!/bin/sh\necho "+secret("exec")+"\n", 0o755)
 			host("sh", "-c", "printf '"+secret("cachedrenamed")+"\\n' >> cfg/settings && mv cfg/settings cfg/.env")
 			host("sh", "-c", "printf '"+secret("fdreopen")+"\\n' >> held/x && mv held/x held/.env")
+			// A file the command made (as root, the create gate makes it
+			// with the open gate's ignore mark: createMarked), filled by
+			// the host and renamed to .env.
+			host("sh", "-c", "printf '"+secret("createdrenamed")+"\\n' >> made && mkdir mk && mv made mk/.env")
 			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "late", "trunc.txt"), "TRUNCATE ME\n", 0o644)
 			b.chown(t)
@@ -173,6 +180,7 @@ func TestFSDeniedLater(t *testing.T) {
 				{"procpid", b.ws + "/late/.env", "cat"},
 				{"exec", b.ws + "/bin/.env", execComm},
 				{"cachedrenamed", b.ws + "/cfg/.env", "cat"},
+				{"createdrenamed", b.ws + "/mk/.env", "cat"},
 				{"fdreopen", b.ws + "/held/.env", "cat"},
 			} {
 				out := read(c.row)
@@ -356,14 +364,57 @@ func (b *fsBox) policyFS(t *testing.T, bound, fs string) string {
 // startLine is the audit's session start line.
 func startLine(t *testing.T, audit string) map[string]any {
 	t.Helper()
+	return sessionLine(t, audit, "session start")
+}
+
+// sessionLine returns the audit's first line whose msg is msg.
+func sessionLine(t *testing.T, audit, msg string) map[string]any {
+	t.Helper()
 	for _, l := range strings.Split(audit, "\n") {
 		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "session start" {
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
 			return m
 		}
 	}
-	t.Fatalf("no session start line:\n%s", audit)
+	t.Fatalf("no %s line:\n%s", msg, audit)
 	return nil
+}
+
+// TestFSCreatedNotDecided: with the open gate on (root, a files.deny
+// policy), a file an open of the command creates is made by the create
+// gate with the gate's ignore mark (createMarked), so neither its
+// creation nor its reads before anything writes it are events to decide:
+// 300 files made and read back add nothing to the session exit line's
+// open_gate_decided, while a file written after it was made is decided at
+// its next open (the write cleared the mark) and counted. As 65534 there
+// is no fanotify gate, and the line carries no count.
+func TestFSCreatedNotDecided(t *testing.T) {
+	const script = `for i in $(seq 300); do : > c$i; done
+cat c* > /dev/null && cat c* > /dev/null
+echo data > w; cat w > /dev/null; cat w > /dev/null
+echo done`
+	for _, u := range users {
+		t.Run(u.name, func(t *testing.T) {
+			b := newFSBox(t, u.uid, false)
+			r := b.run(t, fsRun{flags: []string{"--policy", b.policy(t, `{files: {deny: ["**/.env"]}}`)}, argv: []string{"sh", "-c", script}})
+			if !strings.Contains(r.stdout, "done\n") {
+				t.Fatalf("the script did not finish:\n%s", r)
+			}
+			if fi, err := os.Stat(filepath.Join(b.ws, "c300")); err != nil || fi.Size() != 0 {
+				t.Fatalf("host c300: %v %v", fi, err)
+			}
+			decided, ok := sessionLine(t, r.audit, "session exit")["open_gate_decided"].(float64)
+			if u.uid != 0 {
+				if ok {
+					t.Errorf("open_gate_decided %v without an open gate", decided)
+				}
+				return
+			}
+			if !ok || decided < 1 || decided >= 100 {
+				t.Errorf("open_gate_decided %v (present: %v); want at least 1 (w, written after it was made) and far fewer than the 300 files made and read\n%s", decided, ok, r.audit)
+			}
+		})
+	}
 }
 
 // hasOpenRefused says whether the audit has an open refused line for

@@ -425,6 +425,9 @@ func createRefusedLines(t *testing.T, audit string) []map[string]any {
 // symlink (ELOOP), /dev/stdout opened with O_CREAT as without (the
 // caller's own descriptor, reopened), a rename and a hard link of the caller's, relative to a
 // directory descriptor, the init's own /proc entries refused (EACCES),
+// new files opened read-write, write-only and read-only whatever their
+// mode (with files.deny too, where as root the open gate is on and the
+// create gate makes files without an open event: createMarked),
 // and a Go program (preempted by signals while
 // the gate works) making and renaming 300 files.
 func TestFSCreateGateSemantics(t *testing.T) {
@@ -465,43 +468,71 @@ for name in ("f", "opath-missing"):  # O_CREAT is ignored with O_PATH: an fd of 
         os.close(os.open(name, os.O_PATH | os.O_CREAT, 0o644)); print("opath", name, "fd")
     except OSError as e:
         print("opath", name, errno.errorcode[e.errno])
+# A new file's descriptor has the access asked for, whatever its mode
+# (the kernel checks no permission on a file its open made).
+for name, flags, mode in (("rw", os.O_RDWR, 0o666), ("ro", os.O_RDWR, 0o444), ("wo", os.O_WRONLY, 0o200), ("rd", os.O_RDONLY, 0o644)):
+    fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_TRUNC | flags, mode)
+    if flags != os.O_RDONLY:
+        os.write(fd, name.encode() + b"\n")
+    if flags == os.O_RDWR:
+        os.lseek(fd, 0, 0); print("read", name, os.read(fd, 10).decode().strip())
+    os.close(fd)
 print("done")
 `
 	for _, u := range users {
-		t.Run(u.name, func(t *testing.T) {
-			b := newFSBox(t, u.uid, false)
-			r := b.run(t, fsRun{argv: []string{"python3", "-c", script}})
-			if n := strings.Count(r.stdout, "init EACCES\n"); n != 3 {
-				t.Errorf("inside: the init's /proc entries: %d EACCES, want 3", n)
+		// Without files.deny, and with it: as root the open gate is on,
+		// and the create gate makes the files opens create without an
+		// open event (createMarked); what it makes must be the same.
+		for _, pol := range []string{"", `{files: {deny: ["**/.env"]}}`} {
+			name := u.name
+			if pol != "" {
+				name += "/files.deny"
 			}
-			for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "opath f fd\n", "opath opath-missing ENOENT\n", "done\n"} {
-				if !strings.Contains(r.stdout, want) {
-					t.Errorf("inside: missing %q", want)
+			t.Run(name, func(t *testing.T) {
+				b := newFSBox(t, u.uid, false)
+				o := fsRun{argv: []string{"python3", "-c", script}}
+				if pol != "" {
+					o.flags = []string{"--policy", b.policy(t, pol)}
 				}
-			}
-			for p, want := range map[string]os.FileMode{"f": 0o640, "d": os.ModeDir | 0o750, "p": os.ModeNamedPipe | 0o640, "target": 0o600, "d/moved": 0o640 &^ 0o027} {
-				fi, err := os.Lstat(filepath.Join(b.ws, p))
-				if err != nil {
-					t.Errorf("host %s: %v", p, err)
-					continue
+				r := b.run(t, o)
+				if n := strings.Count(r.stdout, "init EACCES\n"); n != 3 {
+					t.Errorf("inside: the init's /proc entries: %d EACCES, want 3", n)
 				}
-				if fi.Mode() != want {
-					t.Errorf("host %s: mode %v, want %v (the caller's umask 027)", p, fi.Mode(), want)
+				for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "opath f fd\n", "opath opath-missing ENOENT\n", "read rw rw\n", "read ro ro\n", "done\n"} {
+					if !strings.Contains(r.stdout, want) {
+						t.Errorf("inside: missing %q", want)
+					}
 				}
-				if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid || int(st.Gid) != u.uid {
-					t.Errorf("host %s: owner %d:%d, want %d:%d", p, st.Uid, st.Gid, u.uid, u.uid)
+				for p, want := range map[string]os.FileMode{"f": 0o640, "d": os.ModeDir | 0o750, "p": os.ModeNamedPipe | 0o640, "target": 0o600, "d/moved": 0o640 &^ 0o027,
+					"rw": 0o640, "ro": 0o440, "wo": 0o200, "rd": 0o640} {
+					fi, err := os.Lstat(filepath.Join(b.ws, p))
+					if err != nil {
+						t.Errorf("host %s: %v", p, err)
+						continue
+					}
+					if fi.Mode() != want {
+						t.Errorf("host %s: mode %v, want %v (the caller's umask 027)", p, fi.Mode(), want)
+					}
+					if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid || int(st.Gid) != u.uid {
+						t.Errorf("host %s: owner %d:%d, want %d:%d", p, st.Uid, st.Gid, u.uid, u.uid)
+					}
 				}
-			}
-			if fi, err := os.Stat(filepath.Join(b.ws, "f-link")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 2 {
-				t.Errorf("host f-link: %v %v, want a second name of f", fi, err)
-			}
-			if lines := createRefusedLines(t, r.audit); len(lines) != 0 {
-				t.Errorf("refusals: %v", lines)
-			}
-			if t.Failed() {
-				t.Logf("%s", r)
-			}
-		})
+				if fi, err := os.Stat(filepath.Join(b.ws, "f-link")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 2 {
+					t.Errorf("host f-link: %v %v, want a second name of f", fi, err)
+				}
+				for _, p := range []string{"ro", "wo"} {
+					if got, err := os.ReadFile(filepath.Join(b.ws, p)); err != nil || string(got) != p+"\n" {
+						t.Errorf("host %s: %q %v, want what the command wrote", p, got, err)
+					}
+				}
+				if lines := createRefusedLines(t, r.audit); len(lines) != 0 {
+					t.Errorf("refusals: %v", lines)
+				}
+				if t.Failed() {
+					t.Logf("%s", r)
+				}
+			})
+		}
 	}
 	// Opens of a FIFO with no peer block, as the caller's would, but on
 	// threads outside the gate's pool, released once their caller is

@@ -113,6 +113,11 @@ type createGate struct {
 	reportOpen func(OpenRefusal)
 	hostDevs   map[uint64]bool // initSpec.HostDevices: a file on one has the host's identity
 	openRoots  []string        // FileSystem.OpenRoots: where opens are decided
+	// openGroup is the fanotify open gate's group (the init's copy,
+	// message 4), or -1: a file the gate makes for an open gets the
+	// group's ignore mark before it is opened (createMarked). Set before
+	// the command starts.
+	openGroup int
 }
 
 // newCreateGate returns the gate for s, or nil when s has no create guard.
@@ -135,7 +140,7 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 		return nil, fmt.Errorf("no filter for architecture %s", runtime.GOARCH)
 	}
 	c := &createGate{decide: decide, arch: arch, proc: s.Proc, fs: &s.FileSystem, as: s.Container,
-		uid: os.Getuid(), gid: os.Getgid(), report: report, aside: make(chan struct{}, maxAsideOpens)}
+		uid: os.Getuid(), gid: os.Getgid(), report: report, aside: make(chan struct{}, maxAsideOpens), openGroup: -1}
 	if s.Container != nil {
 		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
 	}
@@ -1914,6 +1919,11 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			r.close()
 			return -1, errno, ref
 		}
+		if fd, errno, made := w.createMarked(r.parent, r.name, plain, mode); made {
+			r.close()
+			w.created = errno == 0
+			return fd, errno, nil
+		}
 		fd, err = unix.Openat(r.parent, r.name, plain|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
 		r.close()
 		if err == unix.EEXIST && flags&unix.O_EXCL == 0 {
@@ -1923,6 +1933,57 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		return fd, errnoOr(err), nil
 	}
 	return -1, unix.ELOOP, nil
+}
+
+// createMarked makes the missing name in parent for an open with plain's
+// flags so that the fanotify open gate has nothing to decide at its open:
+// an open(O_CREAT) that makes a file is a permission event like any other,
+// and its answer, a round trip to sandboxd, cost as much as the create
+// gate's own (docs/benchmarks.md, "Creating names"), though the name was
+// decided here and the file is new. So the file is made without opening
+// it (mknodat, S_IFREG: the same mode, umask, owner and Landlock check as
+// the open's), taken by an O_PATH descriptor (no event), given the group's
+// ignore mark while it is an empty regular file with that one name
+// (markIgnored: the mark goes if that changed meanwhile), and then opened
+// through that descriptor. What makes it sound is the mark's own rule: an
+// empty file has nothing to read, and any write to it, inside or by the
+// host, clears the mark, so the next open is decided by its name then
+// (a host that fills it and renames it to .env: TestFSDeniedLater, row
+// createdrenamed). made is false when nothing was made (no group; a
+// default ACL on parent, or an access the mode does not give the owner,
+// where the kernel's open(O_CREAT) behaves otherwise; mknod failed): the
+// caller's own open(O_CREAT|O_EXCL) follows, as before.
+func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (fd int, errno unix.Errno, made bool) {
+	need := uint32(0o400) // the group's mark needs read access
+	switch plain & unix.O_ACCMODE {
+	case unix.O_RDONLY:
+	case unix.O_WRONLY, unix.O_RDWR:
+		need |= 0o200
+	default:
+		return -1, 0, false
+	}
+	if w.c.openGroup < 0 || mode&^uint32(w.cl.umask)&need != need {
+		return -1, 0, false
+	}
+	if _, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(parent), "system.posix_acl_default", nil); err != unix.ENODATA && err != unix.EOPNOTSUPP {
+		return -1, 0, false // a default ACL: the mode is the ACL's, not mode's
+	}
+	if unix.Mknodat(parent, name, unix.S_IFREG|mode, 0) != nil {
+		return -1, 0, false
+	}
+	obj, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, false // gone or replaced since: the open makes it again
+	}
+	defer unix.Close(obj)
+	var st unix.Stat_t
+	if unix.Fstat(obj, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && st.Nlink == 1 {
+		markIgnored(w.c.openGroup, obj, true, st)
+	}
+	// The kernel does not truncate a file its open made (O_TRUNC here
+	// would change its times, and clear the mark).
+	fd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(obj), plain&^(unix.O_NOFOLLOW|unix.O_TRUNC), 0)
+	return fd, errnoOr(err), true
 }
 
 func errnoOr(err error) unix.Errno {

@@ -99,6 +99,9 @@ func RunInit() int {
 		unrule()
 		return fail(err)
 	}
+	if spec.OpenGate && gate != nil && gate.create != nil {
+		gate.create.openGroup = gateFDs[0]
+	}
 
 	<-subscribed
 	pid, err := startCommand(&spec, gate)

@@ -398,16 +398,27 @@ func (g *OpenGate) answer(fd, pid int, mask uint64) error {
 	return g.respond(fd, unix.FAN_ALLOW, path)
 }
 
-// markAllowed adds the ignore mark of an allowed file, whose descriptor
-// is fd and whose status was st when it was decided; it removes it again
-// when the file was modified since (mtime or ctime changed).
-func (g *OpenGate) markAllowed(fd int, st unix.Stat_t) bool {
-	if unix.FanotifyMark(g.fd, unix.FAN_MARK_ADD|unix.FAN_MARK_IGNORE|unix.FAN_MARK_EVICTABLE, openGateMask, fd, "") != nil {
+// markAllowed adds the ignore mark of an allowed file (markIgnored).
+func (g *OpenGate) markAllowed(fd int, st unix.Stat_t) bool { return markIgnored(g.fd, fd, false, st) }
+
+// markIgnored adds group's ignore mark to the file fd, whose status was st
+// when it was decided, and removes it again when the file was modified
+// since (mtime or ctime changed; a write or a new name changes them). The
+// open gate marks what it allowed, the create gate a file it made
+// (createMarked). An O_PATH descriptor (oPath) is marked through its
+// /proc/self/fd link, which names that file and no other: fanotify_mark
+// takes no O_PATH descriptor (EBADF).
+func markIgnored(group, fd int, oPath bool, st unix.Stat_t) bool {
+	dir, path := fd, ""
+	if oPath {
+		dir, path = unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd)
+	}
+	if unix.FanotifyMark(group, unix.FAN_MARK_ADD|unix.FAN_MARK_IGNORE|unix.FAN_MARK_EVICTABLE, openGateMask, dir, path) != nil {
 		return false
 	}
 	var after unix.Stat_t
 	if unix.Fstat(fd, &after) != nil || after.Mtim != st.Mtim || after.Ctim != st.Ctim {
-		unix.FanotifyMark(g.fd, unix.FAN_MARK_REMOVE|unix.FAN_MARK_IGNORE, openGateMask, fd, "")
+		unix.FanotifyMark(group, unix.FAN_MARK_REMOVE|unix.FAN_MARK_IGNORE, openGateMask, dir, path)
 		return false
 	}
 	return true

@@ -32,3 +32,6 @@ func (g *OpenGate) Failed() <-chan struct{} { return nil }
 
 // Err is nil: no open gate runs here.
 func (g *OpenGate) Err() error { return nil }
+
+// Decided is 0: there is no gate here.
+func (g *OpenGate) Decided() int { return 0 }

@@ -84,6 +84,10 @@ func (g *OpenGate) PreMarkDone() <-chan struct{} { return g.premarked }
 // concurrent use.
 func (g *OpenGate) PreMarks() int { return int(g.preMarks.Load()) }
 
+// Decided is how many permission events the gate has decided (opens of
+// files no ignore mark covered). Safe for concurrent use.
+func (g *OpenGate) Decided() int { return int(g.events.Load()) }
+
 // startPreMark starts the pre-mark walk of OpenGateOptions.PreMark under
 // the sandbox fs describes (the spec's, as the init will build it). The
 // roots are opened here, before anything is marked (Mark checks them);

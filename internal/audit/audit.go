@@ -124,6 +124,10 @@ const (
 	AttrTerminated  = "terminated"   // proxy CONNECT: TLS was terminated (a credential host)
 )
 
+// AttrOpenGateDecided is the session exit line's count of the opens the
+// fanotify open gate decided (with the gate on only).
+const AttrOpenGateDecided = "open_gate_decided"
+
 // Message returns the message of a decision line of kind k.
 func (k Kind) Message() string {
 	switch k {

@@ -321,6 +321,9 @@ func (s *session) wait() int {
 	// after its process died) is written when the gate's step ends.
 	s.flushRefusals()
 	exit := []slog.Attr{slog.Int(audit.AttrExitStatus, code)}
+	if s.openGateOn != nil {
+		exit = append(exit, slog.Int(audit.AttrOpenGateDecided, s.openGateOn.Decided()))
+	}
 	if err != nil {
 		// The session failed under the command (the open gate could not
 		// decide any more and killed the sandbox): the exit line says why.
