@@ -28,6 +28,8 @@ cat cfg/settings > out/cached1.txt 2>&1; echo "rc=$?" >> out/cached1.txt
 cat cfg/settings > out/cached2.txt 2>&1; echo "rc=$?" >> out/cached2.txt
 exec 7< held/x
 : > made
+rm keys
+( exec 8<> real/id.key || exit 0; while [ ! -e go1 ]; do sleep 0.05; done; cat <&8 > out/heldkey.txt ) 2>out/heldkey.err &
 mkdir -p /tmp/own && echo OWN > /tmp/own/.env
 touch phase1
 i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
@@ -52,12 +54,14 @@ if command -v python3 >/dev/null; then
   r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
   r rdtrunc python3 -c 'import os; os.open("late/.env", os.O_RDONLY | os.O_TRUNC)'
   r rdtruncok python3 -c 'import os; os.open("late/trunc.txt", os.O_RDONLY | os.O_TRUNC)'
+  r homemade python3 -c 'import os; os.makedirs(os.environ["HOME"] + "/hx", exist_ok=True); fd = os.open(os.environ["HOME"] + "/hx/.env", os.O_CREAT | os.O_RDWR); os.write(fd, b"mine"); os.lseek(fd, 0, 0); print(os.read(fd, 10))'
 fi
 r owntmp cat /tmp/own/.env
 r truncate sh -c ': > late/.env'
 r neighbour cat late/ok.txt
 r neighbour2 cat late/ok.txt
 r truncok sh -c 'echo NEW > late/ok.txt && cat late/ok.txt'
+wait
 `
 
 // TestFSDeniedLater: a files.deny match the HOST makes during the
@@ -114,9 +118,19 @@ func TestFSDeniedLater(t *testing.T) {
 			b.write(t, filepath.Join(b.ws, "cfg", "settings"), "PLAIN\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "held", "x"), "PLAIN\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "script.sh"), lateScript, 0o644)
-			pol := b.policy(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`)
+			// keys/*.key, with keys a symlink to real at start, which the
+			// command removes before it opens real/id.key for writing
+			// and holds it: the host then writes a key into that file.
+			if err := os.MkdirAll(filepath.Join(b.ws, "real"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("real", filepath.Join(b.ws, "keys")); err != nil {
+				t.Fatal(err)
+			}
+			const deny = `{files: {deny: ["**/.env", "~/.ssh/**", "keys/*.key"]}}`
+			pol := b.policy(t, deny)
 			if c.openGate != "" {
-				pol = b.policyFS(t, `{files: {deny: ["**/.env", "~/.ssh/**"]}}`, "{openGate: "+c.openGate+"}")
+				pol = b.policyFS(t, deny, "{openGate: "+c.openGate+"}")
 			}
 			res := b.runUntil(t, fsRun{flags: []string{"--policy", pol}, argv: []string{"sh", "script.sh"}}, "phase1")
 			// The host's doings during the session.
@@ -141,6 +155,8 @@ func TestFSDeniedLater(t *testing.T) {
 			// with the open gate's ignore mark: createMarked), filled by
 			// the host and renamed to .env.
 			host("sh", "-c", "printf '"+secret("createdrenamed")+"\\n' >> made && mkdir mk && mv made mk/.env")
+			// In place, into the file the command may hold open.
+			host("sh", "-c", "printf '"+secret("heldkey")+"\\n' >> real/id.key")
 			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "late", "trunc.txt"), "TRUNCATE ME\n", 0o644)
 			b.chown(t)
@@ -190,6 +206,22 @@ func TestFSDeniedLater(t *testing.T) {
 				if !hasOpenRefused(t, r.audit, c.path, c.comm) {
 					t.Errorf("row %s: no open refused line for %s by %s\n%s", c.row, c.path, c.comm, r.audit)
 				}
+			}
+			// A files.deny match the command made where the create gate
+			// lets it (home's overlay, below a pattern's directory it
+			// replaced) is refused at its open all the same (as root by
+			// the fanotify gate: the create gate gives it no ignore
+			// mark), so no descriptor of it is held for the host to fill.
+			if _, err := exec.LookPath("python3"); err == nil {
+				if out := read("homemade"); strings.Contains(out, "mine") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
+					t.Errorf("row homemade: the command got %q; want EPERM", out)
+				}
+			}
+			if got, err := os.ReadFile(filepath.Join(b.ws, "out", "heldkey.txt")); err == nil && strings.Contains(string(got), "SECRET-") {
+				t.Errorf("row heldkey: the command read %q through the descriptor it held", got)
+			}
+			if errOut, _ := os.ReadFile(filepath.Join(b.ws, "out", "heldkey.err")); !strings.Contains(string(errOut), "Operation not permitted") {
+				t.Errorf("row heldkey: the open of real/id.key said %q; want EPERM", errOut)
 			}
 			// The workspace's name of the key made before the start: the
 			// plan hides it or the gate refuses it; the pre-mark never

@@ -115,9 +115,15 @@ type createGate struct {
 	openRoots  []string        // FileSystem.OpenRoots: where opens are decided
 	// openGroup is the fanotify open gate's group (the init's copy,
 	// message 4), or -1: a file the gate makes for an open gets the
-	// group's ignore mark before it is opened (createMarked). Set before
-	// the command starts.
-	openGroup int
+	// group's ignore mark before it is opened when markDecide, that
+	// gate's decider (FileSystem.MarkGuard), allows it (createMarked).
+	// Set before the command starts.
+	openGroup  int
+	markDecide func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string)
+	// nameMu orders createMarked's making of a name and taking it
+	// (RLock) against the renames and links that could put another file
+	// there between the two (Lock).
+	nameMu sync.RWMutex
 }
 
 // newCreateGate returns the gate for s, or nil when s has no create guard.
@@ -144,11 +150,15 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 	if s.Container != nil {
 		c.uid, c.gid = int(s.Container.UID), int(s.Container.GID)
 	}
-	if len(s.FileSystem.OpenGuard) > 0 {
+	if guard := s.FileSystem.OpenGuard; len(guard) > 0 || len(s.FileSystem.MarkGuard) > 0 {
 		if OpenGuardDecider == nil {
 			return nil, fmt.Errorf("no open guard decider in this binary")
 		}
-		if c.openDecide, err = OpenGuardDecider(s.FileSystem.OpenGuard); err != nil {
+		decide := &c.openDecide // the route's
+		if len(guard) == 0 {
+			guard, decide = s.FileSystem.MarkGuard, &c.markDecide
+		}
+		if *decide, err = OpenGuardDecider(guard); err != nil {
 			return nil, err
 		}
 		c.reportOpen = s.reportOpenRefusal
@@ -950,10 +960,8 @@ type walker struct {
 	aside *asideOpen // an open to make outside the pool (a FIFO), set by open
 	// refusal is bind's (bind returns an error, as the kernel's).
 	refusal *CreateRefusal
-	// created: open made the file it returns (O_CREAT, the name was
-	// missing); openRefusal: the open route refused the file opened
+	// openRefusal: the open route refused the file opened
 	// (decideOpened).
-	created     bool
 	openRefusal *OpenRefusal
 }
 
@@ -1340,7 +1348,7 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 			flags &^= unix.O_TRUNC
 		}
 		fd, errno, ref := w.open(d1, p1, flags, o.mode&0o7777&^w.umask)
-		if fd < 0 || w.created || flags&unix.O_PATH != 0 {
+		if fd < 0 || flags&unix.O_PATH != 0 {
 			return fd, errno, ref
 		}
 		if errno := w.decideOpened(fd); errno != 0 {
@@ -1481,7 +1489,10 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 				return -1, errno, ref
 			}
 		}
-		return -1, errnoOr(unix.Renameat2(old.parent, old.name, nw.parent, nw.name, uint(o.flags))), nil
+		w.c.nameMu.Lock() // (createMarked)
+		err := unix.Renameat2(old.parent, old.name, nw.parent, nw.name, uint(o.flags))
+		w.c.nameMu.Unlock()
+		return -1, errnoOr(err), nil
 	}
 	return -1, unix.ENOSYS, nil
 }
@@ -1759,13 +1770,10 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 // open performs open(path, flags, mode): with O_CREAT an existing file is
 // opened, a new one created when policy allows it; without it (the open
 // route: every open comes here) the file is opened as the kernel would
-// open it for the caller. created says when the file returned is new (a
-// creation, or O_TMPFILE's unnamed file): the open route does not decide
-// those (perform).
+// open it for the caller.
 func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.Errno, *CreateRefusal) {
 	const oTmpfile = 0o20000000 // __O_TMPFILE
 	create := flags&unix.O_CREAT != 0 && flags&unix.O_PATH == 0
-	tmpfile := !create && flags&oTmpfile != 0 && flags&unix.O_PATH == 0
 	switch {
 	case !create:
 	case flags&oTmpfile != 0 || flags&unix.O_DIRECTORY != 0:
@@ -1807,7 +1815,6 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			// caller's O_NOFOLLOW (which a trailing slash overrides).
 			fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.obj), plain&^unix.O_NOFOLLOW, mode)
 			r.close()
-			w.created = tmpfile && err == nil
 			return fd, errnoOr(err), nil
 		}
 		// An existing FIFO is opened outside the pool (its open blocks
@@ -1921,7 +1928,6 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		}
 		if fd, errno, made := w.createMarked(r.parent, r.name, plain, mode); made {
 			r.close()
-			w.created = errno == 0
 			return fd, errno, nil
 		}
 		fd, err = unix.Openat(r.parent, r.name, plain|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
@@ -1929,7 +1935,6 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 		if err == unix.EEXIST && flags&unix.O_EXCL == 0 {
 			continue // created meanwhile: open it
 		}
-		w.created = err == nil
 		return fd, errnoOr(err), nil
 	}
 	return -1, unix.ELOOP, nil
@@ -1939,20 +1944,30 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 // flags so that the fanotify open gate has nothing to decide at its open:
 // an open(O_CREAT) that makes a file is a permission event like any other,
 // and its answer, a round trip to sandboxd, cost as much as the create
-// gate's own (docs/benchmarks.md, "Creating names"), though the name was
-// decided here and the file is new. So the file is made without opening
-// it (mknodat, S_IFREG: the same mode, umask, owner and Landlock check as
-// the open's), taken by an O_PATH descriptor (no event), given the group's
-// ignore mark while it is an empty regular file with that one name
-// (markIgnored: the mark goes if that changed meanwhile), and then opened
-// through that descriptor. What makes it sound is the mark's own rule: an
-// empty file has nothing to read, and any write to it, inside or by the
-// host, clears the mark, so the next open is decided by its name then
-// (a host that fills it and renames it to .env: TestFSDeniedLater, row
-// createdrenamed). made is false when nothing was made (no group; a
-// default ACL on parent, or an access the mode does not give the owner,
-// where the kernel's open(O_CREAT) behaves otherwise; mknod failed): the
-// caller's own open(O_CREAT|O_EXCL) follows, as before.
+// gate's own (docs/benchmarks.md, "Creating names"). So the file is made
+// without opening it (mknodat, S_IFREG: the same mode, umask, owner and
+// Landlock check as the open's), taken by an O_PATH descriptor (no event),
+// given the group's ignore mark when it is an empty regular file with that
+// one name and the open gate's decider (markDecide, the same policy as
+// the gate's) allows it where the gate decides (markIgnored: the mark goes
+// if its times changed meanwhile), and then opened through that
+// descriptor. What makes it sound is the mark's own rule: an empty file
+// has nothing to read, and a write to it clears the mark, so the next
+// open is decided by its name then (a host that fills it and renames it
+// to .env: TestFSDeniedLater, row createdrenamed; what the mark does not
+// see, a host's mmap or AIO write, is in docs/limits.md). A file the
+// decider refuses (a files.deny match the create gate lets be made: in
+// home, or below a pattern's directory the command replaced) is opened
+// unmarked, and the gate decides that open as before.
+//
+// made is false when nothing was made (no group; a default ACL on parent,
+// or an access the mode does not give the owner, where the kernel's
+// open(O_CREAT) behaves otherwise; mknod failed), or when the name no
+// longer holds an empty regular file with one name once taken (nameMu
+// keeps the command's renames out of that moment; a host's is not): the
+// caller's own open(O_CREAT|O_EXCL) follows, as before, and fails with
+// EEXIST or opens what is there now, as when another process made it
+// first.
 func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (fd int, errno unix.Errno, made bool) {
 	need := uint32(0o400) // the group's mark needs read access
 	switch plain & unix.O_ACCMODE {
@@ -1962,23 +1977,31 @@ func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (
 	default:
 		return -1, 0, false
 	}
-	if w.c.openGroup < 0 || mode&^uint32(w.cl.umask)&need != need {
+	if w.c.openGroup < 0 || w.c.markDecide == nil || mode&^uint32(w.cl.umask)&need != need {
 		return -1, 0, false
 	}
 	if _, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(parent), "system.posix_acl_default", nil); err != unix.ENODATA && err != unix.EOPNOTSUPP {
 		return -1, 0, false // a default ACL: the mode is the ACL's, not mode's
 	}
+	w.c.nameMu.RLock()
 	if unix.Mknodat(parent, name, unix.S_IFREG|mode, 0) != nil {
+		w.c.nameMu.RUnlock()
 		return -1, 0, false
 	}
 	obj, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	w.c.nameMu.RUnlock()
 	if err != nil {
-		return -1, 0, false // gone or replaced since: the open makes it again
+		return -1, 0, false // gone since: the open makes it again
 	}
 	defer unix.Close(obj)
 	var st unix.Stat_t
-	if unix.Fstat(obj, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && st.Nlink == 1 {
-		markIgnored(w.c.openGroup, obj, true, st)
+	if unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 || st.Nlink != 1 {
+		return -1, 0, false // replaced since by the host
+	}
+	if path, err := pathOf(obj); err == nil && strings.HasPrefix(path, "/") && w.c.inOpenRoots(path) {
+		if refused, _, _ := w.c.markDecide(path, st.Dev, st.Ino, w.c.hostDevs[st.Dev]); !refused {
+			markIgnored(w.c.openGroup, obj, true, st)
+		}
 	}
 	// The kernel does not truncate a file its open made (O_TRUNC here
 	// would change its times, and clear the mark).

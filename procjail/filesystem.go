@@ -72,10 +72,16 @@ type FileSystem struct {
 	// (Linux; it needs CreateGuard, whose machinery it uses): every open,
 	// openat and creat goes to the init, which resolves and makes it as
 	// the create gate makes a creation, and decides each regular file it
-	// opened (not one it created) by OpenGuardDecider(OpenGuard); a
+	// opened or created by OpenGuardDecider(OpenGuard); a
 	// refused one is closed, fails with EPERM and is reported to
 	// Spec.OnOpenRefused. Opaque here: the rules are policy's.
 	OpenGuard json.RawMessage `json:"openGuard,omitempty"`
+	// MarkGuard, with the fanotify open gate (Spec.OpenGate) and the
+	// create gate, is that gate's decisions in OpenGuard's form: a file
+	// the create gate makes for an open at or below OpenRoots gets the
+	// gate's ignore mark, and its open is no event, only when
+	// OpenGuardDecider(MarkGuard) allows it (createMarked).
+	MarkGuard json.RawMessage `json:"markGuard,omitempty"`
 	// OpenRoots are where the open route decides, as the fanotify gate's
 	// marks do (OpenGateOptions.Roots): a file opened at or below one of
 	// them; one opened elsewhere (the sandbox's private /tmp, /usr) is

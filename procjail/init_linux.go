@@ -99,7 +99,7 @@ func RunInit() int {
 		unrule()
 		return fail(err)
 	}
-	if spec.OpenGate && gate != nil && gate.create != nil {
+	if spec.OpenGate && gate != nil && gate.create != nil && gate.create.markDecide != nil {
 		gate.create.openGroup = gateFDs[0]
 	}
 

@@ -300,10 +300,10 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 	if spec.OpenGate != nil && spec.Container != nil {
 		return nil, cleanup, stepErrf("open gate", "container mode has no mount namespace of its own to mark")
 	}
-	if len(spec.FileSystem.OpenGuard) > 0 {
-		// The open route tells a file of the host's (a bind mount's:
-		// the identity the plan recorded) by its device, as the
-		// fanotify gate does (hostDevices).
+	if len(spec.FileSystem.OpenGuard) > 0 || len(spec.FileSystem.MarkGuard) > 0 {
+		// The open route and createMarked tell a file of the host's (a
+		// bind mount's: the identity the plan recorded) by its device,
+		// as the fanotify gate does (hostDevices).
 		devs, err := hostDevices("/proc/self/mountinfo")
 		if err != nil {
 			return nil, cleanup, stepErr("open route", err)

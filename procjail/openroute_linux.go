@@ -19,9 +19,14 @@ package procjail
 // closed and the open fails with EPERM, as the fanotify gate's, and the
 // refusal goes to sandboxd as one "openrefused" line. Directories and
 // other non-regular files are not decided (the fanotify gate does not
-// decide directories either), nor a file the call created (new and empty)
-// nor an O_PATH open (it reads nothing; reopening it through
-// /proc/self/fd is an open decided here).
+// decide directories either), nor an O_PATH open (it reads nothing;
+// reopening it through /proc/self/fd is an open decided here). A file the
+// call created is decided as any other, as the fanotify gate decides the
+// open that creates one: the create gate decides names where they land
+// on the host (write roots) by its own view of the patterns, and a file
+// made elsewhere (home's overlay) or below a pattern's directory the
+// command has replaced must still not be held open under a denied name
+// (the host could fill it).
 //
 // There is no cache: every open is decided (docs/benchmarks.md measures
 // the cost). What it does not see: execve opens its file in the kernel,
@@ -36,7 +41,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// decideOpened decides the file open at fd, which this call opened (not
+// decideOpened decides the file open at fd, which this call opened (or
 // created) for the caller: 0 to hand it over, EPERM when policy refuses
 // it or it cannot be decided (w.openRefusal says why).
 func (w *walker) decideOpened(fd int) unix.Errno {

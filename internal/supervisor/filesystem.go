@@ -32,9 +32,12 @@ type fsState struct {
 	noCreateGate string
 	// openGateMode is the policy file's filesystem.openGate ("",
 	// auto or always); openRoute: the open gate is the seccomp route
-	// (session.openGate), and jail gives the init the open guard.
+	// (session.openGate), and jail gives the init the open guard;
+	// openMarks: it is the fanotify gate, and jail gives the init its
+	// decisions for the files the create gate makes (MarkGuard).
 	openGateMode string
 	openRoute    bool
+	openMarks    bool
 	// gitConfigs are the write roots' repositories' configs at start
 	// (policy.GitConfigs), to report those that appear or change.
 	gitConfigs map[string]policy.GitConfig
@@ -243,20 +246,24 @@ func openGateMode(sp *sessionPolicy) string {
 // gate's seccomp route, when on, by its OpenGuardSpec
 // (policy.OpenDeciderFor).
 func (f *fsState) jail() procjail.FileSystem {
-	var guard, openGuard []byte
+	var guard, openGuard, markGuard []byte
 	var openRoots []string
 	if f.noCreateGate == "" {
 		guard, _ = json.Marshal(f.CreateGuard())
 	}
-	if f.openRoute {
+	switch {
+	case f.openRoute:
 		// Decided where the fanotify gate would decide (its roots).
 		openGuard, _ = json.Marshal(f.OpenGuardSpec())
+		openRoots = f.OpenGateRoots()
+	case f.openMarks && guard != nil:
+		markGuard, _ = json.Marshal(f.OpenGuardSpec())
 		openRoots = f.OpenGateRoots()
 	}
 	return procjail.FileSystem{
 		Confine: true, WriteRoots: f.WriteRoots, Protected: f.Protected, Hidden: f.Hidden,
 		Revealed: f.Revealed, HomeOverlay: f.HomeOverlay, Pinned: f.Pinned, Identity: f.identity,
-		Placeholders: f.placeholders, CreateGuard: guard, OpenGuard: openGuard, OpenRoots: openRoots,
+		Placeholders: f.placeholders, CreateGuard: guard, OpenGuard: openGuard, MarkGuard: markGuard, OpenRoots: openRoots,
 	}
 }
 

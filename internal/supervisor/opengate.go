@@ -68,6 +68,7 @@ func (s *session) openGate() (func(), error) {
 	}
 	s.openGateOn = gate
 	s.openGateState = "on"
+	s.fsPlan.openMarks = true
 	s.fsPlan.GateOpens()
 	return func() { gate.Close(); s.flushRefusals() }, nil
 }
