@@ -30,6 +30,7 @@ exec 7< held/x
 : > made
 rm keys
 ( exec 8<> real/id.key || exit 0; while [ ! -e go1 ]; do sleep 0.05; done; cat <&8 > out/heldkey.txt ) 2>out/heldkey.err &
+mkdir keys
 mkdir -p /tmp/own && echo OWN > /tmp/own/.env
 touch phase1
 i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
@@ -49,6 +50,8 @@ r procpid cat /proc/$$/root"$PWD"/late/.env
 r exec ./bin/.env
 r cachedrenamed cat cfg/.env
 r createdrenamed cat mk/.env
+r keysdir cat keys/id.key
+r launder sh -c 'mv real/id.key stolen && cat stolen'
 r fdreopen cat /proc/self/fd/7
 if command -v python3 >/dev/null; then
   r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
@@ -157,6 +160,9 @@ func TestFSDeniedLater(t *testing.T) {
 			host("sh", "-c", "printf '"+secret("createdrenamed")+"\\n' >> made && mkdir mk && mv made mk/.env")
 			// In place, into the file the command may hold open.
 			host("sh", "-c", "printf '"+secret("heldkey")+"\\n' >> real/id.key")
+			// And a new key in the directory the command put where the
+			// symlink was.
+			host("sh", "-c", "printf '"+secret("keysdir")+"\\n' > keys/id.key")
 			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "late", "trunc.txt"), "TRUNCATE ME\n", 0o644)
 			b.chown(t)
@@ -197,6 +203,7 @@ func TestFSDeniedLater(t *testing.T) {
 				{"exec", b.ws + "/bin/.env", execComm},
 				{"cachedrenamed", b.ws + "/cfg/.env", "cat"},
 				{"createdrenamed", b.ws + "/mk/.env", "cat"},
+				{"keysdir", b.ws + "/keys/id.key", "cat"},
 				{"fdreopen", b.ws + "/held/.env", "cat"},
 			} {
 				out := read(c.row)
@@ -222,6 +229,14 @@ func TestFSDeniedLater(t *testing.T) {
 			}
 			if errOut, _ := os.ReadFile(filepath.Join(b.ws, "out", "heldkey.err")); !strings.Contains(string(errOut), "Operation not permitted") {
 				t.Errorf("row heldkey: the open of real/id.key said %q; want EPERM", errOut)
+			}
+			// Nor is the key the host wrote below the pattern's old
+			// directory given another name the gate would let it open.
+			if out := read("launder"); strings.Contains(out, "SECRET-") || !strings.Contains(out, "Permission denied") || strings.Contains(out, "rc=0") {
+				t.Errorf("row launder: the command got %q; want the rename refused (EACCES)", out)
+			}
+			if _, err := os.Lstat(filepath.Join(b.ws, "stolen")); err == nil {
+				t.Errorf("row launder: the host has %s/stolen", b.ws)
 			}
 			// The workspace's name of the key made before the start: the
 			// plan hides it or the gate refuses it; the pre-mark never

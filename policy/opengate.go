@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,8 +47,9 @@ type OpenGuard struct {
 	// rule names the rule that hides a hidden path (FSPlan.ruleCode).
 	rule func(path string) string
 	// matcher has the patterns' literal prefixes resolved once, when
-	// the guard is made (only read after: safe for concurrent use).
-	matcher *FileMatcher
+	// the guard is made (only read after: safe for concurrent use);
+	// literal has them as written, not resolved (decidePath).
+	matcher, literal *FileMatcher
 }
 
 // OpenGuard returns what the open gate needs to decide opens under this
@@ -160,6 +162,15 @@ func (g OpenGuard) decidePath(c string) Decision {
 	}
 	if pat := m.Denied(c, g.Deny); pat != "" {
 		return Denied(Because(ReasonOpenRefused, "%s matches files.deny %q", c, pat), RuleAt(RuleFilesDeny, pat))
+	}
+	// And as written: a pattern's directory that was a symlink at start
+	// and that the command replaced with a directory of its own is
+	// matched there too (keys/*.key, keys -> real at start: both
+	// real/id.key and keys/id.key).
+	if g.literal != nil {
+		if pat := g.literal.Denied(c, g.Deny); pat != "" {
+			return Denied(Because(ReasonOpenRefused, "%s matches files.deny %q", c, pat), RuleAt(RuleFilesDeny, pat))
+		}
 	}
 	return AllowedBy(Because(ReasonReadable, "%s", c), "")
 }
@@ -277,6 +288,21 @@ func (s OpenGuardSpec) Guard() OpenGuard {
 		m.Denied("/", []string{pat})
 	}
 	g.matcher = &m
+	// The same patterns with their literal prefixes as written (clean,
+	// anchored), never resolved: the memo holds every pattern matching
+	// asks for (Denied: "**/" ones made absolute; "~" is Home).
+	lit := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}.Memo()
+	lit.memo.patterns = map[string][]string{g.Home: splitPath(path.Clean(g.Home))}
+	for _, pat := range g.Deny {
+		if strings.HasPrefix(pat, "**/") {
+			pat = "/" + pat
+		}
+		if strings.Contains(pat, "/") {
+			a := lit.anchor(pat)
+			lit.memo.patterns[a] = splitPath(path.Clean(a))
+		}
+	}
+	g.literal = &lit
 	return g
 }
 

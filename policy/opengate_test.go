@@ -173,3 +173,38 @@ func BenchmarkDecideOpen(b *testing.B) {
 		}
 	}
 }
+
+// TestDecideOpenPatternDirReplaced: a pattern whose directory was a
+// symlink at start holds both where it pointed (resolved once, at start)
+// and as written, after the command replaced the symlink with a directory
+// of its own (a bypass review read a key the host wrote there).
+func TestDecideOpenPatternDirReplaced(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(ws, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanFilesystem(context.Background(), FSInput{Workspace: ws, Home: filepath.Join(dir, "home"),
+		Files: &FileRules{Deny: []string{"keys/*.key"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := plan.OpenGuard()
+	// The command replaces the symlink.
+	if err := os.Remove(filepath.Join(ws, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(ws, "keys"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws = Canonicalize(ws, "/")
+	other := FileID{Dev: 1, Ino: 1}
+	for p, refused := range map[string]bool{ws + "/keys/id.key": true, ws + "/real/id.key": true, ws + "/keys/id.txt": false, ws + "/other/id.key": false} {
+		if d := g.DecideOpen(p, other); d.Allowed() == refused || refused && d.Rule != "files.deny:keys/*.key" {
+			t.Errorf("DecideOpen(%s) = %v %q; want refused %v", p, d.Verdict, d.Rule, refused)
+		}
+	}
+}

@@ -1321,6 +1321,31 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 	if refused, rule, reason := w.c.decide(op, p); refused {
 		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: reason}, unix.EACCES
 	}
+	if op == "move-source" || op == "link-source" {
+		return w.decideSource(kind, p)
+	}
+	return nil, 0
+}
+
+// decideSource refuses to give another name to a regular file at p that
+// the open gate refuses to open (its decider: the route's, or the
+// fanotify gate's for createMarked). The create gate's own decision sees
+// the patterns as they resolve now; the gate's, as they resolved at start
+// (a pattern's directory the command replaced since still holds there),
+// so a file the host writes there is not moved or linked to a name the
+// gate would let it open (a bypass review read a key so).
+func (w *walker) decideSource(kind, p string) (*CreateRefusal, unix.Errno) {
+	decide := w.c.openDecide
+	if decide == nil {
+		decide = w.c.markDecide
+	}
+	var st unix.Stat_t
+	if decide == nil || !w.c.inOpenRoots(p) || unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, 0
+	}
+	if refused, rule, reason := decide(p, st.Dev, st.Ino, w.c.hostDevs[st.Dev]); refused {
+		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: oneLine("the open gate refuses it, so it gets no other name: " + reason)}, unix.EACCES
+	}
 	return nil, 0
 }
 
