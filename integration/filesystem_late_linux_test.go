@@ -31,6 +31,10 @@ exec 7< held/x
 rm keys
 ( exec 8<> real/id.key || exit 0; while [ ! -e go1 ]; do sleep 0.05; done; cat <&8 > out/heldkey.txt ) 2>out/heldkey.err &
 mkdir keys
+( exec 9<> t2 || exit 0; mv t2 real/id2.key 2>out/heldmoved.mv || exit 0; while [ ! -e go1 ]; do sleep 0.05; done; cat <&9 > out/heldmoved.txt ) &
+: > t3; ln t3 real/id3.key 2>out/linked.ln
+rm vault; mkdir d5
+( exec 9<> d5/x || exit 0; mv d5 vreal/sub 2>out/dirmoved.mv || exit 0; while [ ! -e go1 ]; do sleep 0.05; done; cat <&9 > out/dirmoved.txt ) &
 mkdir -p /tmp/own && echo OWN > /tmp/own/.env
 touch phase1
 i=0; while [ ! -e go1 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && exit 3; done
@@ -52,6 +56,7 @@ r cachedrenamed cat cfg/.env
 r createdrenamed cat mk/.env
 r keysdir cat keys/id.key
 r launder sh -c 'mv real/id.key stolen && cat stolen'
+r linked cat t3
 r fdreopen cat /proc/self/fd/7
 if command -v python3 >/dev/null; then
   r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
@@ -130,7 +135,14 @@ func TestFSDeniedLater(t *testing.T) {
 			if err := os.Symlink("real", filepath.Join(b.ws, "keys")); err != nil {
 				t.Fatal(err)
 			}
-			const deny = `{files: {deny: ["**/.env", "~/.ssh/**", "keys/*.key"]}}`
+			// And vault/**, vault -> vreal at start, removed by the command.
+			if err := os.MkdirAll(filepath.Join(b.ws, "vreal"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("vreal", filepath.Join(b.ws, "vault")); err != nil {
+				t.Fatal(err)
+			}
+			const deny = `{files: {deny: ["**/.env", "~/.ssh/**", "keys/*.key", "vault/**"]}}`
 			pol := b.policy(t, deny)
 			if c.openGate != "" {
 				pol = b.policyFS(t, deny, "{openGate: "+c.openGate+"}")
@@ -163,6 +175,9 @@ func TestFSDeniedLater(t *testing.T) {
 			// And a new key in the directory the command put where the
 			// symlink was.
 			host("sh", "-c", "printf '"+secret("keysdir")+"\\n' > keys/id.key")
+			// Into the names the command tried to give its own files
+			// (held open, or linked).
+			host("sh", "-c", "printf '"+secret("heldmoved")+"\\n' >> real/id2.key; printf '"+secret("linked")+"\\n' >> real/id3.key; mkdir -p vreal/sub; printf '"+secret("dirmoved")+"\\n' >> vreal/sub/x")
 			b.write(t, filepath.Join(b.ws, "late", "ok.txt"), "NEIGHBOUR\n", 0o644)
 			b.write(t, filepath.Join(b.ws, "late", "trunc.txt"), "TRUNCATE ME\n", 0o644)
 			b.chown(t)
@@ -237,6 +252,24 @@ func TestFSDeniedLater(t *testing.T) {
 			}
 			if _, err := os.Lstat(filepath.Join(b.ws, "stolen")); err == nil {
 				t.Errorf("row launder: the host has %s/stolen", b.ws)
+			}
+			// Nor is a file the command made (held open, or with another
+			// name) given a name the gate refuses: the rename or link is
+			// refused (EACCES), so the host's key goes to a file of its
+			// own.
+			for _, row := range []string{"heldmoved", "dirmoved"} {
+				if got, err := os.ReadFile(filepath.Join(b.ws, "out", row+".txt")); err == nil && strings.Contains(string(got), "SECRET-") {
+					t.Errorf("row %s: the command read %q through the descriptor it held", row, got)
+				}
+				if msg, _ := os.ReadFile(filepath.Join(b.ws, "out", row+".mv")); !strings.Contains(string(msg), "Permission denied") {
+					t.Errorf("row %s: the rename said %q; want EACCES", row, msg)
+				}
+			}
+			if out := read("linked"); strings.Contains(out, "SECRET-") {
+				t.Errorf("row linked: the command got %q through its own file's other name", out)
+			}
+			if msg, _ := os.ReadFile(filepath.Join(b.ws, "out", "linked.ln")); !strings.Contains(string(msg), "Permission denied") {
+				t.Errorf("row linked: ln said %q; want EACCES", msg)
 			}
 			// The workspace's name of the key made before the start: the
 			// plan hides it or the gate refuses it; the pre-mark never

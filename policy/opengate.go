@@ -48,8 +48,10 @@ type OpenGuard struct {
 	rule func(path string) string
 	// matcher has the patterns' literal prefixes resolved once, when
 	// the guard is made (only read after: safe for concurrent use);
-	// literal has them as written, not resolved (decidePath).
+	// literal has them as written, for literalDeny, the patterns whose
+	// prefix resolved to another directory (decidePath).
 	matcher, literal *FileMatcher
+	literalDeny      []string
 }
 
 // OpenGuard returns what the open gate needs to decide opens under this
@@ -167,8 +169,8 @@ func (g OpenGuard) decidePath(c string) Decision {
 	// and that the command replaced with a directory of its own is
 	// matched there too (keys/*.key, keys -> real at start: both
 	// real/id.key and keys/id.key).
-	if g.literal != nil {
-		if pat := g.literal.Denied(c, g.Deny); pat != "" {
+	if len(g.literalDeny) > 0 {
+		if pat := g.literal.Denied(c, g.literalDeny); pat != "" {
 			return Denied(Because(ReasonOpenRefused, "%s matches files.deny %q", c, pat), RuleAt(RuleFilesDeny, pat))
 		}
 	}
@@ -288,18 +290,27 @@ func (s OpenGuardSpec) Guard() OpenGuard {
 		m.Denied("/", []string{pat})
 	}
 	g.matcher = &m
-	// The same patterns with their literal prefixes as written (clean,
-	// anchored), never resolved: the memo holds every pattern matching
-	// asks for (Denied: "**/" ones made absolute; "~" is Home).
+	// The patterns whose literal prefix resolved to another directory,
+	// matched as written too (clean, anchored, never resolved): their
+	// memo holds every key matching asks for ("**/" patterns made
+	// absolute as Denied makes them; "~" is Home), so deciding never
+	// writes it.
 	lit := FileMatcher{Home: g.Home, Cwd: g.Cwd, DenyAnywhere: true}.Memo()
-	lit.memo.patterns = map[string][]string{g.Home: splitPath(path.Clean(g.Home))}
+	lit.memo.patterns = map[string][]string{}
 	for _, pat := range g.Deny {
-		if strings.HasPrefix(pat, "**/") {
-			pat = "/" + pat
+		key := g.Home
+		switch {
+		case strings.HasPrefix(pat, "**/"):
+			key = "/" + pat
+		case strings.Contains(pat, "/"):
+			key = lit.anchor(pat)
+		case pat != "~":
+			continue // matched by name at any depth: nothing resolved
 		}
-		if strings.Contains(pat, "/") {
-			a := lit.anchor(pat)
-			lit.memo.patterns[a] = splitPath(path.Clean(a))
+		written := splitPath(path.Clean(key))
+		if !slices.Equal(written, m.patternSegments(key)) {
+			lit.memo.patterns[key] = written
+			g.literalDeny = append(g.literalDeny, pat)
 		}
 	}
 	g.literal = &lit

@@ -106,23 +106,26 @@ type createGate struct {
 	root     int
 	rootErr  error
 	status   [4096]byte // the gate goroutine's buffer for /proc/TID/status (caller)
-	// openDecide, when set, is the open route's decider
-	// (FileSystem.OpenGuard, OpenGuardDecider): every open comes here,
-	// and each regular file opened is decided by it (decideOpened).
+	// openDecide, when set, is the open gate's decider
+	// (OpenGuardDecider): of the open route (FileSystem.OpenGuard,
+	// openRoute: every open comes here, and each regular file opened is
+	// decided by it, decideOpened), or of the fanotify gate
+	// (FileSystem.MarkGuard: createMarked). Either way no file it
+	// refuses is given another name (decideOpenable). openRefused asks it.
 	openDecide func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string)
+	openRoute  bool
 	reportOpen func(OpenRefusal)
 	hostDevs   map[uint64]bool // initSpec.HostDevices: a file on one has the host's identity
 	openRoots  []string        // FileSystem.OpenRoots: where opens are decided
 	// openGroup is the fanotify open gate's group (the init's copy,
 	// message 4), or -1: a file the gate makes for an open gets the
-	// group's ignore mark before it is opened when markDecide, that
-	// gate's decider (FileSystem.MarkGuard), allows it (createMarked).
-	// Set before the command starts.
-	openGroup  int
-	markDecide func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string)
+	// group's ignore mark before it is opened when openDecide, that
+	// gate's decider, allows it (createMarked). Set before the command
+	// starts.
+	openGroup int
 	// nameMu orders createMarked's making of a name and taking it
-	// (RLock) against the renames and links that could put another file
-	// there between the two (Lock).
+	// (RLock) against the renames that could put another file there
+	// between the two (Lock).
 	nameMu sync.RWMutex
 }
 
@@ -154,11 +157,11 @@ func newCreateGate(s *initSpec, report func(CreateRefusal)) (*createGate, error)
 		if OpenGuardDecider == nil {
 			return nil, fmt.Errorf("no open guard decider in this binary")
 		}
-		decide := &c.openDecide // the route's
-		if len(guard) == 0 {
-			guard, decide = s.FileSystem.MarkGuard, &c.markDecide
+		c.openRoute = len(guard) > 0
+		if !c.openRoute {
+			guard = s.FileSystem.MarkGuard
 		}
-		if *decide, err = OpenGuardDecider(guard); err != nil {
+		if c.openDecide, err = OpenGuardDecider(guard); err != nil {
 			return nil, err
 		}
 		c.reportOpen = s.reportOpenRefusal
@@ -1327,26 +1330,54 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 	return nil, 0
 }
 
-// decideSource refuses to give another name to a regular file at p that
-// the open gate refuses to open (its decider: the route's, or the
-// fanotify gate's for createMarked). The create gate's own decision sees
-// the patterns as they resolve now; the gate's, as they resolved at start
-// (a pattern's directory the command replaced since still holds there),
-// so a file the host writes there is not moved or linked to a name the
-// gate would let it open (a bypass review read a key so).
+// decideSource refuses to give another name to the regular file at p
+// (a rename's or a link's source, or an entry below a moved directory)
+// when the open gate refuses it at p (decideOpenable).
 func (w *walker) decideSource(kind, p string) (*CreateRefusal, unix.Errno) {
-	decide := w.c.openDecide
-	if decide == nil {
-		decide = w.c.markDecide
-	}
-	var st unix.Stat_t
-	if decide == nil || !w.c.inOpenRoots(p) || unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	return w.decideOpenable(kind, p, p)
+}
+
+// decideOpenable refuses to give the regular file at file (not followed)
+// the name as when the open gate's decider refuses opening it there
+// (openRefused): a rename's or a link's source (as itself) and
+// destination, and each file below a moved directory. The create gate's
+// own decision sees the patterns as they resolve now; the gate's, as
+// they resolved at start and as written (a pattern's directory the
+// command replaced since), so that no file the host writes into is given
+// a name the gate would let it open, nor a file the command holds open a
+// name the host then writes to (bypass reviews read keys so both ways).
+func (w *walker) decideOpenable(kind, file, as string) (*CreateRefusal, unix.Errno) {
+	if w.c.openDecide == nil {
 		return nil, 0
 	}
-	if refused, rule, reason := decide(p, st.Dev, st.Ino, w.c.hostDevs[st.Dev]); refused {
-		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: oneLine("the open gate refuses it, so it gets no other name: " + reason)}, unix.EACCES
+	var st unix.Stat_t
+	if err := unix.Lstat(file, &st); err == unix.ENOENT {
+		return nil, 0 // the call fails as the kernel's
+	} else if err != nil {
+		return &CreateRefusal{Op: kind, Path: as, Rule: "create gate", Reason: oneLine("cannot identify " + file + ": " + err.Error())}, unix.EPERM
+	}
+	return w.decideNamed(kind, as, &st)
+}
+
+// decideNamed is decideOpenable for the file st.
+func (w *walker) decideNamed(kind, as string, st *unix.Stat_t) (*CreateRefusal, unix.Errno) {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, 0
+	}
+	if refused, rule, reason := w.c.openRefused(as, st); refused {
+		return &CreateRefusal{Op: kind, Path: as, Rule: rule, Reason: oneLine("the open gate refuses it there, so it is not given that name: " + reason)}, unix.EACCES
 	}
 	return nil, 0
+}
+
+// openRefused is the open gate's decision of the regular file st opened
+// as path: refused only at or below the gate's roots (OpenRoots), where
+// the gate decides.
+func (c *createGate) openRefused(path string, st *unix.Stat_t) (refused bool, rule, reason string) {
+	if c.openDecide == nil || !c.inOpenRoots(path) {
+		return false, "", ""
+	}
+	return c.openDecide(path, st.Dev, st.Ino, c.hostDevs[st.Dev])
 }
 
 // perform decides and makes the call o (on a worker thread): the new
@@ -1355,7 +1386,7 @@ func (w *walker) decideSource(kind, p string) (*CreateRefusal, unix.Errno) {
 func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (int, unix.Errno, *CreateRefusal) {
 	switch o.kind {
 	case "open":
-		if w.c.openDecide == nil {
+		if !w.c.openRoute {
 			return w.open(d1, p1, o.flags, o.mode&0o7777&^w.umask)
 		}
 		// The open route: an existing file is truncated only once it
@@ -1473,6 +1504,26 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 			return -1, unix.EPERM, &CreateRefusal{Op: o.kind, Path: p1, Rule: "create gate", Reason: "cannot place the linked file"}
 		}
 		if ref, errno := w.decidePathAs(o.kind, "link-source", src); errno != 0 {
+			return -1, errno, ref
+		}
+		// And under its new name, by the open gate's decider.
+		dst := w.pathIn(nw.parent, nw.name)
+		if dst == "" {
+			return -1, unix.EPERM, &CreateRefusal{Op: o.kind, Path: p2, Rule: "create gate", Reason: "cannot place the link"}
+		}
+		var ref *CreateRefusal
+		if old.obj >= 0 {
+			// An unnamed file (O_TMPFILE) too: identified by its
+			// descriptor.
+			var st unix.Stat_t
+			if err := unix.Fstat(old.obj, &st); err != nil {
+				return -1, unix.EPERM, &CreateRefusal{Op: o.kind, Path: dst, Rule: "create gate", Reason: oneLine("cannot identify the linked file: " + err.Error())}
+			}
+			ref, errno = w.decideNamed(o.kind, dst, &st)
+		} else {
+			ref, errno = w.decideOpenable(o.kind, src, dst)
+		}
+		if errno != 0 {
 			return -1, errno, ref
 		}
 		if old.obj >= 0 {
@@ -1766,8 +1817,7 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 	if ref, errno := w.decideAt("rename", newDir, newName); errno != 0 {
 		return ref, errno
 	}
-	var st unix.Stat_t
-	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || name == "." || name == ".." {
+	if name == "." || name == ".." {
 		return nil, 0
 	}
 	from, err1 := pathOf(dir)
@@ -1776,6 +1826,14 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 		return &CreateRefusal{Op: "rename", Path: newName, Rule: "create gate", Reason: "cannot place the directories"}, unix.EPERM
 	}
 	src, dst := filepath.Join(from, name), filepath.Join(to, newName)
+	// A file under its new name, by the open gate's decider.
+	if ref, errno := w.decideOpenable("rename", src, dst); errno != 0 {
+		return ref, errno
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, 0
+	}
 	ref, errno := eachBelow(src, dst, func(p string, d os.DirEntry) (*CreateRefusal, unix.Errno) {
 		// A name below is decided as created there (a directory named
 		// .git moves with its repository), a symlink as one: it would
@@ -1784,7 +1842,11 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 		if d.Type()&os.ModeSymlink != 0 {
 			op = "symlink"
 		}
-		return w.decidePathAs("rename", op, dst+strings.TrimPrefix(p, src))
+		to := dst + strings.TrimPrefix(p, src)
+		if ref, errno := w.decidePathAs("rename", op, to); errno != 0 {
+			return ref, errno
+		}
+		return w.decideOpenable("rename", p, to)
 	})
 	if errno == unix.EACCES {
 		ref.Reason = fmt.Sprintf("moving %s to %s: %s", src, dst, ref.Reason)
@@ -1988,11 +2050,10 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 // made is false when nothing was made (no group; a default ACL on parent,
 // or an access the mode does not give the owner, where the kernel's
 // open(O_CREAT) behaves otherwise; mknod failed), or when the name no
-// longer holds an empty regular file with one name once taken (nameMu
-// keeps the command's renames out of that moment; a host's is not): the
-// caller's own open(O_CREAT|O_EXCL) follows, as before, and fails with
-// EEXIST or opens what is there now, as when another process made it
-// first.
+// longer holds a regular file once taken (nameMu keeps the command's
+// renames out of that moment; a host's is not): the caller's own
+// open(O_CREAT|O_EXCL) follows, as before, and fails with EEXIST or opens
+// what is there now, as when another process made it first.
 func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (fd int, errno unix.Errno, made bool) {
 	need := uint32(0o400) // the group's mark needs read access
 	switch plain & unix.O_ACCMODE {
@@ -2002,7 +2063,7 @@ func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (
 	default:
 		return -1, 0, false
 	}
-	if w.c.openGroup < 0 || w.c.markDecide == nil || mode&^uint32(w.cl.umask)&need != need {
+	if w.c.openGroup < 0 || w.c.openDecide == nil || mode&^uint32(w.cl.umask)&need != need {
 		return -1, 0, false
 	}
 	if _, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(parent), "system.posix_acl_default", nil); err != unix.ENODATA && err != unix.EOPNOTSUPP {
@@ -2020,12 +2081,17 @@ func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (
 	}
 	defer unix.Close(obj)
 	var st unix.Stat_t
-	if unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 || st.Nlink != 1 {
-		return -1, 0, false // replaced since by the host
+	if unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, 0, false // not the file made: replaced since by the host
 	}
-	if path, err := pathOf(obj); err == nil && strings.HasPrefix(path, "/") && w.c.inOpenRoots(path) {
-		if refused, _, _ := w.c.markDecide(path, st.Dev, st.Ino, w.c.hostDevs[st.Dev]); !refused {
-			markIgnored(w.c.openGroup, obj, true, st)
+	// Marked only while nothing can be read in it: empty, with this one
+	// name. Grown or linked meanwhile (another process of the command
+	// writes it), it is handed over as made, unmarked.
+	if st.Size == 0 && st.Nlink == 1 {
+		if path, err := pathOf(obj); err == nil && strings.HasPrefix(path, "/") {
+			if refused, _, _ := w.c.openRefused(path, &st); !refused {
+				markIgnored(w.c.openGroup, obj, true, st)
+			}
 		}
 	}
 	// The kernel does not truncate a file its open made (O_TRUNC here

@@ -80,12 +80,14 @@ type FileSystem struct {
 	// create gate, is that gate's decisions in OpenGuard's form: a file
 	// the create gate makes for an open at or below OpenRoots gets the
 	// gate's ignore mark, and its open is no event, only when
-	// OpenGuardDecider(MarkGuard) allows it (createMarked).
+	// OpenGuardDecider(MarkGuard) allows it (createMarked); and, as with
+	// OpenGuard, no rename or link gives a file a name there that it
+	// refuses for that file.
 	MarkGuard json.RawMessage `json:"markGuard,omitempty"`
-	// OpenRoots are where the open route decides, as the fanotify gate's
-	// marks do (OpenGateOptions.Roots): a file opened at or below one of
-	// them; one opened elsewhere (the sandbox's private /tmp, /usr) is
-	// made as any other but not decided.
+	// OpenRoots are where OpenGuard's or MarkGuard's decider decides, as
+	// the fanotify gate's marks do (OpenGateOptions.Roots): a file at or
+	// below one of them; one elsewhere (the sandbox's private /tmp, /usr)
+	// is made and opened as any other but not decided.
 	OpenRoots []string `json:"openRoots,omitempty"`
 }
 

@@ -99,7 +99,7 @@ func RunInit() int {
 		unrule()
 		return fail(err)
 	}
-	if spec.OpenGate && gate != nil && gate.create != nil && gate.create.markDecide != nil {
+	if spec.OpenGate && gate != nil && gate.create != nil && gate.create.openDecide != nil && !gate.create.openRoute {
 		gate.create.openGroup = gateFDs[0]
 	}
 
@@ -691,7 +691,7 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 	// itself in the command's domain (see offMainThread).
 	go offMainThread(func() {
 		o := seccompOptions{AllowUnix: gate != nil && gate.unixOn, CreateGate: gate != nil && gate.create != nil,
-			OpenRoute: gate != nil && gate.create != nil && gate.create.openDecide != nil}
+			OpenRoute: gate != nil && gate.create != nil && gate.create.openRoute}
 		if err := hardenThread(o, gate, landlockFor(&s.FileSystem), s.Container); err != nil {
 			resc <- result{err: err}
 			return

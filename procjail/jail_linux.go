@@ -306,7 +306,7 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		// as the fanotify gate does (hostDevices).
 		devs, err := hostDevices("/proc/self/mountinfo")
 		if err != nil {
-			return nil, cleanup, stepErr("open route", err)
+			return nil, cleanup, stepErr("open gate", err)
 		}
 		for d := range devs {
 			is.HostDevices = append(is.HostDevices, d)

@@ -67,10 +67,7 @@ func (w *walker) decideOpened(fd int) unix.Errno {
 	if !strings.HasPrefix(path, "/") {
 		return refuse(path, "open gate", "the opened file cannot be named: "+path+" is not a path")
 	}
-	if !w.c.inOpenRoots(path) {
-		return 0
-	}
-	if refused, rule, reason := w.c.openDecide(path, st.Dev, st.Ino, w.c.hostDevs[st.Dev]); refused {
+	if refused, rule, reason := w.c.openRefused(path, &st); refused {
 		return refuse(path, rule, oneLine(reason))
 	}
 	return 0
