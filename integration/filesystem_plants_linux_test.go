@@ -731,24 +731,7 @@ wait; echo race-done`
 	// installed wrong (read-only, another file, 0) shows as a failed
 	// write or a wrong content.
 	t.Run("create and write stress", func(t *testing.T) {
-		testenv.NeedCommand(t, "go")
-		src := t.TempDir()
-		if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module stress\n\ngo 1.22\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(stressProgram), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		prog := filepath.Join(t.TempDir(), "stress")
-		build := exec.Command("go", "build", "-o", prog, ".")
-		build.Dir, build.Env = src, append(os.Environ(), "GOFLAGS=-buildvcs=false", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-		bin, err := os.ReadFile(prog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bin := buildGoProgram(t, "stress", stressProgram)
 		for _, u := range users {
 			for round := 0; round < 3; round++ {
 				b := newFSBox(t, u.uid, false)
@@ -1147,31 +1130,14 @@ func main() {
 // TestFSCreateRenameRace: a file an O_CREAT|O_EXCL open makes is the
 // caller's new, empty file even while another thread renames other files
 // over the same name, and such an open of a name just removed succeeds
-// while another thread appends to the name (a second review got 397
-// EEXIST in 11,849 when a file grown meanwhile was not handed over): with files.deny, as root, the create gate makes it
-// with mknodat and takes it by a second lookup (createMarked), between
-// which a rename could put another file there (a bypass review got an
-// existing file back 96 times in 1,629 opens); the gate's renames wait
-// for that moment (nameMu) and a file that is not new is not handed over.
+// while another thread appends to the name. With files.deny, as root, the
+// create gate makes the file with mknodat and takes it by a second lookup
+// (createMarked): a review got an existing file back 95 times in 7,061
+// opens when a rename could come between the two (the gate's renames now
+// wait, nameMu), and 104 EEXIST in 2,161 when a file that grew meanwhile
+// was not handed over.
 func TestFSCreateRenameRace(t *testing.T) {
-	testenv.NeedCommand(t, "go")
-	src := t.TempDir()
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module race\n\ngo 1.22\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(renameRaceProgram), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	prog := filepath.Join(t.TempDir(), "race")
-	build := exec.Command("go", "build", "-o", prog, ".")
-	build.Dir, build.Env = src, append(os.Environ(), "GOFLAGS=-buildvcs=false", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	bin, err := os.ReadFile(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildGoProgram(t, "race", renameRaceProgram)
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
 			b := newFSBox(t, u.uid, false)
@@ -1199,4 +1165,29 @@ func TestFSCreateRenameRace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildGoProgram builds the one-file Go program source (package main, the
+// standard library only) as module name, static, and returns the binary.
+func buildGoProgram(t *testing.T, name, source string) []byte {
+	t.Helper()
+	testenv.NeedCommand(t, "go")
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module "+name+"\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(t.TempDir(), name)
+	build := exec.Command("go", "build", "-o", prog, ".")
+	build.Dir, build.Env = src, append(os.Environ(), "GOFLAGS=-buildvcs=false", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	bin, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
