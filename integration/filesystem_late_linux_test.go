@@ -57,6 +57,9 @@ r createdrenamed cat mk/.env
 r keysdir cat keys/id.key
 r launder sh -c 'mv real/id.key stolen && cat stolen'
 r linked cat t3
+r fifomoved sh -c 'mkfifo f1 && mv f1 real/f1.key'
+r fifomade mkfifo real/z.key
+r symmade ln -s ../t3 real/s.key
 r fdreopen cat /proc/self/fd/7
 if command -v python3 >/dev/null; then
   r creatrw python3 -c 'import os, sys; fd = os.open("late/.env", os.O_CREAT | os.O_RDWR); sys.stdout.write(os.read(fd, 100).decode())'
@@ -229,21 +232,21 @@ func TestFSDeniedLater(t *testing.T) {
 					t.Errorf("row %s: no open refused line for %s by %s\n%s", c.row, c.path, c.comm, r.audit)
 				}
 			}
-			// A files.deny match the command made where the create gate
-			// lets it (home's overlay, below a pattern's directory it
-			// replaced) is refused at its open all the same (as root by
-			// the fanotify gate: the create gate gives it no ignore
-			// mark), so no descriptor of it is held for the host to fill.
+			// A files.deny match where the create gate's own view lets
+			// it be made (home's overlay, below a pattern's directory the
+			// command replaced) is not made: the open gate's decider
+			// refuses the name (EACCES), so no descriptor of it is held
+			// for the host to fill.
 			if _, err := exec.LookPath("python3"); err == nil {
-				if out := read("homemade"); strings.Contains(out, "mine") || !strings.Contains(out, "Operation not permitted") || strings.Contains(out, "rc=0") {
-					t.Errorf("row homemade: the command got %q; want EPERM", out)
+				if out := read("homemade"); strings.Contains(out, "mine") || !strings.Contains(out, "Permission denied") || strings.Contains(out, "rc=0") {
+					t.Errorf("row homemade: the command got %q; want EACCES (the name refused)", out)
 				}
 			}
 			if got, err := os.ReadFile(filepath.Join(b.ws, "out", "heldkey.txt")); err == nil && strings.Contains(string(got), "SECRET-") {
 				t.Errorf("row heldkey: the command read %q through the descriptor it held", got)
 			}
-			if errOut, _ := os.ReadFile(filepath.Join(b.ws, "out", "heldkey.err")); !strings.Contains(string(errOut), "Operation not permitted") {
-				t.Errorf("row heldkey: the open of real/id.key said %q; want EPERM", errOut)
+			if errOut, _ := os.ReadFile(filepath.Join(b.ws, "out", "heldkey.err")); !strings.Contains(string(errOut), "Permission denied") {
+				t.Errorf("row heldkey: the open of real/id.key said %q; want EACCES (the name refused)", errOut)
 			}
 			// Nor is the key the host wrote below the pattern's old
 			// directory given another name the gate would let it open.
@@ -270,6 +273,18 @@ func TestFSDeniedLater(t *testing.T) {
 			}
 			if msg, _ := os.ReadFile(filepath.Join(b.ws, "out", "linked.ln")); !strings.Contains(string(msg), "Permission denied") {
 				t.Errorf("row linked: ln said %q; want EACCES", msg)
+			}
+			// Nor a FIFO or a symlink there (what the host writes to the
+			// name would go to the command).
+			for _, row := range []string{"fifomoved", "fifomade", "symmade"} {
+				if out := read(row); !strings.Contains(out, "Permission denied") || strings.Contains(out, "rc=0") {
+					t.Errorf("row %s: the command got %q; want EACCES", row, out)
+				}
+			}
+			for _, p := range []string{"real/f1.key", "real/z.key", "real/s.key"} {
+				if _, err := os.Lstat(filepath.Join(b.ws, p)); err == nil {
+					t.Errorf("the host has %s/%s", b.ws, p)
+				}
 			}
 			// The workspace's name of the key made before the start: the
 			// plan hides it or the gate refuses it; the pre-mark never

@@ -110,8 +110,9 @@ type createGate struct {
 	// (OpenGuardDecider): of the open route (FileSystem.OpenGuard,
 	// openRoute: every open comes here, and each regular file opened is
 	// decided by it, decideOpened), or of the fanotify gate
-	// (FileSystem.MarkGuard: createMarked). Either way no file it
-	// refuses is given another name (decideOpenable). openRefused asks it.
+	// (FileSystem.MarkGuard: createMarked). Either way no name it
+	// refuses is made, and no file it refuses is given another name
+	// (decidePathAs, decideOpenable). openRefused asks it.
 	openDecide func(path string, dev, ino uint64, known bool) (refused bool, rule, reason string)
 	openRoute  bool
 	reportOpen func(OpenRefusal)
@@ -123,9 +124,10 @@ type createGate struct {
 	// gate's decider, allows it (createMarked). Set before the command
 	// starts.
 	openGroup int
-	// nameMu orders createMarked's making of a name and taking it
-	// (RLock) against the renames that could put another file there
-	// between the two (Lock).
+	// nameMu makes a rename's decisions and the rename one step (Lock)
+	// for the command's other name-making calls (RLock: an open's
+	// creation, createMarked's making and taking included, mkdir, mknod,
+	// symlink, link).
 	nameMu sync.RWMutex
 }
 
@@ -1327,6 +1329,13 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 	if op == "move-source" || op == "link-source" {
 		return w.decideSource(kind, p)
 	}
+	// A name made, or given to a file (a link's, a rename's, each one
+	// below a moved directory), where the open gate refuses that name,
+	// whatever the file: a FIFO or a symlink the command holds there
+	// would carry what the host writes to it.
+	if refused, rule, reason := w.c.openRefused(p, nil); refused {
+		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: oneLine("the open gate refuses that name: " + reason)}, unix.EACCES
+	}
 	return nil, 0
 }
 
@@ -1339,20 +1348,22 @@ func (w *walker) decideSource(kind, p string) (*CreateRefusal, unix.Errno) {
 
 // decideOpenable refuses to give the regular file at file (not followed)
 // the name as when the open gate's decider refuses opening it there
-// (openRefused): a rename's or a link's source (as itself) and
-// destination, and each file below a moved directory. The create gate's
-// own decision sees the patterns as they resolve now; the gate's, as
-// they resolved at start and as written (a pattern's directory the
-// command replaced since), so that no file the host writes into is given
-// a name the gate would let it open, nor a file the command holds open a
-// name the host then writes to (bypass reviews read keys so both ways).
+// (openRefused, by its identity too): a rename's or a link's source (as
+// itself) and destination, and each file below a moved directory. The
+// create gate's own decision sees the patterns as they resolve now; the
+// gate's, as they resolved at start and as written (a pattern's
+// directory the command replaced since), so that no file the host writes
+// into is given a name the gate would let it open, nor a file the command
+// holds open a name the host then writes to (bypass reviews read keys so
+// both ways). A missing file is ENOENT (no refusal), the call is not
+// made: decided missing, it is not moved once the host has made it.
 func (w *walker) decideOpenable(kind, file, as string) (*CreateRefusal, unix.Errno) {
 	if w.c.openDecide == nil {
 		return nil, 0
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(file, &st); err == unix.ENOENT {
-		return nil, 0 // the call fails as the kernel's
+		return nil, unix.ENOENT
 	} else if err != nil {
 		return &CreateRefusal{Op: kind, Path: as, Rule: "create gate", Reason: oneLine("cannot identify " + file + ": " + err.Error())}, unix.EPERM
 	}
@@ -1371,11 +1382,15 @@ func (w *walker) decideNamed(kind, as string, st *unix.Stat_t) (*CreateRefusal, 
 }
 
 // openRefused is the open gate's decision of the regular file st opened
-// as path: refused only at or below the gate's roots (OpenRoots), where
-// the gate decides.
+// as path, or of the name path alone (st nil: a device and inode number
+// no file has): refused only at or below the gate's roots (OpenRoots),
+// where the gate decides.
 func (c *createGate) openRefused(path string, st *unix.Stat_t) (refused bool, rule, reason string) {
 	if c.openDecide == nil || !c.inOpenRoots(path) {
 		return false, "", ""
+	}
+	if st == nil {
+		return c.openDecide(path, 0, 0, false)
 	}
 	return c.openDecide(path, st.Dev, st.Ino, c.hostDevs[st.Dev])
 }
@@ -1384,6 +1399,18 @@ func (c *createGate) openRefused(path string, st *unix.Stat_t) (refused bool, ru
 // descriptor of an open, or the errno (0: done), and the refusal to
 // report.
 func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (int, unix.Errno, *CreateRefusal) {
+	// A rename's decisions and the rename itself are one step for the
+	// command's other gated calls, which make names (nameMu): nothing
+	// the command does puts another file at its source or its
+	// destination, nor a file below a moved directory, in between.
+	switch o.kind {
+	case "rename":
+		w.c.nameMu.Lock()
+		defer w.c.nameMu.Unlock()
+	case "mkdir", "mknod", "symlink", "link":
+		w.c.nameMu.RLock()
+		defer w.c.nameMu.RUnlock()
+	}
 	switch o.kind {
 	case "open":
 		if !w.c.openRoute {
@@ -1565,10 +1592,7 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 				return -1, errno, ref
 			}
 		}
-		w.c.nameMu.Lock() // (createMarked)
-		err := unix.Renameat2(old.parent, old.name, nw.parent, nw.name, uint(o.flags))
-		w.c.nameMu.Unlock()
-		return -1, errnoOr(err), nil
+		return -1, errnoOr(unix.Renameat2(old.parent, old.name, nw.parent, nw.name, uint(o.flags))), nil
 	}
 	return -1, unix.ENOSYS, nil
 }
@@ -1773,7 +1797,10 @@ func (w *walker) decideMoveSource(dir int, name string) (*CreateRefusal, unix.Er
 		return nil, 0
 	}
 	return eachBelow(src, src, func(p string, _ os.DirEntry) (*CreateRefusal, unix.Errno) {
-		return w.decidePathAs("rename", "move-source", p)
+		if ref, errno := w.decidePathAs("rename", "move-source", p); errno != unix.ENOENT {
+			return ref, errno
+		}
+		return nil, 0 // gone since the walk read it
 	})
 }
 
@@ -1846,7 +1873,10 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 		if ref, errno := w.decidePathAs("rename", op, to); errno != 0 {
 			return ref, errno
 		}
-		return w.decideOpenable("rename", p, to)
+		if ref, errno := w.decideOpenable("rename", p, to); errno != unix.ENOENT {
+			return ref, errno
+		}
+		return nil, 0 // gone since the walk read it
 	})
 	if errno == unix.EACCES {
 		ref.Reason = fmt.Sprintf("moving %s to %s: %s", src, dst, ref.Reason)
@@ -2009,22 +2039,37 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 			r.close()
 			return -1, errnoOr(err), nil
 		}
-		if ref, errno := w.decideAt("open", r.parent, r.name); errno != 0 {
-			r.close()
-			return -1, errno, ref
-		}
-		if fd, errno, made := w.createMarked(r.parent, r.name, plain, mode); made {
-			r.close()
-			return fd, errno, nil
-		}
-		fd, err = unix.Openat(r.parent, r.name, plain|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
+		fd, errno, ref, made := w.create(r.parent, r.name, plain, mode)
 		r.close()
+		if made {
+			return fd, errno, ref
+		}
+		err = errno
 		if err == unix.EEXIST && flags&unix.O_EXCL == 0 {
 			continue // created meanwhile: open it
 		}
 		return fd, errnoOr(err), nil
 	}
 	return -1, unix.ELOOP, nil
+}
+
+// create decides and makes the missing name in parent for an open with
+// plain's flags and mode (made: a result to return, refused included),
+// as one step for the command's renames (nameMu).
+func (w *walker) create(parent int, name string, plain int, mode uint32) (fd int, errno unix.Errno, ref *CreateRefusal, made bool) {
+	w.c.nameMu.RLock()
+	defer w.c.nameMu.RUnlock()
+	if ref, errno := w.decideAt("open", parent, name); errno != 0 {
+		return -1, errno, ref, true
+	}
+	if fd, errno, made := w.createMarked(parent, name, plain, mode); made {
+		return fd, errno, nil, true
+	}
+	fd, err := unix.Openat(parent, name, plain|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
+	if err != nil {
+		return -1, errnoOr(err), nil, false
+	}
+	return fd, 0, nil, true
 }
 
 // createMarked makes the missing name in parent for an open with plain's
@@ -2069,13 +2114,10 @@ func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (
 	if _, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(parent), "system.posix_acl_default", nil); err != unix.ENODATA && err != unix.EOPNOTSUPP {
 		return -1, 0, false // a default ACL: the mode is the ACL's, not mode's
 	}
-	w.c.nameMu.RLock()
 	if unix.Mknodat(parent, name, unix.S_IFREG|mode, 0) != nil {
-		w.c.nameMu.RUnlock()
 		return -1, 0, false
 	}
 	obj, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	w.c.nameMu.RUnlock()
 	if err != nil {
 		return -1, 0, false // gone since: the open makes it again
 	}

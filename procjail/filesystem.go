@@ -81,8 +81,8 @@ type FileSystem struct {
 	// the create gate makes for an open at or below OpenRoots gets the
 	// gate's ignore mark, and its open is no event, only when
 	// OpenGuardDecider(MarkGuard) allows it (createMarked); and, as with
-	// OpenGuard, no rename or link gives a file a name there that it
-	// refuses for that file.
+	// OpenGuard, no name is made or given there that it refuses, nor to
+	// a regular file it refuses by identity.
 	MarkGuard json.RawMessage `json:"markGuard,omitempty"`
 	// OpenRoots are where OpenGuard's or MarkGuard's decider decides, as
 	// the fanotify gate's marks do (OpenGateOptions.Roots): a file at or
