@@ -272,7 +272,10 @@ func (s OpenGuardSpec) Guard() OpenGuard {
 	rules := map[string]string{}
 	for _, h := range s.Hidden {
 		g.Hidden[FileID{Dev: h.Dev, Ino: h.Ino}] = h.Path
-		g.hiddenIno[h.Ino] = h.Path
+		if h.Ino != 0 {
+			// 0 is no file's (a name alone is decided with it).
+			g.hiddenIno[h.Ino] = h.Path
+		}
 		rules[h.Path] = h.Rule
 	}
 	g.rule = func(path string) string {

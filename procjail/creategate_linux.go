@@ -127,7 +127,8 @@ type createGate struct {
 	// nameMu makes a rename's decisions and the rename one step (Lock)
 	// for the command's other name-making calls (RLock: an open's
 	// creation, createMarked's making and taking included, mkdir, mknod,
-	// symlink, link).
+	// symlink, link, bind). A rename of a large directory holds it while
+	// it decides every entry below (docs/limits.md).
 	nameMu sync.RWMutex
 }
 
@@ -479,7 +480,9 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 		}
 		fd, errno, refusal := -1, unix.Errno(0), (*CreateRefusal)(nil)
 		if job.o.kind == "bind" {
+			c.nameMu.RLock() // a name made (perform's)
 			errno = errnoOr(w.bind(job.sock, job.addr, job.d1, job.p1))
+			c.nameMu.RUnlock()
 			refusal = w.refusal
 		} else {
 			fd, errno, refusal = w.perform(job.o, job.d1, job.p1, job.d2, job.p2, job.target)
@@ -1329,12 +1332,16 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 	if op == "move-source" || op == "link-source" {
 		return w.decideSource(kind, p)
 	}
-	// A name made, or given to a file (a link's, a rename's, each one
-	// below a moved directory), where the open gate refuses that name,
-	// whatever the file: a FIFO or a symlink the command holds there
-	// would carry what the host writes to it.
-	if refused, rule, reason := w.c.openRefused(p, nil); refused {
-		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: oneLine("the open gate refuses that name: " + reason)}, unix.EACCES
+	// A file made where the open gate refuses that name, whatever the
+	// file (a FIFO or a symlink the command holds there would carry what
+	// the host writes to it); a link's or a rename's new name is decided
+	// for the file it names (decideNamed), a directory's never (it
+	// carries nothing: a file below it is decided by its own name).
+	switch op {
+	case "open", "mknod", "symlink", "replace":
+		if refused, rule, reason := w.c.openRefused(p, nil); refused {
+			return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: oneLine("the open gate refuses that name: " + reason)}, unix.EACCES
+		}
 	}
 	return nil, 0
 }
@@ -1370,10 +1377,15 @@ func (w *walker) decideOpenable(kind, file, as string) (*CreateRefusal, unix.Err
 	return w.decideNamed(kind, as, &st)
 }
 
-// decideNamed is decideOpenable for the file st.
+// decideNamed is decideOpenable for the file st: a regular file by its
+// identity and the name, any other file but a directory by the name.
 func (w *walker) decideNamed(kind, as string, st *unix.Stat_t) (*CreateRefusal, unix.Errno) {
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
 		return nil, 0
+	case unix.S_IFREG:
+	default:
+		st = nil
 	}
 	if refused, rule, reason := w.c.openRefused(as, st); refused {
 		return &CreateRefusal{Op: kind, Path: as, Rule: rule, Reason: oneLine("the open gate refuses it there, so it is not given that name: " + reason)}, unix.EACCES
@@ -1866,8 +1878,11 @@ func (w *walker) decideMove(dir int, name string, newDir int, newName string) (*
 		// .git moves with its repository), a symlink as one: it would
 		// bring what it leads to under a protected name's directory.
 		op := "open"
-		if d.Type()&os.ModeSymlink != 0 {
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
 			op = "symlink"
+		case d.IsDir():
+			op = "mkdir" // as "open" for the create gate's rules; no name check of its own
 		}
 		to := dst + strings.TrimPrefix(p, src)
 		if ref, errno := w.decidePathAs("rename", op, to); errno != 0 {
@@ -2057,19 +2072,32 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 // plain's flags and mode (made: a result to return, refused included),
 // as one step for the command's renames (nameMu).
 func (w *walker) create(parent int, name string, plain int, mode uint32) (fd int, errno unix.Errno, ref *CreateRefusal, made bool) {
-	w.c.nameMu.RLock()
-	defer w.c.nameMu.RUnlock()
-	if ref, errno := w.decideAt("open", parent, name); errno != 0 {
-		return -1, errno, ref, true
+	obj := -1
+	func() {
+		w.c.nameMu.RLock()
+		defer w.c.nameMu.RUnlock()
+		if ref, errno = w.decideAt("open", parent, name); errno != 0 {
+			fd, made = -1, true
+			return
+		}
+		if obj = w.createMarked(parent, name, plain, mode); obj >= 0 {
+			return
+		}
+		var err error
+		fd, err = unix.Openat(parent, name, plain|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
+		errno, made = errnoOr(err), err == nil
+	}()
+	if obj < 0 {
+		return fd, errno, ref, made
 	}
-	if fd, errno, made := w.createMarked(parent, name, plain, mode); made {
-		return fd, errno, nil, true
-	}
-	fd, err := unix.Openat(parent, name, plain|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
-	if err != nil {
-		return -1, errnoOr(err), nil, false
-	}
-	return fd, 0, nil, true
+	// createMarked's file, opened through its descriptor outside the
+	// lock (another process of the command may hold a lease on it by
+	// now, and the open would wait for its break). The kernel does not
+	// truncate a file its open made (O_TRUNC here would change its
+	// times, and clear the mark).
+	defer unix.Close(obj)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(obj), plain&^(unix.O_NOFOLLOW|unix.O_TRUNC), 0)
+	return fd, errnoOr(err), nil, true
 }
 
 // createMarked makes the missing name in parent for an open with plain's
@@ -2080,51 +2108,54 @@ func (w *walker) create(parent int, name string, plain int, mode uint32) (fd int
 // without opening it (mknodat, S_IFREG: the same mode, umask, owner and
 // Landlock check as the open's), taken by an O_PATH descriptor (no event),
 // given the group's ignore mark when it is an empty regular file with that
-// one name and the open gate's decider (markDecide, the same policy as
+// one name and the open gate's decider (openDecide, the same policy as
 // the gate's) allows it where the gate decides (markIgnored: the mark goes
 // if its times changed meanwhile), and then opened through that
-// descriptor. What makes it sound is the mark's own rule: an empty file
-// has nothing to read, and a write to it clears the mark, so the next
-// open is decided by its name then (a host that fills it and renames it
-// to .env: TestFSDeniedLater, row createdrenamed; what the mark does not
-// see, a host's mmap or AIO write, is in docs/limits.md). A file the
-// decider refuses (a files.deny match the create gate lets be made: in
-// home, or below a pattern's directory the command replaced) is opened
-// unmarked, and the gate decides that open as before.
+// descriptor (by create, once the name lock is let go). What makes it
+// sound is the mark's own rule: an empty file has nothing to read, and a
+// write to it clears the mark, so the next open is decided by its name
+// then (a host that fills it and renames it to .env: TestFSDeniedLater,
+// row createdrenamed; what the mark does not see, a host's mmap or AIO
+// write, is in docs/limits.md). The name was decided before (decideAt,
+// which asks the open gate's decider too); the decider is asked again for
+// the file as made (an identity of a file hidden at start, on a device
+// it cannot map), and a file it refuses is opened unmarked, and decided
+// at that open as before.
 //
-// made is false when nothing was made (no group; a default ACL on parent,
-// or an access the mode does not give the owner, where the kernel's
-// open(O_CREAT) behaves otherwise; mknod failed), or when the name no
-// longer holds a regular file once taken (nameMu keeps the command's
-// renames out of that moment; a host's is not): the caller's own
-// open(O_CREAT|O_EXCL) follows, as before, and fails with EEXIST or opens
-// what is there now, as when another process made it first.
-func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (fd int, errno unix.Errno, made bool) {
+// It returns the file's O_PATH descriptor, or -1 when nothing was made
+// (no group; a default ACL on parent, or an access the mode does not give
+// the owner, where the kernel's open(O_CREAT) behaves otherwise; mknod
+// failed), or when the name no longer holds a regular file once taken
+// (nameMu keeps the command's renames out of that moment; a host's is
+// not): the caller's own open(O_CREAT|O_EXCL) follows, as before, and
+// fails with EEXIST or opens what is there now, as when another process
+// made it first.
+func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (obj int) {
 	need := uint32(0o400) // the group's mark needs read access
 	switch plain & unix.O_ACCMODE {
 	case unix.O_RDONLY:
 	case unix.O_WRONLY, unix.O_RDWR:
 		need |= 0o200
 	default:
-		return -1, 0, false
+		return -1
 	}
 	if w.c.openGroup < 0 || w.c.openDecide == nil || mode&^uint32(w.cl.umask)&need != need {
-		return -1, 0, false
+		return -1
 	}
 	if _, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(parent), "system.posix_acl_default", nil); err != unix.ENODATA && err != unix.EOPNOTSUPP {
-		return -1, 0, false // a default ACL: the mode is the ACL's, not mode's
+		return -1 // a default ACL: the mode is the ACL's, not mode's
 	}
 	if unix.Mknodat(parent, name, unix.S_IFREG|mode, 0) != nil {
-		return -1, 0, false
+		return -1
 	}
 	obj, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, 0, false // gone since: the open makes it again
+		return -1 // gone since: the open makes it again
 	}
-	defer unix.Close(obj)
 	var st unix.Stat_t
 	if unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return -1, 0, false // not the file made: replaced since by the host
+		unix.Close(obj)
+		return -1 // not the file made: replaced since by the host
 	}
 	// Marked only while nothing can be read in it: empty, with this one
 	// name. Grown or linked meanwhile (another process of the command
@@ -2136,10 +2167,7 @@ func (w *walker) createMarked(parent int, name string, plain int, mode uint32) (
 			}
 		}
 	}
-	// The kernel does not truncate a file its open made (O_TRUNC here
-	// would change its times, and clear the mark).
-	fd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(obj), plain&^(unix.O_NOFOLLOW|unix.O_TRUNC), 0)
-	return fd, errnoOr(err), true
+	return obj
 }
 
 func errnoOr(err error) unix.Errno {
