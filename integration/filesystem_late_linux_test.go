@@ -268,6 +268,19 @@ func TestFSDeniedLater(t *testing.T) {
 					t.Errorf("row %s: the rename said %q; want EACCES", row, msg)
 				}
 			}
+			// The moved directory's file is refused under its new name,
+			// by the open gate's view of vault/** (vault -> vreal at
+			// start); before that check mv failed all the same, but
+			// with no line saying why.
+			movedRefused := false
+			for _, l := range createRefusedLines(t, r.audit) {
+				if l["path"] == b.ws+"/vreal/sub/x" && l["op"] == "rename" && l["rule"] == "files.deny:vault/**" {
+					movedRefused = true
+				}
+			}
+			if !movedRefused {
+				t.Errorf("row dirmoved: no create refused line for %s/vreal/sub/x by files.deny:vault/**\n%s", b.ws, r.audit)
+			}
 			if out := read("linked"); strings.Contains(out, "SECRET-") {
 				t.Errorf("row linked: the command got %q through its own file's other name", out)
 			}

@@ -1330,7 +1330,7 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 		return &CreateRefusal{Op: kind, Path: p, Rule: rule, Reason: reason}, unix.EACCES
 	}
 	if op == "move-source" || op == "link-source" {
-		return w.decideSource(kind, p)
+		return w.decideOpenable(kind, p, p) // the file as it is named now
 	}
 	// A file made where the open gate refuses that name, whatever the
 	// file (a FIFO or a symlink the command holds there would carry what
@@ -1344,13 +1344,6 @@ func (w *walker) decidePathAs(kind, op, p string) (*CreateRefusal, unix.Errno) {
 		}
 	}
 	return nil, 0
-}
-
-// decideSource refuses to give another name to the regular file at p
-// (a rename's or a link's source, or an entry below a moved directory)
-// when the open gate refuses it at p (decideOpenable).
-func (w *walker) decideSource(kind, p string) (*CreateRefusal, unix.Errno) {
-	return w.decideOpenable(kind, p, p)
 }
 
 // decideOpenable refuses to give the regular file at file (not followed)
