@@ -239,7 +239,7 @@ func (c *createGate) submit(job func(ready bool)) {
 	if !start {
 		return
 	}
-	c.workers.Add(1)
+	growProcs(int(c.workers.Add(1)))
 	if err := c.startWorker(); err != nil {
 		// No thread to run it: a queued job fails here (fail closed).
 		c.workers.Add(-1)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,8 @@ import (
 // returns 125 when setup fails (the command was never started), otherwise
 // the command's exit status (128+N for a signal).
 func RunInit() int {
+	initProcs.base = runtime.GOMAXPROCS(0)
+	growProcs(0)
 	ctl := os.NewFile(controlFD, "control")
 	if ctl == nil {
 		fmt.Fprintln(os.Stderr, "sandboxd: internal command; not for direct use")
@@ -690,6 +693,11 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 	// Not the main thread: a Landlock domain there would put the init
 	// itself in the command's domain (see offMainThread).
 	go offMainThread(func() {
+		if s.TimerSlack > 0 {
+			// The command's slack is sandboxd's, not the init's
+			// (initTimerSlack): inherited by fork and kept by exec.
+			unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(s.TimerSlack), 0, 0, 0)
+		}
 		o := seccompOptions{AllowUnix: gate != nil && gate.unixOn, CreateGate: gate != nil && gate.create != nil,
 			OpenRoute: gate != nil && gate.create != nil && gate.create.openRoute}
 		if err := hardenThread(o, gate, landlockFor(&s.FileSystem), s.Container); err != nil {
@@ -797,4 +805,42 @@ func cloexecFrom(low int) error {
 		}
 	}
 	return nil
+}
+
+// The init's Go runtime, tuned for the gates. Each call a gate serves
+// ends with threads of the init blocked in a syscall (the notification
+// wait, a worker's eventfd), and Go's sysmon thread then wakes every
+// 20 µs for about a millisecond until it has taken their Ps back: on a
+// small VM that polling was about half of the init's CPU per gated call
+// (docs/benchmarks.md). So:
+//
+//   - initTimerSlack, the init's timer slack (every thread of it: set on
+//     sandboxd's thread that forks it, see startInit), lets the kernel
+//     coalesce those sleeps; nothing in the init needs a timer finer than
+//     a millisecond. The command gets sandboxd's slack back
+//     (initSpec.TimerSlack).
+//   - growProcs keeps a P free for every thread that may be blocked in a
+//     syscall holding one (the gate's notification wait and each of its
+//     workers, initSpareProcs in all), so that a woken thread never waits
+//     for sysmon, which with the slack looks only every millisecond or so,
+//     to take a P back. GOMAXPROCS bounds Go code running at once, not
+//     threads: the kernel still shares the machine's CPUs.
+const (
+	initTimerSlack = 1_000_000 // ns
+	initSpareProcs = 4
+)
+
+var initProcs struct {
+	mu   sync.Mutex
+	base int // GOMAXPROCS at start (the CPUs the init may use)
+}
+
+// growProcs sets GOMAXPROCS to the init's base, initSpareProcs and one per
+// gate worker (workers started so far), if that is more than it is.
+func growProcs(workers int) {
+	initProcs.mu.Lock()
+	defer initProcs.mu.Unlock()
+	if n := initProcs.base + initSpareProcs + workers; n > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(n)
+	}
 }

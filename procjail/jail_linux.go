@@ -59,6 +59,9 @@ type initProc struct {
 	ws     unix.WaitStatus
 	err    error
 	exited chan struct{}
+	// timerSlack is the slack of the thread that started the init, the
+	// command's (initSpec.TimerSlack).
+	timerSlack uint64
 }
 
 func startInit(path string, files []uintptr, container bool) (*initProc, error) {
@@ -66,13 +69,25 @@ func startInit(path string, files []uintptr, container bool) (*initProc, error) 
 	if container {
 		attr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	}
+	// The init is forked from this thread with initTimerSlack, which
+	// every thread of the init inherits (the Go runtime's sysmon
+	// included, made before any code of the init runs); the command
+	// gets this thread's own slack back (initSpec.TimerSlack). The thread
+	// is unlocked after, not ended: it is the parent that Pdeathsig
+	// watches. Neither prctl can fail (a real-time thread's slack is
+	// ignored by the kernel, and stays 0).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	slack, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	unix.Prctl(unix.PR_SET_TIMERSLACK, initTimerSlack, 0, 0, 0)
 	pid, err := syscall.ForkExec(path, []string{"sandboxd", InitCommand}, &syscall.ProcAttr{
 		Env: []string{}, Files: files, Sys: attr,
 	})
+	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
 	if err != nil {
 		return nil, err
 	}
-	p := &initProc{pid: pid, exited: make(chan struct{})}
+	p := &initProc{pid: pid, exited: make(chan struct{}), timerSlack: uint64(slack)}
 	go func() {
 		var ws unix.WaitStatus
 		var err error
@@ -296,6 +311,7 @@ func (p *Prestarted) start(ctx context.Context, spec Spec) (*Sandbox, func(), er
 		Proc:             spec.Proc,
 		Container:        spec.Container,
 		OpenGate:         spec.OpenGate != nil,
+		TimerSlack:       cmd.timerSlack,
 	}
 	if spec.OpenGate != nil && spec.Container != nil {
 		return nil, cleanup, stepErrf("open gate", "container mode has no mount namespace of its own to mark")

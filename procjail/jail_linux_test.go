@@ -3,14 +3,20 @@
 package procjail
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/barry-rocks/sandbox/internal/testenv"
 )
@@ -189,5 +195,69 @@ for s in 4 5 6 7 8 11 16 31; do kill -$s 1 || echo "kill -$s failed"; done
 sleep 0.3; echo alive`))
 	if code != 0 || out != "alive\n" {
 		t.Fatalf("exit %d, out %q, stderr %q", code, out, stderr)
+	}
+}
+
+// TestTimerSlack: every thread of the init runs with initTimerSlack (the
+// gates' waits end in Go's sysmon polling, which the slack coalesces), and
+// the command with the slack of the thread that started the sandbox, as it
+// would have outside.
+func TestTimerSlack(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mine = 123457
+	unix.Prctl(unix.PR_SET_TIMERSLACK, mine, 0, 0, 0)
+	defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	defer inW.Close()
+	spec := sh(`cat /proc/self/timerslack_ns; sh -c 'cat /proc/self/timerslack_ns'; read x || true`)
+	spec.Stdin, spec.Stdout, spec.Env = inR, outW, []string{"PATH=/usr/bin:/bin"}
+	sb, err := Start(ctx, spec)
+	inR.Close()
+	outW.Close()
+	if errors.Is(err, ErrUserNamespaces) {
+		testenv.SkipOrFail(t, err.Error())
+	}
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if now, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); now != mine {
+		t.Errorf("the starting thread's slack is %d after Start, want %d back", now, mine)
+	}
+	rd := bufio.NewReader(outR)
+	for i := 0; i < 2; i++ {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the command's slack: %v", err)
+		}
+		if got := strings.TrimSpace(line); got != strconv.Itoa(mine) {
+			t.Errorf("command's timer slack %s, want %d (the starting thread's)", got, mine)
+		}
+	}
+	// The command waits on its stdin: its init is there to look at.
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", sb.init.pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("init's threads: %v", err)
+	}
+	for _, tk := range tasks {
+		b, err := os.ReadFile("/proc/" + tk.Name() + "/timerslack_ns")
+		if err != nil {
+			t.Fatalf("init thread %s: %v", tk.Name(), err)
+		}
+		if got := strings.TrimSpace(string(b)); got != strconv.Itoa(initTimerSlack) {
+			t.Errorf("init thread %s: timer slack %s, want %d", tk.Name(), got, initTimerSlack)
+		}
+	}
+	inW.Close()
+	if code, err := sb.Wait(); code != 0 || err != nil {
+		t.Errorf("exit %d, %v", code, err)
 	}
 }

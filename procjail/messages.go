@@ -77,6 +77,10 @@ type initSpec struct {
 	// plan recorded; any other (the home overlay's, the sandbox's tmpfs)
 	// is compared by its inode number alone (the open route).
 	HostDevices []uint64 `json:"hostDevices,omitempty"`
+	// TimerSlack is the timer slack (ns) of the thread that started the
+	// init, given back to the command: the init's own threads run with
+	// initTimerSlack.
+	TimerSlack uint64 `json:"timerSlack,omitempty"`
 
 	// reportRefusal tells the parent what the create gate refused.
 	reportRefusal func(CreateRefusal)
