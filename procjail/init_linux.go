@@ -696,7 +696,10 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 		if s.TimerSlack > 0 {
 			// The command's slack is sandboxd's, not the init's
 			// (initTimerSlack): inherited by fork and kept by exec.
+			// This thread ends with its goroutine; until then it
+			// has the init's again.
 			unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(s.TimerSlack), 0, 0, 0)
+			defer unix.Prctl(unix.PR_SET_TIMERSLACK, initTimerSlack, 0, 0, 0)
 		}
 		o := seccompOptions{AllowUnix: gate != nil && gate.unixOn, CreateGate: gate != nil && gate.create != nil,
 			OpenRoute: gate != nil && gate.create != nil && gate.create.openRoute}
@@ -809,25 +812,31 @@ func cloexecFrom(low int) error {
 
 // The init's Go runtime, tuned for the gates. Each call a gate serves
 // ends with threads of the init blocked in a syscall (the notification
-// wait, a worker's eventfd), and Go's sysmon thread then wakes every
-// 20 µs for about a millisecond until it has taken their Ps back: on a
-// small VM that polling was about half of the init's CPU per gated call
-// (docs/benchmarks.md). So:
+// wait, a worker's eventfd read), each holding a P until Go's sysmon
+// thread takes it back, and sysmon wakes every 20 µs meanwhile (for about
+// a millisecond, and again whenever it takes one): on a small VM that
+// polling was about half of the init's CPU per gated call
+// (docs/benchmarks.md, "The init's runtime"). So:
 //
-//   - initTimerSlack, the init's timer slack (every thread of it: set on
-//     sandboxd's thread that forks it, see startInit), lets the kernel
-//     coalesce those sleeps; nothing in the init needs a timer finer than
-//     a millisecond. The command gets sandboxd's slack back
-//     (initSpec.TimerSlack).
-//   - growProcs keeps a P free for every thread that may be blocked in a
-//     syscall holding one (the gate's notification wait and each of its
-//     workers, initSpareProcs in all), so that a woken thread never waits
-//     for sysmon, which with the slack looks only every millisecond or so,
-//     to take a P back. GOMAXPROCS bounds Go code running at once, not
-//     threads: the kernel still shares the machine's CPUs.
+//   - initTimerSlack, the timer slack of every thread of the init (set on
+//     sandboxd's thread that forks it, startInit), lets the kernel
+//     coalesce those sleeps. Nothing in the init needs a finer timer; the
+//     runtime's own short sleeps (a spinning thread's 3 µs pause before
+//     stealing, the stop-the-world's re-preemption) stretch to it too. The
+//     command gets sandboxd's slack back (initSpec.TimerSlack).
+//   - growProcs keeps a P free for the threads a gate blocks in a syscall
+//     (initSpareProcs: the notification wait and the init's own; one more
+//     per create-gate worker, up to maxProcsWorkers), so that a woken
+//     thread does not wait for sysmon, which with the slack looks only
+//     every millisecond or so, to take a P back. GOMAXPROCS bounds Go code
+//     running at once, not threads: the kernel still shares the machine's
+//     CPUs. The cap bounds what grows with it (the garbage collector's
+//     dedicated workers are a quarter of it); past it a woken worker may
+//     wait for sysmon.
 const (
-	initTimerSlack = 1_000_000 // ns
-	initSpareProcs = 4
+	initTimerSlack  = 1_000_000 // ns
+	initSpareProcs  = 4
+	maxProcsWorkers = 16
 )
 
 var initProcs struct {
@@ -836,11 +845,12 @@ var initProcs struct {
 }
 
 // growProcs sets GOMAXPROCS to the init's base, initSpareProcs and one per
-// gate worker (workers started so far), if that is more than it is.
+// create-gate worker started so far (at most maxProcsWorkers), if that is
+// more than it is. Each change stops the world once.
 func growProcs(workers int) {
 	initProcs.mu.Lock()
 	defer initProcs.mu.Unlock()
-	if n := initProcs.base + initSpareProcs + workers; n > runtime.GOMAXPROCS(0) {
+	if n := initProcs.base + initSpareProcs + min(workers, maxProcsWorkers); n > runtime.GOMAXPROCS(0) {
 		runtime.GOMAXPROCS(n)
 	}
 }

@@ -71,19 +71,25 @@ func startInit(path string, files []uintptr, container bool) (*initProc, error) 
 	}
 	// The init is forked from this thread with initTimerSlack, which
 	// every thread of the init inherits (the Go runtime's sysmon
-	// included, made before any code of the init runs); the command
-	// gets this thread's own slack back (initSpec.TimerSlack). The thread
-	// is unlocked after, not ended: it is the parent that Pdeathsig
-	// watches. Neither prctl can fail (a real-time thread's slack is
-	// ignored by the kernel, and stays 0).
+	// included, made before any code of the init runs; threads Go makes
+	// meanwhile are cloned from its template thread, not this one); the
+	// command gets this thread's own slack back (initSpec.TimerSlack).
+	// A slack that reads 0 (a real-time thread's, whose slack the kernel
+	// ignores) is left alone: 0 cannot be given back (prctl takes it as
+	// "the default", which would be the init's). The thread is unlocked
+	// after, not ended: Pdeathsig watches it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	slack, _ := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	unix.Prctl(unix.PR_SET_TIMERSLACK, initTimerSlack, 0, 0, 0)
+	slack, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err == nil && slack > 0 {
+		unix.Prctl(unix.PR_SET_TIMERSLACK, initTimerSlack, 0, 0, 0)
+		defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
+	} else {
+		slack = 0
+	}
 	pid, err := syscall.ForkExec(path, []string{"sandboxd", InitCommand}, &syscall.ProcAttr{
 		Env: []string{}, Files: files, Sys: attr,
 	})
-	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
 	if err != nil {
 		return nil, err
 	}
