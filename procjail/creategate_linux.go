@@ -1400,6 +1400,30 @@ func (c *createGate) openRefused(path string, st *unix.Stat_t) (refused bool, ru
 	return c.openDecide(path, st.Dev, st.Ino, c.hostDevs[st.Dev])
 }
 
+// decideExisting decides, under root's fanotify open gate, the existing
+// regular file name in dir (seen as st) that this worker is about to open
+// for the caller: EPERM when the open gate's decider refuses it
+// (w.openRefusal says why), as the fanotify gate would refuse the
+// worker's open, but with the refusal line naming the caller, not the
+// init. Under the open route the file opened is decided after the open
+// (decideOpened); a file that cannot be named here is left to the
+// fanotify gate, which still decides the open.
+func (w *walker) decideExisting(dir int, name string, st *unix.Stat_t) unix.Errno {
+	if w.c.openDecide == nil || w.c.openRoute {
+		return 0
+	}
+	d, err := pathOf(dir)
+	if err != nil || !strings.HasPrefix(d, "/") {
+		return 0
+	}
+	p := strings.TrimSuffix(d, "/") + "/" + name
+	if refused, rule, reason := w.c.openRefused(p, st); refused {
+		w.openRefusal = &OpenRefusal{Path: p, Rule: rule, Reason: oneLine(reason)}
+		return unix.EPERM
+	}
+	return 0
+}
+
 // perform decides and makes the call o (on a worker thread): the new
 // descriptor of an open, or the errno (0: done), and the refusal to
 // report.
@@ -1976,6 +2000,12 @@ func (w *walker) open(dir int, path string, flags int, mode uint32) (int, unix.E
 				unix.Close(obj)
 			}
 			continue // changed since: again
+		}
+		if exists && pre.Mode&unix.S_IFMT == unix.S_IFREG {
+			if errno := w.decideExisting(r.parent, r.name, &pre); errno != 0 {
+				r.close()
+				return -1, errno, nil
+			}
 		}
 		guard := 0
 		if (!exists || pre.Mode&unix.S_IFMT == unix.S_IFREG) && flags&unix.O_NONBLOCK == 0 {
