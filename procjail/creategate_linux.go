@@ -368,16 +368,23 @@ func (c *createGate) prepareThread() error {
 type asideOpen struct {
 	obj   int
 	flags int
+	// pidfd is the caller thread's (non-blocking, the aside's to close),
+	// or -1.
+	pidfd int
 }
 
 // openAside opens a FIFO on a thread of its own, prepared as a worker and
 // ended after the call, so that opens with no peer (which block, as the
 // caller's would) never hold the pool's workers: at most maxAsideOpens at
-// once, later ones wait on their own goroutine. While it blocks, valid is
-// asked every aside tick; once the caller is gone (killed, or its call
-// interrupted) the gate opens the FIFO itself for reading and writing
-// without blocking, which releases the blocked open, and closes it again
-// (the open's descriptor is then dropped: the caller is gone). done
+// once, later ones wait on their own goroutine. Once the caller is gone
+// (killed: its pidfd polls readable, or valid, asked every aside tick,
+// says its call is withdrawn) the gate opens the FIFO itself for reading
+// and writing without blocking, which releases the blocked open, and
+// closes it again (the open's descriptor is then dropped: the caller is
+// gone). At once, not at the next tick: a blocked open left behind its
+// dead caller is a peer for the next process to open the FIFO, which
+// would take it for a writer or reader that never comes (a cat reading
+// EOF; TestFSCreateGateSemantics's fifo row hung once in 16 runs so). done
 // answers the call.
 func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, unix.Errno)) {
 	go func() {
@@ -400,20 +407,47 @@ func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, un
 			fd, err = unix.Open(path, a.flags&^unix.O_NOFOLLOW, 0)
 			errno = errnoOr(err)
 		})
+		exited := make(chan struct{})
+		if a.pidfd >= 0 {
+			// Waited for in the network poller (no thread blocks); the
+			// file is closed once the open is answered, which ends it.
+			pf := os.NewFile(uintptr(a.pidfd), "pidfd")
+			defer pf.Close()
+			if rc, err := pf.SyscallConn(); err == nil {
+				go func() {
+					if rc.Read(func(fd uintptr) bool {
+						p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+						n, _ := unix.Poll(p, 0)
+						return n != 0
+					}) == nil {
+						close(exited)
+					}
+				}()
+			}
+		}
 		tick := time.NewTicker(asideTick)
 		defer tick.Stop()
 		released := false
+		release := func() {
+			if released {
+				return
+			}
+			released = true
+			if rw, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
+				unix.Close(rw)
+			}
+		}
 		for {
 			select {
 			case <-finished:
 				done(fd, errno)
 				return
+			case <-exited:
+				release()
+				exited = nil
 			case <-tick.C:
-				if !released && !valid() {
-					released = true
-					if rw, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
-						unix.Close(rw)
-					}
+				if !valid() {
+					release()
 				}
 			}
 		}
@@ -489,6 +523,14 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 		}
 		if w.aside != nil {
 			id := req.ID
+			// The caller's thread, whose end releases the open at once
+			// (a pidfd needs no permission; -1: the ticks alone).
+			w.aside.pidfd = -1
+			if pfd, err := unix.PidfdOpen(int(req.Pid), unix.O_EXCL|unix.PIDFD_NONBLOCK); err == nil {
+				w.aside.pidfd = pfd
+			} else if pfd, err := unix.PidfdOpen(int(req.Pid), unix.PIDFD_NONBLOCK); err == nil {
+				w.aside.pidfd = pfd
+			}
 			c.openAside(*w.aside, func() bool {
 				_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
 				return e == 0
@@ -980,7 +1022,7 @@ func (w *walker) fifoAside(obj int, flags int) bool {
 	if flags&unix.O_NONBLOCK != 0 || flags&unix.O_ACCMODE == unix.O_RDWR || unix.Fstat(obj, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
 		return false
 	}
-	w.aside = &asideOpen{obj: obj, flags: flags}
+	w.aside = &asideOpen{obj: obj, flags: flags, pidfd: -1}
 	return true
 }
 
@@ -1406,10 +1448,13 @@ func (c *createGate) openRefused(path string, st *unix.Stat_t) (refused bool, ru
 // (w.openRefusal says why), as the fanotify gate would refuse the
 // worker's open, but with the refusal line naming the caller, not the
 // init. Under the open route the file opened is decided after the open
-// (decideOpened); a file that cannot be named here is left to the
-// fanotify gate, which still decides the open.
+// (decideOpened). Only a file on one of the host's devices, whose
+// identity is the one the fanotify gate decides (a file of the home
+// overlay's could only be compared by its inode number here, and refused
+// where that gate allows it), and one that can be named: anything else is
+// left to the fanotify gate, which decides the open all the same.
 func (w *walker) decideExisting(dir int, name string, st *unix.Stat_t) unix.Errno {
-	if w.c.openDecide == nil || w.c.openRoute {
+	if w.c.openDecide == nil || w.c.openRoute || !w.c.hostDevs[uint64(st.Dev)] {
 		return 0
 	}
 	d, err := pathOf(dir)
