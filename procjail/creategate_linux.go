@@ -417,8 +417,8 @@ func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, un
 				go func() {
 					if rc.Read(func(fd uintptr) bool {
 						p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-						n, _ := unix.Poll(p, 0)
-						return n != 0
+						n, err := unix.Poll(p, 0)
+						return err == nil && n > 0 // EINTR: wait again
 					}) == nil {
 						close(exited)
 					}
@@ -427,12 +427,10 @@ func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, un
 		}
 		tick := time.NewTicker(asideTick)
 		defer tick.Stop()
-		released := false
+		// Again at each tick while the open is not answered: a release
+		// can come before the thread's open blocks (a caller killed
+		// at once), and would then release nothing.
 		release := func() {
-			if released {
-				return
-			}
-			released = true
 			if rw, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
 				unix.Close(rw)
 			}
