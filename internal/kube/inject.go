@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,6 +41,9 @@ func Inject(o Options, r io.Reader) (*Manifests, error) {
 		return nil, err
 	}
 	meta, podMeta, spec := parts(obj)
+	if err := selects(obj, podMeta.Labels); err != nil {
+		return nil, err
+	}
 
 	name := o.Name
 	if name == "" {
@@ -88,6 +92,28 @@ func Inject(o Options, r io.Reader) (*Manifests, error) {
 	m := s.manifests()
 	m.Workload = obj
 	return m, nil
+}
+
+// selects refuses a Deployment or StatefulSet whose selector's labels do
+// not select its own pod template's (the API server refuses it: the
+// session label that Inject adds would not make it right).
+func selects(obj runtime.Object, labels map[string]string) error {
+	var sel *metav1.LabelSelector
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		sel = w.Spec.Selector
+	case *appsv1.StatefulSet:
+		sel = w.Spec.Selector
+	}
+	if sel == nil {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
+		if v, ok := labels[k]; !ok || v != sel.MatchLabels[k] {
+			return fmt.Errorf("%w: spec.selector.matchLabels %s=%s does not select the pod template's labels", ErrDecode, k, sel.MatchLabels[k])
+		}
+	}
+	return nil
 }
 
 // Decode decodes data as one Pod (v1), Deployment or StatefulSet
