@@ -87,25 +87,26 @@ const (
 
 // createGate decides and performs the command's creations.
 type createGate struct {
-	decide   func(op, path string) (refused bool, rule, reason string)
-	arch     seccompArch
-	proc     ProcMode
-	fs       *FileSystem
-	as       *ContainerMode
-	uid, gid int // the workers' (the command's) ids
-	report   func(CreateRefusal)
-	mu       sync.Mutex
-	queue    []func(ready bool) // jobs no idle worker took
-	idle     []*createWorker    // workers waiting for a job, the last to wait last
-	workers  atomic.Int32
-	sharedFS atomic.Bool   // unshare(CLONE_FS) was refused (prepareThread)
-	aside    chan struct{} // a semaphore of maxAsideOpens
-	procOnce sync.Once
-	procDev  uint64
-	rootOnce sync.Once
-	root     int
-	rootErr  error
-	status   [4096]byte // the gate goroutine's buffer for /proc/TID/status (caller)
+	decide    func(op, path string) (refused bool, rule, reason string)
+	arch      seccompArch
+	proc      ProcMode
+	fs        *FileSystem
+	as        *ContainerMode
+	uid, gid  int // the workers' (the command's) ids
+	report    func(CreateRefusal)
+	mu        sync.Mutex
+	queue     []func(ready bool) // jobs no idle worker took
+	idle      []*createWorker    // workers waiting for a job, the last to wait last
+	workers   atomic.Int32
+	sharedFS  atomic.Bool   // unshare(CLONE_FS) was refused (prepareThread)
+	noOpenat2 atomic.Bool   // openat2 was refused (dirsAtOnce)
+	aside     chan struct{} // a semaphore of maxAsideOpens
+	procOnce  sync.Once
+	procDev   uint64
+	rootOnce  sync.Once
+	root      int
+	rootErr   error
+	status    [4096]byte // the gate goroutine's buffer for /proc/TID/status (caller)
 	// openDecide, when set, is the open gate's decider
 	// (OpenGuardDecider): of the open route (FileSystem.OpenGuard,
 	// openRoute: every open comes here, and each regular file opened is
@@ -1074,11 +1075,19 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 	if filepath.IsAbs(path) || start < 0 {
 		from = w.cl.root
 	}
-	cur, err := dupCloexec(from)
-	if err != nil {
-		return resolved{}, unix.EMFILE
-	}
 	queue := splitPath(path)
+	cur := -1
+	if len(queue) > 1 {
+		if cur = w.dirsAtOnce(from, queue[:len(queue)-1]); cur >= 0 {
+			queue = queue[len(queue)-1:]
+		}
+	}
+	if cur < 0 {
+		var err error
+		if cur, err = dupCloexec(from); err != nil {
+			return resolved{}, unix.EMFILE
+		}
+	}
 	if len(queue) == 0 {
 		// "/": the root itself.
 		return resolved{parent: -1, obj: cur}, 0
@@ -1169,6 +1178,7 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 			}
 			if filepath.IsAbs(target) {
 				unix.Close(cur)
+				var err error
 				if cur, err = dupCloexec(w.cl.root); err != nil {
 					return resolved{}, unix.EMFILE
 				}
@@ -1191,6 +1201,52 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 	}
 	// The last component was a directory, followed.
 	return resolved{parent: -1, obj: cur}, 0
+}
+
+// dirsAtOnce opens the directories dirs (a path's components but its
+// last) from the directory from in one call, where that resolves them as
+// walk would one by one: openat2 with RESOLVE_NO_SYMLINKS (magic links
+// included) fails on any symlink, which walk resolves itself (a target
+// from the caller's root, /proc/self as the caller); with no ".." every
+// directory passed lies below from, so a directory that is not in a
+// procfs was reached through none of a procfs's (a /proc/PID of the
+// init's, which walk refuses) unless a mount sits on a directory of a
+// process's in a procfs, which neither the sandbox nor the command makes.
+// It returns -1 (walk goes one by one, and says why it fails) for
+// anything else: a symlink, a "..", a procfs directory, any error; and
+// for good once openat2 is refused (ENOSYS: before Linux 5.6; EPERM: a
+// container's seccomp profile). git's index.lock is four components
+// deep: one call with a stat for what took four of each (open, stat,
+// statfs, close) and a dup.
+func (w *walker) dirsAtOnce(from int, dirs []string) int {
+	if w.c.noOpenat2.Load() {
+		return -1
+	}
+	for _, d := range dirs {
+		if d == ".." {
+			return -1
+		}
+	}
+	fd, err := unix.Openat2(from, strings.Join(dirs, "/"), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		if err == unix.ENOSYS || err == unix.EPERM {
+			w.c.noOpenat2.Store(true)
+		}
+		return -1
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return -1
+	}
+	if kind, _ := w.procKindOf(fd, &st); kind != procNone {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
 }
 
 // dupCloexec duplicates fd, close-on-exec (one call: F_DUPFD_CLOEXEC).
@@ -1233,6 +1289,11 @@ func (w *walker) procKind(dir int) (kind int, self bool) {
 // read-only binds below it, is one superblock).
 func (w *walker) procKindOf(dir int, st *unix.Stat_t) (kind int, self bool) {
 	if uint64(st.Dev) != w.c.procDevice() {
+		if unix.Major(uint64(st.Dev)) != 0 {
+			// A block device's: a procfs has an anonymous device
+			// number (major 0), as every filesystem with no device.
+			return procNone, false
+		}
 		var sfs unix.Statfs_t
 		if unix.Fstatfs(dir, &sfs) != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
 			return procNone, false
