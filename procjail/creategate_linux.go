@@ -1516,11 +1516,10 @@ func (w *walker) decideExisting(dir int, name string, st *unix.Stat_t) unix.Errn
 	if w.c.openDecide == nil || w.c.openRoute || !w.c.hostDevs[uint64(st.Dev)] {
 		return 0
 	}
-	d, err := pathOf(dir)
-	if err != nil || !strings.HasPrefix(d, "/") {
+	p := w.pathIn(dir, name)
+	if !strings.HasPrefix(p, "/") {
 		return 0
 	}
-	p := strings.TrimSuffix(d, "/") + "/" + name
 	if refused, rule, reason := w.c.openRefused(p, st); refused {
 		w.openRefusal = &OpenRefusal{Path: p, Rule: rule, Reason: oneLine(reason)}
 		return unix.EPERM

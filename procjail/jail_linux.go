@@ -84,8 +84,6 @@ func startInit(path string, files []uintptr, container bool) (*initProc, error) 
 	if err == nil && slack > 0 {
 		unix.Prctl(unix.PR_SET_TIMERSLACK, initTimerSlack, 0, 0, 0)
 		defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
-	} else {
-		slack = 0
 	}
 	pid, err := syscall.ForkExec(path, []string{"sandboxd", InitCommand}, &syscall.ProcAttr{
 		Env: []string{}, Files: files, Sys: attr,
