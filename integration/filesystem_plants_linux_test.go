@@ -465,6 +465,22 @@ for p in ("/proc/1/cwd/gate-probe", "/proc/1/root/tmp/gate-probe", "/proc/1/task
         os.close(os.open(p, os.O_CREAT | os.O_WRONLY)); print("INIT-OPENED", p)
     except OSError as e:
         print("init", errno.errorcode[e.errno])
+# and a name relative to a cwd or a directory descriptor there (chdir and
+# O_PATH opens are not gated)
+here = os.getcwd()
+for name, flags in (("comm", os.O_WRONLY), ("mem", os.O_RDWR)):
+    try:
+        os.chdir("/proc/1"); os.close(os.open(name, os.O_CREAT | flags)); print("INIT-OPENED cwd", name)
+    except OSError as e:
+        print("init", errno.errorcode[e.errno])
+    finally:
+        os.chdir(here)
+pfd = os.open("/proc/1/task/1", os.O_PATH | os.O_DIRECTORY)
+try:
+    os.close(os.open("comm", os.O_CREAT | os.O_WRONLY, dir_fd=pfd)); print("INIT-OPENED dirfd comm")
+except OSError as e:
+    print("init", errno.errorcode[e.errno])
+os.close(pfd)
 for name in ("f", "opath-missing"):  # O_CREAT is ignored with O_PATH: an fd of f, nothing made
     try:
         os.close(os.open(name, os.O_PATH | os.O_CREAT, 0o644)); print("opath", name, "fd")
@@ -497,8 +513,8 @@ print("done")
 					o.flags = []string{"--policy", b.policy(t, pol)}
 				}
 				r := b.run(t, o)
-				if n := strings.Count(r.stdout, "init EACCES\n"); n != 5 {
-					t.Errorf("inside: the init's /proc entries: %d EACCES, want 5", n)
+				if n := strings.Count(r.stdout, "init EACCES\n"); n != 8 {
+					t.Errorf("inside: the init's /proc entries: %d EACCES, want 8", n)
 				}
 				for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "opath f fd\n", "opath opath-missing ENOENT\n", "read rw rw\n", "read ro ro\n", "done\n"} {
 					if !strings.Contains(r.stdout, want) {

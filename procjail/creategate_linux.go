@@ -1074,6 +1074,13 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 	from := start
 	if filepath.IsAbs(path) || start < 0 {
 		from = w.cl.root
+	} else if errno := w.notInit(start); errno != 0 {
+		// The caller's cwd or directory descriptor is one of the init's
+		// /proc/PID directories (chdir and an O_PATH open are not
+		// gated): refused as a walk into one is, or a name in it
+		// ("comm", "mem") would be opened by a thread of the init's,
+		// which the kernel lets through (a helper's review).
+		return resolved{}, errno
 	}
 	queue := splitPath(path)
 	cur := -1
