@@ -531,7 +531,7 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 				w.aside.pidfd = pfd
 			}
 			c.openAside(*w.aside, func() bool {
-				_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id)))
+				_, e := notifIoctl(g.listener, ioctlNotifIDValid, unsafe.Pointer(&id))
 				return e == 0
 			}, func(fd int, errno unix.Errno) { g.respond(&req, fd, errno, job.o.flags) })
 			return
@@ -575,7 +575,7 @@ func (g *unixGate) respond(req *seccompNotif, fd int, errno unix.Errno, flags in
 		if flags&unix.O_CLOEXEC != 0 {
 			add.NewfdFlags = unix.O_CLOEXEC
 		}
-		r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifAddfd, uintptr(unsafe.Pointer(&add)))
+		r, e := notifIoctl(g.listener, ioctlNotifAddfd, unsafe.Pointer(&add))
 		unix.Close(fd)
 		switch {
 		case e == unix.ENOENT:
@@ -586,7 +586,7 @@ func (g *unixGate) respond(req *seccompNotif, fd int, errno unix.Errno, flags in
 			resp.Val, resp.Error = int64(r), 0
 		}
 	}
-	unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), ioctlNotifSend, uintptr(unsafe.Pointer(&resp)))
+	notifIoctl(g.listener, ioctlNotifSend, unsafe.Pointer(&resp))
 }
 
 // op is one notified call in the *at form.
@@ -718,7 +718,7 @@ func (c *createGate) prepare(listener int, req *seccompNotif) (*createJob, unix.
 	}
 	// Still the caller: its pid was not reused while it was read.
 	id := req.ID
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); e != 0 {
+	if _, e := notifIoctl(listener, ioctlNotifIDValid, unsafe.Pointer(&id)); e != 0 {
 		j.close()
 		return nil, unix.EPERM
 	}
@@ -786,7 +786,7 @@ func (c *createGate) prepareBind(listener int, req *seccompNotif, j *createJob) 
 		return fail(c.fail(req, o.kind, j.p1, err))
 	}
 	id := req.ID
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), ioctlNotifIDValid, uintptr(unsafe.Pointer(&id))); e != 0 {
+	if _, e := notifIoctl(listener, ioctlNotifIDValid, unsafe.Pointer(&id)); e != 0 {
 		return fail(unix.EPERM)
 	}
 	return j, 0

@@ -100,7 +100,13 @@ func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *Conta
 		// (Linux 6.6; older kernels refuse the ioctl and wake it the
 		// usual way): each notified call costs one round trip less of
 		// the scheduler.
-		unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ioctlNotifSetFlags, notifFDSyncWakeUp)
+		// (EINTR: the notify_lock's wait was interrupted; see
+		// notifIoctl.)
+		for {
+			if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), ioctlNotifSetFlags, notifFDSyncWakeUp); e != unix.EINTR {
+				break
+			}
+		}
 	}
 	return nil
 }
