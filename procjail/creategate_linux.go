@@ -1221,10 +1221,12 @@ func (w *walker) walk(start int, path string, follow bool) (resolved, unix.Errno
 // process's in a procfs, which neither the sandbox nor the command makes.
 // It returns -1 (walk goes one by one, and says why it fails) for
 // anything else: a symlink, a "..", a procfs directory, any error; and
-// for good once openat2 is refused (ENOSYS: before Linux 5.6; EPERM: a
-// container's seccomp profile). git's index.lock is four components
-// deep: one call with a stat for what took four of each (open, stat,
-// statfs, close) and a dup.
+// for good once openat2 is missing (ENOSYS: before Linux 5.6, or a
+// seccomp profile's answer). Not for EPERM, which a FUSE server or an
+// overlay's redirect gives for one path (a helper's review): a
+// container profile that answers EPERM costs a failed call each time.
+// git's index.lock is four components deep: one call with a stat for
+// what took four of each (open, stat, statfs, close) and a dup.
 func (w *walker) dirsAtOnce(from int, dirs []string) int {
 	if w.c.noOpenat2.Load() {
 		return -1
@@ -1239,7 +1241,7 @@ func (w *walker) dirsAtOnce(from int, dirs []string) int {
 		Resolve: unix.RESOLVE_NO_SYMLINKS,
 	})
 	if err != nil {
-		if err == unix.ENOSYS || err == unix.EPERM {
+		if err == unix.ENOSYS {
 			w.c.noOpenat2.Store(true)
 		}
 		return -1
