@@ -98,8 +98,11 @@ type createGate struct {
 	queue     []func(ready bool) // jobs no idle worker took
 	idle      []*createWorker    // workers waiting for a job, the last to wait last
 	workers   atomic.Int32
-	sharedFS  atomic.Bool   // unshare(CLONE_FS) was refused (prepareThread)
-	noOpenat2 atomic.Bool   // openat2 was refused (dirsAtOnce)
+	sharedFS  atomic.Bool // unshare(CLONE_FS) was refused (prepareThread)
+	noOpenat2 atomic.Bool // openat2 was refused (dirsAtOnce)
+	llOnce    sync.Once   // landlockRuleset
+	llRuleset int
+	llErr     error
 	aside     chan struct{} // a semaphore of maxAsideOpens
 	procOnce  sync.Once
 	procDev   uint64
@@ -356,12 +359,44 @@ func (c *createGate) prepareThread() error {
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset: %w", err)
 	}
-	if ll := landlockFor(c.fs); ll != nil {
-		if _, err := restrictLandlock(*ll); err != nil {
+	ruleset, err := c.landlockRuleset()
+	if err != nil {
+		return err
+	}
+	if ruleset >= 0 {
+		if err := restrictLandlockSelf(ruleset); err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
 	return nil
+}
+
+// landlockRuleset is the command's Landlock ruleset, made once (-1: no
+// Landlock), before the command starts (startCommand): every worker and
+// aside thread restricts itself with this one. Made again from the
+// paths for each thread, as it was, a worker started once the command
+// ran took a write root's path as it was then: in container mode,
+// where nothing is mounted, a command that emptied a write root it could
+// remove and put a symlink to / in its place gave the next worker write
+// access to all of / (a helper's review).
+func (c *createGate) landlockRuleset() (int, error) {
+	c.llOnce.Do(func() {
+		c.llRuleset = -1
+		ll := landlockFor(c.fs)
+		if ll == nil {
+			return
+		}
+		abi, err := landlockVersion(landlockKernelABI())
+		if err != nil || abi == 0 {
+			c.llErr = err
+			return
+		}
+		c.llRuleset, c.llErr = landlockRuleset(*ll, abi)
+	})
+	if c.llErr != nil {
+		return -1, fmt.Errorf("landlock: %w", c.llErr)
+	}
+	return c.llRuleset, nil
 }
 
 // asideOpen is an open that may block for good (a FIFO with no peer),
@@ -395,11 +430,23 @@ func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, un
 		path := "/proc/self/fd/" + strconv.Itoa(a.obj)
 		var fd int
 		var errno unix.Errno
+		// gone: the caller is gone (release); opening: the thread's
+		// open is made (or about to be). Each is set before the other
+		// is read, so either the open is not made or the release sees
+		// it: a release is made only for an open the prepared thread
+		// makes, never before it (the release is the init's own open,
+		// which the command's checks would not let through: a helper's
+		// review).
+		var gone, opening atomic.Bool
 		finished := make(chan struct{})
 		c.onFreshThread(func(ready bool) {
 			defer close(finished)
 			if !ready {
 				fd, errno = -1, unix.EPERM
+				return
+			}
+			if opening.Store(true); gone.Load() {
+				fd, errno = -1, unix.EINTR // not answered: the caller is gone
 				return
 			}
 			var err error
@@ -432,6 +479,9 @@ func (c *createGate) openAside(a asideOpen, valid func() bool, done func(int, un
 		// can come before the thread's open blocks (a caller killed
 		// at once), and would then release nothing.
 		release := func() {
+			if gone.Store(true); !opening.Load() {
+				return
+			}
 			if rw, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
 				unix.Close(rw)
 			}

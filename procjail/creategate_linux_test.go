@@ -4,10 +4,12 @@ package procjail
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // TestParseStatus: the create gate reads a caller's umask, fs ids and
@@ -63,4 +65,52 @@ func TestParseStatusSelf(t *testing.T) {
 	if _, err := strconv.ParseInt(firstField(f.umask), 8, 32); err != nil {
 		t.Errorf("Umask %q: %v", f.umask, err)
 	}
+}
+
+// TestGateLandlockRulesetOnce: the create gate's threads take the
+// command's Landlock ruleset as it was made before the command started,
+// not the write roots' paths as they are when a thread starts: a write
+// root renamed away and replaced by a symlink to another directory gives
+// a worker started after that no access there (in container mode,
+// nothing mounted, the command could do it), while the root itself, under
+// its new name, stays writable.
+func TestGateLandlockRulesetOnce(t *testing.T) {
+	if kernelLandlockABI() == 0 {
+		t.Skip("no Landlock in this kernel")
+	}
+	// Not under /tmp, /var/tmp or /dev/shm, which the rules allow.
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.MkdirTemp(wd, "llonce-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	in, out, was := filepath.Join(base, "in"), filepath.Join(base, "out"), filepath.Join(base, "in-was")
+	for _, d := range []string{in, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &createGate{fs: &FileSystem{Confine: true, WriteRoots: []string{in}}}
+	if _, err := c.landlockRuleset(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(in, was); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(out, in); err != nil {
+		t.Fatal(err)
+	}
+	offMainThread(func() {
+		if err := c.prepareThread(); err != nil {
+			t.Errorf("prepareThread: %v", err)
+			return
+		}
+		llExpect(t, "a worker's create where the write root's path now leads", llTryCreate(filepath.Join(out, "x")), unix.EACCES)
+		llExpect(t, "a worker's create through the symlink", llTryCreate(filepath.Join(in, "y")), unix.EACCES)
+		llExpect(t, "a worker's create in the write root, renamed", llTryCreate(filepath.Join(was, "z")))
+	})
 }

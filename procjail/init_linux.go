@@ -689,6 +689,13 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 	if err := cloexecFrom(3); err != nil {
 		return 0, stepErr("close descriptors", err)
 	}
+	if gate != nil && gate.create != nil {
+		// The gate's threads' Landlock ruleset, from the paths as the
+		// command's is made from them (createGate.landlockRuleset).
+		if _, err := gate.create.landlockRuleset(); err != nil {
+			return 0, stepErr("landlock", err)
+		}
+	}
 	resc := make(chan result, 1)
 	// Not the main thread: a Landlock domain there would put the init
 	// itself in the command's domain (see offMainThread).

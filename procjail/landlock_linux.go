@@ -165,6 +165,18 @@ func landlockVersion(v int, err error) (int, error) {
 // applyLandlock restricts the calling thread to r, handling the rights of
 // abi (which must be at most the kernel's).
 func applyLandlock(r landlockRules, abi int) error {
+	ruleset, err := landlockRuleset(r, abi)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ruleset)
+	return restrictLandlockSelf(ruleset)
+}
+
+// landlockRuleset makes the ruleset of r for abi: a descriptor
+// (close-on-exec) whose rules hold the paths' inodes as they resolved
+// now, which a later rename or symlink at a path does not change.
+func landlockRuleset(r landlockRules, abi int) (int, error) {
 	known := min(abi, landlockMaxABI)
 	handled := landlockFSRights(known) &^ llRead
 	if r.ReadBeneath != nil {
@@ -181,10 +193,9 @@ func applyLandlock(r landlockRules, abi int) error {
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if errno != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", errno)
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}
 	ruleset := int(fd)
-	defer unix.Close(ruleset)
 
 	type rule struct {
 		paths  []string
@@ -197,11 +208,17 @@ func applyLandlock(r landlockRules, abi int) error {
 	} {
 		for _, p := range ru.paths {
 			if err := addLandlockPath(ruleset, p, ru.access&handled); err != nil {
-				return err
+				unix.Close(ruleset)
+				return -1, err
 			}
 		}
 	}
+	return ruleset, nil
+}
 
+// restrictLandlockSelf restricts the calling thread (never the main
+// thread) to ruleset.
+func restrictLandlockSelf(ruleset int) error {
 	// Lock before restricting so the goroutine cannot move off the thread
 	// in between; kept locked on success (see restrictLandlock).
 	runtime.LockOSThread()
