@@ -423,7 +423,8 @@ func createRefusedLines(t *testing.T, audit string) []map[string]any {
 // FIFOs, O_EXCL on an existing name (EEXIST), a new file through a
 // dangling symlink (the link's target is created), O_NOFOLLOW on a
 // symlink (ELOOP), /dev/stdout opened with O_CREAT as without (the
-// caller's own descriptor, reopened), a rename and a hard link of the caller's, relative to a
+// caller's own descriptor, reopened), an O_TMPFILE given a name through
+// its descriptor, a rename and a hard link of the caller's, relative to a
 // directory descriptor, the init's own /proc entries refused (EACCES),
 // new files opened read-write, write-only and read-only whatever their
 // mode (with files.deny too, where as root the open gate is on and the
@@ -481,6 +482,18 @@ try:
 except OSError as e:
     print("init", errno.errorcode[e.errno])
 os.close(pfd)
+# An unnamed file (O_TMPFILE) given a name through its descriptor
+# (linkat of /proc/self/fd/N: the link's source is decided by the
+# descriptor, whose name reads "/ws/#N (deleted)").
+# (a dir_fd makes python call linkat with AT_SYMLINK_FOLLOW, not link)
+tfd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o640)
+os.write(tfd, b"tmp\n")
+try:
+    wfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    os.link("/proc/self/fd/%d" % tfd, "tmplinked", dst_dir_fd=wfd, follow_symlinks=True); print("tmpfile linked")
+except OSError as e:
+    print("tmpfile", errno.errorcode[e.errno])
+os.close(tfd)
 for name in ("f", "opath-missing"):  # O_CREAT is ignored with O_PATH: an fd of f, nothing made
     try:
         os.close(os.open(name, os.O_PATH | os.O_CREAT, 0o644)); print("opath", name, "fd")
@@ -516,7 +529,7 @@ print("done")
 				if n := strings.Count(r.stdout, "init EACCES\n"); n != 8 {
 					t.Errorf("inside: the init's /proc entries: %d EACCES, want 8", n)
 				}
-				for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "opath f fd\n", "opath opath-missing ENOENT\n", "read rw rw\n", "read ro ro\n", "done\n"} {
+				for _, want := range []string{"excl EEXIST\n", "nofollow ELOOP\n", "dev-stdout same\n", "tmpfile linked\n", "opath f fd\n", "opath opath-missing ENOENT\n", "read rw rw\n", "read ro ro\n", "done\n"} {
 					if !strings.Contains(r.stdout, want) {
 						t.Errorf("inside: missing %q", want)
 					}
@@ -538,8 +551,8 @@ print("done")
 				if fi, err := os.Stat(filepath.Join(b.ws, "f-link")); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 2 {
 					t.Errorf("host f-link: %v %v, want a second name of f", fi, err)
 				}
-				for _, p := range []string{"ro", "wo"} {
-					if got, err := os.ReadFile(filepath.Join(b.ws, p)); err != nil || string(got) != p+"\n" {
+				for p, want := range map[string]string{"ro": "ro\n", "wo": "wo\n", "tmplinked": "tmp\n"} {
+					if got, err := os.ReadFile(filepath.Join(b.ws, p)); err != nil || string(got) != want {
 						t.Errorf("host %s: %q %v, want what the command wrote", p, got, err)
 					}
 				}

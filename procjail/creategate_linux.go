@@ -1715,13 +1715,32 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		// The file linked: a denied file or a protected name is not
 		// given another name (policy's OpLinkSource).
 		src := w.pathIn(old.parent, old.name)
+		var oldSt unix.Stat_t
 		if old.obj >= 0 {
+			// A descriptor's file (AT_EMPTY_PATH, or a /proc magic
+			// link): decided by its name, and by its identity from the
+			// descriptor, never by what its name leads to now. A name
+			// removed since it was opened (an O_TMPFILE's too) reads
+			// "NAME (deleted)": decided as NAME (a helper's review: a
+			// decoy file named so was what the identity was taken
+			// from).
 			src, _ = pathOf(old.obj)
+			src = strings.TrimSuffix(src, " (deleted)")
+			if err := unix.Fstat(old.obj, &oldSt); err != nil {
+				return -1, unix.EPERM, &CreateRefusal{Op: o.kind, Path: p1, Rule: "create gate", Reason: oneLine("cannot identify the linked file: " + err.Error())}
+			}
 		}
 		if src == "" {
 			return -1, unix.EPERM, &CreateRefusal{Op: o.kind, Path: p1, Rule: "create gate", Reason: "cannot place the linked file"}
 		}
-		if ref, errno := w.decidePathAs(o.kind, "link-source", src); errno != 0 {
+		if old.obj >= 0 {
+			if refused, rule, reason := w.c.decide("link-source", src); refused {
+				return -1, unix.EACCES, &CreateRefusal{Op: o.kind, Path: src, Rule: rule, Reason: reason}
+			}
+			if ref, errno := w.decideNamed(o.kind, src, &oldSt); errno != 0 {
+				return -1, errno, ref
+			}
+		} else if ref, errno := w.decidePathAs(o.kind, "link-source", src); errno != 0 {
 			return -1, errno, ref
 		}
 		// And under its new name, by the open gate's decider.
@@ -1733,11 +1752,7 @@ func (w *walker) perform(o op, d1 int, p1 string, d2 int, p2, target string) (in
 		if old.obj >= 0 {
 			// An unnamed file (O_TMPFILE) too: identified by its
 			// descriptor.
-			var st unix.Stat_t
-			if err := unix.Fstat(old.obj, &st); err != nil {
-				return -1, unix.EPERM, &CreateRefusal{Op: o.kind, Path: dst, Rule: "create gate", Reason: oneLine("cannot identify the linked file: " + err.Error())}
-			}
-			ref, errno = w.decideNamed(o.kind, dst, &st)
+			ref, errno = w.decideNamed(o.kind, dst, &oldSt)
 		} else {
 			ref, errno = w.decideOpenable(o.kind, src, dst)
 		}
