@@ -575,9 +575,7 @@ func (g *unixGate) answerCreate(req seccompNotif) {
 			// The caller's thread, whose end releases the open at once
 			// (a pidfd needs no permission; -1: the ticks alone).
 			w.aside.pidfd = -1
-			if pfd, err := unix.PidfdOpen(int(req.Pid), unix.O_EXCL|unix.PIDFD_NONBLOCK); err == nil {
-				w.aside.pidfd = pfd
-			} else if pfd, err := unix.PidfdOpen(int(req.Pid), unix.PIDFD_NONBLOCK); err == nil {
+			if pfd, err := threadPidfd(int(req.Pid), unix.PIDFD_NONBLOCK); err == nil {
 				w.aside.pidfd = pfd
 			}
 			c.openAside(*w.aside, func() bool {
@@ -847,13 +845,10 @@ func (cl *caller) openPidfd() error {
 	if cl.pidfd >= 0 {
 		return nil
 	}
-	// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a thread.
 	var err error
-	if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), unix.O_EXCL); err != nil {
-		if cl.pidfd, err = unix.PidfdOpen(int(cl.req.Pid), 0); err != nil {
-			cl.pidfd = -1
-			return fmt.Errorf("pidfd of %d: %w", cl.req.Pid, err)
-		}
+	if cl.pidfd, err = threadPidfd(int(cl.req.Pid), 0); err != nil {
+		cl.pidfd = -1
+		return fmt.Errorf("pidfd of %d: %w", cl.req.Pid, err)
 	}
 	return nil
 }

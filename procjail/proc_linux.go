@@ -120,6 +120,18 @@ func mountProc(mode ProcMode) error {
 	return stepErrf("mount /proc", "unknown /proc mode %q", mode)
 }
 
+// threadPidfd opens a pidfd (with flags) of the thread tid, which a
+// seccomp notification names and which is often not its process's first:
+// a thread's pidfd (PIDFD_THREAD, Linux 6.9), or where the kernel refuses
+// that flag (EINVAL) a process's, which only a first thread has.
+func threadPidfd(tid, flags int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, flags|unix.PIDFD_THREAD)
+	if err == unix.EINVAL {
+		fd, err = unix.PidfdOpen(tid, flags)
+	}
+	return fd, err
+}
+
 // procDirOf returns the /proc directory of the process the init knows as
 // pid (a pid of the sandbox's PID namespace). Under ProcContainer the
 // mounted /proc numbers processes as the container does: a pidfd of the
@@ -132,13 +144,9 @@ func procDirOf(mode ProcMode, pid int) (string, error) {
 	}
 	// A seccomp notification names the calling thread, often not its
 	// process's first (node's file calls come from libuv's pool): a
-	// thread's pidfd (PIDFD_THREAD, Linux 6.9) tells the thread's
-	// number there, as /proc/TID names it. An older kernel refuses the
-	// flag (EINVAL): a process's pidfd, which has only first threads.
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_THREAD)
-	if err == unix.EINVAL {
-		fd, err = unix.PidfdOpen(pid, 0)
-	}
+	// thread's pidfd tells the thread's number there, as /proc/TID
+	// names it.
+	fd, err := threadPidfd(pid, 0)
 	if err != nil {
 		return "", err
 	}

@@ -170,12 +170,9 @@ func (g *unixGate) answer(req seccompNotif) {
 // behalf; it returns 0 when it connected the socket, or the errno of the
 // call.
 func (g *unixGate) decide(req *seccompNotif) unix.Errno {
-	// The caller may be any thread: PIDFD_THREAD (O_EXCL) opens a thread.
-	pidfd, err := unix.PidfdOpen(int(req.Pid), unix.O_EXCL)
+	pidfd, err := threadPidfd(int(req.Pid), 0)
 	if err != nil {
-		if pidfd, err = unix.PidfdOpen(int(req.Pid), 0); err != nil {
-			return unix.EPERM
-		}
+		return unix.EPERM
 	}
 	defer unix.Close(pidfd)
 	// Copying a socket and reading memory need ptrace access to the
