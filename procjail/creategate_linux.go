@@ -102,6 +102,7 @@ type createGate struct {
 	noOpenat2 atomic.Bool // openat2 was refused (dirsAtOnce)
 	llOnce    sync.Once   // landlockRuleset
 	llRuleset int
+	llABI     int
 	llErr     error
 	aside     chan struct{} // a semaphore of maxAsideOpens
 	procOnce  sync.Once
@@ -359,9 +360,9 @@ func (c *createGate) prepareThread() error {
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset: %w", err)
 	}
-	ruleset, err := c.landlockRuleset()
+	ruleset, _, err := c.landlockRuleset()
 	if err != nil {
-		return err
+		return fmt.Errorf("landlock: %w", err)
 	}
 	if ruleset >= 0 {
 		if err := restrictLandlockSelf(ruleset); err != nil {
@@ -371,32 +372,20 @@ func (c *createGate) prepareThread() error {
 	return nil
 }
 
-// landlockRuleset is the command's Landlock ruleset, made once (-1: no
-// Landlock), before the command starts (startCommand): every worker and
-// aside thread restricts itself with this one. Made again from the
+// landlockRuleset is the command's Landlock ruleset and the kernel's ABI,
+// made once (-1: no Landlock), before the command starts (startCommand,
+// which restricts the command with it too): every worker and aside thread
+// restricts itself with this one. Made again from the
 // paths for each thread, as it was, a worker started once the command
 // ran took a write root's path as it was then: in container mode,
 // where nothing is mounted, a command that emptied a write root it could
 // remove and put a symlink to / in its place gave the next worker write
 // access to all of / (a helper's review).
-func (c *createGate) landlockRuleset() (int, error) {
+func (c *createGate) landlockRuleset() (ruleset, abi int, err error) {
 	c.llOnce.Do(func() {
-		c.llRuleset = -1
-		ll := landlockFor(c.fs)
-		if ll == nil {
-			return
-		}
-		abi, err := landlockVersion(landlockKernelABI())
-		if err != nil || abi == 0 {
-			c.llErr = err
-			return
-		}
-		c.llRuleset, c.llErr = landlockRuleset(*ll, abi)
+		c.llRuleset, c.llABI, c.llErr = commandRuleset(landlockFor(c.fs))
 	})
-	if c.llErr != nil {
-		return -1, fmt.Errorf("landlock: %w", c.llErr)
-	}
-	return c.llRuleset, nil
+	return c.llRuleset, c.llABI, c.llErr
 }
 
 // asideOpen is an open that may block for good (a FIFO with no peer),

@@ -93,7 +93,7 @@ func TestGateLandlockRulesetOnce(t *testing.T) {
 		}
 	}
 	c := &createGate{fs: &FileSystem{Confine: true, WriteRoots: []string{in}}}
-	if _, err := c.landlockRuleset(); err != nil {
+	if _, _, err := c.landlockRuleset(); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(in, was); err != nil {

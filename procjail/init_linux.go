@@ -689,12 +689,19 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 	if err := cloexecFrom(3); err != nil {
 		return 0, stepErr("close descriptors", err)
 	}
+	// The command's Landlock ruleset, made from the paths once: the
+	// create gate's threads restrict themselves with the same one
+	// (createGate.landlockRuleset), whenever they start.
+	ll := landlockFor(&s.FileSystem)
+	var ruleset, abi int
+	var err error
 	if gate != nil && gate.create != nil {
-		// The gate's threads' Landlock ruleset, from the paths as the
-		// command's is made from them (createGate.landlockRuleset).
-		if _, err := gate.create.landlockRuleset(); err != nil {
-			return 0, stepErr("landlock", err)
-		}
+		ruleset, abi, err = gate.create.landlockRuleset() // the gate's to keep
+	} else if ruleset, abi, err = commandRuleset(ll); err == nil && ruleset >= 0 {
+		defer unix.Close(ruleset)
+	}
+	if err != nil {
+		return 0, stepErr("landlock", err)
 	}
 	resc := make(chan result, 1)
 	// Not the main thread: a Landlock domain there would put the init
@@ -710,7 +717,7 @@ func startCommand(s *initSpec, gate *unixGate) (int, error) {
 		}
 		o := seccompOptions{AllowUnix: gate != nil && gate.unixOn, CreateGate: gate != nil && gate.create != nil,
 			OpenRoute: gate != nil && gate.create != nil && gate.create.openRoute}
-		if err := hardenThread(o, gate, landlockFor(&s.FileSystem), s.Container); err != nil {
+		if err := hardenThread(o, gate, ll != nil, ruleset, abi, s.Container); err != nil {
 			resc <- result{err: err}
 			return
 		}

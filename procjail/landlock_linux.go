@@ -162,6 +162,21 @@ func landlockVersion(v int, err error) (int, error) {
 	return v, nil
 }
 
+// commandRuleset makes the ruleset of r (nil: no Landlock rules) for the
+// kernel's ABI: -1 when there is none to apply (r nil, or abi 0: no
+// Landlock in the kernel).
+func commandRuleset(r *landlockRules) (ruleset, abi int, err error) {
+	if r == nil {
+		return -1, 0, nil
+	}
+	abi, err = landlockVersion(landlockKernelABI())
+	if err != nil || abi == 0 {
+		return -1, abi, err
+	}
+	ruleset, err = landlockRuleset(*r, abi)
+	return ruleset, abi, err
+}
+
 // applyLandlock restricts the calling thread to r, handling the rights of
 // abi (which must be at most the kernel's).
 func applyLandlock(r landlockRules, abi int) error {

@@ -16,11 +16,12 @@ import (
 // hardenThread prepares the calling OS thread (locked by the caller, not
 // the main thread) so that a child forked from it runs with no core
 // dumps, no new
-// privileges, no capabilities, the Landlock domain ll (when not nil; a
-// kernel without Landlock leaves the mount layer alone, and the session
-// start line says so) and the seccomp filter of seccomp_bpf.go. Each step
+// privileges, no capabilities, the Landlock domain of ruleset (when
+// landlock; ruleset is -1 and abi 0 on a kernel without Landlock, which
+// leaves the mount layer alone, and the session start line says so, but
+// not in container mode) and the seccomp filter of seccomp_bpf.go. Each step
 // names itself in its error.
-func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *ContainerMode) error {
+func hardenThread(o seccompOptions, gate *unixGate, landlock bool, ruleset, abi int, as *ContainerMode) error {
 	// No core dumps: the kernel writes a core file itself, in the
 	// crashing process's directory and under a name core_pattern may take
 	// from the process (%e), past the create gate. RLIMIT_CORE is the
@@ -56,10 +57,11 @@ func hardenThread(o seccompOptions, gate *unixGate, ll *landlockRules, as *Conta
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return stepErr("drop capabilities", fmt.Errorf("capset: %w", err))
 	}
-	if ll != nil {
-		abi, err := restrictLandlock(*ll)
-		if err != nil {
-			return stepErr("landlock", err)
+	if landlock {
+		if ruleset >= 0 {
+			if err := restrictLandlockSelf(ruleset); err != nil {
+				return stepErr("landlock", err)
+			}
 		}
 		if as != nil && abi == 0 {
 			// Container mode: Landlock is what holds the write roots.
